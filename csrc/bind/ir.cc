@@ -1,0 +1,89 @@
+// Bindings of dtypes, ops, ShapeTracker and Graph. Graph nodes cross as integer ids; a
+// Graph is owned by its Python object.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "ir/graph.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace luminal {
+
+void init_ir(nb::module_& m) {
+  nb::enum_<DType>(m, "DType")
+      .value("F32", DType::F32)
+      .value("F16", DType::F16)
+      .value("BF16", DType::BF16)
+      .value("Int", DType::Int)
+      .value("Bool", DType::Bool);
+  m.def("dtype_name", &dtype_name);
+  m.def("dtype_size", &dtype_size);
+
+  nb::enum_<OpKind> ops(m, "OpKind");
+#define LUMINAL_OP(name, arity) ops.value(#name, OpKind::name);
+#include "ir/ops.def"
+#undef LUMINAL_OP
+
+  nb::class_<ShapeTracker>(m, "ShapeTracker")
+      .def_static("contiguous", &ShapeTracker::contiguous, "dims"_a)
+      .def_ro("dims", &ShapeTracker::dims)
+      .def_ro("strides", &ShapeTracker::strides)
+      .def_ro("offset", &ShapeTracker::offset)
+      .def_ro("mask_lo", &ShapeTracker::mask_lo)
+      .def_ro("mask_hi", &ShapeTracker::mask_hi)
+      .def("rank", &ShapeTracker::rank)
+      .def("numel", &ShapeTracker::numel)
+      .def("has_mask", &ShapeTracker::has_mask)
+      .def("is_contiguous", &ShapeTracker::is_contiguous)
+      .def("same_as", &ShapeTracker::same_as)
+      .def("permute", &ShapeTracker::permute, "axes"_a)
+      .def("insert_axis", &ShapeTracker::insert_axis, "axis"_a, "size"_a)
+      .def("expand_axis", &ShapeTracker::expand_axis, "axis"_a, "size"_a)
+      .def("remove_axis", &ShapeTracker::remove_axis, "axis"_a)
+      .def("slice", &ShapeTracker::slice, "axis"_a, "start"_a, "stop"_a, "step"_a)
+      .def("flip", &ShapeTracker::flip, "axis"_a)
+      .def("pad", &ShapeTracker::pad, "axis"_a, "before"_a, "after"_a)
+      .def("reshape", &ShapeTracker::reshape, "dims"_a)
+      .def("__str__", &ShapeTracker::to_string)
+      .def("__repr__", &ShapeTracker::to_string);
+
+  nb::class_<Graph>(m, "Graph")
+      .def(nb::init<>())
+      .def("input", &Graph::input, "name"_a, "shape"_a, "dtype"_a)
+      .def("constant", &Graph::constant, "value"_a, "dtype"_a)
+      .def("constant_expr", &Graph::constant_expr, "value"_a, "dtype"_a)
+      .def("iota", &Graph::iota, "expr"_a, "length"_a)
+      .def("unary", [](Graph& g, OpKind op, NodeId a, const ShapeTracker& av) {
+        return g.unary(op, {a, av});
+      })
+      .def("binary", [](Graph& g, OpKind op, NodeId a, const ShapeTracker& av, NodeId b,
+                        const ShapeTracker& bv) { return g.binary(op, {a, av}, {b, bv}); })
+      .def("reduce", [](Graph& g, OpKind op, NodeId a, const ShapeTracker& av, int axis) {
+        return g.reduce(op, {a, av}, axis);
+      })
+      .def("gather", [](Graph& g, NodeId d, const ShapeTracker& dv, NodeId i,
+                        const ShapeTracker& iv) { return g.gather({d, dv}, {i, iv}); })
+      .def("cast", [](Graph& g, NodeId a, const ShapeTracker& av, DType dtype) {
+        return g.cast({a, av}, dtype);
+      })
+      .def("output", [](Graph& g, NodeId a, const ShapeTracker& av) { return g.output({a, av}); })
+      .def("find_output", [](const Graph& g, NodeId a, const ShapeTracker& av) {
+        return g.find_output({a, av});
+      })
+      .def("node_op", [](const Graph& g, NodeId id) { return g.node(id).op; })
+      .def("node_dtype", [](const Graph& g, NodeId id) { return g.node(id).dtype; })
+      .def("node_shape", [](const Graph& g, NodeId id) { return g.node(id).shape; })
+      .def("node_name", [](const Graph& g, NodeId id) { return g.node(id).name; })
+      .def("node_to_string", &Graph::node_to_string)
+      .def("outputs", &Graph::outputs)
+      .def("inputs", &Graph::inputs)
+      .def("topo_order", &Graph::topo_order)
+      .def("symbols", &Graph::symbols)
+      .def("__len__", &Graph::size)
+      .def("__str__", &Graph::to_string);
+}
+
+}  // namespace luminal

@@ -1,0 +1,67 @@
+// Bindings of the runtimes. Input data arrives as a C-contiguous CPU ndarray already in the
+// input's storage format (the Python side converts); outputs leave as numpy arrays that own
+// a copy of the result.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/string.h>
+
+#include <cstring>
+
+#include "core/errors.h"
+#include "runtime/native.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace luminal {
+
+namespace {
+using CpuArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
+  if (data.itemsize() != dtype_size(dtype)) {
+    throw DTypeError(std::string("set_data: elements of ") + std::to_string(data.itemsize()) +
+                     " bytes cannot hold dtype " + dtype_name(dtype));
+  }
+  rt.set_data(input, data.data(), static_cast<int64_t>(data.size()), dtype);
+}
+
+nb::dlpack::dtype numpy_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return nb::dtype<float>();
+    case DType::F16:
+      return nb::dlpack::dtype{static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+    case DType::BF16:
+      return nb::dtype<uint16_t>();  // raw bits; the Python side widens to float32
+    case DType::Int:
+      return nb::dtype<int32_t>();
+    case DType::Bool:
+      return nb::dtype<bool>();
+  }
+  throw InternalError("unknown dtype");
+}
+
+nb::ndarray<nb::numpy> get(const Runtime& rt, NodeId output) {
+  const HostBuffer& b = rt.get(output);
+  auto* copy = new uint8_t[b.bytes.size() ? b.bytes.size() : 1];
+  if (!b.bytes.empty()) std::memcpy(copy, b.bytes.data(), b.bytes.size());
+  nb::capsule owner(copy, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
+  std::vector<size_t> shape(b.shape.begin(), b.shape.end());
+  return nb::ndarray<nb::numpy>(copy, shape.size(), shape.data(), owner, nullptr,
+                                numpy_dtype(b.dtype));
+}
+}  // namespace
+
+void init_runtime(nb::module_& m) {
+  nb::class_<Runtime>(m, "Runtime")
+      .def_prop_ro("name", &Runtime::name)
+      .def("compile", &Runtime::compile, "graph"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("set_data", &set_data, "input"_a, "data"_a, "dtype"_a)
+      .def("execute", &Runtime::execute, "dyn_map"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("get", &get, "output"_a);
+  nb::class_<NativeRuntime, Runtime>(m, "NativeRuntime").def(nb::init<>());
+}
+
+}  // namespace luminal

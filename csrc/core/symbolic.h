@@ -1,0 +1,89 @@
+// Symbolic integer expressions for shapes, strides and index arithmetic.
+// An Expr is immutable, always kept in a canonical simplified form, so two expressions that
+// simplify alike compare equal with ==. Symbols are named and taken to be non-negative
+// integers (they stand for dimension sizes and indices). Not a general CAS.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace luminal {
+
+// Values of the symbols, by name: the dyn_map.
+using DynMap = std::map<std::string, int64_t>;
+
+struct ExprNode;  // defined in symbolic.cc
+
+class Expr {
+ public:
+  Expr();                     // the constant 0
+  Expr(int64_t value);        // NOLINT: implicit, so shapes read naturally: {s, 64}
+  Expr(int value) : Expr(static_cast<int64_t>(value)) {}  // NOLINT
+  static Expr symbol(const std::string& name);
+
+  bool is_const() const;
+  std::optional<int64_t> try_const() const;
+  int64_t as_const() const;   // throws ShapeError naming the free symbols if not constant
+  bool is_symbol() const;
+
+  // Arithmetic. Division and modulo are floor division / floor modulo (Python's // and %);
+  // dividing by a constant 0 throws ShapeError.
+  friend Expr operator+(const Expr& a, const Expr& b);
+  friend Expr operator-(const Expr& a, const Expr& b);
+  friend Expr operator*(const Expr& a, const Expr& b);
+  friend Expr operator/(const Expr& a, const Expr& b);
+  friend Expr operator%(const Expr& a, const Expr& b);
+  Expr operator-() const;
+  friend Expr min(const Expr& a, const Expr& b);
+  friend Expr max(const Expr& a, const Expr& b);
+  // Comparisons and logic give 1 or 0.
+  friend Expr lt(const Expr& a, const Expr& b);
+  friend Expr le(const Expr& a, const Expr& b);
+  friend Expr gt(const Expr& a, const Expr& b);
+  friend Expr ge(const Expr& a, const Expr& b);
+  friend Expr eq(const Expr& a, const Expr& b);
+  friend Expr ne(const Expr& a, const Expr& b);
+  friend Expr logical_and(const Expr& a, const Expr& b);
+  friend Expr logical_or(const Expr& a, const Expr& b);
+
+  // Replace a symbol by an expression, re-simplifying.
+  Expr substitute(const std::string& name, const Expr& value) const;
+  Expr substitute(const std::map<std::string, Expr>& values) const;
+  // Evaluate with every symbol bound; throws ShapeError("unbound symbol 's'") otherwise.
+  int64_t eval(const DynMap& env) const;
+  // Names of the free symbols, sorted and unique.
+  std::vector<std::string> symbols() const;
+
+  // Readable infix text, e.g. "(s*2 + 1)" -- stable across runs.
+  std::string to_string() const;
+  // A C expression of int64 arithmetic; each symbol renders as its own name. Floor division
+  // and modulo of possibly-negative operands render as calls to lm_floordiv / lm_floormod,
+  // which the C renderer defines; operands provably non-negative render as plain / and %.
+  std::string to_c() const;
+
+  size_t hash() const;
+  // Structural equality of canonical forms.
+  bool operator==(const Expr& other) const;
+  bool operator!=(const Expr& other) const { return !(*this == other); }
+
+  const std::shared_ptr<const ExprNode>& node() const { return node_; }
+
+ private:
+  explicit Expr(std::shared_ptr<const ExprNode> node) : node_(std::move(node)) {}
+  std::shared_ptr<const ExprNode> node_;  // never null
+  friend struct ExprBuilder;              // symbolic.cc builds canonical nodes
+};
+
+// Product of a list of dims (1 for an empty list).
+Expr product(const std::vector<Expr>& dims);
+
+}  // namespace luminal
+
+template <>
+struct std::hash<luminal::Expr> {
+  size_t operator()(const luminal::Expr& e) const { return e.hash(); }
+};

@@ -1,0 +1,240 @@
+// Graph builders with their shape/dtype checks, sharing of identical nodes, and printing.
+#include "ir/graph.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include "core/errors.h"
+
+namespace luminal {
+
+namespace {
+std::string format_double(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string shape_desc(const ShapeTracker& v) { return v.dims_string(); }
+
+void add_symbols(const Expr& e, std::set<std::string>& out) {
+  for (auto& s : e.symbols()) out.insert(s);
+}
+}  // namespace
+
+void Graph::check_edge(const Edge& e, const char* what) const {
+  if (e.node < 0 || static_cast<size_t>(e.node) >= nodes_.size()) {
+    throw ShapeError(std::string(what) + ": node %" + std::to_string(e.node) +
+                     " is not in this graph");
+  }
+  const Node& src = nodes_[e.node];
+  if (src.op == OpKind::Output) {
+    throw ShapeError(std::string(what) + ": cannot read from an Output node");
+  }
+  const ShapeTracker& v = e.view;
+  if (v.strides.size() != v.rank() || v.mask_lo.size() != v.rank() ||
+      v.mask_hi.size() != v.rank()) {
+    throw ShapeError(std::string(what) + ": malformed view " + v.to_string());
+  }
+}
+
+NodeId Graph::add(Node node, bool share) {
+  NodeId id = static_cast<NodeId>(nodes_.size());
+  nodes_.push_back(std::move(node));
+  if (!share) return id;
+  std::string key = node_to_string(id);
+  auto it = by_text_.find(key);
+  if (it != by_text_.end()) {
+    nodes_.pop_back();
+    return it->second;
+  }
+  by_text_.emplace(std::move(key), id);
+  return id;
+}
+
+NodeId Graph::input(const std::string& name, const std::vector<Expr>& shape, DType dtype) {
+  Node n{OpKind::Input, {}, dtype, shape};
+  n.name = name;
+  NodeId id = add(std::move(n), false);
+  inputs_.push_back(id);
+  return id;
+}
+
+NodeId Graph::constant(double value, DType dtype) {
+  Node n{OpKind::Constant, {}, dtype, {}};
+  n.value = value;
+  return add(std::move(n), true);
+}
+
+NodeId Graph::constant_expr(const Expr& value, DType dtype) {
+  Node n{OpKind::Constant, {}, dtype, {}};
+  n.expr = value;
+  return add(std::move(n), true);
+}
+
+NodeId Graph::iota(const Expr& expr, const Expr& length) {
+  Node n{OpKind::Iota, {}, DType::Int, {length}};
+  n.expr = expr;
+  return add(std::move(n), true);
+}
+
+NodeId Graph::unary(OpKind op, const Edge& a) {
+  if (!is_unary(op)) throw InternalError(std::string(op_name(op)) + " is not a unary op");
+  check_edge(a, op_name(op));
+  DType dt = nodes_[a.node].dtype;
+  if (!is_float(dt)) {
+    throw DTypeError(std::string(op_name(op)) + ": needs a float tensor, got " +
+                     dtype_name(dt) + " of shape " + shape_desc(a.view));
+  }
+  return add(Node{op, {a}, dt, a.view.dims}, true);
+}
+
+NodeId Graph::binary(OpKind op, const Edge& a, const Edge& b) {
+  if (!is_binary(op)) throw InternalError(std::string(op_name(op)) + " is not a binary op");
+  check_edge(a, op_name(op));
+  check_edge(b, op_name(op));
+  if (a.view.dims != b.view.dims) {
+    throw ShapeError(std::string(op_name(op)) + ": shapes " + shape_desc(a.view) + " and " +
+                     shape_desc(b.view) + " differ (broadcast them first)");
+  }
+  DType da = nodes_[a.node].dtype;
+  DType db = nodes_[b.node].dtype;
+  if (da != db) {
+    throw DTypeError(std::string(op_name(op)) + ": dtypes " + dtype_name(da) + " and " +
+                     dtype_name(db) + " differ (cast one first)");
+  }
+  if (op == OpKind::Mod && da == DType::Bool) {
+    throw DTypeError("Mod: bool operands are not supported");
+  }
+  DType out = op == OpKind::LessThan ? DType::Bool : da;
+  return add(Node{op, {a, b}, out, a.view.dims}, true);
+}
+
+NodeId Graph::reduce(OpKind op, const Edge& a, int axis) {
+  if (!is_reduce(op)) throw InternalError(std::string(op_name(op)) + " is not a reduction");
+  check_edge(a, op_name(op));
+  int rank = static_cast<int>(a.view.rank());
+  if (axis < 0 || axis >= rank) {
+    throw ShapeError(std::string(op_name(op)) + ": axis " + std::to_string(axis) +
+                     " out of range for shape " + shape_desc(a.view));
+  }
+  DType dt = nodes_[a.node].dtype;
+  if (op == OpKind::SumReduce && dt == DType::Bool) {
+    throw DTypeError("SumReduce: bool tensors must be cast to int or float first");
+  }
+  std::vector<Expr> shape = a.view.dims;
+  shape.erase(shape.begin() + axis);
+  Node n{op, {a}, dt, shape};
+  n.axis = axis;
+  return add(std::move(n), true);
+}
+
+NodeId Graph::gather(const Edge& data, const Edge& indices) {
+  check_edge(data, "Gather");
+  check_edge(indices, "Gather");
+  if (nodes_[indices.node].dtype != DType::Int) {
+    throw DTypeError(std::string("Gather: indices must be int, got ") +
+                     dtype_name(nodes_[indices.node].dtype));
+  }
+  return add(Node{OpKind::Gather, {data, indices}, nodes_[data.node].dtype, indices.view.dims},
+             true);
+}
+
+NodeId Graph::cast(const Edge& a, DType dtype) {
+  check_edge(a, "Cast");
+  return add(Node{OpKind::Cast, {a}, dtype, a.view.dims}, true);
+}
+
+NodeId Graph::output(const Edge& a) {
+  check_edge(a, "Output");
+  NodeId id = add(Node{OpKind::Output, {a}, nodes_[a.node].dtype, a.view.dims}, true);
+  if (std::find(outputs_.begin(), outputs_.end(), id) == outputs_.end()) outputs_.push_back(id);
+  return id;
+}
+
+const Node& Graph::node(NodeId id) const {
+  if (id < 0 || static_cast<size_t>(id) >= nodes_.size()) {
+    throw ShapeError("node %" + std::to_string(id) + " is not in this graph");
+  }
+  return nodes_[id];
+}
+
+std::optional<NodeId> Graph::find_output(const Edge& edge) const {
+  for (NodeId id : outputs_) {
+    const Edge& e = nodes_[id].inputs[0];
+    if (e.node == edge.node && e.view.same_as(edge.view)) return id;
+  }
+  return std::nullopt;
+}
+
+std::vector<NodeId> Graph::topo_order() const {
+  // Node ids are created after their inputs, so id order is a topological order.
+  std::vector<bool> needed(nodes_.size(), false);
+  for (NodeId o : outputs_) needed[o] = true;
+  for (size_t i = nodes_.size(); i-- > 0;) {
+    if (!needed[i]) continue;
+    for (const Edge& e : nodes_[i].inputs) needed[e.node] = true;
+  }
+  std::vector<NodeId> order;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    if (needed[i]) order.push_back(static_cast<NodeId>(i));
+  }
+  return order;
+}
+
+std::vector<std::string> Graph::symbols() const {
+  std::set<std::string> out;
+  for (const Node& n : nodes_) {
+    for (const Expr& d : n.shape) add_symbols(d, out);
+    if (n.expr && n.op == OpKind::Constant) add_symbols(*n.expr, out);
+    for (const Edge& e : n.inputs) {
+      add_symbols(e.view.offset, out);
+      for (size_t k = 0; k < e.view.rank(); ++k) {
+        add_symbols(e.view.dims[k], out);
+        add_symbols(e.view.strides[k], out);
+        add_symbols(e.view.mask_lo[k], out);
+        add_symbols(e.view.mask_hi[k], out);
+      }
+    }
+  }
+  out.erase("z");  // the Iota index variable, bound per element
+  return {out.begin(), out.end()};
+}
+
+std::string Graph::node_to_string(NodeId id) const {
+  const Node& n = node(id);
+  std::string out = std::string("(") + op_name(n.op);
+  switch (n.op) {
+    case OpKind::Input:
+      out += " \"" + n.name + "\" " + dims_to_string(n.shape) + " #" + std::to_string(id);
+      break;
+    case OpKind::Constant:
+      out += " " + (n.expr ? n.expr->to_string() : format_double(n.value));
+      break;
+    case OpKind::Iota:
+      out += " " + n.expr->to_string() + " " + n.shape[0].to_string();
+      break;
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce:
+      out += " " + std::to_string(n.axis);
+      break;
+    default:
+      break;
+  }
+  for (const Edge& e : n.inputs) out += " %" + std::to_string(e.node) + " " + e.view.to_string();
+  if (n.op == OpKind::Cast || n.op == OpKind::Input || n.op == OpKind::Constant) {
+    out += std::string(" ") + dtype_name(n.dtype);
+  }
+  return out + ")";
+}
+
+std::string Graph::to_string() const {
+  std::string out;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    out += "%" + std::to_string(i) + " = " + node_to_string(static_cast<NodeId>(i)) + "\n";
+  }
+  return out;
+}
+
+}  // namespace luminal

@@ -1,0 +1,76 @@
+// The HLIR graph: nodes of the ops in ops.def, each reading its inputs through a view
+// (ShapeTracker) and producing one contiguous tensor. Identical nodes are shared on creation
+// (hash-consing by printed form). Every builder checks shapes and dtypes and throws
+// ShapeError / DTypeError; a built graph is always well-formed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/symbolic.h"
+#include "ir/op.h"
+#include "ir/shape_tracker.h"
+
+namespace luminal {
+
+using NodeId = int32_t;
+
+// An input of a node: which node, read through which view.
+struct Edge {
+  NodeId node;
+  ShapeTracker view;
+};
+
+struct Node {
+  OpKind op;
+  std::vector<Edge> inputs;  // op_arity(op) of them
+  DType dtype;               // of the output
+  std::vector<Expr> shape;   // of the output, which is contiguous
+  // Attributes; each is meaningful only for the ops named.
+  std::string name;          // Input: the user's name for it
+  double value = 0;          // Constant: the number, unless expr is set
+  std::optional<Expr> expr;  // Constant: a symbolic value; Iota: the element expression in z
+  int axis = -1;             // SumReduce, MaxReduce: the reduced axis of the input view
+};
+
+class Graph {
+ public:
+  NodeId input(const std::string& name, const std::vector<Expr>& shape, DType dtype);
+  NodeId constant(double value, DType dtype);
+  NodeId constant_expr(const Expr& value, DType dtype);
+  NodeId iota(const Expr& expr, const Expr& length);
+  NodeId unary(OpKind op, const Edge& a);
+  NodeId binary(OpKind op, const Edge& a, const Edge& b);
+  NodeId reduce(OpKind op, const Edge& a, int axis);
+  NodeId gather(const Edge& data, const Edge& indices);
+  NodeId cast(const Edge& a, DType dtype);
+  NodeId output(const Edge& a);
+
+  const Node& node(NodeId id) const;
+  size_t size() const { return nodes_.size(); }
+  const std::vector<NodeId>& outputs() const { return outputs_; }
+  const std::vector<NodeId>& inputs() const { return inputs_; }
+  // The Output node reading `edge`, if one was made.
+  std::optional<NodeId> find_output(const Edge& edge) const;
+  // Nodes needed for the outputs, producers before consumers.
+  std::vector<NodeId> topo_order() const;
+  // Symbols used anywhere in the graph's shapes, views and expressions.
+  std::vector<std::string> symbols() const;
+
+  std::string node_to_string(NodeId id) const;  // "(Add %3 (view ...) %4 (view ...))"
+  std::string to_string() const;                // one line per node
+
+ private:
+  NodeId add(Node node, bool share);
+  void check_edge(const Edge& e, const char* what) const;
+  std::vector<Node> nodes_;
+  std::vector<NodeId> outputs_;
+  std::vector<NodeId> inputs_;
+  std::unordered_map<std::string, NodeId> by_text_;  // printed node -> id, for sharing
+};
+
+}  // namespace luminal

@@ -1,0 +1,37 @@
+// The interface every runtime implements: compile a graph, take input data, execute with a
+// dyn_map, hand back outputs. Data crosses as HostBuffer (bytes in the dtype's storage).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/symbolic.h"
+#include "ir/graph.h"
+
+namespace luminal {
+
+// A dense row-major host tensor in a dtype's storage format (bf16/f16 as 16-bit words).
+struct HostBuffer {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> bytes;
+
+  int64_t numel() const;
+};
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual std::string name() const = 0;
+  // Takes a snapshot of the graph; later edits of the graph need a new compile.
+  virtual void compile(const Graph& graph) = 0;
+  // Copies `count` elements of `input`'s dtype from `data`.
+  virtual void set_data(NodeId input, const void* data, int64_t count, DType dtype) = 0;
+  virtual void execute(const DynMap& dyn_map) = 0;
+  // The value of an Output node after execute.
+  virtual const HostBuffer& get(NodeId output) const = 0;
+};
+
+}  // namespace luminal

@@ -1,0 +1,41 @@
+"""Luminal: an ahead-of-time ML compiler. Build a lazy graph, search for the fastest
+equivalent program on a runtime, run it.
+
+    import luminal as lm
+    cx = lm.Graph()
+    a = cx.tensor((3, 1)); b = cx.tensor((1, 4))
+    c = a.matmul(b).output()
+    rt = cx.search(lm.NativeRuntime(), 1)
+"""
+
+from ._core import DType, Expr, ShapeTracker
+from .dtype import (
+    bf16,
+    bfloat16,
+    bool_,
+    f16,
+    f32,
+    float16,
+    float32,
+    half,
+    i32,
+    int32,
+)
+from .errors import (
+    CompileError,
+    DeviceError,
+    DTypeError,
+    InternalError,
+    LuminalError,
+    ShapeError,
+)
+from .graph import Graph, GraphTensor
+from .runtime import NativeRuntime, Runtime
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CompileError", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
+    "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
+    "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
+]

@@ -1,0 +1,98 @@
+"""Dtypes: the names users write (``lm.float32``, ``"f16"``, ``torch.bfloat16``,
+``np.int32``), their numpy storage, and PyTorch's type promotion.
+
+Promotion follows torch for the dtypes we have: bool < int < float; a float tensor meets a
+wider float by widening (f16 with bf16 gives f32); Python scalars do not widen a tensor of
+their own category (``half_tensor * 2.0`` stays f16, ``int_tensor * 2`` stays int); int
+tensors meeting a Python float become f32. There is no f64 or i64: those map to f32 and i32.
+"""
+
+import numpy as np
+
+from ._core import DType
+from .errors import DTypeError
+
+float32 = f32 = DType.F32
+float16 = f16 = half = DType.F16
+bfloat16 = bf16 = DType.BF16
+int32 = i32 = DType.Int
+bool_ = DType.Bool
+
+_BY_NAME = {
+    "f32": DType.F32, "float32": DType.F32, "float": DType.F32, "float64": DType.F32,
+    "f16": DType.F16, "float16": DType.F16, "half": DType.F16,
+    "bf16": DType.BF16, "bfloat16": DType.BF16,
+    "int": DType.Int, "i32": DType.Int, "int32": DType.Int, "int64": DType.Int, "long": DType.Int,
+    "bool": DType.Bool,
+}
+
+# The numpy dtype each dtype is stored as when data crosses into the core.
+_STORAGE = {
+    DType.F32: np.dtype(np.float32),
+    DType.F16: np.dtype(np.float16),
+    DType.BF16: np.dtype(np.uint16),
+    DType.Int: np.dtype(np.int32),
+    DType.Bool: np.dtype(np.bool_),
+}
+
+_FLOAT_RANK = {DType.F16: 1, DType.BF16: 1, DType.F32: 2}
+
+
+def to_dtype(value) -> DType:
+    """Accepts a DType, a name, a numpy dtype or type, or a torch dtype."""
+    if isinstance(value, DType):
+        return value
+    if value is bool:
+        return DType.Bool
+    if value is int:
+        return DType.Int
+    if value is float:
+        return DType.F32
+    if isinstance(value, str):
+        name = value
+    else:
+        name = str(value).replace("torch.", "")
+        try:
+            name = np.dtype(value).name
+        except TypeError:
+            pass
+    if name in _BY_NAME:
+        return _BY_NAME[name]
+    raise DTypeError(f"unknown dtype {value!r} (use float32, float16, bfloat16, int32 or bool)")
+
+
+def is_float(dtype: DType) -> bool:
+    return dtype in _FLOAT_RANK
+
+
+def storage(dtype: DType) -> np.dtype:
+    return _STORAGE[dtype]
+
+
+def promote(a: DType, b: DType) -> DType:
+    """The dtype two tensors combine to, as torch.result_type does."""
+    if a == b:
+        return a
+    if is_float(a) and is_float(b):
+        return DType.F32 if _FLOAT_RANK[a] == _FLOAT_RANK[b] or DType.F32 in (a, b) else a
+    if is_float(a):
+        return a
+    if is_float(b):
+        return b
+    return DType.Int  # int with bool
+
+
+def scalar_dtype(value, tensor_dtype: DType) -> DType:
+    """The dtype a Python scalar takes next to a tensor of ``tensor_dtype``."""
+    if isinstance(value, bool):
+        return tensor_dtype
+    if isinstance(value, int):
+        return tensor_dtype if tensor_dtype != DType.Bool else DType.Int
+    if isinstance(value, float):
+        return tensor_dtype if is_float(tensor_dtype) else DType.F32
+    raise DTypeError(f"cannot use {type(value).__name__} {value!r} as a tensor operand")
+
+
+def name(dtype: DType) -> str:
+    return {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16",
+            DType.Int: "int32", DType.Bool: "bool"}[dtype]

@@ -1,0 +1,252 @@
+"""Graph and GraphTensor: the lazy graph a user builds.
+
+A GraphTensor is a node of the C++ graph read through a view (ShapeTracker). Movement ops
+change only the view; every other op adds primitive nodes. High-level ops come from the
+mixins in ``luminal.hl_ops``; this file holds only the primitive emitters they build on.
+Nothing here runs anything: runtimes do that after ``search``.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Union
+
+from . import _core
+from . import dtype as dt
+from ._core import DType, Expr, OpKind, ShapeTracker
+from .errors import ShapeError
+from .hl_ops import (
+    BinaryOps,
+    IndexOps,
+    MatmulOps,
+    MovementOps,
+    ReductionOps,
+    UnaryOps,
+)
+
+Dim = Union[int, str, Expr]
+
+
+def _to_expr(d: Dim, what: str) -> Expr:
+    if isinstance(d, bool) or not isinstance(d, (int, str, Expr)):
+        raise ShapeError(f"{what}: dimension {d!r} must be an int, a symbol name or an Expr")
+    if isinstance(d, int) and d < 0:
+        raise ShapeError(f"{what}: dimension {d} is negative")
+    if isinstance(d, str):
+        if not d.isidentifier() or d == "z":
+            raise ShapeError(f"{what}: {d!r} is not a usable symbol name ('z' is reserved)")
+        return Expr(d)
+    return Expr(d) if isinstance(d, int) else d
+
+
+def _py_dim(e: Expr):
+    """An Expr as a Python int when constant, else the Expr itself."""
+    return e.as_const() if e.is_const() else e
+
+
+class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps):
+    """A lazy tensor: node ``id`` of ``graph``, read through ``view``."""
+
+    __slots__ = ("graph", "id", "view", "dtype")
+
+    def __init__(self, graph: Graph, node_id: int, view: ShapeTracker, dtype: DType):
+        self.graph = graph
+        self.id = node_id
+        self.view = view
+        self.dtype = dtype
+
+    # ---- facts -------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple:
+        return tuple(_py_dim(d) for d in self.view.dims)
+
+    @property
+    def ndim(self) -> int:
+        return self.view.rank()
+
+    def dim(self) -> int:
+        return self.view.rank()
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[self._axis(dim, "size")]
+
+    def numel(self):
+        return _py_dim(self.view.numel())
+
+    @property
+    def name(self) -> str:
+        return self.graph._g.node_name(self.id)
+
+    def __repr__(self) -> str:
+        shape = ", ".join(str(d) for d in self.shape)
+        return f"GraphTensor(shape=({shape}), dtype={dt.name(self.dtype)}, node=%{self.id})"
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        first = self.shape[0]
+        if not isinstance(first, int):
+            raise TypeError(f"len() of a tensor whose first dim is symbolic ({first})")
+        return first
+
+    def __bool__(self):
+        raise TypeError("a GraphTensor is lazy and has no truth value; compare after execute")
+
+    def output(self) -> GraphTensor:
+        """Marks this tensor as a result the runtime keeps; returns it."""
+        self.graph._g.output(self.id, self.view)
+        return self
+
+    # ---- primitive emitters -------------------------------------------------------------
+    def _new(self, node_id: int, dims=None) -> GraphTensor:
+        g = self.graph._g
+        shape = g.node_shape(node_id) if dims is None else dims
+        return GraphTensor(self.graph, node_id, ShapeTracker.contiguous(shape), g.node_dtype(node_id))
+
+    def _with_view(self, view: ShapeTracker) -> GraphTensor:
+        return GraphTensor(self.graph, self.id, view, self.dtype)
+
+    def _unary(self, op: OpKind) -> GraphTensor:
+        return self._new(self.graph._g.unary(op, self.id, self.view))
+
+    def _binary(self, op: OpKind, other: GraphTensor) -> GraphTensor:
+        self.graph._check_owns(other)
+        return self._new(self.graph._g.binary(op, self.id, self.view, other.id, other.view))
+
+    def _reduce(self, op: OpKind, axis: int) -> GraphTensor:
+        return self._new(self.graph._g.reduce(op, self.id, self.view, axis))
+
+    def _gather(self, indices: GraphTensor) -> GraphTensor:
+        self.graph._check_owns(indices)
+        g = self.graph._g
+        return self._new(g.gather(self.id, self.view, indices.id, indices.view))
+
+    def _cast(self, dtype: DType) -> GraphTensor:
+        return self._new(self.graph._g.cast(self.id, self.view, dtype))
+
+    def _axis(self, axis: int, op: str) -> int:
+        n = self.ndim
+        if isinstance(axis, bool) or not isinstance(axis, int):
+            raise ShapeError(f"{op}: dim must be an int, got {axis!r}")
+        if not -max(n, 1) <= axis < max(n, 1):
+            raise ShapeError(f"{op}: dim {axis} is out of range for shape {self.shape}")
+        return axis % max(n, 1)
+
+    def contiguous(self) -> GraphTensor:
+        """A copy laid out row-major (a Cast to its own dtype)."""
+        return self._cast(self.dtype)
+
+    def to(self, dtype) -> GraphTensor:
+        dtype = dt.to_dtype(dtype)
+        return self if dtype == self.dtype else self._cast(dtype)
+
+    def float(self) -> GraphTensor:
+        return self.to(dt.float32)
+
+    def half(self) -> GraphTensor:
+        return self.to(dt.float16)
+
+    def bfloat16(self) -> GraphTensor:
+        return self.to(dt.bfloat16)
+
+    def int(self) -> GraphTensor:
+        return self.to(dt.int32)
+
+    def bool(self) -> GraphTensor:
+        return self.to(dt.bool_)
+
+    def _scalar_like(self, value, dtype: DType | None = None) -> GraphTensor:
+        return self.graph.constant(value, dtype or self.dtype)
+
+
+class Graph:
+    """A static, lazy computation graph. Build tensors and ops, mark outputs, then search."""
+
+    def __init__(self):
+        self._g = _core.Graph()
+        self.dyn_map: dict[str, int] = {}
+        self._search_space = None
+        self._input_count = 0
+
+    def tensor(self, shape: Iterable[Dim] | Dim, dtype=dt.float32, name: str | None = None):
+        """A new input of ``shape`` (ints and symbol names) and ``dtype``."""
+        if isinstance(shape, (int, str, Expr)):
+            shape = (shape,)
+        dims = [_to_expr(d, f"tensor {name or ''}".strip()) for d in shape]
+        if name is None:
+            name = f"input{self._input_count}"
+        self._input_count += 1
+        dtype = dt.to_dtype(dtype)
+        node = self._g.input(name, dims, dtype)
+        return GraphTensor(self, node, ShapeTracker.contiguous(dims), dtype)
+
+    def named_tensor(self, name: str, shape, dtype=dt.float32):
+        return self.tensor(shape, dtype, name)
+
+    def constant(self, value, dtype=None) -> GraphTensor:
+        """A scalar (shape ()) constant; ints and Exprs may be symbolic (``Expr('s')``)."""
+        if isinstance(value, Expr):
+            dtype = dt.to_dtype(dtype or dt.int32)
+            node = self._g.constant_expr(value, dtype)
+        else:
+            if dtype is None:
+                dtype = dt.scalar_dtype(value, dt.float32 if isinstance(value, float) else dt.int32)
+            dtype = dt.to_dtype(dtype)
+            node = self._g.constant(float(value), dtype)
+        return GraphTensor(self, node, ShapeTracker.contiguous([]), dtype)
+
+    def iota(self, expr: Dim, length: Dim) -> GraphTensor:
+        """Int tensor of shape (length,) whose element i is ``expr`` with symbol z = i."""
+        expr = Expr(expr) if not isinstance(expr, Expr) else expr
+        length = _to_expr(length, "iota")
+        node = self._g.iota(expr, length)
+        return GraphTensor(self, node, ShapeTracker.contiguous([length]), dt.int32)
+
+    def set_dim(self, name: str, value: int) -> None:
+        """Binds symbol ``name`` to ``value`` in ``dyn_map``."""
+        if not isinstance(name, str) or not name.isidentifier() or name == "z":
+            raise ShapeError(f"set_dim: {name!r} is not a symbol name ('z' is reserved)")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ShapeError(f"set_dim: symbol '{name}' needs a non-negative int, got {value!r}")
+        self.dyn_map[name] = value
+
+    def symbols(self) -> list[str]:
+        return self._g.symbols()
+
+    def build_search_space(self, runtime_type) -> None:
+        """Collects the programs ``runtime_type`` could run for this graph."""
+        from .runtime import Runtime
+
+        if not (isinstance(runtime_type, type) and issubclass(runtime_type, Runtime)):
+            raise TypeError(f"build_search_space takes a runtime class, got {runtime_type!r}")
+        if not self._g.outputs():
+            raise ShapeError("build_search_space: the graph has no outputs; call .output()")
+        self._search_space = runtime_type
+
+    def search(self, runtime, budget: int = 1):
+        """Compiles the graph on ``runtime`` (trying up to ``budget`` candidates) and returns
+        the runtime, ready for set_data / execute."""
+        from .runtime import Runtime
+
+        if not isinstance(runtime, Runtime):
+            raise TypeError(f"search takes a runtime instance, got {runtime!r}")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ValueError(f"search: budget must be a positive int, got {budget!r}")
+        if self._search_space is None:
+            self.build_search_space(type(runtime))
+        elif not isinstance(runtime, self._search_space):
+            raise TypeError(f"search space was built for {self._search_space.__name__}, "
+                            f"not {type(runtime).__name__}")
+        runtime._load(self)
+        return runtime
+
+    def _check_owns(self, t) -> None:
+        if not isinstance(t, GraphTensor):
+            raise TypeError(f"expected a GraphTensor, got {type(t).__name__}")
+        if t.graph is not self:
+            raise ShapeError(f"{t!r} belongs to another graph")
+
+    def __str__(self) -> str:
+        return str(self._g)
+
+    def __len__(self) -> int:
+        return len(self._g)

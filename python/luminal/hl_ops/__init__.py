@@ -1,0 +1,10 @@
+"""High-level ops, built only from the 14 primitives. Each module is a mixin of GraphTensor
+methods for one family of ops (unary, binary, movement, reduction, matmul)."""
+
+from .binary import BinaryOps
+from .matmul import MatmulOps
+from .movement import IndexOps, MovementOps
+from .reduction import ReductionOps
+from .unary import UnaryOps
+
+__all__ = ["BinaryOps", "IndexOps", "MatmulOps", "MovementOps", "ReductionOps", "UnaryOps"]

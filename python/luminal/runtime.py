@@ -1,0 +1,127 @@
+"""Runtimes as users see them: set_data with lists, numpy arrays or torch tensors, execute
+with a dyn_map, read outputs as lists or numpy arrays. Each wraps a C++ runtime from _core.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _core
+from . import dtype as dt
+from ._core import OpKind
+from .errors import DTypeError, ShapeError
+
+
+def _to_numpy(data) -> np.ndarray:
+    """Lists, scalars, numpy arrays and (CPU) torch tensors as a numpy array."""
+    module = type(data).__module__
+    if module.startswith("torch"):
+        t = data.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            return t.float().numpy()
+        return t.numpy()
+    try:
+        return np.asarray(data)
+    except (ValueError, TypeError) as e:
+        raise DTypeError(f"cannot read data of type {type(data).__name__}: {e}") from None
+
+
+def _to_storage(array: np.ndarray, dtype) -> np.ndarray:
+    """``array`` converted to the storage layout of ``dtype`` (bf16 as its 16-bit words)."""
+    if array.dtype == object or array.dtype.kind in "USV":
+        raise DTypeError(f"data of numpy dtype {array.dtype} is not numeric")
+    if dtype == dt.bfloat16:
+        bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
+        rounded = bits + 0x7FFF + ((bits >> 16) & 1)
+        nan = np.isnan(array.astype(np.float32))
+        words = (rounded >> 16).astype(np.uint16)
+        words[nan] = 0x7FC0
+        return np.ascontiguousarray(words)
+    return np.ascontiguousarray(array, dtype=dt.storage(dtype))
+
+
+def _from_storage(array: np.ndarray, dtype) -> np.ndarray:
+    if dtype == dt.bfloat16:
+        return (array.astype(np.uint32) << 16).view(np.float32)
+    return array
+
+
+class Runtime:
+    """The Python face of a C++ runtime. Subclasses set ``_core_type``."""
+
+    _core_type = None
+
+    def __init__(self):
+        self._rt = self._core_type()
+        self._graph = None
+
+    @property
+    def name(self) -> str:
+        return self._rt.name
+
+    def _load(self, graph) -> None:
+        self._rt.compile(graph._g)
+        self._graph = graph
+
+    def _check_tensor(self, tensor, what: str):
+        if self._graph is None:
+            raise ShapeError(f"{what}: the runtime has no program; call cx.search(rt) first")
+        if not hasattr(tensor, "graph") or tensor.graph is not self._graph:
+            raise ShapeError(f"{what}: {tensor!r} is not a tensor of the compiled graph")
+
+    def set_data(self, tensor, data) -> None:
+        """Gives input ``tensor`` its values (list, numpy array or torch tensor)."""
+        self._check_tensor(tensor, "set_data")
+        g = self._graph._g
+        if g.node_op(tensor.id) != OpKind.Input:
+            raise ShapeError(f"set_data: {tensor!r} is not an input (made by cx.tensor)")
+        name = g.node_name(tensor.id)
+        array = _to_numpy(data)
+        declared = g.node_shape(tensor.id)
+        if array.ndim > 1 or (array.ndim == 1 and len(declared) == 1):
+            dims_ok = array.ndim == len(declared) and all(
+                not d.is_const() or d.as_const() == n for d, n in zip(declared, array.shape))
+            if not dims_ok:
+                shape = tuple(d.as_const() if d.is_const() else str(d) for d in declared)
+                raise ShapeError(f"set_data: input '{name}' has shape {shape}, "
+                                 f"got data of shape {array.shape}")
+        if array.dtype.kind == "f" and not dt.is_float(tensor.dtype):
+            if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
+                raise DTypeError(f"set_data: input '{name}' is {dt.name(tensor.dtype)}, "
+                                 f"got non-integral float data")
+        self._rt.set_data(tensor.id, _to_storage(array.reshape(-1), tensor.dtype), tensor.dtype)
+
+    def execute(self, dyn_map: dict | None = None) -> None:
+        """Runs the program; ``dyn_map`` gives the symbolic dims (usually ``cx.dyn_map``)."""
+        if self._graph is None:
+            raise ShapeError("execute: the runtime has no program; call cx.search(rt) first")
+        dyn_map = dict(self._graph.dyn_map if dyn_map is None else dyn_map)
+        for k, v in dyn_map.items():
+            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ShapeError(f"execute: dyn_map entry {k!r}: {v!r} must map a symbol name "
+                                 f"to a non-negative int")
+        self._rt.execute(dyn_map)
+
+    def _output_id(self, tensor) -> int:
+        self._check_tensor(tensor, "get")
+        out = self._graph._g.find_output(tensor.id, tensor.view)
+        if out is None:
+            raise ShapeError(f"get: {tensor!r} is not an output; call .output() on it before "
+                             f"search")
+        return out
+
+    def get(self, tensor) -> np.ndarray:
+        """The value of output ``tensor`` as a numpy array of its shape (bf16 as float32)."""
+        return _from_storage(self._rt.get(self._output_id(tensor)), tensor.dtype)
+
+    def get_f32(self, tensor) -> list:
+        """The value of output ``tensor`` as a flat list of floats."""
+        return self.get(tensor).astype(np.float32).reshape(-1).tolist()
+
+
+class NativeRuntime(Runtime):
+    """The reference interpreter: every op, exactly; the oracle for other runtimes."""
+
+    _core_type = _core.NativeRuntime

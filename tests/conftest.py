@@ -1,0 +1,50 @@
+"""Shared test helpers: compile a graph on a runtime, feed it, read its outputs."""
+
+import numpy as np
+import pytest
+
+import luminal as lm
+
+RUNTIMES = {"native": lm.NativeRuntime}
+
+
+@pytest.fixture(params=sorted(RUNTIMES))
+def runtime(request):
+    """Every runtime, so a test written once runs on all of them."""
+    return RUNTIMES[request.param]
+
+
+def run(cx, feeds, outputs, runtime=lm.NativeRuntime, dyn_map=None):
+    """Marks ``outputs``, compiles ``cx`` on ``runtime``, sets ``feeds`` and executes.
+    Returns the outputs as numpy arrays."""
+    for t in outputs:
+        t.output()
+    rt = cx.search(runtime(), 1)
+    for t, value in feeds.items():
+        rt.set_data(t, value)
+    rt.execute(dyn_map if dyn_map is not None else cx.dyn_map)
+    return [rt.get(t) for t in outputs]
+
+
+TOLERANCE = {
+    lm.float32: dict(rtol=1e-5, atol=1e-6),
+    lm.float16: dict(rtol=2e-3, atol=1e-3),
+    lm.bfloat16: dict(rtol=1.6e-2, atol=1e-2),
+    lm.int32: dict(rtol=0, atol=0),
+    lm.bool_: dict(rtol=0, atol=0),
+}
+
+
+def assert_close(actual, expected, dtype=lm.float32, **overrides):
+    """Compares with a torch tensor or numpy array: shape, then values within the dtype's
+    tolerance (NaNs must match NaNs)."""
+    if hasattr(expected, "detach"):
+        expected = expected.detach().float().numpy() if expected.is_floating_point() \
+            else expected.numpy()
+    expected = np.asarray(expected)
+    actual = np.asarray(actual)
+    assert actual.shape == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    tol = dict(TOLERANCE[dtype])
+    tol.update(overrides)
+    np.testing.assert_allclose(actual.astype(np.float64), expected.astype(np.float64),
+                               equal_nan=True, **tol)

@@ -1,0 +1,373 @@
+"""Tests of luminal.Expr: canonical simplification, substitution, evaluation, text and C output.
+
+The reference is plain Python integer arithmetic, whose // and % are the floor semantics Expr
+promises; C output is checked by compiling it with the system C compiler.
+"""
+
+import os
+import random
+import shutil
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import luminal
+from luminal import Expr
+
+s = Expr("s")
+t = Expr("t")
+u = Expr("u")
+
+
+# ---------------------------------------------------------------- simplification
+
+
+def test_constants_fold_with_floor_semantics():
+    assert Expr(3) * 4 + 2 == 14
+    assert Expr(7) // 2 == 3
+    assert Expr(-7) // 2 == -4
+    assert Expr(-7) % 3 == 2
+    assert Expr(7) % -3 == -2
+    assert Expr(3).min(5) == 3
+    assert Expr(3).max(5) == 5
+    assert Expr(3).lt(5) == 1
+    assert Expr(3).ge(5) == 0
+    assert Expr(3).logical_and(0) == 0
+
+
+def test_identities():
+    assert s * 1 == s
+    assert s + 0 == s
+    assert s * 0 == 0
+    assert s // 1 == s
+    assert s % 1 == 0
+    assert s - s == 0
+    assert -(-s) == s
+
+
+def test_equal_shapes_compare_equal():
+    assert s * 2 // 2 == s
+    assert (s + 1) - 1 == s
+    assert (s * 4 + 2) // 2 == s * 2 + 1
+    assert (s * 4 + 3) % 4 == 3
+    assert s * t == t * s
+    assert (s + t) * 2 == s * 2 + t * 2
+    assert (s + t) * (s - t) == s * s - t * t
+    assert (s + 5) // 4 == (s + 1) // 4 + 1
+
+
+def test_div_mod_rules():
+    assert (s * 4) % 4 == 0
+    assert (s % 4) % 4 == s % 4
+    assert (s % 8) % 4 == s % 4
+    assert (s * 5) % 4 == s % 4
+    assert (s // 2) // 3 == s // 6
+    assert (s // 4) * 4 + s % 4 == s
+    assert (s * 6 + 4) // 4 == (s * 3 + 2) // 2
+
+
+def test_bounds_decide_atoms():
+    assert (s % 4) // 4 == 0
+    assert (s % 4) % 8 == s % 4
+    assert (s % 4).min(7) == s % 4
+    assert (s % 4).lt(4) == 1
+    assert s.ge(0) == 1
+    assert s.lt(s + 1) == 1
+    assert (s + 1).max(s) == s + 1
+    assert (s * 2).eq(3) == 0
+
+
+def test_symbolic_divisor_needs_a_nonzero_bound():
+    d = t.max(1)  # provably >= 1
+    assert (s * d) // d == s
+    assert (s * d + 3) % d == 3 % d
+    assert (s * t) // t != s  # t may be 0: the division must keep its error
+
+
+def test_comparisons_share_one_form():
+    assert s.le(t) == s.lt(t + 1)
+    assert s.gt(t) == t.lt(s)
+    assert s.ge(t) == t.le(s)
+    assert s.eq(t) == t.eq(s)
+    assert (s * 2).lt(7) == s.lt(4)
+    assert s.lt(t).logical_and(1) == s.lt(t)
+    assert s.lt(t).logical_or(1) == 1
+
+
+def test_equality_and_hash():
+    assert s == Expr("s")
+    assert s != t
+    assert Expr(5) == 5
+    assert hash(Expr(5)) == hash(5)
+    assert hash(s * 2 // 2) == hash(s)
+    assert {s + 1: "x"}[1 + s] == "x"
+    assert (s == "s") is False  # no str conversion in ==
+    assert (s == None) is False  # noqa: E711
+
+
+def test_python_ints_convert_on_either_side():
+    assert 1 + s == s + 1
+    assert 10 - s == -s + 10
+    assert 2 * s == s * 2
+    assert 7 // (s + 1) == Expr(7) // (s + 1)
+    assert 7 % (s + 1) == Expr(7) % (s + 1)
+    assert s.min(3) == Expr(3).min(s)
+    assert s + "t" == s + t  # str names a symbol wherever an Expr is taken
+
+
+# ---------------------------------------------------------------- substitution and evaluation
+
+
+def test_substitute():
+    assert (s * 2 + t).substitute({"s": 3}) == t + 6
+    assert (s * 2 + t).substitute({"s": t + 1, "t": 4}) == t * 2 + 6
+    assert ((s + 3) // 2).substitute("s", 5) == 4
+    assert (s % t).substitute({"t": 4}) == s % 4
+
+
+def test_eval():
+    assert ((s * 2 + t) // 3).eval({"s": 4, "t": 1}) == 3
+    assert (s - t * 3).eval({"s": 1, "t": 2}) == -5
+    assert ((s - 7) % 4).eval({"s": 1}) == 2
+    assert Expr(9).eval() == 9
+
+
+def test_symbols_and_constants():
+    assert (s * u + t // 2).symbols() == ["s", "t", "u"]
+    assert Expr(3).symbols() == []
+    assert Expr(3).is_const()
+    assert not s.is_const()
+    assert (s - s + 4).as_const() == 4
+    assert int(Expr(12) // 5) == 2
+
+
+def test_unbound_symbol_is_a_shape_error():
+    with pytest.raises(luminal.ShapeError, match="unbound symbol 't'"):
+        (s + t).eval({"s": 1})
+
+
+def test_non_constant_is_a_shape_error():
+    with pytest.raises(luminal.ShapeError, match="free symbols: s"):
+        int(s * 2 + 1)
+    with pytest.raises(luminal.ShapeError):
+        (s + t).as_const()
+
+
+def test_division_by_zero_is_a_shape_error():
+    with pytest.raises(luminal.ShapeError):
+        s // 0
+    with pytest.raises(luminal.ShapeError):
+        s % 0
+    with pytest.raises(luminal.ShapeError):
+        (s // t).eval({"s": 1, "t": 0})
+    with pytest.raises(luminal.ShapeError):
+        (s // t).substitute({"t": 0})
+
+
+# ---------------------------------------------------------------- printing
+
+
+def test_text_is_readable_and_stable():
+    assert str(s * 2 + 1) == "s*2 + 1"
+    assert str((s + 1) // 2) == "(s + 1)//2"
+    assert str(s.min(t)) == "min(s, t)"
+    assert str(s - t * 3 - 7) == "s - t*3 - 7"
+    assert str(-(s // 4)) == "-(s//4)"
+    assert str(s.le(t)) == "s < t + 1"
+    assert str(s.lt(t).logical_and(u.ne(3))) == "s < t and u != 3"
+    assert repr(s + 1) == "Expr(s + 1)"
+
+
+def test_c_text():
+    assert (s * 2 + 1).to_c() == "(s * 2 + 1)"
+    assert (s // 2).to_c() == "(s / 2)"
+    assert (s % t).to_c() == "(s % t)"
+    assert ((s - t) // 2).to_c() == "lm_floordiv((s - t), 2)"
+    assert (s - t).max(1).to_c() == "((s - t) > 1 ? (s - t) : 1)"
+
+
+C_PRELUDE = """
+#include <stdio.h>
+static long long lm_floordiv(long long a, long long b) {
+  long long q = a / b;
+  if (q * b != a && ((a < 0) != (b < 0))) q -= 1;
+  return q;
+}
+static long long lm_floormod(long long a, long long b) {
+  long long r = a % b;
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
+"""
+
+
+def compile_and_run_c(exprs, envs, tmp_path):
+    """Renders each expr as a C function of (s, t, u), runs them on every env, returns the
+    values in env-major order."""
+    compiler = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler")
+    lines = [C_PRELUDE]
+    for i, e in enumerate(exprs):
+        lines.append(f"static long long f{i}(long long s, long long t, long long u) {{")
+        lines.append(f"  (void)s; (void)t; (void)u; return {e.to_c()};\n}}")
+    lines.append("int main(void) {")
+    for env in envs:
+        for i in range(len(exprs)):
+            lines.append(f'  printf("%lld\\n", f{i}({env["s"]}, {env["t"]}, {env["u"]}));')
+    lines.append("  return 0;\n}")
+    source = tmp_path / "exprs.c"
+    source.write_text("\n".join(lines))
+    binary = tmp_path / "exprs"
+    subprocess.run([compiler, "-O1", "-w", str(source), "-o", str(binary)], check=True)
+    out = subprocess.run([str(binary)], check=True, capture_output=True, text=True).stdout
+    return [int(v) for v in out.split()]
+
+
+def test_c_text_compiles_and_agrees(tmp_path):
+    exprs = [
+        s * 2 + 1,
+        (s - t * 3) // 4,
+        (s - t) % 5,
+        (s + 3) % (t.max(1)),
+        (s // 4) * t - u % 3,
+        s.min(t - 2) * u.max(3),
+        s.lt(t).logical_or(u.eq(2)) + s.ne(t),
+        -s * 7 - 9223372036854775807 + s * 7,
+    ]
+    envs = [dict(s=a, t=b, u=c) for a, b, c in [(0, 0, 0), (5, 2, 7), (13, 40, 2), (1, 9, 3)]]
+    expected = [e.eval(env) for env in envs for e in exprs]
+    assert compile_and_run_c(exprs, envs, tmp_path) == expected
+
+
+# ---------------------------------------------------------------- randomised equivalence
+
+SYMBOLS = ("s", "t", "u")
+ARITHMETIC = ("add", "sub", "mul", "div", "mod", "neg", "min", "max")
+GUARDED = ("div_pos", "div_neg", "mod_pos", "mod_neg")  # a // max(b, 1), a // min(b, -1), ...
+LOGIC = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or")  # 0/1 results, so drawn less often
+
+
+def random_tree(rng, depth):
+    """A random expression as nested tuples over SYMBOLS and small ints. Divisors are non-zero
+    constants or guarded by max(b, 1) / min(b, -1)."""
+    if depth == 0 or rng.random() < 0.2:
+        return rng.choice(SYMBOLS) if rng.random() < 0.6 else rng.randint(-5, 5)
+    op = rng.choice(ARITHMETIC * 3 + GUARDED + LOGIC)
+    if op == "neg":
+        return (op, random_tree(rng, depth - 1))
+    if op in ("div", "mod"):
+        return (op, random_tree(rng, depth - 1), rng.choice([1, 2, 3, 4, 6, 8, -1, -2, -3]))
+    return (op, random_tree(rng, depth - 1), random_tree(rng, depth - 1))
+
+
+PY_OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "div_pos": lambda a, b: a // max(b, 1),
+    "div_neg": lambda a, b: a // min(b, -1),
+    "mod_pos": lambda a, b: a % max(b, 1),
+    "mod_neg": lambda a, b: a % min(b, -1),
+    "min": min,
+    "max": max,
+    "lt": lambda a, b: int(a < b),
+    "le": lambda a, b: int(a <= b),
+    "gt": lambda a, b: int(a > b),
+    "ge": lambda a, b: int(a >= b),
+    "eq": lambda a, b: int(a == b),
+    "ne": lambda a, b: int(a != b),
+    "and": lambda a, b: int(bool(a) and bool(b)),
+    "or": lambda a, b: int(bool(a) or bool(b)),
+}
+
+# Operands may be Python ints on either side, to exercise __radd__ and friends.
+EXPR_OPS = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "div_pos": lambda a, b: a // Expr(b).max(1),
+    "div_neg": lambda a, b: a // Expr(b).min(-1),
+    "mod_pos": lambda a, b: a % Expr(b).max(1),
+    "mod_neg": lambda a, b: a % Expr(b).min(-1),
+    "min": lambda a, b: Expr(a).min(b),
+    "max": lambda a, b: Expr(a).max(b),
+    "lt": lambda a, b: Expr(a).lt(b),
+    "le": lambda a, b: Expr(a).le(b),
+    "gt": lambda a, b: Expr(a).gt(b),
+    "ge": lambda a, b: Expr(a).ge(b),
+    "eq": lambda a, b: Expr(a).eq(b),
+    "ne": lambda a, b: Expr(a).ne(b),
+    "and": lambda a, b: Expr(a).logical_and(b),
+    "or": lambda a, b: Expr(a).logical_or(b),
+}
+
+
+def py_eval(tree, env):
+    if isinstance(tree, int):
+        return tree
+    if isinstance(tree, str):
+        return env[tree]
+    if tree[0] == "neg":
+        return -py_eval(tree[1], env)
+    return PY_OPS[tree[0]](py_eval(tree[1], env), py_eval(tree[2], env))
+
+
+def to_expr(tree):
+    """The tree built with Expr operators; leaves stay Python ints where they can."""
+    if isinstance(tree, int):
+        return tree
+    if isinstance(tree, str):
+        return Expr(tree)
+    if tree[0] == "neg":
+        return -Expr(to_expr(tree[1]))
+    a = to_expr(tree[1])
+    b = to_expr(tree[2])
+    if isinstance(a, int) and isinstance(b, int):
+        a = Expr(a)
+    return EXPR_OPS[tree[0]](a, b)
+
+
+def check_tree(tree, env):
+    expected = py_eval(tree, env)
+    e = Expr(to_expr(tree))
+    assert e.eval(env) == expected, f"{tree} simplified to {e}"
+    # The text is valid Python with the same value.
+    assert eval(str(e), {"min": min, "max": max}, dict(env)) == expected, str(e)
+    # Substituting every symbol folds to the same constant.
+    assert e.substitute(env) == expected, f"{tree} simplified to {e}"
+    # Canonical form: arithmetic that cancels gives back the same expression.
+    assert (e + s) - s == e
+    assert e - e == 0
+
+
+# Symbol values and tree depth are kept small enough that no intermediate exceeds int64.
+@settings(max_examples=400, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(0, 8), st.integers(0, 8),
+       st.integers(0, 8))
+def test_random_trees_match_python(rng, sv, tv, uv):
+    check_tree(random_tree(rng, 4), {"s": sv, "t": tv, "u": uv})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.randoms(use_true_random=False), st.integers(0, 100), st.integers(0, 100),
+       st.integers(0, 100))
+def test_random_shallow_trees_match_python_on_larger_values(rng, sv, tv, uv):
+    check_tree(random_tree(rng, 3), {"s": sv, "t": tv, "u": uv})
+
+
+def test_random_trees_in_c_match_python(tmp_path):
+    rng = random.Random(1234)
+    trees = [random_tree(rng, 4) for _ in range(300)]
+    envs = [{"s": rng.randint(0, 8), "t": rng.randint(0, 8), "u": rng.randint(0, 8)}
+            for _ in range(4)]
+    envs.append({"s": 0, "t": 0, "u": 0})
+    exprs = [Expr(to_expr(tree)) for tree in trees]
+    expected = [py_eval(tree, env) for env in envs for tree in trees]
+    assert compile_and_run_c(exprs, envs, tmp_path) == expected

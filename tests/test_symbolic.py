@@ -66,6 +66,9 @@ def test_div_mod_rules():
     assert (s // 2) // 3 == s // 6
     assert (s // 4) * 4 + s % 4 == s
     assert (s * 6 + 4) // 4 == (s * 3 + 2) // 2
+    assert (s * 5) // 4 == s + s // 4
+    assert (s - t) // 2 == (s + t) // 2 - t
+    assert ((s * 5) // 4) * 4 + (s * 5) % 4 == s * 5
 
 
 def test_bounds_decide_atoms():
@@ -77,6 +80,8 @@ def test_bounds_decide_atoms():
     assert s.lt(s + 1) == 1
     assert (s + 1).max(s) == s + 1
     assert (s * 2).eq(3) == 0
+    assert (s % 2).ne(0) == s % 2
+    assert (s % 3).ne(0).eval({"s": 2}) == 1
 
 
 def test_symbolic_divisor_needs_a_nonzero_bound():
@@ -184,7 +189,8 @@ def test_c_text():
     assert (s * 2 + 1).to_c() == "(s * 2 + 1)"
     assert (s // 2).to_c() == "(s / 2)"
     assert (s % t).to_c() == "(s % t)"
-    assert ((s - t) // 2).to_c() == "lm_floordiv((s - t), 2)"
+    assert ((s - t) // 2).to_c() == "(-t + ((s + t) / 2))"
+    assert ((s - t).min(3) // 2).to_c() == "lm_floordiv(((s - t) < 3 ? (s - t) : 3), 2)"
     assert (s - t).max(1).to_c() == "((s - t) > 1 ? (s - t) : 1)"
 
 
@@ -254,7 +260,10 @@ def random_tree(rng, depth):
     """A random expression as nested tuples over SYMBOLS and small ints. Divisors are non-zero
     constants or guarded by max(b, 1) / min(b, -1)."""
     if depth == 0 or rng.random() < 0.2:
-        return rng.choice(SYMBOLS) if rng.random() < 0.6 else rng.randint(-5, 5)
+        leaf = rng.random()
+        if leaf < 0.15:  # a small bounded atom, for the rules that reason with bounds
+            return ("mod", rng.choice(SYMBOLS), rng.randint(2, 4))
+        return rng.choice(SYMBOLS) if leaf < 0.6 else rng.randint(-5, 5)
     op = rng.choice(ARITHMETIC * 3 + GUARDED + LOGIC)
     if op == "neg":
         return (op, random_tree(rng, depth - 1))

@@ -130,16 +130,16 @@ static bool is_atom_of(const Expr& e, Kind kind) { return kind_of(e) == kind; }
 
 // ---------------------------------------------------------------- division and modulo
 
-// (k*q + r) // k == q + r // k for integer q; constants split by floor so that 0 <= r < k.
+// (k*q + r) // k == q + r // k for integer q. Each coefficient c splits as k*(c // k) + c % k,
+// so r's coefficients lie in [0, k): (s*5 - t)//4 == s - t + (s + t*3)//4.
 static Expr divide_by_const(const Expr& a, int64_t k) {
   if (k < 0) return divide_by_const(-a, neg_checked(k));
   if (auto q = fixed_quotient(a, k)) return Expr(*q);
   Poly whole;
   Poly rest;
   for (const auto& [m, c] : to_poly(a)) {
-    bool split = m.empty() || c % k == 0;
-    add_term(whole, m, split ? floor_div(c, k) : 0);
-    add_term(rest, m, split ? floor_mod(c, k) : c);
+    add_term(whole, m, floor_div(c, k));
+    add_term(rest, m, floor_mod(c, k));
   }
   Expr q = from_poly(whole);
   if (rest.empty()) return q;

@@ -1,0 +1,6 @@
+"""Makes the harness importable from the table files."""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))

@@ -21,6 +21,7 @@ from .dtype import (
     i32,
     int32,
 )
+from .embedding import get_include, get_library_dir
 from .errors import (
     CompileError,
     DeviceError,
@@ -37,5 +38,5 @@ __version__ = "0.1.0"
 __all__ = [
     "CompileError", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
     "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
-    "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
+    "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
 ]

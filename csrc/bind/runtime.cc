@@ -4,7 +4,9 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstring>
 
@@ -55,9 +57,19 @@ nb::ndarray<nb::numpy> get(const Runtime& rt, NodeId output) {
 }  // namespace
 
 void init_runtime(nb::module_& m) {
+  nb::class_<TuningChoice>(m, "TuningChoice")
+      .def(nb::init<>())
+      .def_rw("params", &TuningChoice::params)
+      .def("__str__", &TuningChoice::to_string)
+      .def("__repr__", &TuningChoice::to_string);
   nb::class_<Runtime>(m, "Runtime")
       .def_prop_ro("name", &Runtime::name)
-      .def("compile", &Runtime::compile, "graph"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("compile", nb::overload_cast<const Graph&>(&Runtime::compile), "graph"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("compile", nb::overload_cast<const Graph&, const TuningChoice&>(&Runtime::compile),
+           "graph"_a, "choice"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("tuning_space", &Runtime::tuning_space, "graph"_a)
+      .def("rewrite_rules", &Runtime::rewrite_rules)
       .def("set_data", &set_data, "input"_a, "data"_a, "dtype"_a)
       .def("execute", &Runtime::execute, "dyn_map"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("get", &get, "output"_a);

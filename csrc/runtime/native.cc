@@ -241,7 +241,20 @@ int64_t binary_i(OpKind op, int64_t a, int64_t b, DType dtype) {
 
 }  // namespace
 
-void NativeRuntime::compile(const Graph& graph) {
+std::string TuningChoice::to_string() const {
+  if (params.empty()) return "default";
+  std::string out;
+  for (const auto& [name, value] : params) {
+    if (!out.empty()) out += " ";
+    out += "(" + name + " " + std::to_string(value) + ")";
+  }
+  return out;
+}
+
+void NativeRuntime::compile(const Graph& graph, const TuningChoice& choice) {
+  if (!choice.params.empty()) {
+    throw CompileError("native runtime has no tuning parameters, got " + choice.to_string());
+  }
   graph_ = graph;
   order_ = graph_.topo_order();
   last_use_.assign(graph_.size(), -1);

@@ -13,7 +13,8 @@ namespace luminal {
 class NativeRuntime : public Runtime {
  public:
   std::string name() const override { return "native"; }
-  void compile(const Graph& graph) override;
+  using Runtime::compile;
+  void compile(const Graph& graph, const TuningChoice& choice) override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   void execute(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;

@@ -21,12 +21,28 @@ struct HostBuffer {
   int64_t numel() const;
 };
 
+// One point of a runtime's kernel-level choices for a program (tile sizes, vector width, loop
+// order, ...): stable parameter names with small integer values. Empty = the runtime's default.
+struct TuningChoice {
+  std::vector<std::pair<std::string, int64_t>> params;
+
+  std::string to_string() const;  // "(tile_m 4) (tile_n 16)", or "default"
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
   virtual std::string name() const = 0;
   // Takes a snapshot of the graph; later edits of the graph need a new compile.
-  virtual void compile(const Graph& graph) = 0;
+  virtual void compile(const Graph& graph) { compile(graph, TuningChoice{}); }
+  virtual void compile(const Graph& graph, const TuningChoice& choice) = 0;
+  // The kernel-level choices worth timing for this graph; the search tries each.
+  virtual std::vector<TuningChoice> tuning_space(const Graph& graph) const {
+    (void)graph;
+    return {TuningChoice{}};
+  }
+  // Rewrite rules this runtime adds to the e-graph, in the rule language (csrc/egraph).
+  virtual std::string rewrite_rules() const { return ""; }
   // Copies `count` elements of `input`'s dtype from `data`.
   virtual void set_data(NodeId input, const void* data, int64_t count, DType dtype) = 0;
   virtual void execute(const DynMap& dyn_map) = 0;

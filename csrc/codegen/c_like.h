@@ -1,0 +1,79 @@
+// CLikeRenderer: renders LLIR (kernel/kernel.h) as C-family source text. It owns everything
+// the C-like languages share (the helper prelude, the scalar body, index arithmetic, dtype
+// conversions); subclasses (c.cc for the CPU, a CUDA renderer) override the hooks for the
+// kernel signature, how output loops map to threads, type names and math builtins.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kernel/kernel.h"
+
+namespace luminal {
+
+// Indented source text, one statement a line.
+class CodeWriter {
+ public:
+  void line(const std::string& text);
+  void open(const std::string& text);   // "text {" then indent
+  void close(const std::string& text = "}");  // dedent then "}"
+  void blank() { out_ += "\n"; }
+  const std::string& str() const { return out_; }
+
+ private:
+  std::string out_;
+  int depth_ = 0;
+};
+
+class CLikeRenderer {
+ public:
+  virtual ~CLikeRenderer() = default;
+
+  // The whole translation unit: prelude, then each kernel, then (if any) the program entry.
+  std::string render(const Program& program) const;
+  // One kernel as a function definition.
+  std::string render_kernel(const Program& program, const Kernel& kernel) const;
+
+  // Names shared by every renderer, so generated sources read alike.
+  static std::string buffer_name(BufferId id);  // "b3"
+  static std::string dim_name(size_t k);        // "d0"
+  static std::string value_name(ValueId id);    // "v5"
+
+ protected:
+  // ---- hooks -------------------------------------------------------------------------
+  // Integer typedefs, math declarations and the lm_* helpers (floordiv, f16/bf16 codecs...).
+  virtual std::string prelude(const Program& program) const;
+  // Qualifiers of a helper function: "static inline" in C, "__device__ ..." in CUDA.
+  virtual std::string helper_qualifiers() const { return "static inline"; }
+  // "void k0(float* restrict b2, const float* restrict b0, int64_t d0)" and the like.
+  virtual std::string kernel_signature(const Program& program, const Kernel& kernel) const;
+  // Opens the output loops (binding every Loop::var); close_output_loops closes them.
+  // The CPU maps them to nested for loops with an OpenMP pragma; CUDA to grid/block ids.
+  virtual void open_output_loops(const Kernel& kernel, CodeWriter& w) const;
+  virtual void close_output_loops(const Kernel& kernel, CodeWriter& w) const;
+  // The program entry point after the kernels ("" for none): the CPU's lm_run.
+  virtual std::string program_entry(const Program& program) const;
+  // A matmul-shaped kernel rendered specially; false = use the generic loop nest.
+  virtual bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const;
+  // Storage type of a buffer element ("float", "uint16_t", "int32_t", "uint8_t").
+  virtual std::string storage_type(DType dtype) const;
+  // Type a value computes in: f32 for every float dtype, int32_t for Int and Bool.
+  virtual std::string compute_type(DType dtype) const;
+  // A call of the float builtin for a unary op on a float expression: "exp2f(x)".
+  virtual std::string math_call(OpKind op, const std::string& x) const;
+  // "restrict" in C, "__restrict__" in CUDA.
+  virtual std::string restrict_keyword() const { return "restrict"; }
+
+  // ---- shared pieces subclasses may call -------------------------------------------
+  // The body statements of values [begin, end) as "T vN = ...;" lines.
+  void emit_values(const Kernel& kernel, int begin, int end, CodeWriter& w) const;
+  // The whole loop body of a generic kernel: reduction loop (if any), epilogue and store.
+  void emit_body(const Kernel& kernel, CodeWriter& w) const;
+  // Reads buffer element `index` of `dtype` as its compute type.
+  std::string load_expr(DType dtype, const std::string& buffer, const std::string& index) const;
+  // Converts expression `x` of compute type for `dtype` to its storage.
+  std::string store_expr(DType dtype, const std::string& x) const;
+  std::string value_expr(const Kernel& kernel, ValueId id) const;  // right-hand side of vN
+};
+
+}  // namespace luminal

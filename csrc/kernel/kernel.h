@@ -1,0 +1,120 @@
+// LLIR: a program is a list of kernels over a list of buffers. A kernel is a loop nest over an
+// output index space with a fused scalar body in SSA form, at most one reduction loop, one
+// store, and tuning parameters. Index arithmetic is symbolic (Expr over loop variables and
+// the program's dims) and renders to C with Expr::to_c. Renderers (csrc/codegen) read this;
+// lowering (kernel/lower.h) and buffer planning (kernel/memory_plan.h) write it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/symbolic.h"
+#include "ir/graph.h"
+#include "ir/op.h"
+
+namespace luminal {
+
+using BufferId = int32_t;
+using ValueId = int32_t;
+
+enum class BufferRole : uint8_t {
+  kInput,   // the data of an HLIR Input node, set by the user
+  kOutput,  // the value of an HLIR Output node, read by the user
+  kTemp,    // an intermediate, placed in the arena by the memory plan
+};
+
+struct Buffer {
+  BufferId id = 0;  // == its position in Program::buffers
+  BufferRole role = BufferRole::kTemp;
+  DType dtype = DType::F32;  // storage: f16/bf16 are 16-bit words
+  Expr numel;                // elements, over the program's dims (renamed, see Program::dims)
+  NodeId node = -1;          // the HLIR node whose value it holds
+};
+
+// One scalar operation. values[i] reads only values[j] with j < i.
+enum class ValueKind : uint8_t {
+  kLoad,    // buffers[buffer][index] where `valid` != 0, else 0
+  kConst,   // `number` in `dtype` (casts like NativeRuntime's store of a Constant)
+  kIndex,   // the int64 expression `index` (Iota elements, symbolic constants), wrapped to dtype
+  kUnary,   // op (Log2, Exp2, Sin, Sqrt, Recip) of args[0]
+  kBinary,  // op (Add, Mul, Mod, LessThan) of args[0], args[1]; both of dtype `operand`
+  kCast,    // args[0] (of dtype `operand`) converted to `dtype`
+  kSelect,  // `valid` != 0 ? args[0] : 0   (the padding mask of an inlined view)
+  kReduce,  // op (SumReduce, MaxReduce) of args[0] over the kernel's reduction loop
+};
+
+struct Value {
+  ValueKind kind = ValueKind::kConst;
+  DType dtype = DType::F32;    // of the result; f16/bf16 values are computed in f32
+  DType operand = DType::F32;  // kBinary, kCast: dtype of the inputs
+  OpKind op = OpKind::Add;     // kUnary, kBinary, kReduce
+  std::vector<ValueId> args;
+  BufferId buffer = -1;  // kLoad
+  Expr index;            // kLoad: element of the buffer; kIndex: the value
+  Expr valid = 1;        // kLoad, kSelect: 0 where the read falls in padding / out of range
+  double number = 0;     // kConst
+  // kLoad: symbols of index/valid bound to earlier values (Gather: "g7" is values[7], an Int
+  // index read at run time). The bound value is only read where valid.
+  std::vector<std::pair<std::string, ValueId>> binds;
+};
+
+// A loop of the nest: variable `var` runs over [0, extent).
+struct Loop {
+  std::string var;  // "i0", "i1", ... for output axes; "r0" for the reduction
+  Expr extent;
+};
+
+// Kernel-level tuning parameters. 0 means "renderer's default". Set by the default lowering
+// or by a TuningChoice (the names of TuningChoice params are the field names).
+struct Schedule {
+  int parallel_loop = 0;   // index into Kernel::loops of the loop split across threads
+  int vector_width = 0;    // elements per SIMD lane group of the innermost output loop
+  int64_t tile_m = 0;      // matmul: rows of the register block
+  int64_t tile_n = 0;      // matmul: columns of the register block (a multiple of vector_width)
+  int64_t tile_k = 0;      // matmul: depth of a k block (cache blocking)
+  std::vector<int> loop_order;  // permutation of output loops, outermost first; empty = as is
+};
+
+// A matmul-shaped kernel: out[..., m, n] = sum_k a[...m, k] * b[...k, n], with a and b plain
+// loads (no mask, affine index) of one float dtype. Filled by lowering when the shape fits;
+// the renderer may then emit a register-blocked version instead of the generic loop nest.
+struct MatmulInfo {
+  bool present = false;
+  int m_loop = -1;  // index into Kernel::loops
+  int n_loop = -1;
+  ValueId a = -1;   // the kLoad values of the two operands
+  ValueId b = -1;
+  // Element strides of a and b along m, n, k (constant or symbolic), from their index Exprs.
+  Expr a_m, a_k, b_k, b_n;
+};
+
+struct Kernel {
+  std::string name;              // "k0", "k1", ... in execution order
+  std::vector<Loop> loops;       // output axes, outermost first (may be empty: a scalar)
+  std::vector<Loop> reduce;      // zero or one loop; values before `reduce_at` run inside it
+  int reduce_at = -1;            // index of the kReduce value, or -1
+  std::vector<Value> values;     // the body; the last value is stored
+  BufferId out = -1;             // the buffer stored to, at `out_index`
+  Expr out_index;                // over the output loop variables
+  Schedule schedule;
+  MatmulInfo matmul;
+
+  // Buffers read by this kernel, sorted, without `out`.
+  std::vector<BufferId> reads() const;
+  std::string to_string() const;  // s-expression text, stable across runs
+};
+
+struct Program {
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;  // in execution order
+  // The graph's symbols, sorted. Inside the program the k-th is renamed "d<k>" (so any user
+  // symbol name is safe in C); kernels take them as int64 arguments in this order.
+  std::vector<std::string> dims;
+
+  std::string to_string() const;
+};
+
+}  // namespace luminal

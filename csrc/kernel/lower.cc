@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "core/errors.h"
 
@@ -189,7 +190,7 @@ class Lowerer {
     plan_buffers(order);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
-      if (n.op == OpKind::Input || buffer_of_[id] < 0) continue;
+      if (n.op == OpKind::Input || buffer_of_[id] < 0 || skipped_.count(id)) continue;
       build_kernel(id);
     }
     return std::move(p_);
@@ -242,10 +243,27 @@ class Lowerer {
         }
       }
     }
+    // An Output that is the only reader of a computed node, through an identity view, takes
+    // over that node's kernel: the node stores straight into the output buffer.
+    std::vector<NodeId> output_of(g_.size(), -1);
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op != OpKind::Output) continue;
+      const Edge& e = n.inputs[0];
+      OpKind src = g_.node(e.node).op;
+      if (src == OpKind::Input || uses[e.node] != 1 || forced[e.node]) continue;
+      if (!is_identity_view(e.view, g_.node(e.node).shape)) continue;
+      output_of[e.node] = id;
+      skipped_.insert(id);
+    }
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
-      if (n.op == OpKind::Input) {
+      if (skipped_.count(id)) continue;
+      if (output_of[id] >= 0) {
+        add_buffer(output_of[id], BufferRole::kOutput);
+        buffer_of_[id] = buffer_of_[output_of[id]];
+      } else if (n.op == OpKind::Input) {
         add_buffer(id, BufferRole::kInput);
       } else if (n.op == OpKind::Output) {
         add_buffer(id, BufferRole::kOutput);
@@ -490,6 +508,7 @@ class Lowerer {
   Program p_;
   std::map<std::string, Expr> rename_;
   std::vector<BufferId> buffer_of_;
+  std::set<NodeId> skipped_;  // Output nodes whose producer writes their buffer
   Kernel k_;
   std::map<std::string, ValueId> cse_;
 };

@@ -165,7 +165,8 @@ void compile_object(const std::string& compiler, const std::vector<std::string>&
   if (rc != 0) {
     std::remove(tmp.c_str());
     std::string why = rc < 0 ? "could not be run" : "failed with exit code " + std::to_string(rc);
-    throw CompileError("cpu runtime: compiler '" + compiler + "' " + why + " on " + source_path +
+    throw CompileError("cpu runtime: compiler '" + compiler + "' " + why +
+                       " (generated source: " + source_path + ")" +
                        (message.empty() ? "" : ":\n" + message));
   }
   if (std::rename(tmp.c_str(), object_path.c_str()) != 0) {

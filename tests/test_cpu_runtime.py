@@ -211,6 +211,8 @@ MATMUL_SHAPES = [
     ((37, 53), (53, 29), False),   # no dim a multiple of a tile
     ((3, 64, 40), (40, 48), False),  # batched, broadcast B
     ((70, 33), (45, 33), True),    # B transposed (x @ w.T)
+    ((6, 3, 20), (6, 20, 300), False),  # few rows, many (batch, n block) tasks
+    ((4, 0), (0, 5), False),       # empty k: zeros
 ]
 
 

@@ -63,7 +63,10 @@ std::string micro_kernel(const Tiles& t) {
   }
   for (int64_t r = 0; r < t.mr; ++r) {
     std::string rs = std::to_string(r);
-    w.line(v + " x" + rs + " = (" + v + "){0} + a" + rs + "[k * ak];");
+    w.line("const float s" + rs + " = a" + rs + "[k * ak];");
+    std::string splat;
+    for (int64_t l = 0; l < t.vw; ++l) splat += (l ? ", s" : "s") + rs;
+    w.line(v + " x" + rs + " = {" + splat + "};");
     for (int64_t j = 0; j < nv; ++j) {
       std::string acc = "c" + rs + "_" + std::to_string(j);
       w.line(acc + " += x" + rs + " * b" + std::to_string(j) + ";");
@@ -128,6 +131,62 @@ std::string matmul_prelude(const Program& program) {
   return s;
 }
 
+namespace {
+
+// Emits the batch-index unravel and the A, B, C base pointers for batch `lm_bt`.
+void emit_batch_bases(const Kernel& k, const std::string& a, const std::string& b,
+                      const std::string& c, CodeWriter& w) {
+  const MatmulInfo& mm = k.matmul;
+  std::map<std::string, Expr> zero = {
+      {k.loops[mm.m_loop].var, 0}, {k.loops[mm.n_loop].var, 0}, {"r0", 0}};
+  Expr inner = 1;
+  for (int i = mm.m_loop - 1; i >= 0; --i) {
+    const Loop& l = k.loops[i];
+    w.line("const int64_t " + l.var + " = (lm_bt / (" + inner.to_c() + ")) % (" +
+           l.extent.to_c() + ");");
+    inner = inner * l.extent;
+  }
+  w.line("const float* restrict A = " + a + " + " + k.values[mm.a].index.substitute(zero).to_c() +
+         ";");
+  w.line("const float* restrict B = " + b + " + " + k.values[mm.b].index.substitute(zero).to_c() +
+         ";");
+  w.line("float* restrict C = " + c + " + " + k.out_index.substitute(zero).to_c() + ";");
+}
+
+// Packs B[pc:pc+kcur, n0+jr : n0+jr+nr] into its panel, zero-padded to nr columns.
+void emit_pack_panel(const Tiles& t, CodeWriter& w) {
+  std::string nr = std::to_string(t.nr);
+  w.line("float* restrict panel = lm_bp + (jr / " + nr + ") * kcur * " + nr + ";");
+  w.line("const int64_t wcols = ncols - jr < " + nr + " ? ncols - jr : " + nr + ";");
+  w.open("for (int64_t kk = 0; kk < kcur; kk++)");
+  w.line("const float* restrict src = B + (pc + kk) * bk + (n0 + jr) * bn;");
+  w.line("float* restrict dst = panel + kk * " + nr + ";");
+  w.open("if (wcols == " + nr + " && bn == 1)");
+  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = src[j];");
+  w.middle("} else {");
+  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = j < wcols ? src[j * bn] : 0.0f;");
+  w.close();
+  w.close();
+}
+
+// Runs the micro-kernel over rows [i, i + rows) and every panel of the n block.
+void emit_row_tile(const Tiles& t, CodeWriter& w) {
+  std::string mr = std::to_string(t.mr);
+  std::string nr = std::to_string(t.nr);
+  w.line("const int64_t rows = M - i < " + mr + " ? M - i : " + mr + ";");
+  w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
+  w.line(micro_name(t) + "(kcur, A + i * am + pc * ak, am, ak, lm_bp + (jr / " + nr +
+         ") * kcur * " + nr + ", C + i * N + n0 + jr, N, rows, ncols - jr < " + nr +
+         " ? ncols - jr : " + nr + ", pc == 0);");
+  w.close();
+}
+
+}  // namespace
+
+// Two schedules, chosen at run time. Shared: all threads walk the same (batch, n block,
+// k block) sequence, pack one B panel together and split the rows of A (enough row tiles).
+// Private: each thread takes whole (batch, n block) tasks with its own packed panel (many
+// small batches, few rows).
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
   const MatmulInfo& mm = k.matmul;
@@ -137,17 +196,13 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   Tiles t = tiles_of(k);
   const Loop& ml = k.loops[mm.m_loop];
   const Loop& nl = k.loops[mm.n_loop];
-  std::map<std::string, Expr> zero = {{ml.var, 0}, {nl.var, 0}, {"r0", 0}};
-  Expr a_base = k.values[mm.a].index.substitute(zero);
-  Expr b_base = k.values[mm.b].index.substitute(zero);
-  Expr c_base = k.out_index.substitute(zero);
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   std::string kc = std::to_string(t.kc);
   std::string nc = std::to_string(t.nc);
-  const std::string& a = buffer_name(k.values[mm.a].buffer);
-  const std::string& b = buffer_name(k.values[mm.b].buffer);
-  const std::string& c = buffer_name(k.out);
+  std::string a = buffer_name(k.values[mm.a].buffer);
+  std::string b = buffer_name(k.values[mm.b].buffer);
+  std::string c = buffer_name(k.out);
   Expr batches = 1;
   for (int i = 0; i < mm.m_loop; ++i) batches = batches * k.loops[i].extent;
   w.line("const int64_t M = " + ml.extent.to_c() + ";");
@@ -157,64 +212,66 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
   w.line("const int64_t lm_batches = " + batches.to_c() + ";");
   w.line("const int64_t lm_nblocks = (N + " + nc + " - 1) / " + nc + ";");
-  w.line("int64_t lm_mchunks = 1;");
-  w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
-  w.line("if (lm_outer > 0 && lm_outer < 2 * lm_threads) lm_mchunks = (2 * lm_threads + "
-         "lm_outer - 1) / lm_outer;");
   w.line("const int64_t lm_mtiles = (M + " + mr + " - 1) / " + mr + ";");
-  w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
-  w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + mr + ";");
-  w.line("const int64_t lm_tasks = lm_outer * lm_mchunks;");
-  w.line("#pragma omp parallel num_threads(lm_threads) if(M * N * K >= 32768)");
-  w.open("");
-  w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + nc + " + 64);");
+  w.line("const int lm_par = M * N * K >= 32768;");
+  w.line("const int64_t lm_panel = sizeof(float) * " + kc + " * " + nc + " + 64;");
+  // Shared schedule.
+  w.open("if (lm_mtiles >= 2 * lm_threads || lm_batches * lm_nblocks < 2 * lm_threads)");
+  w.line("char* lm_raw = (char*)malloc(lm_panel);");
   w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
-  w.line("#pragma omp for schedule(static)");
-  w.open("for (int64_t lm_task = 0; lm_task < lm_tasks; lm_task++)");
-  w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
-  w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
-  w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
-  Expr inner = 1;
-  for (int i = mm.m_loop - 1; i >= 0; --i) {
-    const Loop& l = k.loops[i];
-    w.line("const int64_t " + l.var + " = (lm_bt / (" + inner.to_c() + ")) % (" +
-           l.extent.to_c() + ");");
-    inner = inner * l.extent;
-  }
-  w.line("(void)lm_bt;");
-  w.line("const float* restrict A = " + a + " + " + a_base.to_c() + ";");
-  w.line("const float* restrict B = " + b + " + " + b_base.to_c() + ";");
-  w.line("float* restrict C = " + c + " + " + c_base.to_c() + ";");
+  w.line("#pragma omp parallel num_threads(lm_threads) if(lm_par)");
+  w.open("");
+  w.open("for (int64_t lm_bt = 0; lm_bt < lm_batches; lm_bt++)");
+  emit_batch_bases(k, a, b, c, w);
+  w.open("for (int64_t lm_jb = 0; lm_jb < lm_nblocks; lm_jb++)");
   w.line("const int64_t n0 = lm_jb * " + nc + ";");
   w.line("const int64_t ncols = N - n0 < " + nc + " ? N - n0 : " + nc + ";");
-  w.line("const int64_t m0 = lm_mc * lm_mrows;");
-  w.line("const int64_t m1 = m0 + lm_mrows < M ? m0 + lm_mrows : M;");
   w.open("if (K == 0)");
-  w.line("for (int64_t i = m0; i < m1; i++) for (int64_t j = 0; j < ncols; j++) "
+  w.line("#pragma omp for schedule(static)");
+  w.line("for (int64_t i = 0; i < M; i++) for (int64_t j = 0; j < ncols; j++) "
+         "C[i * N + n0 + j] = 0.0f;");
+  w.close();
+  w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
+  w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
+  w.line("#pragma omp for schedule(static)");
+  w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
+  emit_pack_panel(t, w);
+  w.close();
+  w.line("#pragma omp for schedule(static)");
+  w.open("for (int64_t lm_it = 0; lm_it < lm_mtiles; lm_it++)");
+  w.line("const int64_t i = lm_it * " + mr + ";");
+  emit_row_tile(t, w);
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+  w.line("free(lm_raw);");
+  w.line("return;");
+  w.close();
+  // Private schedule.
+  w.line("#pragma omp parallel num_threads(lm_threads) if(lm_par)");
+  w.open("");
+  w.line("char* lm_raw = (char*)malloc(lm_panel);");
+  w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
+  w.line("#pragma omp for schedule(static)");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_nblocks; lm_task++)");
+  w.line("const int64_t lm_jb = lm_task % lm_nblocks;");
+  w.line("const int64_t lm_bt = lm_task / lm_nblocks;");
+  emit_batch_bases(k, a, b, c, w);
+  w.line("const int64_t n0 = lm_jb * " + nc + ";");
+  w.line("const int64_t ncols = N - n0 < " + nc + " ? N - n0 : " + nc + ";");
+  w.open("if (K == 0)");
+  w.line("for (int64_t i = 0; i < M; i++) for (int64_t j = 0; j < ncols; j++) "
          "C[i * N + n0 + j] = 0.0f;");
   w.close();
   w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
   w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-  w.line("float* restrict panel = lm_bp + (jr / " + nr + ") * kcur * " + nr + ";");
-  w.line("const int64_t w = ncols - jr < " + nr + " ? ncols - jr : " + nr + ";");
-  w.open("for (int64_t kk = 0; kk < kcur; kk++)");
-  w.line("const float* restrict src = B + (pc + kk) * bk + (n0 + jr) * bn;");
-  w.line("float* restrict dst = panel + kk * " + nr + ";");
-  w.open("if (w == " + nr + ")");
-  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = src[j * bn];");
-  w.middle("} else {");
-  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = j < w ? src[j * bn] : 0.0f;");
+  emit_pack_panel(t, w);
   w.close();
-  w.close();
-  w.close();
-  w.open("for (int64_t i = m0; i < m1; i += " + mr + ")");
-  w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
-  w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-  w.line(micro_name(t) + "(kcur, A + i * am + pc * ak, am, ak, lm_bp + (jr / " + nr +
-         ") * kcur * " + nr + ", C + i * N + n0 + jr, N, rows, ncols - jr < " + nr +
-         " ? ncols - jr : " + nr + ", pc == 0);");
-  w.close();
+  w.open("for (int64_t i = 0; i < M; i += " + mr + ")");
+  emit_row_tile(t, w);
   w.close();
   w.close();
   w.close();

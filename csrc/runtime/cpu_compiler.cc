@@ -25,7 +25,8 @@ namespace luminal {
 
 const std::vector<std::string>& cpu_compile_flags() {
   static const std::vector<std::string> kFlags = {
-      "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-fno-math-errno"};
+      "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-fno-math-errno",
+      "-fno-trapping-math"};
   return kFlags;
 }
 

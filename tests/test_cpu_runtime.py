@@ -226,11 +226,12 @@ def test_matmul_tilings_match_torch(a_shape, b_shape, transpose):
     expected = ad @ (bd.T if transpose else bd)
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
     choices = rt._rt.tuning_space(cx._g)
-    assert len(choices) > 1
+    tiled = 0 not in a_shape  # an empty product is no matmul kernel
+    assert len(choices) > 1 or not tiled
     for choice in choices:
         rt._rt.compile(cx._g, choice)
         rt._graph = cx
-        assert "lm_mm_" in rt.source
+        assert ("lm_mm_" in rt.source) == tiled
         rt.set_data(a, ad)
         rt.set_data(b, bd)
         rt.execute()

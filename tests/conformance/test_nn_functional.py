@@ -78,7 +78,7 @@ NORM_CASES = [
          ref=lambda x: TF.gelu(x, approximate="tanh"), atol=1e-6),
 ]
 
-CONV_TOL = dict(rtol=1e-4, atol=1e-5)
+CONV_TOL = {"rtol": 1e-4, "atol": 1e-5}
 
 CONV_CASES = [
     Case("conv1d", lambda x, w: F.conv1d(x, w), [(2, 3, 10), (4, 3, 3)],
@@ -203,7 +203,7 @@ INTERP_CASES = [
          ref=lambda x: TF.interpolate(x, size=(2, 3), mode="area"), label="area", atol=1e-5),
 ]
 
-ATTN_TOL = dict(rtol=1e-4, atol=1e-5)
+ATTN_TOL = {"rtol": 1e-4, "atol": 1e-5}
 
 
 def _causal_ref(q, k, v):
@@ -239,7 +239,7 @@ ATTN_CASES = [
          **ATTN_TOL),
 ]
 
-LOSS_TOL = dict(rtol=1e-5, atol=1e-5)
+LOSS_TOL = {"rtol": 1e-5, "atol": 1e-5}
 
 LOSS_CASES = [
     Case("cross_entropy", lambda x, t: F.cross_entropy(x, t), [(5, 4), idx((5,), 4)],
@@ -290,3 +290,36 @@ CASES = NORM_CASES + CONV_CASES + POOL_CASES + INTERP_CASES + ATTN_CASES + LOSS_
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_nn_functional(case, variant, runtime):
     check(case, variant, runtime)
+
+
+def test_attention_fully_masked_row_is_zero(runtime):
+    """A query row whose keys are all masked gives zeros, as torch's kernels do, not NaN."""
+    mask = torch.tensor([[True, False, True], [False, False, False]])
+    q, k, v = torch.randn(2, 4), torch.randn(3, 4), torch.randn(3, 2)
+    cx = lm.Graph()
+    tq, tk, tv = cx.tensor((2, 4)), cx.tensor((3, 4)), cx.tensor((3, 2))
+    tm = cx.tensor((2, 3), lm.bool_)
+    out = F.scaled_dot_product_attention(tq, tk, tv, attn_mask=tm).output()
+    rt = cx.search(runtime(), 1)
+    for t, d in ((tq, q), (tk, k), (tv, v), (tm, mask)):
+        rt.set_data(t, d)
+    rt.execute(cx.dyn_map)
+    expected = TF.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    assert torch.equal(expected[1], torch.zeros(2))
+    torch.testing.assert_close(torch.from_numpy(rt.get(out)), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_softmax_infinities(runtime):
+    """-inf entries get probability 0; an all -inf row is NaN, as in torch."""
+    data = torch.tensor([[0.5, float("-inf"), 1.0], [float("-inf")] * 3])
+    cx = lm.Graph()
+    x = cx.tensor((2, 3))
+    out = F.softmax(x, -1).output()
+    log_out = F.log_softmax(x, -1).output()
+    rt = cx.search(runtime(), 1)
+    rt.set_data(x, data)
+    rt.execute(cx.dyn_map)
+    torch.testing.assert_close(torch.from_numpy(rt.get(out)), TF.softmax(data, -1),
+                               equal_nan=True)
+    torch.testing.assert_close(torch.from_numpy(rt.get(log_out)), TF.log_softmax(data, -1),
+                               equal_nan=True)

@@ -32,7 +32,7 @@ def _output_sizes(lengths, size, scale_factor, recompute_scale_factor, op: str):
         else tuple(scale_factor)
     if len(factors) != nd:
         raise ShapeError(f"{op}: scale_factor {factors} must have {nd} entries")
-    sizes = [int(math.floor(float(n) * f)) for n, f in zip(lengths, factors)]
+    sizes = [math.floor(float(n) * f) for n, f in zip(lengths, factors)]
     scales = [None] * nd if recompute_scale_factor else [float(f) for f in factors]
     return sizes, scales
 

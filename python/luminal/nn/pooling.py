@@ -8,7 +8,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from .._core import Expr
 from ..errors import ShapeError
-from ._compose import as_expr, const_int
+from ._compose import const_int
 from ._grid import gather_grid, grid_coords, iota_grid
 
 

@@ -102,7 +102,8 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest",
         raise ShapeError(f"{op}: output size {tuple(sizes)} must be positive")
     if mode == "area":
         return _adaptive_avg_pool(input, sizes, nd, op)
-    out_dtype = input.dtype if dt.is_float(input.dtype) else dt.float32
+    nearest = mode in ("nearest", "nearest-exact")
+    out_dtype = input.dtype if dt.is_float(input.dtype) or nearest else dt.float32
     x = input.to(out_dtype)
     # Last axis first: the weights then combine in PyTorch's order.
     for j in reversed(range(nd)):

@@ -88,13 +88,14 @@ def _inside(graph, geometry, nd: int, lo_pad: bool):
 def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op):
     if return_indices:
         raise NotImplementedError(f"{op}: return_indices=True is not supported")
-    windows, geometry = _windows(input, nd, kernel_size, stride, padding, dilation, ceil_mode,
-                                 op)
+    # Ints go through f32 (exact below 2**24) so that padding can hold -inf.
+    x = input if dt.is_float(input.dtype) else input.to(dt.float32)
+    windows, geometry = _windows(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op)
     # Places outside the input must lose to every real value: add -inf there (log2(0)).
     outside = _inside(input.graph, geometry, nd, lo_pad=False).to(dt.float32).log2()
-    windows = windows + outside.to(windows.dtype) if dt.is_float(windows.dtype) else windows
+    windows = windows + outside.to(windows.dtype)
     axes = tuple(range(windows.ndim - nd, windows.ndim))
-    return windows.amax(axes)
+    return windows.amax(axes).to(input.dtype)
 
 
 def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,

@@ -281,6 +281,8 @@ LOSS_CASES = [
     Case("cross_entropy", lambda x, t: F.cross_entropy(x, t.softmax(1), label_smoothing=0.1),
          [(4, 5), (4, 5)], label="probabilities",
          ref=lambda x, t: TF.cross_entropy(x, t.softmax(1), label_smoothing=0.1), **LOSS_TOL),
+    Case("cross_entropy", lambda x, t: F.cross_entropy(x, t), [(4,), idx((), 4)],
+         ref=lambda x, t: TF.cross_entropy(x, t.long()), label="unbatched", **LOSS_TOL),
     Case("nll_loss", lambda x, t: F.nll_loss(x.log_softmax(1), t), [(5, 3), idx((5,), 3)],
          ref=lambda x, t: TF.nll_loss(x.log_softmax(1), t.long()), **LOSS_TOL),
     Case("mse_loss", lambda a, b: F.mse_loss(a, b), [(3, 4), (3, 4)],

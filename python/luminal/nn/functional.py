@@ -100,6 +100,8 @@ def pad(input, pad, mode: str = "constant", value=None):
 
 
 # ---- elementwise activations (GraphTensor methods, same names) -------------------------
+# relu, sigmoid, tanh, silu and gelu fall back to private compositions while the tensor
+# methods are not there yet; once they are, the methods are used (and the fallbacks can go).
 def _method(input, name):
     fn = getattr(type(input), name, None)
     return None if fn is None else fn.__get__(input)

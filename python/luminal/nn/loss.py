@@ -101,7 +101,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     cdim = _class_dim(input, op)
     out_dtype = input.dtype if dt.is_float(input.dtype) else dt.float32
     logp = input.to(dt.float32).log_softmax(cdim)
-    classes = const_int(logp.view.dims[cdim], op, "the number of classes")
+    classes = logp.view.dims[cdim]
+    if label_smoothing:
+        classes = const_int(classes, op, "the number of classes (with label_smoothing)")
     if dt.is_float(target.dtype):
         loss = _soft_cross_entropy(logp, target, weight, label_smoothing, cdim, classes, op)
         return _reduce(loss, reduction, op).to(out_dtype)

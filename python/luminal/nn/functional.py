@@ -1,6 +1,6 @@
 """luminal.nn.functional: torch.nn.functional's ops by the same names and signatures, each
 built from GraphTensor methods (so from the 14 primitives). The larger families live in
-their own files (normalization, conv, pooling, interpolate, attention, loss); this file holds
+their own files (normalization, conv, pooling, interpolate, sdpa, loss); this file holds
 the small ones and the re-exports of elementwise ops.
 
     import luminal.nn.functional as F
@@ -12,7 +12,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from . import _compose
-from .attention import scaled_dot_product_attention
+from .sdpa import scaled_dot_product_attention
 from .conv import (
     conv1d,
     conv2d,

@@ -1,7 +1,7 @@
 // The C renderer's matmul: C[m, n] = sum_k A[m, k] * B[k, n] per batch, as a packed,
 // register-blocked GEMM. B is packed per (k block, n block) into panels tile_n wide; a
 // tile_m x tile_n block of C lives in vector registers (GCC vector extensions) while k runs.
-// Work is split over (batch, m chunk, n block) tasks across OpenMP threads.
+// Work is split over (batch, n block, m chunk) tasks across OpenMP threads.
 #include <set>
 #include <tuple>
 
@@ -173,7 +173,7 @@ void emit_pack_panel(const Tiles& t, CodeWriter& w) {
 void emit_row_tile(const Tiles& t, CodeWriter& w) {
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
-  w.line("const int64_t rows = M - i < " + mr + " ? M - i : " + mr + ";");
+  w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
   w.line(micro_name(t) + "(kcur, A + i * am + pc * ak, am, ak, lm_bp + (jr / " + nr +
          ") * kcur * " + nr + ", C + i * N + n0 + jr, N, rows, ncols - jr < " + nr +
@@ -183,10 +183,9 @@ void emit_row_tile(const Tiles& t, CodeWriter& w) {
 
 }  // namespace
 
-// Two schedules, chosen at run time. Shared: all threads walk the same (batch, n block,
-// k block) sequence, pack one B panel together and split the rows of A (enough row tiles).
-// Private: each thread takes whole (batch, n block) tasks with its own packed panel (many
-// small batches, few rows).
+// Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
+// threads never wait on each other inside the kernel (robust when cores are shared). n blocks
+// shrink until there are enough tasks; m chunks split the rows when there still are not.
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
   const MatmulInfo& mm = k.matmul;
@@ -199,7 +198,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   std::string kc = std::to_string(t.kc);
-  std::string nc = std::to_string(t.nc);
+  std::string ncmax = std::to_string(t.nc);
   std::string a = buffer_name(k.values[mm.a].buffer);
   std::string b = buffer_name(k.values[mm.b].buffer);
   std::string c = buffer_name(k.out);
@@ -211,58 +210,33 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
   w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
   w.line("const int64_t lm_batches = " + batches.to_c() + ";");
-  w.line("const int64_t lm_nblocks = (N + " + nc + " - 1) / " + nc + ";");
+  w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
+  w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
+  w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
+  w.line("const int64_t lm_nblocks = (N + nc - 1) / nc;");
+  w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
   w.line("const int64_t lm_mtiles = (M + " + mr + " - 1) / " + mr + ";");
-  w.line("const int lm_par = M * N * K >= 32768;");
-  w.line("const int64_t lm_panel = sizeof(float) * " + kc + " * " + nc + " + 64;");
-  // Shared schedule.
-  w.open("if (lm_mtiles >= 2 * lm_threads || lm_batches * lm_nblocks < 2 * lm_threads)");
-  w.line("char* lm_raw = (char*)malloc(lm_panel);");
-  w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
-  w.line("#pragma omp parallel num_threads(lm_threads) if(lm_par)");
+  w.line("int64_t lm_mchunks = 1;");
+  w.line("if (lm_outer > 0 && lm_outer < 2 * lm_threads) lm_mchunks = (2 * lm_threads + "
+         "lm_outer - 1) / lm_outer;");
+  w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
+  w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + mr + ";");
+  w.line("#pragma omp parallel num_threads(lm_threads) if(M * N * K >= 32768)");
   w.open("");
-  w.open("for (int64_t lm_bt = 0; lm_bt < lm_batches; lm_bt++)");
-  emit_batch_bases(k, a, b, c, w);
-  w.open("for (int64_t lm_jb = 0; lm_jb < lm_nblocks; lm_jb++)");
-  w.line("const int64_t n0 = lm_jb * " + nc + ";");
-  w.line("const int64_t ncols = N - n0 < " + nc + " ? N - n0 : " + nc + ";");
-  w.open("if (K == 0)");
-  w.line("#pragma omp for schedule(static)");
-  w.line("for (int64_t i = 0; i < M; i++) for (int64_t j = 0; j < ncols; j++) "
-         "C[i * N + n0 + j] = 0.0f;");
-  w.close();
-  w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
-  w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
-  w.line("#pragma omp for schedule(static)");
-  w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-  emit_pack_panel(t, w);
-  w.close();
-  w.line("#pragma omp for schedule(static)");
-  w.open("for (int64_t lm_it = 0; lm_it < lm_mtiles; lm_it++)");
-  w.line("const int64_t i = lm_it * " + mr + ";");
-  emit_row_tile(t, w);
-  w.close();
-  w.close();
-  w.close();
-  w.close();
-  w.close();
-  w.line("free(lm_raw);");
-  w.line("return;");
-  w.close();
-  // Private schedule.
-  w.line("#pragma omp parallel num_threads(lm_threads) if(lm_par)");
-  w.open("");
-  w.line("char* lm_raw = (char*)malloc(lm_panel);");
+  w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + ncmax + " + 64);");
   w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
   w.line("#pragma omp for schedule(static)");
-  w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_nblocks; lm_task++)");
-  w.line("const int64_t lm_jb = lm_task % lm_nblocks;");
-  w.line("const int64_t lm_bt = lm_task / lm_nblocks;");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_outer * lm_mchunks; lm_task++)");
+  w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
+  w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
+  w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
   emit_batch_bases(k, a, b, c, w);
-  w.line("const int64_t n0 = lm_jb * " + nc + ";");
-  w.line("const int64_t ncols = N - n0 < " + nc + " ? N - n0 : " + nc + ";");
+  w.line("const int64_t n0 = lm_jb * nc;");
+  w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");
+  w.line("const int64_t m0 = lm_mc * lm_mrows;");
+  w.line("const int64_t m1 = m0 + lm_mrows < M ? m0 + lm_mrows : M;");
   w.open("if (K == 0)");
-  w.line("for (int64_t i = 0; i < M; i++) for (int64_t j = 0; j < ncols; j++) "
+  w.line("for (int64_t i = m0; i < m1; i++) for (int64_t j = 0; j < ncols; j++) "
          "C[i * N + n0 + j] = 0.0f;");
   w.close();
   w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
@@ -270,7 +244,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
   emit_pack_panel(t, w);
   w.close();
-  w.open("for (int64_t i = 0; i < M; i += " + mr + ")");
+  w.open("for (int64_t i = m0; i < m1; i += " + mr + ")");
   emit_row_tile(t, w);
   w.close();
   w.close();

@@ -312,3 +312,15 @@ def test_random_graphs_match_native(steps):
         results.append([rt.get(t) for t in outs])
     for got, want in zip(results[1], results[0]):
         assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_float_to_int_to_float_gives_positive_zero():
+    """(float)(int)x must not become truncf(x): -0.4 -> 0 -> +0.0, so 1/x is +inf."""
+    cx = lm.Graph()
+    x = cx.tensor((3,))
+    y = x._cast(lm.int32)._cast(lm.float32)._unary(OpKind.Recip).output()
+    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE))
+    data = torch.tensor([-0.4, 0.4, -0.0])
+    rt.set_data(x, data)
+    rt.execute()
+    assert rt.get(y).tolist() == data.to(torch.int32).float().reciprocal().tolist()

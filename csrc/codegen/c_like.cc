@@ -257,7 +257,9 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
         if (v.dtype == DType::Bool) return "(int32_t)(" + arg(0) + " != 0.0f)";
         return "lm_f2i(" + arg(0) + ")";
       }
-      if (is_float(v.dtype)) return round_to(v.dtype, "(float)" + arg(0));
+      // Via double (exact for int32): GCC would fold (float)(int)f into truncf(f), which
+      // keeps the sign of a negative fraction's zero (-0.0) where the int cast gives +0.
+      if (is_float(v.dtype)) return round_to(v.dtype, "(float)(double)" + arg(0));
       if (v.dtype == DType::Bool) return "(int32_t)(" + arg(0) + " != 0)";
       return arg(0);
     }

@@ -1,6 +1,6 @@
 // The compile cache: key = FNV-1a of (source, compiler identity, flags, CPU model and flags).
-// The compiler identity is its resolved path, size and mtime (no process is started on a
-// cache hit). The compiler runs through posix_spawn with its output captured to a log file.
+// The compiler identity is its real path, size and mtime (no process is started on a cache
+// hit); Python resolves a bare name on PATH before it gets here. The compiler runs through posix_spawn with its output captured to a log file.
 #include "runtime/cpu_compiler.h"
 
 #include <dlfcn.h>
@@ -53,32 +53,14 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
-// The compiler as a path: itself if it has a '/', else the first match on PATH.
-std::string resolve_program(const std::string& name, const std::string& path_list) {
-  if (name.find('/') != std::string::npos) return name;
-  std::stringstream ss(path_list);
-  std::string dir;
-  while (std::getline(ss, dir, ':')) {
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return name;
-}
-
-std::string path_variable() {
-  for (char** e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "PATH=", 5) == 0) return *e + 5;
-  }
-  return "/usr/local/bin:/usr/bin:/bin";
-}
-
 std::string compiler_identity(const std::string& compiler) {
-  std::string path = resolve_program(compiler, path_variable());
+  const std::string& path = compiler;
   char real[4096];
   std::string resolved = realpath(path.c_str(), real) ? real : path;
   struct stat st;
   if (stat(resolved.c_str(), &st) != 0) {
-    throw CompileError("cpu runtime: compiler '" + compiler + "' was not found");
+    throw CompileError("cpu runtime: compiler '" + compiler + "' was not found (give a path or "
+                       "a program on PATH)");
   }
   return resolved + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtime);
 }

@@ -149,7 +149,12 @@ class CpuRuntime(Runtime):
             cache_dir = os.path.join(os.path.expanduser("~"), ".cache", "luminal", "cpu")
         if isinstance(extra_flags, str):
             extra_flags = shlex.split(extra_flags)
-        self._rt = _core.CpuRuntime(compiler or "cc", list(extra_flags or []),
+        compiler = compiler or "cc"
+        if os.sep not in compiler:
+            import shutil
+
+            compiler = shutil.which(compiler) or compiler
+        self._rt = _core.CpuRuntime(compiler, list(extra_flags or []),
                                     os.path.abspath(os.fspath(cache_dir)), threads)
         self._graph = None
 

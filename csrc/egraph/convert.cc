@@ -25,6 +25,11 @@ std::vector<EEdge> add_graph(EGraph& g, const Graph& graph) {
         a.node = n;
         a.node.inputs.clear();
         if (n.op == OpKind::Input) a.input_index = input_pos.at(id);
+        // A float constant is its value rounded to its dtype (as every store rounds it), so
+        // constants that are equal in their dtype are one e-node.
+        if (n.op == OpKind::Constant && !n.expr && is_float(n.dtype)) {
+          a.node.value = round_to_dtype(n.value, n.dtype);
+        }
         return g.intern_attr(a);
       }
       default:

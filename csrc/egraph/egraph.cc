@@ -78,7 +78,41 @@ bool EGraph::is_identity(const EEdge& e) const {
   return v.dims == data(e.cls).shape && v.is_contiguous();
 }
 
-AttrId EGraph::intern_attr(const Attr& attr) {
+namespace {
+// Only the fields that mean something for the op, so equal attributes intern alike.
+Attr normalized(const Attr& attr) {
+  const Node& n = attr.node;
+  Attr out;
+  out.node.op = n.op;
+  out.node.dtype = n.dtype;
+  switch (n.op) {
+    case OpKind::Input:
+      out.node.name = n.name;
+      out.node.shape = n.shape;
+      out.input_index = attr.input_index;
+      break;
+    case OpKind::Constant:
+      out.node.value = n.expr ? 0 : n.value;
+      out.node.expr = n.expr;
+      break;
+    case OpKind::Iota:
+      out.node.expr = n.expr;
+      out.node.shape = n.shape;
+      break;
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce:
+      out.node.axis = n.axis;
+      out.node.dtype = DType::F32;  // the dtype follows the operand
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+}  // namespace
+
+AttrId EGraph::intern_attr(const Attr& raw) {
+  Attr attr = normalized(raw);
   std::string key = attr_key(attr);
   auto it = attr_ids_.find(key);
   if (it != attr_ids_.end()) return it->second;

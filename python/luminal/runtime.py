@@ -80,6 +80,10 @@ class Runtime:
         self._ids = {} if program is None else _id_map(graph._g, program)
         self._graph = graph
 
+    def rewrite_rules(self) -> str:
+        """The rewrite rules this runtime adds to the search space (csrc/egraph rules)."""
+        return self._rt.rewrite_rules()
+
     def _check_tensor(self, tensor, what: str):
         if self._graph is None:
             raise ShapeError(f"{what}: the runtime has no program; call cx.search(rt) first")

@@ -28,6 +28,7 @@ from . import search_cache
 from .errors import LuminalError
 
 DEFAULT_DIM = 16
+SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed by that run
 # Checking tolerances per output dtype: |got - want| <= atol * scale + rtol * |want|, where
 # scale = max(1, max |want|). Loose enough for reassociated float sums, tight enough for bugs.
 CHECK_TOLERANCE = {
@@ -237,7 +238,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
     spec = cx._search_space
     g = cx._g
     core_rt = runtime._rt
-    rules = core_rt.rewrite_rules()
+    rules = runtime.rewrite_rules()
     dims = representative_dims(cx)
     report = SearchReport(runtime=core_rt.name, budget=budget)
     original = _core.identity_program(g)
@@ -297,8 +298,11 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         results.append(res)
         try:
             core_rt.compile(prog.graph, choice)
+            t_check = None
             if need_check:
+                t0 = time.perf_counter()
                 got = _run(core_rt, prog.inputs, prog.outputs, inputs, dims)
+                t_check = time.perf_counter() - t0
                 res.detail = _disagreement(got, reference, out_dtypes)
                 if res.detail:
                     res.status = "wrong"
@@ -308,7 +312,10 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
             if budget > 1:
                 if not need_check:
                     _run(core_rt, prog.inputs, prog.outputs, inputs, dims)
-                res.seconds = _time(core_rt, dims, warmup, repeats)
+                if t_check is not None and t_check > SLOW_RUN:
+                    res.seconds = t_check  # one slow run is its own sample: no more repeats
+                else:
+                    res.seconds = _time(core_rt, dims, warmup, repeats)
                 res.status = "ok"
                 best_time = res.seconds if best_time is None else min(best_time, res.seconds)
         except LuminalError as e:

@@ -76,7 +76,8 @@ Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge
         id = p.inputs.at(g.attr(n.attr).input_index);
         break;
       case OpKind::Constant:
-        id = a->expr ? p.graph.constant_expr(*a->expr, a->dtype) : p.graph.constant(a->value, a->dtype);
+        id = a->expr ? p.graph.constant_expr(*a->expr, a->dtype)
+                     : p.graph.constant(a->value, a->dtype);
         break;
       case OpKind::Iota:
         id = p.graph.iota(*a->expr, a->shape[0]);
@@ -94,8 +95,11 @@ Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge
       case OpKind::Output:
         throw InternalError("extract: an Output node in the e-graph");
       default:
-        id = n.children.size() == 1 ? p.graph.unary(n.op, edge(n.children[0]))
-                                    : p.graph.binary(n.op, edge(n.children[0]), edge(n.children[1]));
+        if (n.children.size() == 1) {
+          id = p.graph.unary(n.op, edge(n.children[0]));
+        } else {
+          id = p.graph.binary(n.op, edge(n.children[0]), edge(n.children[1]));
+        }
         break;
     }
     made[g.find(cls)] = id;

@@ -213,7 +213,8 @@ EEdge build(EGraph& g, const Pattern& p, const Subst& s) {
     if (p.children[k].kind != Pattern::Kind::Literal) continue;
     DType dtype = g.data(kids[sibling].cls).dtype;
     std::vector<Expr> dims = g.view(kids[sibling].view).dims;
-    kids[k] = {scalar_constant(g, p.children[k].literal, dtype), g.intern_view(broadcast_scalar(dims))};
+    Id c = scalar_constant(g, p.children[k].literal, dtype);
+    kids[k] = {c, g.intern_view(broadcast_scalar(dims))};
   }
   AttrId attr = p.label >= 0 ? s.labels[p.label] : -1;
   Id c = g.add(ENode{p.op, attr, std::move(kids)});

@@ -232,7 +232,7 @@ class Graph:
 
     def search(self, runtime, budget: int = 1, *, seed: int = 0, progress=None,
                cache: bool = True, cache_dir: str | None = None, verify: bool = True,
-               verbose: bool = False):
+               verbose: bool = False, time_limit: float | None = None):
         """Finds a fast program for this graph on ``runtime`` and returns the runtime loaded
         with it, ready for set_data / execute.
 
@@ -242,7 +242,8 @@ class Graph:
         1 takes the cost model's pick untimed. The choice is cached on disk (``cache_dir``,
         default ~/.cache/luminal/search; ``cache=False`` to bypass). ``progress``: None shows
         a bar on stderr for long searches, True always, False never. ``verbose`` prints the
-        report, which is also kept as ``cx.last_search_report``."""
+        report, which is also kept as ``cx.last_search_report``. ``time_limit`` (seconds)
+        stops checking and timing further candidates once spent (at least one is tried)."""
         from .runtime import Runtime
         from .search import search
 
@@ -257,7 +258,8 @@ class Graph:
                             f"{self._search_space.runtime_type.__name__}, "
                             f"not {type(runtime).__name__}")
         return search(self, runtime, budget, seed=seed, progress=progress, cache=cache,
-                      cache_dir=cache_dir, verify=verify, verbose=verbose)
+                      cache_dir=cache_dir, verify=verify, verbose=verbose,
+                      time_limit=time_limit)
 
     def _check_owns(self, t) -> None:
         if not isinstance(t, GraphTensor):

@@ -58,7 +58,8 @@ class CandidateResult:
     rank: int                 # position in the cost model's order of programs
     choice: str               # the tuning choice
     cost: float               # the cost model's estimate
-    status: str = "untimed"   # "ok", "untimed", "wrong" (disagrees with the reference), "failed"
+    # "ok", "untimed", "wrong" (disagrees with the reference), "failed", "skipped" (time limit)
+    status: str = "untimed"
     seconds: float | None = None  # median execute time
     detail: str = ""
 
@@ -229,7 +230,7 @@ def _time(core_rt, dims, warmup: int, repeats: int) -> float:
 
 def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: bool = True,
            cache_dir: str | None = None, verify: bool = True, verbose: bool = False,
-           warmup: int = 1, repeats: int = 5):
+           time_limit: float | None = None, warmup: int = 1, repeats: int = 5):
     """See Graph.search."""
     from . import __version__
     from .runtime import NativeRuntime
@@ -291,10 +292,16 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
 
     bar = _Progress(progress, len(order))
     results = []
+    skipped = []
     best_time = None
     for done, (p, choice) in enumerate(order):
         prog = programs[p]
         res = CandidateResult(rank=p, choice=str(choice), cost=prog.cost)
+        if results and time_limit is not None and time.perf_counter() - start > time_limit:
+            res.status = "skipped"
+            res.detail = f"time limit {time_limit} s"
+            skipped.append(res)
+            continue
         results.append(res)
         try:
             core_rt.compile(prog.graph, choice)
@@ -343,7 +350,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         runtime._graph, runtime._ids = cx, _id_map(g, win_program)
     else:
         runtime._load(cx, win_program, win_choice)
-    report.candidates = results
+    report.candidates = results + skipped
     report.winner_program = win_text
     if cache and report.winner is not None:
         info = {"cost": win_program.cost, "candidates": len(results)}

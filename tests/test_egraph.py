@@ -364,3 +364,10 @@ def test_every_extracted_program_computes_the_graph(cx, seed):
         for w, g in zip(want, got):
             np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5, equal_nan=True,
                                        err_msg=program.text())
+
+
+def test_graph_work_counts_elements_touched():
+    cx = lm.Graph()
+    x = f32(cx, (2, "s"))
+    x.sum(1).output()  # Input 2s, SumReduce reads 2s, Output 2
+    assert _core.graph_work(cx._g, {"s": 5}) == 10 + 10 + 2

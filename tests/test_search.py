@@ -66,13 +66,13 @@ class WrongRuleRuntime(lm.NativeRuntime):
         return "(rule wrong-exp2 (Exp2 ?x) (Mul ?x ?x))"
 
 
-@pytest.mark.parametrize("budget", [1, 4])
-def test_a_wrong_rule_is_caught_and_reported(tmp_path, budget):
+@pytest.mark.parametrize("budget, reference", [(1, "auto"), (4, "native"), (4, "runtime")])
+def test_a_wrong_rule_is_caught_and_reported(tmp_path, budget, reference):
     cx = lm.Graph()
     x = cx.tensor((3, 4), name="x")
     y = (x.exp2() + 1.0).output()
     cx.build_search_space(WrongRuleRuntime)
-    rt = cx.search(WrongRuleRuntime(), budget, cache_dir=str(tmp_path))
+    rt = cx.search(WrongRuleRuntime(), budget, cache_dir=str(tmp_path), reference=reference)
     (tx,) = feed(rt, [x])
     rt.execute()
     assert_close(rt.get(y), torch.exp2(tx) + 1.0)
@@ -80,6 +80,8 @@ def test_a_wrong_rule_is_caught_and_reported(tmp_path, budget):
     assert any(c.status == "wrong" for c in report.candidates)
     assert report.wrong_rules and "Mul" in report.wrong_rules[0]
     assert "Exp2" in report.winner_program
+    assert report.reference == ("native" if reference != "runtime" else
+                                "native running the graph as written")
 
 
 def test_symbolic_dims_bind_to_dyn_map_or_default(tmp_path):
@@ -129,6 +131,8 @@ def test_search_rejects_bad_arguments():
         cx.search(lm.NativeRuntime, 1)
     with pytest.raises(TypeError):
         cx.build_search_space(lm.NativeRuntime())
+    with pytest.raises(ValueError, match="reference"):
+        cx.search(lm.NativeRuntime(), 1, reference="torch")
 
 
 # ---- the cache --------------------------------------------------------------------------------

@@ -87,6 +87,7 @@ void init_egraph(nb::module_& m) {
   m.def("identity_program", &identity_program, "graph"_a);
   m.def("parse_program", &parse_program, "text"_a, "graph"_a);
   m.def("parse_expr", &parse_expr, "text"_a);
+  m.def("graph_work", &graph_work, "graph"_a, "dims"_a);
 
   nb::class_<SearchSpace>(m, "SearchSpace")
       .def(nb::init<const Graph&, const std::string&, const RunnerLimits&>(), "graph"_a,

@@ -54,4 +54,17 @@ double CostModel::node_cost(const EGraph& g, const ENode& n) const {
   return launch + count * per;
 }
 
+double graph_work(const Graph& graph, const DynMap& dims) {
+  CostModel model;
+  model.dims = dims;
+  double total = 0;
+  for (NodeId id : graph.topo_order()) {
+    const Node& n = graph.node(id);
+    double most = model.elements(n.shape);
+    for (const Edge& e : n.inputs) most = std::max(most, model.elements(e.view.dims));
+    total += most;
+  }
+  return total;
+}
+
 }  // namespace luminal::egraph

@@ -16,4 +16,8 @@ struct CostModel {
   double elements(const std::vector<Expr>& dims) const;
 };
 
+// Elements a graph touches: per node, the largest of its output and its input views, summed.
+// A size estimate of one execution (the search uses it to pick its reference runtime).
+double graph_work(const Graph& graph, const DynMap& dims);
+
 }  // namespace luminal::egraph

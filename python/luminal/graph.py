@@ -232,7 +232,8 @@ class Graph:
 
     def search(self, runtime, budget: int = 1, *, seed: int = 0, progress=None,
                cache: bool = True, cache_dir: str | None = None, verify: bool = True,
-               verbose: bool = False, time_limit: float | None = None):
+               verbose: bool = False, time_limit: float | None = None,
+               reference: str = "auto"):
         """Finds a fast program for this graph on ``runtime`` and returns the runtime loaded
         with it, ready for set_data / execute.
 
@@ -243,7 +244,10 @@ class Graph:
         default ~/.cache/luminal/search; ``cache=False`` to bypass). ``progress``: None shows
         a bar on stderr for long searches, True always, False never. ``verbose`` prints the
         report, which is also kept as ``cx.last_search_report``. ``time_limit`` (seconds)
-        stops checking and timing further candidates once spent (at least one is tried)."""
+        stops checking and timing further candidates once spent (at least one is tried).
+        ``reference``: what candidates are checked against: "native" (the interpreter),
+        "runtime" (this runtime running the graph as written) or "auto" (native unless the
+        graph is too big for the interpreter; see luminal.search)."""
         from .runtime import Runtime
         from .search import search
 
@@ -259,7 +263,7 @@ class Graph:
                             f"not {type(runtime).__name__}")
         return search(self, runtime, budget, seed=seed, progress=progress, cache=cache,
                       cache_dir=cache_dir, verify=verify, verbose=verbose,
-                      time_limit=time_limit)
+                      time_limit=time_limit, reference=reference)
 
     def _check_owns(self, t) -> None:
         if not isinstance(t, GraphTensor):

@@ -3,8 +3,9 @@
 The C++ core (csrc/egraph) saturates an e-graph of the graph with the generic rules and the
 runtime's rules and extracts distinct programs best-first by a cost model. Here each candidate
 (program x tuning choice) is compiled on the runtime, checked against the reference interpreter
-(NativeRuntime on the graph as written) on random inputs, and timed (warm-up, repeats,
-median); the runtime comes back loaded with the fastest. A candidate that disagrees is dropped
+(NativeRuntime on the graph as written; for graphs too big for the interpreter, the runtime
+itself on the graph as written, see AUTO_NATIVE_WORK) on random inputs, and timed (warm-up,
+repeats, median); the runtime comes back loaded with the fastest. A candidate that disagrees is dropped
 and reported as a wrong rule. Budget 1 takes the cost model's pick without timing (still
 checked, unless it is the graph as written on NativeRuntime).
 
@@ -28,6 +29,10 @@ from . import search_cache
 from .errors import LuminalError
 
 DEFAULT_DIM = 16
+# reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
+# seconds of the interpreter); bigger graphs are checked against the runtime itself running the
+# graph as written, which still catches every wrong rule (the runtime's own tests answer for it).
+AUTO_NATIVE_WORK = 2e7
 SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed by that run
 # Checking tolerances per output dtype: |got - want| <= atol * scale + rtol * |want|, where
 # scale = max(1, max |want|). Loose enough for reassociated float sums, tight enough for bugs.
@@ -71,6 +76,7 @@ class SearchReport:
     cache_hit: bool = False
     cache_path: str | None = None
     saturation: str = ""      # the runner's report, when the e-graph was built
+    reference: str = ""       # what candidates were checked against
     candidates: list = field(default_factory=list)
     winner: int | None = None  # index into candidates
     winner_program: str = ""   # program text of the winner
@@ -88,6 +94,8 @@ class SearchReport:
                          f"{t} {c.detail}".rstrip())
         for w in self.wrong_rules:
             lines.append(f"   wrong: {w}")
+        if self.reference:
+            lines.append(f"   checked against: {self.reference}")
         if self.saturation:
             lines.append("   " + self.saturation.splitlines()[0])
         return "\n".join(lines)
@@ -230,11 +238,15 @@ def _time(core_rt, dims, warmup: int, repeats: int) -> float:
 
 def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: bool = True,
            cache_dir: str | None = None, verify: bool = True, verbose: bool = False,
-           time_limit: float | None = None, warmup: int = 1, repeats: int = 5):
+           time_limit: float | None = None, reference: str = "auto", warmup: int = 1,
+           repeats: int = 5):
     """See Graph.search."""
     from . import __version__
     from .runtime import NativeRuntime
 
+    if reference not in ("auto", "native", "runtime"):
+        raise ValueError(f"search: reference must be 'auto', 'native' or 'runtime', "
+                         f"got {reference!r}")
     start = time.perf_counter()
     spec = cx._search_space
     g = cx._g
@@ -273,16 +285,21 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
     order = _order(programs, choices, budget)
     texts = [p.text() for p in programs]
 
-    reference = None
+    want = None
     inputs = _random_inputs(g, dims, seed)
     out_dtypes = [g.node_dtype(o) for o in g.outputs()]
     need_check = verify and (budget > 1 or texts[order[0][0]] != original_text
                              or not isinstance(runtime, NativeRuntime))
+    if reference == "auto":
+        small = _core.graph_work(g, dims) <= AUTO_NATIVE_WORK
+        reference = "native" if small or isinstance(runtime, NativeRuntime) else "runtime"
     if need_check:
-        ref_rt = _core.NativeRuntime()
-        ref_rt.compile(g)
+        report.reference = "native" if reference == "native" else \
+            f"{core_rt.name} running the graph as written"
+        ref_rt = _core.NativeRuntime() if reference == "native" else core_rt
         try:
-            reference = _run(ref_rt, g.inputs(), g.outputs(), inputs, dims)
+            ref_rt.compile(g)
+            want = _run(ref_rt, g.inputs(), g.outputs(), inputs, dims)
         except LuminalError as e:
             # The graph cannot run on random data (e.g. Gather indices out of range), so no
             # candidate can be checked: keep the graph as written.
@@ -310,7 +327,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
                 t0 = time.perf_counter()
                 got = _run(core_rt, prog.inputs, prog.outputs, inputs, dims)
                 t_check = time.perf_counter() - t0
-                res.detail = _disagreement(got, reference, out_dtypes)
+                res.detail = _disagreement(got, want, out_dtypes)
                 if res.detail:
                     res.status = "wrong"
                     report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"

@@ -5,6 +5,8 @@ from .binary import BinaryOps
 from .matmul import MatmulOps
 from .movement import IndexOps, MovementOps
 from .reduction import ReductionOps
+from .sorting import SortingOps
 from .unary import UnaryOps
 
-__all__ = ["BinaryOps", "IndexOps", "MatmulOps", "MovementOps", "ReductionOps", "UnaryOps"]
+__all__ = ["BinaryOps", "IndexOps", "MatmulOps", "MovementOps", "ReductionOps", "SortingOps",
+           "UnaryOps"]

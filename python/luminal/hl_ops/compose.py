@@ -65,6 +65,12 @@ def graph_of(*operands, op: str = "op"):
     return graph
 
 
+def shape_str(dims) -> str:
+    """A shape as PyTorch prints it: (3, 4), (s, 4), (5,)."""
+    text = ", ".join(str(d) for d in dims)
+    return f"({text},)" if len(dims) == 1 else f"({text})"
+
+
 def broadcast_shape(shapes, op: str, names=None) -> list:
     """The PyTorch broadcast of several shapes (lists of Expr)."""
     n = max((len(s) for s in shapes), default=0)
@@ -78,7 +84,7 @@ def broadcast_shape(shapes, op: str, names=None) -> list:
             if size == Expr(1):
                 size = d
                 continue
-            shown = " and ".join(str(tuple(str(x) for x in s)) for s in shapes)
+            shown = " and ".join(shape_str(s) for s in shapes)
             raise ShapeError(f"{op}: shapes {shown} do not broadcast (dims {size} and {d})")
         out.append(size)
     return out

@@ -155,10 +155,12 @@ class ReductionOps(ScanOps):
     def std(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
         if isinstance(dim, bool):
             dim, unbiased = None, dim
+        self._reduce_dims(dim, "std")
         x, out_dtype = self._float_reduction_input("std")
         return x.var(dim, unbiased, keepdim, correction=correction).sqrt().to(out_dtype)
 
     def logsumexp(self, dim, keepdim: bool = False):
+        axes = self._reduce_dims(dim, "logsumexp")
         x = self.to(dt.float32) if not dt.is_float(self.dtype) else self
         out_dtype = x.dtype
         x = x.to(dt.float32)
@@ -168,12 +170,13 @@ class ReductionOps(ScanOps):
         total = (x - shift).exp().sum(dim, keepdim=True)
         out = total.log() + shift
         if not keepdim:
-            out = out.squeeze(self._reduce_dims(dim, "logsumexp"))
+            out = out.squeeze(axes)
         return out.to(out_dtype)
 
     def norm(self, p="fro", dim=None, keepdim: bool = False, dtype=None):
         """Vector norms over ``dim`` (all dims by default): p = 'fro', 2, 1, inf, -inf, 0 or
         any other number."""
+        self._reduce_dims(dim, "norm")
         x, out_dtype = self._float_reduction_input("norm", dtype)
         if p == "fro" or p == 2:
             out = (x * x).sum(dim, keepdim).sqrt()
@@ -193,7 +196,9 @@ class ReductionOps(ScanOps):
 
     # ---- logic ----------------------------------------------------------------------------
     def all(self, dim=None, keepdim: bool = False):
+        self._reduce_dims(dim, "all")
         return self.to(dt.bool_).amin(dim, keepdim)
 
     def any(self, dim=None, keepdim: bool = False):
+        self._reduce_dims(dim, "any")
         return self.to(dt.bool_).amax(dim, keepdim)

@@ -19,6 +19,7 @@ from .hl_ops import (
     IndexOps,
     MatmulOps,
     MovementOps,
+    NNOps,
     ReductionOps,
     SortingOps,
     UnaryOps,
@@ -45,7 +46,7 @@ def _py_dim(e: Expr):
 
 
 class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps,
-                  SortingOps):
+                  NNOps, SortingOps):
     """A lazy tensor: node ``id`` of ``graph``, read through ``view``."""
 
     __slots__ = ("graph", "id", "view", "dtype")

@@ -136,3 +136,16 @@ def test_reductions_with_special_values():
     compare(lambda t: t.cummin(1), lambda t: tuple(t.cummin(1)), row)
     lse = torch.tensor([[-INF, -INF], [INF, 1.0], [1.0, 2.0], [NAN, 1.0]])
     compare(lambda t: t.logsumexp(1), lambda t: t.logsumexp(1), lse)
+
+
+@pytest.mark.parametrize("build", [
+    lambda t: t.max(0), lambda t: t.argmax(), lambda t: t.sort(), lambda t: t.cumsum(0),
+    lambda t: t.cummax(0), lambda t: t.sum(), lambda t: t.relu(), lambda t: t.topk(1),
+    lambda t: t.prod(), lambda t: t.logsumexp(0), lambda t: t.argmin(0, keepdim=True),
+])
+def test_zero_dim_tensors(build):
+    def ref(t):
+        out = build(t)
+        return tuple(out) if isinstance(out, tuple) else out
+
+    compare(build, ref, torch.tensor(-1.5))

@@ -71,7 +71,7 @@ def shape_str(dims) -> str:
     return f"({text},)" if len(dims) == 1 else f"({text})"
 
 
-def broadcast_shape(shapes, op: str, names=None) -> list:
+def broadcast_shape(shapes, op: str) -> list:
     """The PyTorch broadcast of several shapes (lists of Expr)."""
     n = max((len(s) for s in shapes), default=0)
     out = []

@@ -21,6 +21,8 @@ class ReductionOps(ScanOps):
             return list(range(self.ndim))
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         axes = [self._axis(d, op) for d in dims]
+        if self.ndim == 0:
+            return []  # dim 0 / -1 of a scalar: nothing to reduce
         if len(set(axes)) != len(axes):
             raise ShapeError(f"{op}: dim {tuple(dims)} names an axis twice (shape {self.shape})")
         return sorted(axes)

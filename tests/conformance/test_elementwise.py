@@ -39,8 +39,9 @@ def odd_divisor(b):
 
 
 def special(x):
-    """NaN where x < 0, +-inf where |x| < 0.5, finite elsewhere (identical in torch)."""
-    return x.log() / x.round()
+    """NaN where x < 0, -inf on (0, 0.25), +inf on (0.25, 0.5), finite from 0.5 (the same
+    in torch)."""
+    return (x * 4).log() / x.round()
 
 
 UNARY_MATH = ["exp", "exp2", "log2", "sin", "cos", "tanh", "sigmoid", "erf", "expm1", "neg",
@@ -269,6 +270,21 @@ CASES = (
         Case("ne", lambda a, b: a != b, [ints(3, 4), ints(3, 4)]),
         Case("ne", lambda a: special(a).ne(special(a)), [(3, 4)],
              ref=lambda a: special(a).ne(special(a)), label="special"),
+        # ---- further torch names ----------------------------------------------------------
+        Case("log10", lambda x: x.log10(), [pos(3, 4)]),
+        Case("erfc", lambda x: x.erfc(), [(3, 4)]),
+        Case("float_power", lambda x: x.float_power(2), [ints(3, 4)],
+             ref=lambda x: x.float_power(2).float()),
+        Case("celu", lambda x: x.celu(alpha=0.7), [(3, 4)], ref=lambda x: F.celu(x, alpha=0.7)),
+        Case("logsigmoid", lambda x: (x * 20).logsigmoid(), [(3, 4)],
+             ref=lambda x: F.logsigmoid(x * 20)),
+        Case("hardtanh", lambda x: x.hardtanh(-0.5, 0.8), [(3, 4)],
+             ref=lambda x: F.hardtanh(x, -0.5, 0.8)),
+        Case("addcdiv", lambda a, b, c: a.addcdiv(b, c, value=2), [(3, 4), (3, 4), pos(4)]),
+        Case("isposinf", lambda x: special(x).isposinf(), [(3, 4)]),
+        Case("isneginf", lambda x: special(x).isneginf(), [(3, 4)]),
+        Case("clamp_min", lambda x: x.clamp_min(0.2), [(3, 4)]),
+        Case("clamp_max", lambda x: x.clamp_max(0.2), [ints(3, 4)]),
         # ---- logic ------------------------------------------------------------------------
         Case("logical_and", lambda a, b: a.logical_and(b), [bools(3, 4), bools(4)]),
         Case("logical_and", lambda a, b: a & b, [bools(3, 4), bools(3, 4)], label="operator"),

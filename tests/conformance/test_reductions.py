@@ -28,8 +28,9 @@ def pos(*shape):
 
 
 def special(x):
-    """NaN where x < 0, +-inf where |x| < 0.5, finite elsewhere (identical in torch)."""
-    return x.log() / x.round()
+    """NaN where x < 0, -inf on (0, 0.25), +inf on (0.25, 0.5), finite from 0.5 (the same
+    in torch)."""
+    return (x * 4).log() / x.round()
 
 
 def stable_sort(x, dim=-1, descending=False):
@@ -134,6 +135,10 @@ CASES = [
          label="ties"),
     Case("cummax", lambda x: special(x).cummax(1), [(3, 6)],
          ref=lambda x: tuple(special(x).cummax(1)), label="special"),
+    Case("cummin", lambda x: x.cummin(1), [ties(3, 6)], ref=lambda x: tuple(x.cummin(1)),
+         label="ties"),
+    Case("cummin", lambda x: special(x).cummin(0), [(6, 2)],
+         ref=lambda x: tuple(special(x).cummin(0)), label="special"),
     # ---- sorting ---------------------------------------------------------------------------
     Case("sort", lambda x: x.sort(), [(3, 5)], ref=stable_sort, label="last"),
     Case("sort", lambda x: x.sort(0, descending=True), [(5, 3)],

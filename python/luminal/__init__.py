@@ -31,6 +31,8 @@ from .errors import (
     ShapeError,
 )
 from .graph import Graph, GraphTensor
+from .hl_ops.einsum import einsum
+from .hl_ops.joining import cat, stack
 from .runtime import NativeRuntime, Runtime
 
 __version__ = "0.1.0"
@@ -40,3 +42,4 @@ __all__ = [
     "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
 ]
+__all__ += ["cat", "einsum", "stack"]

@@ -83,9 +83,11 @@ def einsum(equation: str, *operands):
     parsed = [_parse_term(term, equation) for term in terms]
     ell = max([t.ndim - (len(p) - p.count(".")) for p, t in zip(parsed, operands)
                if "." in p] or [0])
-    ops, labelled = [], []
+    ops, labelled, counts = [], [], {}
     for p, t in zip(parsed, operands):
         labels = _expand_ellipsis(p, t, ell, equation)
+        for x in labels:
+            counts[x] = counts.get(x, 0) + 1
         t, labels = _take_diagonals(t, labels)
         ops.append(t)
         labelled.append(labels)
@@ -104,10 +106,6 @@ def einsum(equation: str, *operands):
             if not any(x in labels for labels in labelled):
                 raise ShapeError(f"einsum: output label {x!r} of {equation!r} is in no input")
     else:
-        counts = {}
-        for labels in labelled:
-            for x in labels:
-                counts[x] = counts.get(x, 0) + 1
         out = [x for x in ell_labels if x in counts]
         out += sorted(x for x, c in counts.items() if c == 1 and x.isalpha())
     sizes = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .._core import Expr
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
-from .shape_utils import as_expr, clamp_index, const, product
+from .shape_utils import const, product
 
 
 def _contiguous_strides(dims) -> list:
@@ -52,6 +52,16 @@ def _list_index(graph, values, op: str):
         if v:
             expr = expr + Expr(v) * z.eq(Expr(i))
     return graph.iota(expr, len(flat)).reshape(shape)
+
+
+def _select_index(x, axis: int, i: Expr):
+    """``x`` at position ``i`` of ``axis``, which goes away. A view, unless the dim is
+    symbolic and the slice's validity range cannot be proven whole (then a copy)."""
+    view = x.view.slice(axis, i, i + 1, 1)
+    part = x._with_view(view)
+    if view.mask_lo[axis] != Expr(0) or view.mask_hi[axis] != Expr(1):
+        part = part.contiguous()
+    return part._with_view(part.view.remove_axis(axis))
 
 
 def _wrap_negative(index, n: Expr):
@@ -156,8 +166,7 @@ class IndexOps:
                 if const(n) is not None and not -const(n) <= k < const(n):
                     raise ShapeError(f"index: {k} is out of range for dim {axis} of size {n} "
                                      f"(shape {self.shape})")
-                idx = clamp_index(k, n)
-                out = out._with_view(out.view.slice(axis, idx, idx + 1, 1).remove_axis(axis))
+                out = _select_index(out, axis, Expr(k) if k >= 0 else n + k)
             elif hasattr(k, "graph"):
                 index = _check_index(out, k, "index")
                 adv_axes.append(axis)

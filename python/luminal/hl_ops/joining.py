@@ -45,10 +45,16 @@ def cat(tensors, dim: int = 0):
     dtype = first.dtype
     for t in tensors[1:]:
         dtype = dt.promote(dtype, t.dtype)
-    tensors = [t.to(dtype) for t in tensors]
+    return _join([t.to(dtype) for t in tensors], axis)
+
+
+def _join(tensors, axis: int, total=None):
+    """Pieces of one dtype, zero-padded into place along ``axis`` and added. ``total`` is the
+    joined size when the caller knows a simpler expression for it than the sum."""
     if len(tensors) == 1:
         return tensors[0]
-    total = sum((t.view.dims[axis] for t in tensors), Expr(0))
+    if total is None:
+        total = sum((t.view.dims[axis] for t in tensors), Expr(0))
     out, offset = None, Expr(0)
     for t in tensors:
         n = t.view.dims[axis]
@@ -218,5 +224,5 @@ class JoinOps:
             s = Expr(shift) % n
             if s == Expr(0):
                 continue
-            x = cat([_part(x, axis, n - s, n), _part(x, axis, 0, n - s)], axis)
+            x = _join([_part(x, axis, n - s, n), _part(x, axis, 0, n - s)], axis, n)
         return x

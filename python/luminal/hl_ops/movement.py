@@ -44,8 +44,7 @@ class MovementOps(JoinOps):
             return copy._with_view(copy.view.reshape(dims))
         return self._with_view(view)
 
-    def view(self, *shape):
-        return self.reshape(*shape)
+    # No ``view(*shape)``: GraphTensor.view is the tensor's ShapeTracker. Use reshape.
 
     def reshape_as(self, other):
         return self.reshape(other.view.dims)

@@ -1,7 +1,7 @@
-"""Seeded random numbers from primitives: a counter (Iota) run through an integer hash built
-of wrapping i32 Mul and Add (murmur3's finalizer with + for xor; a right shift is an exact
-Mod, Cast and float scale), then scaled to [0, 1) or turned normal by Box-Muller. The same
-seed always gives the same values on every runtime; the stream is not torch's."""
+"""Seeded random numbers from primitives: a counter (Iota) run through an integer hash of
+wrapping i32 Mul and Add (rounds of h * (2h + 1), a high-to-low fold, an odd multiply; a
+right shift is an exact Mod, Cast and float scale), then scaled to [0, 1) or made normal by
+Box-Muller. A seed gives the same values on every runtime; the stream is not torch's."""
 
 from __future__ import annotations
 
@@ -39,12 +39,14 @@ def _shift_right(x, k: int):
 
 
 def hash_bits(counter):
-    """An int32 tensor of well-mixed bits for each int32 counter value."""
+    """An int32 tensor of well-mixed bits for each int32 counter value. Each round is
+    h * (2h + 1) (a nonlinear bijection mod 2**32, as in RC6), a fold of the high half into
+    the low half, and a multiply by an odd constant."""
     h = counter * _i32(_GOLDEN)
-    h = h + _shift_right(h, 16)
-    h = h * _i32(_MIX1)
-    h = h + _shift_right(h, 13)
-    h = h * _i32(_MIX2)
+    for mix in (_MIX1, _MIX2):
+        h = h * (h * 2 + 1)
+        h = h + _shift_right(h, 16)
+        h = h * _i32(mix)
     return h + _shift_right(h, 16)
 
 

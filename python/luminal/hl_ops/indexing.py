@@ -278,7 +278,8 @@ class IndexOps:
 
     def scatter(self, dim: int, index, src=None, value=None):
         if (src is None) == (value is None):
-            raise ShapeError("scatter: pass exactly one of src and value")
+            raise ShapeError(f"scatter: pass exactly one of src and value (self shape "
+                             f"{self.shape})")
         sent, count = self._scatter_sum(dim, index, src if value is None else value, "scatter")
         return select(count > 0, sent, self)
 
@@ -321,10 +322,11 @@ class IndexOps:
 
     def unfold(self, dimension: int, size: int, step: int):
         axis = self._axis(dimension, "unfold")
-        for name, v in (("size", size), ("step", step)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < (0 if name == "size" else 1):
-                raise ShapeError(f"unfold: {name} must be a {'non-negative' if name == 'size' else 'positive'} "
-                                 f"int, got {v!r}")
+        for name, v, low, kind in (("size", size, 0, "non-negative"),
+                                   ("step", step, 1, "positive")):
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ShapeError(f"unfold: {name} must be a {kind} int, got {v!r} (shape "
+                                 f"{self.shape})")
         n = self.view.dims[axis]
         if const(n) is not None and size > const(n):
             raise ShapeError(f"unfold: size {size} exceeds dim {dimension} of shape "

@@ -167,7 +167,7 @@ class MovementOps(JoinOps):
     def flip(self, *dims):
         dims = dims_tuple(dims)
         view = self.view
-        for d in set(self._axis(d, "flip") for d in dims):
+        for d in {self._axis(d, "flip") for d in dims}:
             view = view.flip(d)
         return self._with_view(view)
 

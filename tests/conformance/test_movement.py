@@ -87,6 +87,8 @@ CASES = [
          label="crop"),
     Case("pad", lambda x: x.pad((2, 1, 1, 2), mode="reflect"), [(2, 3, 4)],
          lambda x: F.pad(x, (2, 1, 1, 2), mode="reflect"), label="reflect"),
+    Case("pad", lambda x: x.pad((1, 1, 1, 2), mode="reflect"), [(3, 4)],
+         lambda x: F.pad(x[None], (1, 1, 1, 2), mode="reflect")[0], label="reflect_lead"),
     Case("pad", lambda x: x.pad((1, 3), mode="replicate"), [(2, 3)],
          lambda x: F.pad(x, (1, 3), mode="replicate"), label="replicate"),
     Case("pad", lambda x: x.pad((2, 1, 1, 1), mode="replicate"), [(2, 3, 4)],

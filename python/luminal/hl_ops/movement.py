@@ -293,7 +293,7 @@ def broadcast_shapes(shapes, op: str, shown=None) -> list:
                 size = d
                 continue
             shown = shown or [tuple(str(x) for x in s) for s in shapes]
-            raise ShapeError(f"{op}: shapes {', '.join(str(s) for s in shown)} do not "
-                             f"broadcast (dims {size} and {d})")
+            listed = ", ".join(str(s) for s in shown[:-1]) + f" and {shown[-1]}"
+            raise ShapeError(f"{op}: shapes {listed} do not broadcast (dims {size} and {d})")
         out.append(size)
     return out

@@ -32,6 +32,8 @@ from .errors import (
 )
 from .graph import Graph, GraphTensor
 from .hl_ops.compose import where
+from .hl_ops.einsum import einsum
+from .hl_ops.joining import cat, stack
 from .runtime import NativeRuntime, Runtime
 
 __version__ = "0.1.0"
@@ -42,3 +44,4 @@ __all__ = [
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
     "where",
 ]
+__all__ += ["cat", "einsum", "stack"]

@@ -14,6 +14,7 @@ from . import _core
 from . import dtype as dt
 from ._core import DType, Expr, OpKind, ShapeTracker
 from .errors import ShapeError
+from .hl_ops.creation import CreationOps
 from .hl_ops import (
     BinaryOps,
     IndexOps,
@@ -21,6 +22,7 @@ from .hl_ops import (
     MovementOps,
     NNOps,
     ReductionOps,
+    SortingOps,
     UnaryOps,
 )
 
@@ -45,7 +47,7 @@ def _py_dim(e: Expr):
 
 
 class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps,
-                  NNOps):
+                  NNOps, SortingOps):
     """A lazy tensor: node ``id`` of ``graph``, read through ``view``."""
 
     __slots__ = ("graph", "id", "view", "dtype")
@@ -160,7 +162,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
         return self.graph.constant(value, dtype or self.dtype)
 
 
-class Graph:
+class Graph(CreationOps):
     """A static, lazy computation graph. Build tensors and ops, mark outputs, then search."""
 
     def __init__(self):

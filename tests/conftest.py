@@ -1,6 +1,7 @@
 """Shared test helpers: compile a graph on a runtime, feed it, read its outputs."""
 
 import atexit
+import os
 import shutil
 import tempfile
 
@@ -23,6 +24,12 @@ class CpuRuntime(lm.CpuRuntime):
 
 
 RUNTIMES = {"native": lm.NativeRuntime, "cpu": CpuRuntime}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _search_cache_in_tmp(tmp_path_factory):
+    """Searches in tests cache into a temp dir, never ~/.cache."""
+    os.environ["LUMINAL_SEARCH_CACHE"] = str(tmp_path_factory.mktemp("search-cache"))
 
 
 @pytest.fixture(params=sorted(RUNTIMES))

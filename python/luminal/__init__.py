@@ -31,7 +31,14 @@ from .errors import (
     ShapeError,
 )
 from .graph import Graph, GraphTensor
+<<<<<<< HEAD
 from .runtime import CpuRuntime, NativeRuntime, Runtime
+=======
+from .hl_ops.compose import where
+from .hl_ops.einsum import einsum
+from .hl_ops.joining import cat, stack
+from .runtime import NativeRuntime, Runtime
+>>>>>>> main
 
 __version__ = "0.1.0"
 
@@ -39,4 +46,6 @@ __all__ = [
     "CompileError", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
     "CpuRuntime", "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
+    "where",
 ]
+__all__ += ["cat", "einsum", "stack"]

@@ -76,6 +76,16 @@ void init_cuda(nb::module_& m) {
       .def_prop_ro("source", &CudaRuntime::source);
   m.def("cuda_codegen_check", &cuda_codegen_check, "graph"_a, "arch"_a, "options"_a,
         "choice"_a = TuningChoice{}, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "cuda_codegen_check_batch",
+      [](const std::vector<Graph*>& graphs, const std::string& arch, const CudaOptions& options,
+         const TuningChoice& choice) {
+        std::vector<const Graph*> all(graphs.begin(), graphs.end());
+        nb::gil_scoped_release release;
+        return cuda_codegen_check_batch(all, arch, options, choice);
+      },
+      "graphs"_a, "arch"_a, "options"_a, "choice"_a = TuningChoice{});
+  m.def("cuda_render", &cuda_render, "graph"_a, "arch"_a, "choice"_a = TuningChoice{});
   m.def("cuda_launch_dims", &launch_dims_py, "mode"_a, "block"_a, "items"_a, "m"_a, "n"_a,
         "batch"_a, "tile_m"_a, "tile_n"_a, "dims"_a, "multiprocessors"_a);
   m.def("cuda_arena_layout", &arena_layout_py, "graph"_a, "dyn_map"_a);

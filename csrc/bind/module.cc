@@ -11,6 +11,7 @@ void init_symbolic(nb::module_& m);
 void init_ir(nb::module_& m);
 void init_runtime(nb::module_& m);
 void init_cuda(nb::module_& m);
+void init_precision(nb::module_& m);
 }  // namespace luminal
 
 namespace {
@@ -46,4 +47,5 @@ NB_MODULE(_core, m) {
   luminal::init_ir(m);
   luminal::init_runtime(m);
   luminal::init_cuda(m);
+  luminal::init_precision(m);
 }

@@ -47,7 +47,8 @@ class CudaRenderer : public CLikeRenderer {
  public:
   // `sm` is the target's compute capability times ten (80, 90); tensor cores need >= 80.
   CudaRenderer(const CudaSchedule& schedule, int sm) : schedule_(schedule), sm_(sm) {}
-  CudaSource render_program(const Program& program) const;
+  // `with_prelude` = false leaves out the helpers, to put several programs in one unit.
+  CudaSource render_program(const Program& program, bool with_prelude = true) const;
 
  protected:
   std::string prelude(const Program& program) const override;

@@ -67,6 +67,26 @@ std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
   return src.source;
 }
 
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice) {
+  Program program = lower_graph(graph);
+  return CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program).source;
+}
+
+std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,
+                                     const std::string& arch, const CudaOptions& options,
+                                     const TuningChoice& choice) {
+  CudaRenderer renderer(cuda_schedule(choice), sm_of(arch));
+  std::string source;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    Program program = lower_graph(*graphs[i]);
+    for (Kernel& k : program.kernels) k.name = "g" + std::to_string(i) + "_" + k.name;
+    source += renderer.render_program(program, i == 0).source;
+  }
+  std::shared_ptr<Nvrtc> nvrtc = Nvrtc::load(options.nvrtc_library);
+  compile_cached(*nvrtc, CubinCache(options.cache_dir), source, arch);
+  return source;
+}
+
 // ---- setup --------------------------------------------------------------------------
 
 CudaRuntime::CudaRuntime(const CudaOptions& options) : cache_(options.cache_dir) {

@@ -35,6 +35,15 @@ CudaSchedule cuda_schedule(const TuningChoice& choice);
 std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
                                const CudaOptions& options, const TuningChoice& choice);
 
+// The CUDA source of `graph` for `arch` under `choice`, without compiling it.
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice);
+
+// The same for many graphs in one NVRTC translation unit (kernels renamed "g<i>_k<j>"), so a
+// test suite pays NVRTC's start-up once. Returns the source.
+std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,
+                                     const std::string& arch, const CudaOptions& options,
+                                     const TuningChoice& choice);
+
 class CudaRuntime : public Runtime {
  public:
   // Throws DeviceError when there is no driver, no device or no NVRTC.

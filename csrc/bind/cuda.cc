@@ -51,6 +51,24 @@ std::pair<std::vector<std::tuple<int, int64_t, int64_t, int, int>>, int64_t> are
   return {rows, a.total};
 }
 
+// (launches: [(name, grid, block, buffer ids)], buffers: [(role, node, dtype, numel)], dims)
+nb::tuple launch_plan_py(const Graph& graph, const std::string& arch, const TuningChoice& choice,
+                         const DynMap& dyn_map, int multiprocessors) {
+  CudaLaunchPlan p = cuda_launch_plan(graph, arch, choice, dyn_map, multiprocessors);
+  nb::list launches;
+  for (const auto& l : p.launches) {
+    std::vector<uint32_t> grid(l.dims.grid, l.dims.grid + 3);
+    std::vector<uint32_t> block(l.dims.block, l.dims.block + 3);
+    launches.append(nb::make_tuple(l.name, grid, block, l.buffers, l.dims.empty));
+  }
+  nb::list buffers;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const Buffer& buf = p.buffers[b];
+    buffers.append(nb::make_tuple(static_cast<int>(buf.role), buf.node, buf.dtype, p.numel[b]));
+  }
+  return nb::make_tuple(launches, buffers, p.dims);
+}
+
 std::tuple<int, int, std::vector<std::string>> nvrtc_info(const std::string& library) {
   auto n = cuda::Nvrtc::load(library);
   return {n->major(), n->minor(), n->supported_archs()};
@@ -88,6 +106,8 @@ void init_cuda(nb::module_& m) {
   m.def("cuda_render", &cuda_render, "graph"_a, "arch"_a, "choice"_a = TuningChoice{});
   m.def("cuda_launch_dims", &launch_dims_py, "mode"_a, "block"_a, "items"_a, "m"_a, "n"_a,
         "batch"_a, "tile_m"_a, "tile_n"_a, "dims"_a, "multiprocessors"_a);
+  m.def("cuda_launch_plan", &launch_plan_py, "graph"_a, "arch"_a, "choice"_a, "dyn_map"_a,
+        "multiprocessors"_a);
   m.def("cuda_arena_layout", &arena_layout_py, "graph"_a, "dyn_map"_a);
   m.def("cuda_nvrtc_info", &nvrtc_info, "library"_a);
 }

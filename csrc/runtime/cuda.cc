@@ -72,6 +72,32 @@ std::string cuda_render(const Graph& graph, const std::string& arch, const Tunin
   return CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program).source;
 }
 
+CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
+                                const TuningChoice& choice, const DynMap& dyn_map,
+                                int multiprocessors) {
+  Program program = lower_graph(graph);
+  CudaSource src = CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program);
+  DynMap dims;
+  CudaLaunchPlan plan;
+  for (size_t k = 0; k < program.dims.size(); ++k) {
+    auto it = dyn_map.find(program.dims[k]);
+    if (it == dyn_map.end()) throw ShapeError("cuda_launch_plan: dim '" + program.dims[k] + "' unbound");
+    dims[CLikeRenderer::dim_name(k)] = it->second;
+    plan.dims.push_back(it->second);
+  }
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    CudaLaunchPlan::Launch l;
+    l.name = src.launches[k].name;
+    l.dims = launch_dims(src.launches[k], dims, multiprocessors);
+    l.buffers.push_back(program.kernels[k].out);
+    for (BufferId b : program.kernels[k].reads()) l.buffers.push_back(b);
+    plan.launches.push_back(l);
+  }
+  for (const Buffer& b : program.buffers) plan.numel.push_back(b.numel.eval(dims));
+  plan.buffers = program.buffers;
+  return plan;
+}
+
 std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,
                                      const std::string& arch, const CudaOptions& options,
                                      const TuningChoice& choice) {

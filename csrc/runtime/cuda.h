@@ -38,6 +38,24 @@ std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
 // The CUDA source of `graph` for `arch` under `choice`, without compiling it.
 std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice);
 
+// What the runtime would launch for `graph` under `dyn_map` on a device with `multiprocessors`:
+// per kernel its name, grid/block and parameter buffers; per buffer its role, node, dtype and
+// element count. For tests that run the kernels elsewhere (an emulator) and for debugging.
+struct CudaLaunchPlan {
+  struct Launch {
+    std::string name;
+    cuda::LaunchDims dims;
+    std::vector<BufferId> buffers;  // the kernel's buffer parameters, in order
+  };
+  std::vector<Launch> launches;
+  std::vector<Buffer> buffers;
+  std::vector<int64_t> numel;
+  std::vector<int64_t> dims;  // values of the program's dims, in order
+};
+CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
+                                const TuningChoice& choice, const DynMap& dyn_map,
+                                int multiprocessors);
+
 // The same for many graphs in one NVRTC translation unit (kernels renamed "g<i>_k<j>"), so a
 // test suite pays NVRTC's start-up once. Returns the source.
 std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,

@@ -1,11 +1,28 @@
 """Shared test helpers: compile a graph on a runtime, feed it, read its outputs."""
 
+import atexit
+import shutil
+import tempfile
+
 import numpy as np
 import pytest
 
 import luminal as lm
 
-RUNTIMES = {"native": lm.NativeRuntime}
+# One compile cache per test session, removed at exit (tests never touch ~/.cache).
+CPU_CACHE = tempfile.mkdtemp(prefix="luminal-cpu-cache-")
+atexit.register(shutil.rmtree, CPU_CACHE, True)
+
+
+class CpuRuntime(lm.CpuRuntime):
+    """lm.CpuRuntime with the session's compile cache."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("cache_dir", CPU_CACHE)
+        super().__init__(**kwargs)
+
+
+RUNTIMES = {"native": lm.NativeRuntime, "cpu": CpuRuntime}
 
 
 @pytest.fixture(params=sorted(RUNTIMES))

@@ -2,13 +2,24 @@
 non-contiguous views (permuted, sliced with steps, broadcast, padded), and with symbolic
 dims bound at execute time."""
 
+import functools
+import sys
+
 import numpy as np
 import pytest
 import torch
 
 import luminal as lm
 from luminal._core import OpKind
+import conftest
 from conftest import assert_close, run
+
+
+@pytest.fixture(autouse=True)
+def _on_every_runtime(runtime, monkeypatch):
+    """Every test here runs on each runtime: run() defaults to the parametrized one."""
+    monkeypatch.setattr(sys.modules[__name__], "run",
+                        functools.partial(conftest.run, runtime=runtime))
 
 TORCH = {lm.float32: torch.float32, lm.float16: torch.float16, lm.bfloat16: torch.bfloat16,
          lm.int32: torch.int32, lm.bool_: torch.bool}

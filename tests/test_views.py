@@ -1,13 +1,24 @@
 """Movement ops are views: random chains of permute, reshape, expand, slice, pad and flip
 on luminal must read the same elements as the same chain on torch."""
 
+import functools
+import sys
+
 import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings, strategies as st
 
 import luminal as lm
+import conftest
 from conftest import assert_close, run
+
+
+@pytest.fixture(autouse=True)
+def _on_every_runtime(runtime, monkeypatch):
+    """Every test here runs on each runtime: run() defaults to the parametrized one."""
+    monkeypatch.setattr(sys.modules[__name__], "run",
+                        functools.partial(conftest.run, runtime=runtime))
 
 
 @st.composite

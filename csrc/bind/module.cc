@@ -10,6 +10,7 @@ namespace luminal {
 void init_symbolic(nb::module_& m);
 void init_ir(nb::module_& m);
 void init_runtime(nb::module_& m);
+void init_cpu(nb::module_& m);
 void init_cuda(nb::module_& m);
 void init_precision(nb::module_& m);
 }  // namespace luminal
@@ -46,6 +47,7 @@ NB_MODULE(_core, m) {
   luminal::init_symbolic(m);
   luminal::init_ir(m);
   luminal::init_runtime(m);
+  luminal::init_cpu(m);
   luminal::init_cuda(m);
   luminal::init_precision(m);
 }

@@ -17,6 +17,7 @@ class CodeWriter {
   void line(const std::string& text);
   void open(const std::string& text);   // "text {" then indent
   void close(const std::string& text = "}");  // dedent then "}"
+  void middle(const std::string& text);       // "} else {" between two indented blocks
   void blank() { out_ += "\n"; }
   const std::string& str() const { return out_; }
 
@@ -42,11 +43,15 @@ class CLikeRenderer {
  protected:
   // ---- hooks -------------------------------------------------------------------------
   // Integer typedefs, math declarations and the lm_* helpers (floordiv, f16/bf16 codecs...).
+  // The base version gives the typedefs (type_prelude) and the helpers every language needs.
   virtual std::string prelude(const Program& program) const;
+  virtual std::string type_prelude() const;  // int64_t, int32_t, uint32_t, uint16_t, uint8_t
   // Qualifiers of a helper function: "static inline" in C, "__device__ ..." in CUDA.
   virtual std::string helper_qualifiers() const { return "static inline"; }
   // "void k0(float* restrict b2, const float* restrict b0, int64_t d0)" and the like.
   virtual std::string kernel_signature(const Program& program, const Kernel& kernel) const;
+  // Partial accumulators of a reduction loop (> 1 lets a CPU vectorize float reductions).
+  virtual int reduce_lanes(const Kernel& kernel) const;
   // Opens the output loops (binding every Loop::var); close_output_loops closes them.
   // The CPU maps them to nested for loops with an OpenMP pragma; CUDA to grid/block ids.
   virtual void open_output_loops(const Kernel& kernel, CodeWriter& w) const;
@@ -65,6 +70,11 @@ class CLikeRenderer {
   virtual std::string restrict_keyword() const { return "restrict"; }
 
   // ---- shared pieces subclasses may call -------------------------------------------
+  // The parameters of a kernel: the stored buffer, the read buffers (sorted), then every dim.
+  std::vector<std::string> kernel_params(const Program& program, const Kernel& kernel) const;
+  // The arguments matching kernel_params, from `buffers` (void* array) and the dim names.
+  std::vector<std::string> kernel_args(const Program& program, const Kernel& kernel,
+                                       const std::string& buffers) const;
   // The body statements of values [begin, end) as "T vN = ...;" lines.
   void emit_values(const Kernel& kernel, int begin, int end, CodeWriter& w) const;
   // The whole loop body of a generic kernel: reduction loop (if any), epilogue and store.

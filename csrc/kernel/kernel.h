@@ -34,6 +34,14 @@ struct Buffer {
   NodeId node = -1;          // the HLIR node whose value it holds
 };
 
+// A symbol of a load's index bound to a value read at run time (Gather): the load is valid
+// only where 0 <= value < limit, so an out-of-range index reads 0 instead of crashing.
+struct Bind {
+  std::string symbol;  // "g7"
+  ValueId value = -1;  // an Int value of the same kernel
+  Expr limit;          // number of elements the index may address
+};
+
 // One scalar operation. values[i] reads only values[j] with j < i.
 enum class ValueKind : uint8_t {
   kLoad,    // buffers[buffer][index] where `valid` != 0, else 0
@@ -56,9 +64,7 @@ struct Value {
   Expr index;            // kLoad: element of the buffer; kIndex: the value
   Expr valid = 1;        // kLoad, kSelect: 0 where the read falls in padding / out of range
   double number = 0;     // kConst
-  // kLoad: symbols of index/valid bound to earlier values (Gather: "g7" is values[7], an Int
-  // index read at run time). The bound value is only read where valid.
-  std::vector<std::pair<std::string, ValueId>> binds;
+  std::vector<Bind> binds;  // kLoad: run-time symbols of index/valid (Gather)
 };
 
 // A loop of the nest: variable `var` runs over [0, extent).

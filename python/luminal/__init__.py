@@ -31,14 +31,15 @@ from .errors import (
     ShapeError,
 )
 from .graph import Graph, GraphTensor
-from .runtime import CudaRuntime, NativeRuntime, Runtime
+from .runtime import CpuRuntime, CudaRuntime, NativeRuntime, Runtime
 from .precision import to_half
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "CompileError", "CudaRuntime", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
-    "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
+    "CompileError", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
+    "CpuRuntime", "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
+    "CudaRuntime",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
     "to_half",
 ]

@@ -127,6 +127,38 @@ class NativeRuntime(Runtime):
     _core_type = _core.NativeRuntime
 
 
+class CpuRuntime(Runtime):
+    """Generated C kernels compiled by the system compiler (cached on disk), run with OpenMP.
+
+    ``threads``: OpenMP threads (default: every core this process may use). ``compiler``: the
+    C compiler (default ``cc``). ``cache_dir``: where compiled programs are kept (default
+    ``~/.cache/luminal/cpu``). ``extra_flags``: more compiler flags (a list or a string).
+    Inputs set from C-contiguous arrays of the right dtype are used in place, not copied.
+    """
+
+    def __init__(self, threads=None, compiler=None, cache_dir=None, extra_flags=None):
+        import os
+        import shlex
+
+        if threads is None:
+            threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else (os.cpu_count() or 1)
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"CpuRuntime: threads must be a positive int, got {threads!r}")
+        if cache_dir is None:
+            cache_dir = os.path.join(os.path.expanduser("~"), ".cache", "luminal", "cpu")
+        if isinstance(extra_flags, str):
+            extra_flags = shlex.split(extra_flags)
+        self._rt = _core.CpuRuntime(compiler or "cc", list(extra_flags or []),
+                                    os.path.abspath(os.fspath(cache_dir)), threads)
+        self._graph = None
+
+    @property
+    def source(self) -> str:
+        """The generated C of the compiled program."""
+        return self._rt.source
+
+
 class CudaRuntime(Runtime):
     """NVIDIA GPUs through the CUDA driver and NVRTC, both loaded at run time (luminal.cuda
     finds NVRTC). Raises DeviceError without a driver, a GPU or NVRTC. ``choice`` fixes the

@@ -1,0 +1,331 @@
+"""CpuRuntime against torch eager (same thread count), numpy and torch.compile, side by side
+in one run: matmul, a fused elementwise chain, softmax, layer_norm and a Llama-style decoder
+block. Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick]
+[--no-compile] [--threads N]."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import luminal as lm
+
+NAN = float("nan")
+
+
+def timeit(fn, repeats: int, min_time: float = 0.3) -> float:
+    """Median seconds of fn() after one warm-up, over `repeats` runs (more if they are fast)."""
+    fn()
+    times = []
+    start = time.perf_counter()
+    while len(times) < repeats or (time.perf_counter() - start < min_time and len(times) < 50):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def compile_best(cx, threads, cache, repeats, feeds):
+    """Compiles every tuning choice of the graph, times each, keeps the fastest (what search
+    does for a runtime's kernel parameters)."""
+    rt = lm.CpuRuntime(threads=threads, cache_dir=cache)
+    choices = rt._rt.tuning_space(cx._g)
+    best = None
+    for choice in choices:
+        rt._rt.compile(cx._g, choice)
+        rt._graph = cx
+        for t, v in feeds.items():
+            rt.set_data(t, v)
+        secs = timeit(lambda: rt.execute(), max(2, repeats // 2), 0.1)
+        if best is None or secs < best[0]:
+            best = (secs, choice)
+    rt._rt.compile(cx._g, best[1])
+    rt._graph = cx
+    for t, v in feeds.items():
+        rt.set_data(t, v)
+    return rt, str(best[1])
+
+
+def try_compile(fn):
+    try:
+        compiled = torch.compile(fn)
+        return compiled
+    except Exception as e:  # noqa: BLE001 - any failure means "not available here"
+        print(f"  torch.compile unavailable: {type(e).__name__}: {e}", file=sys.stderr)
+        return None
+
+
+def time_compiled(compiled, args, repeats):
+    if compiled is None:
+        return NAN
+    try:
+        return timeit(lambda: compiled(*args), repeats)
+    except Exception as e:  # noqa: BLE001
+        print(f"  torch.compile failed: {type(e).__name__}: {str(e)[:200]}", file=sys.stderr)
+        return NAN
+
+
+# ---- luminal graphs written from primitives / hl_ops ----------------------------------------
+
+def lm_softmax(x, dim=-1):
+    e = (x - x.amax(dim, keepdim=True)).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def lm_layer_norm(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdim=True)
+    c = x - mean
+    var = (c * c).mean(-1, keepdim=True)
+    return c * (var + eps).sqrt().reciprocal() * w + b
+
+
+def lm_rms_norm(x, w, eps=1e-6):
+    return x * ((x * x).mean(-1, keepdim=True) + eps).sqrt().reciprocal() * w
+
+
+def lm_silu(x):
+    return x * (1.0 + (-x).exp()).reciprocal()
+
+
+def lm_decoder(x, p, heads, mask):
+    s, h = x.shape
+    hd = h // heads
+    a = lm_rms_norm(x, p["n1"])
+    q = (a @ p["wq"].T).reshape(s, heads, hd).permute(1, 0, 2)
+    k = (a @ p["wk"].T).reshape(s, heads, hd).permute(1, 0, 2)
+    v = (a @ p["wv"].T).reshape(s, heads, hd).permute(1, 0, 2)
+    att = lm_softmax((q @ k.transpose(1, 2)) * (1.0 / math.sqrt(hd)) + mask)
+    o = (att @ v).permute(1, 0, 2).reshape(s, h)
+    x = x + o @ p["wo"].T
+    b = lm_rms_norm(x, p["n2"])
+    return x + (lm_silu(b @ p["w1"].T) * (b @ p["w3"].T)) @ p["w2"].T
+
+
+def torch_decoder(x, p, heads, mask):
+    s, h = x.shape
+    hd = h // heads
+    a = F.rms_norm(x, (h,), p["n1"], 1e-6)
+    q = F.linear(a, p["wq"]).view(s, heads, hd).transpose(0, 1)
+    k = F.linear(a, p["wk"]).view(s, heads, hd).transpose(0, 1)
+    v = F.linear(a, p["wv"]).view(s, heads, hd).transpose(0, 1)
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    x = x + F.linear(o.transpose(0, 1).reshape(s, h), p["wo"])
+    b = F.rms_norm(x, (h,), p["n2"], 1e-6)
+    return x + F.linear(F.silu(F.linear(b, p["w1"])) * F.linear(b, p["w3"]), p["w2"])
+
+
+# ---- benchmarks ---------------------------------------------------------------------------
+
+def bench_matmul(n, ctx):
+    cx = lm.Graph()
+    a, b = cx.tensor((n, n)), cx.tensor((n, n))
+    c = (a @ b).output()
+    an = np.random.default_rng(0).standard_normal((n, n), dtype=np.float32)
+    bn = np.random.default_rng(1).standard_normal((n, n), dtype=np.float32)
+    rt, choice = compile_best(cx, ctx.threads, ctx.cache, ctx.repeats, {a: an, b: bn})
+    rt.execute()
+    ref = an.astype(np.float64) @ bn.astype(np.float64)
+    err = np.abs(rt.get(c) - ref).max() / np.abs(ref).max()
+    assert err < 1e-4, f"matmul {n}: relative error {err}"
+    at, bt = torch.from_numpy(an), torch.from_numpy(bn)
+    flop = 2.0 * n ** 3 / 1e9
+    reps = max(2, ctx.repeats // (4 if n >= 4096 else 1))
+    lum = flop / timeit(lambda: rt.execute(), reps)
+    tor = flop / timeit(lambda: torch.mm(at, bt), reps)
+    nump = flop / timeit(lambda: an @ bn, reps)
+    comp = flop / time_compiled(ctx.compiled(lambda x, y: x @ y), (at, bt), reps)
+    return dict(name=f"matmul {n}^3 f32", unit="GFLOP/s", lm=lum, torch=tor, numpy=nump,
+                compile=comp, note=f"tiles {choice}", target=("torch", 1.0))
+
+
+def bench_elementwise(ctx):
+    n = 16 * 1024 * 1024
+    cx = lm.Graph()
+    x, y = cx.tensor((n,)), cx.tensor((n,))
+    out = (x * (1.0 + (-x).exp()).reciprocal() + y).output()  # x * sigmoid(x) + y
+    xn = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+    yn = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
+    rt = cx.search(lm.CpuRuntime(threads=ctx.threads, cache_dir=ctx.cache))
+    rt.set_data(x, xn)
+    rt.set_data(y, yn)
+    rt.execute()
+    xt, yt = torch.from_numpy(xn), torch.from_numpy(yn)
+    np.testing.assert_allclose(rt.get(out), (xt * torch.sigmoid(xt) + yt).numpy(), rtol=1e-5,
+                               atol=1e-5)
+    gb = 3 * n * 4 / 1e9
+
+    def numpy_chain():
+        return xn * (1.0 / (1.0 + np.exp(-xn))) + yn
+
+    lum = gb / timeit(lambda: rt.execute(), ctx.repeats)
+    tor = gb / timeit(lambda: xt * torch.sigmoid(xt) + yt, ctx.repeats)
+    nump = gb / timeit(numpy_chain, max(3, ctx.repeats // 2))
+    comp = gb / time_compiled(ctx.compiled(lambda a, b: a * torch.sigmoid(a) + b), (xt, yt),
+                              ctx.repeats)
+    pct = 100 * lum / ctx.bandwidth
+    return dict(name="x*sigmoid(x)+y 16M f32", unit="GB/s", lm=lum, torch=tor, numpy=nump,
+                compile=comp, note=f"{pct:.0f}% of {ctx.bandwidth:.1f} GB/s copy",
+                target=("torch", 2.0), pct=pct)
+
+
+def bench_rows(kind, ctx):
+    rows, cols = 4096, 4096
+    cx = lm.Graph()
+    x = cx.tensor((rows, cols))
+    w, b = cx.tensor((cols,)), cx.tensor((cols,))
+    out = (lm_softmax(x) if kind == "softmax" else lm_layer_norm(x, w, b)).output()
+    rng = np.random.default_rng(2)
+    xn = rng.standard_normal((rows, cols), dtype=np.float32)
+    wn = rng.standard_normal(cols, dtype=np.float32)
+    bn = rng.standard_normal(cols, dtype=np.float32)
+    rt = cx.search(lm.CpuRuntime(threads=ctx.threads, cache_dir=ctx.cache))
+    rt.set_data(x, xn)
+    if kind != "softmax":
+        rt.set_data(w, wn)
+        rt.set_data(b, bn)
+    rt.execute()
+    xt, wt, bt = (torch.from_numpy(v) for v in (xn, wn, bn))
+    if kind == "softmax":
+        fn = lambda t: torch.softmax(t, -1)  # noqa: E731
+        args = (xt,)
+
+        def numpy_fn():
+            e = np.exp(xn - xn.max(-1, keepdims=True))
+            return e / e.sum(-1, keepdims=True)
+    else:
+        fn = lambda t, w_, b_: F.layer_norm(t, (cols,), w_, b_)  # noqa: E731
+        args = (xt, wt, bt)
+
+        def numpy_fn():
+            m = xn.mean(-1, keepdims=True)
+            c = xn - m
+            return c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5) * wn + bn
+    np.testing.assert_allclose(rt.get(out), fn(*args).numpy(), rtol=1e-4, atol=1e-4)
+    gb = 2 * rows * cols * 4 / 1e9
+    lum = gb / timeit(lambda: rt.execute(), ctx.repeats)
+    tor = gb / timeit(lambda: fn(*args), ctx.repeats)
+    nump = gb / timeit(numpy_fn, max(3, ctx.repeats // 2))
+    comp = gb / time_compiled(ctx.compiled(fn), args, ctx.repeats)
+    return dict(name=f"{kind} (4096, 4096)", unit="GB/s", lm=lum, torch=tor, numpy=nump,
+                compile=comp, note="in + out bytes")
+
+
+def bench_decoder(ctx):
+    s, h, heads, inter = 128, 512, 8, 1536
+    rng = torch.Generator().manual_seed(0)
+    shapes = dict(n1=(h,), n2=(h,), wq=(h, h), wk=(h, h), wv=(h, h), wo=(h, h),
+                  w1=(inter, h), w3=(inter, h), w2=(h, inter))
+    params = {k: torch.randn(v, generator=rng) * (0.5 / math.sqrt(v[-1])) + (1.0 if k[0] == "n"
+              else 0.0) for k, v in shapes.items()}
+    xt = torch.randn(s, h, generator=rng)
+    mask = torch.full((s, s), float("-inf")).triu(1)
+    cx = lm.Graph()
+    x = cx.tensor((s, h))
+    m = cx.tensor((s, s))
+    p = {k: cx.tensor(v) for k, v in shapes.items()}
+    out = lm_decoder(x, p, heads, m).output()
+    feeds = {x: xt, m: torch.where(mask.isinf(), -1e9, 0.0), **{p[k]: params[k] for k in p}}
+    rt, choice = compile_best(cx, ctx.threads, ctx.cache, ctx.repeats, feeds)
+    rt.execute()
+    with torch.no_grad():
+        ref = torch_decoder(xt, params, heads, mask)
+    np.testing.assert_allclose(rt.get(out), ref.numpy(), rtol=2e-3, atol=2e-3)
+    flop = 2 * s * (4 * h * h + 3 * h * inter) + 4 * s * s * h
+    gf = flop / 1e9
+    lum = gf / timeit(lambda: rt.execute(), ctx.repeats)
+    with torch.no_grad():
+        tor = gf / timeit(lambda: torch_decoder(xt, params, heads, mask), ctx.repeats)
+        comp = gf / time_compiled(ctx.compiled(lambda a: torch_decoder(a, params, heads, mask)),
+                                  (xt,), ctx.repeats)
+    return dict(name="decoder block 512/8h/s128", unit="GFLOP/s", lm=lum, torch=tor,
+                numpy=NAN, compile=comp, note=f"tiles {choice}", target=("torch", 1.2))
+
+
+def measure_bandwidth() -> float:
+    """GB/s of a large numpy copy (read + write bytes)."""
+    n = 64 * 1024 * 1024
+    src = np.ones(n, dtype=np.float32)
+    dst = np.empty_like(src)
+    secs = timeit(lambda: np.copyto(dst, src), 5)
+    return 2 * n * 4 / secs / 1e9
+
+
+class Context:
+    def __init__(self, args):
+        self.threads = args.threads
+        self.repeats = 3 if args.quick else 7
+        self.cache = args.cache or os.path.join(tempfile.gettempdir(), "luminal-bench-cache")
+        self.use_compile = not args.no_compile
+        self.bandwidth = 0.0
+
+    def compiled(self, fn):
+        return try_compile(fn) if self.use_compile else None
+
+
+def fmt(v, digits=1):
+    return "n/a" if v != v else f"{v:.{digits}f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--quick", action="store_true", help="fewer repeats, no 4096 matmul")
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--cache", default=None, help="luminal compile cache directory")
+    args = parser.parse_args()
+    ctx = Context(args)
+    torch.set_num_threads(ctx.threads)
+    try:
+        from threadpoolctl import threadpool_info, threadpool_limits
+
+        threadpool_limits(ctx.threads)
+        blas = ", ".join(f"{i.get('internal_api')}:{i.get('architecture')}"
+                         for i in threadpool_info() if i.get("user_api") == "blas")
+    except ImportError:
+        blas = "unknown (threadpoolctl not installed)"
+    print(f"threads={ctx.threads}  torch {torch.__version__} ({torch.backends.cpu.get_cpu_capability()})"
+          f"  numpy {np.__version__} (blas {blas})  cc flags: "
+          f"{' '.join(lm._core.cpu_compile_flags())}", flush=True)
+    ctx.bandwidth = measure_bandwidth()
+    benches = [lambda: bench_matmul(1024, ctx)]
+    if not args.quick:
+        benches.append(lambda: bench_matmul(4096, ctx))
+    benches += [lambda: bench_elementwise(ctx), lambda: bench_rows("softmax", ctx),
+                lambda: bench_rows("layer_norm", ctx), lambda: bench_decoder(ctx)]
+    rows = []
+    for bench in benches:
+        row = bench()
+        print(f"  done: {row['name']}", file=sys.stderr, flush=True)
+        rows.append(row)
+    header = (f"{'benchmark':28} {'unit':8} {'luminal':>8} {'torch':>8} {'numpy':>8} "
+              f"{'t.compile':>9} {'lm/torch':>8} {'lm/numpy':>8} {'lm/t.comp':>9}  target  notes")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        target = ""
+        if "target" in r:
+            _, want = r["target"]
+            met = r["lm"] / r["torch"] >= want
+            if "pct" in r:
+                met = met and r["pct"] >= 70
+                target = f">={want}x,70%bw " + ("MET" if met else "no")
+            else:
+                target = f">={want}x " + ("MET" if met else "no")
+        print(f"{r['name']:28} {r['unit']:8} {fmt(r['lm']):>8} {fmt(r['torch']):>8} "
+              f"{fmt(r['numpy']):>8} {fmt(r['compile']):>9} {fmt(r['lm'] / r['torch'], 2):>8} "
+              f"{fmt(r['lm'] / r['numpy'], 2):>8} {fmt(r['lm'] / r['compile'], 2):>9}  "
+              f"{target}  {r['note']}")
+    print(f"machine copy bandwidth (numpy, read+write): {ctx.bandwidth:.1f} GB/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+// Bindings of CpuRuntime. set_data borrows the caller's C-contiguous array without copying:
+// the runtime holds a reference to it (released under the GIL) until the input is set again.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "core/errors.h"
+#include "runtime/cpu.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace luminal {
+
+namespace {
+using CpuArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+
+void set_data_borrowed(CpuRuntime& rt, NodeId input, const CpuArray& data, DType dtype) {
+  if (data.itemsize() != dtype_size(dtype)) {
+    throw DTypeError(std::string("set_data: elements of ") + std::to_string(data.itemsize()) +
+                     " bytes cannot hold dtype " + dtype_name(dtype));
+  }
+  auto* holder = new CpuArray(data);
+  std::shared_ptr<const void> owner(data.data(), [holder](const void*) {
+    if (!Py_IsInitialized()) return;  // interpreter gone: nothing left to release
+    nb::gil_scoped_acquire gil;
+    delete holder;
+  });
+  rt.set_data_borrowed(input, data.data(), static_cast<int64_t>(data.size()), dtype,
+                       std::move(owner));
+}
+
+std::unique_ptr<CpuRuntime> make_cpu(const std::string& compiler,
+                                     const std::vector<std::string>& extra_flags,
+                                     const std::string& cache_dir, int threads) {
+  CpuOptions o;
+  o.compiler = compiler;
+  o.extra_flags = extra_flags;
+  o.cache_dir = cache_dir;
+  o.threads = threads;
+  return std::make_unique<CpuRuntime>(o);
+}
+}  // namespace
+
+void init_cpu(nb::module_& m) {
+  nb::class_<CpuRuntime, Runtime>(m, "CpuRuntime")
+      .def(nb::new_(&make_cpu), "compiler"_a, "extra_flags"_a, "cache_dir"_a, "threads"_a)
+      .def("set_data", &set_data_borrowed, "input"_a, "data"_a, "dtype"_a)
+      .def_prop_ro("source", &CpuRuntime::source)
+      .def_prop_ro("source_path", &CpuRuntime::source_path)
+      .def_prop_ro("compiled_fresh", &CpuRuntime::compiled_fresh)
+      .def_prop_ro("arena_bytes", &CpuRuntime::arena_bytes)
+      .def_prop_ro("threads", [](const CpuRuntime& rt) { return rt.options().threads; })
+      .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });
+  m.def("cpu_compile_flags", &cpu_compile_flags);
+}
+
+}  // namespace luminal

@@ -1,0 +1,94 @@
+// The C renderer's hooks: libm declarations and a vectorizable exp2, static kernels taking the
+// thread count, OpenMP on the output loops, and lm_run calling the kernels in order.
+#include "codegen/c.h"
+
+namespace luminal {
+
+std::string CRenderer::prelude(const Program& program) const {
+  std::string s = CLikeRenderer::prelude(program);
+  s += "float log2f(float);\n"
+       "float exp2f(float);\n"
+       "float sinf(float);\n"
+       "float sqrtf(float);\n"
+       "float fmodf(float, float);\n"
+       "float floorf(float);\n";
+  s += "/* 2^x without a libm call, so loops over it vectorize: 2^k * p(f) with |f| <= 0.5,\n"
+       "   the scale split in two so subnormal and overflowing results round correctly. */\n";
+  s += "static inline float lm_exp2f(float x) {\n"
+       "  float c = x < -151.0f ? -151.0f : (x > 129.0f ? 129.0f : x);\n"
+       "  float k = floorf(c + 0.5f);\n"
+       "  float f = c - k;\n"
+       "  float p = 1.535336188319500e-4f;\n"
+       "  p = p * f + 1.339887440266574e-3f;\n"
+       "  p = p * f + 9.618437357674640e-3f;\n"
+       "  p = p * f + 5.550332471162809e-2f;\n"
+       "  p = p * f + 2.402264791363012e-1f;\n"
+       "  p = p * f + 6.931472028550421e-1f;\n"
+       "  p = p * f + 1.0f;\n"
+       "  int32_t ki = (int32_t)k;\n"
+       "  int32_t k1 = ki >> 1;\n"
+       "  int32_t k2 = ki - k1;\n"
+       "  float r = p * lm_float((uint32_t)(k1 + 127) << 23) * lm_float((uint32_t)(k2 + 127) << 23);\n"
+       "  return x != x ? x : r;\n"
+       "}\n";
+  return s + matmul_prelude(program);
+}
+
+std::string CRenderer::math_call(OpKind op, const std::string& x) const {
+  if (op == OpKind::Exp2) return "lm_exp2f(" + x + ")";
+  return CLikeRenderer::math_call(op, x);
+}
+
+std::string CRenderer::kernel_signature(const Program& program, const Kernel& kernel) const {
+  std::string s = "static void " + kernel.name + "(";
+  std::vector<std::string> params = kernel_params(program, kernel);
+  params.push_back("int lm_threads");
+  for (size_t i = 0; i < params.size(); ++i) s += (i ? ", " : "") + params[i];
+  return s + ")";
+}
+
+int CRenderer::reduce_lanes(const Kernel& kernel) const {
+  const Value& red = kernel.values[kernel.reduce_at];
+  if (red.dtype != DType::F32) return 1;
+  auto extent = kernel.reduce[0].extent.try_const();
+  if (extent && *extent < 32) return 1;
+  int width = kernel.schedule.vector_width;
+  return width > 0 ? width : 8;
+}
+
+void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
+  size_t rank = kernel.loops.size();
+  if (rank == 0) return;
+  Expr work = 1;
+  for (const Loop& l : kernel.loops) work = work * l.extent;
+  for (const Loop& l : kernel.reduce) work = work * l.extent;
+  size_t collapse = kernel.reduce.empty() ? (rank > 1 ? rank - 1 : 1) : rank;
+  if (kernel.reduce.empty() && rank > 1) {
+    auto inner = kernel.loops.back().extent.try_const();
+    if (inner && *inner < 16) collapse = rank;
+  }
+  std::string pragma = "#pragma omp parallel for num_threads(lm_threads) schedule(static)";
+  if (collapse > 1) pragma += " collapse(" + std::to_string(collapse) + ")";
+  pragma += " if(" + work.to_c() + " >= 32768)";
+  w.line(pragma);
+  CLikeRenderer::open_output_loops(kernel, w);
+}
+
+std::string CRenderer::program_entry(const Program& program) const {
+  CodeWriter w;
+  w.open("void lm_run(void** lm_buffers, const int64_t* lm_dims, int lm_threads)");
+  for (size_t k = 0; k < program.dims.size(); ++k) {
+    w.line("const int64_t " + dim_name(k) + " = lm_dims[" + std::to_string(k) + "];");
+  }
+  for (const Kernel& k : program.kernels) {
+    std::vector<std::string> args = kernel_args(program, k, "lm_buffers");
+    args.push_back("lm_threads");
+    std::string call = k.name + "(";
+    for (size_t i = 0; i < args.size(); ++i) call += (i ? ", " : "") + args[i];
+    w.line(call + ");");
+  }
+  w.close();
+  return w.str();
+}
+
+}  // namespace luminal

@@ -1,0 +1,226 @@
+// The C renderer's matmul: C[m, n] = sum_k A[m, k] * B[k, n] per batch, as a packed,
+// register-blocked GEMM. B is packed per (k block, n block) into panels tile_n wide; a
+// tile_m x tile_n block of C lives in vector registers (GCC vector extensions) while k runs.
+// Work is split over (batch, m chunk, n block) tasks across OpenMP threads.
+#include <set>
+#include <tuple>
+
+#include "codegen/c.h"
+
+namespace luminal {
+
+namespace {
+
+struct Tiles {
+  int64_t mr = 6;   // rows of the register block
+  int64_t nr = 16;  // columns of the register block
+  int64_t vw = 8;   // floats per vector
+  int64_t kc = 256; // depth of a packed k block
+  int64_t nc = 256; // columns of a packed n block (a multiple of nr)
+};
+
+Tiles tiles_of(const Kernel& k) {
+  Tiles t;
+  const Schedule& s = k.schedule;
+  if (s.vector_width > 0) t.vw = s.vector_width;
+  if (s.tile_m > 0) t.mr = s.tile_m;
+  if (s.tile_n > 0) t.nr = s.tile_n;
+  if (t.nr % t.vw != 0) t.nr = t.vw * 2;
+  if (s.tile_k > 0) t.kc = s.tile_k;
+  t.nc = (256 + t.nr - 1) / t.nr * t.nr;
+  return t;
+}
+
+std::string micro_name(const Tiles& t) {
+  return "lm_mm_" + std::to_string(t.mr) + "x" + std::to_string(t.nr) + "_v" +
+         std::to_string(t.vw);
+}
+
+std::string vec_type(const Tiles& t) { return "lm_vf" + std::to_string(t.vw); }
+
+// The micro-kernel: c[0:mr, 0:nr] (+)= a[0:mr, 0:kc] * bp[0:kc, 0:NR] (bp packed, NR wide).
+std::string micro_kernel(const Tiles& t) {
+  CodeWriter w;
+  std::string v = vec_type(t);
+  int64_t nv = t.nr / t.vw;
+  w.open("static inline void " + micro_name(t) +
+         "(int64_t kc, const float* restrict a, int64_t am, int64_t ak, "
+         "const float* restrict bp, float* restrict c, int64_t ldc, int64_t mr, int64_t nr, "
+         "int first)");
+  for (int64_t r = 0; r < t.mr; ++r) {
+    std::string rs = std::to_string(r);
+    w.line("const float* restrict a" + rs + " = a + (" + rs + " < mr ? " + rs + " : mr - 1) * am;");
+  }
+  for (int64_t r = 0; r < t.mr; ++r) {
+    for (int64_t j = 0; j < nv; ++j) {
+      w.line(v + " c" + std::to_string(r) + "_" + std::to_string(j) + " = {0};");
+    }
+  }
+  w.open("for (int64_t k = 0; k < kc; k++)");
+  for (int64_t j = 0; j < nv; ++j) {
+    w.line(v + " b" + std::to_string(j) + " = *(const " + v + "u*)(bp + k * " +
+           std::to_string(t.nr) + " + " + std::to_string(j * t.vw) + ");");
+  }
+  for (int64_t r = 0; r < t.mr; ++r) {
+    std::string rs = std::to_string(r);
+    w.line(v + " x" + rs + " = (" + v + "){0} + a" + rs + "[k * ak];");
+    for (int64_t j = 0; j < nv; ++j) {
+      std::string acc = "c" + rs + "_" + std::to_string(j);
+      w.line(acc + " += x" + rs + " * b" + std::to_string(j) + ";");
+    }
+  }
+  w.close();
+  w.open("if (mr == " + std::to_string(t.mr) + " && nr == " + std::to_string(t.nr) + ")");
+  for (int64_t r = 0; r < t.mr; ++r) {
+    for (int64_t j = 0; j < nv; ++j) {
+      std::string acc = "c" + std::to_string(r) + "_" + std::to_string(j);
+      std::string p = "(" + v + "u*)(c + " + std::to_string(r) + " * ldc + " +
+                      std::to_string(j * t.vw) + ")";
+      w.line("if (first) *" + p + " = " + acc + "; else *" + p + " += " + acc + ";");
+    }
+  }
+  w.line("return;");
+  w.close();
+  w.line("float t[" + std::to_string(t.mr) + "][" + std::to_string(t.nr) + "];");
+  for (int64_t r = 0; r < t.mr; ++r) {
+    for (int64_t j = 0; j < nv; ++j) {
+      w.line("*(" + v + "u*)(t[" + std::to_string(r) + "] + " + std::to_string(j * t.vw) +
+             ") = c" + std::to_string(r) + "_" + std::to_string(j) + ";");
+    }
+  }
+  w.open("for (int64_t r = 0; r < mr; r++)");
+  w.open("for (int64_t j = 0; j < nr; j++)");
+  w.line("c[r * ldc + j] = first ? t[r][j] : c[r * ldc + j] + t[r][j];");
+  w.close();
+  w.close();
+  w.close();
+  return w.str();
+}
+
+bool uses_loop_vars(const Expr& e, const Kernel& k) {
+  for (const std::string& s : e.symbols()) {
+    for (const Loop& l : k.loops) {
+      if (l.var == s) return true;
+    }
+    if (s == "r0") return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string matmul_prelude(const Program& program) {
+  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
+  std::set<int64_t> widths;
+  std::string s;
+  for (const Kernel& k : program.kernels) {
+    if (!k.matmul.present) continue;
+    Tiles t = tiles_of(k);
+    if (widths.insert(t.vw).second) {
+      std::string bytes = std::to_string(t.vw * 4);
+      s += "typedef float " + vec_type(t) + " __attribute__((vector_size(" + bytes + ")));\n";
+      s += "typedef float " + vec_type(t) + "u __attribute__((vector_size(" + bytes +
+           "), aligned(4), may_alias));\n";
+    }
+    if (seen.insert({t.mr, t.nr, t.vw}).second) s += micro_kernel(t);
+  }
+  if (!s.empty()) s = "void* malloc(unsigned long);\nvoid free(void*);\n" + s;
+  return s;
+}
+
+bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
+  (void)program;
+  const MatmulInfo& mm = k.matmul;
+  for (const Expr* e : {&mm.a_m, &mm.a_k, &mm.b_k, &mm.b_n}) {
+    if (uses_loop_vars(*e, k)) return false;
+  }
+  Tiles t = tiles_of(k);
+  const Loop& ml = k.loops[mm.m_loop];
+  const Loop& nl = k.loops[mm.n_loop];
+  std::map<std::string, Expr> zero = {{ml.var, 0}, {nl.var, 0}, {"r0", 0}};
+  Expr a_base = k.values[mm.a].index.substitute(zero);
+  Expr b_base = k.values[mm.b].index.substitute(zero);
+  Expr c_base = k.out_index.substitute(zero);
+  std::string mr = std::to_string(t.mr);
+  std::string nr = std::to_string(t.nr);
+  std::string kc = std::to_string(t.kc);
+  std::string nc = std::to_string(t.nc);
+  const std::string& a = buffer_name(k.values[mm.a].buffer);
+  const std::string& b = buffer_name(k.values[mm.b].buffer);
+  const std::string& c = buffer_name(k.out);
+  Expr batches = 1;
+  for (int i = 0; i < mm.m_loop; ++i) batches = batches * k.loops[i].extent;
+  w.line("const int64_t M = " + ml.extent.to_c() + ";");
+  w.line("const int64_t N = " + nl.extent.to_c() + ";");
+  w.line("const int64_t K = " + k.reduce[0].extent.to_c() + ";");
+  w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
+  w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
+  w.line("const int64_t lm_batches = " + batches.to_c() + ";");
+  w.line("const int64_t lm_nblocks = (N + " + nc + " - 1) / " + nc + ";");
+  w.line("int64_t lm_mchunks = 1;");
+  w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
+  w.line("if (lm_outer > 0 && lm_outer < 2 * lm_threads) lm_mchunks = (2 * lm_threads + "
+         "lm_outer - 1) / lm_outer;");
+  w.line("const int64_t lm_mtiles = (M + " + mr + " - 1) / " + mr + ";");
+  w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
+  w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + mr + ";");
+  w.line("const int64_t lm_tasks = lm_outer * lm_mchunks;");
+  w.line("#pragma omp parallel num_threads(lm_threads) if(M * N * K >= 32768)");
+  w.open("");
+  w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + nc + " + 64);");
+  w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
+  w.line("#pragma omp for schedule(static)");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_tasks; lm_task++)");
+  w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
+  w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
+  w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
+  Expr inner = 1;
+  for (int i = mm.m_loop - 1; i >= 0; --i) {
+    const Loop& l = k.loops[i];
+    w.line("const int64_t " + l.var + " = (lm_bt / (" + inner.to_c() + ")) % (" +
+           l.extent.to_c() + ");");
+    inner = inner * l.extent;
+  }
+  w.line("(void)lm_bt;");
+  w.line("const float* restrict A = " + a + " + " + a_base.to_c() + ";");
+  w.line("const float* restrict B = " + b + " + " + b_base.to_c() + ";");
+  w.line("float* restrict C = " + c + " + " + c_base.to_c() + ";");
+  w.line("const int64_t n0 = lm_jb * " + nc + ";");
+  w.line("const int64_t ncols = N - n0 < " + nc + " ? N - n0 : " + nc + ";");
+  w.line("const int64_t m0 = lm_mc * lm_mrows;");
+  w.line("const int64_t m1 = m0 + lm_mrows < M ? m0 + lm_mrows : M;");
+  w.open("if (K == 0)");
+  w.line("for (int64_t i = m0; i < m1; i++) for (int64_t j = 0; j < ncols; j++) "
+         "C[i * N + n0 + j] = 0.0f;");
+  w.close();
+  w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
+  w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
+  w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
+  w.line("float* restrict panel = lm_bp + (jr / " + nr + ") * kcur * " + nr + ";");
+  w.line("const int64_t w = ncols - jr < " + nr + " ? ncols - jr : " + nr + ";");
+  w.open("for (int64_t kk = 0; kk < kcur; kk++)");
+  w.line("const float* restrict src = B + (pc + kk) * bk + (n0 + jr) * bn;");
+  w.line("float* restrict dst = panel + kk * " + nr + ";");
+  w.open("if (w == " + nr + ")");
+  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = src[j * bn];");
+  w.middle("} else {");
+  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = j < w ? src[j * bn] : 0.0f;");
+  w.close();
+  w.close();
+  w.close();
+  w.open("for (int64_t i = m0; i < m1; i += " + mr + ")");
+  w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
+  w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
+  w.line(micro_name(t) + "(kcur, A + i * am + pc * ak, am, ak, lm_bp + (jr / " + nr +
+         ") * kcur * " + nr + ", C + i * N + n0 + jr, N, rows, ncols - jr < " + nr +
+         " ? ncols - jr : " + nr + ", pc == 0);");
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+  w.line("free(lm_raw);");
+  w.close();
+  return true;
+}
+
+}  // namespace luminal

@@ -1,0 +1,100 @@
+// Printing of LLIR as s-expressions, and the small queries kernels answer about themselves.
+#include "kernel/kernel.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace luminal {
+
+namespace {
+const char* kind_name(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kLoad: return "load";
+    case ValueKind::kConst: return "const";
+    case ValueKind::kIndex: return "index";
+    case ValueKind::kUnary: return "unary";
+    case ValueKind::kBinary: return "binary";
+    case ValueKind::kCast: return "cast";
+    case ValueKind::kSelect: return "select";
+    case ValueKind::kReduce: return "reduce";
+  }
+  return "?";
+}
+
+std::string value_text(const Value& v) {
+  std::string s = std::string("(") + kind_name(v.kind) + " " + dtype_name(v.dtype);
+  switch (v.kind) {
+    case ValueKind::kLoad:
+      s += " b" + std::to_string(v.buffer) + " [" + v.index.to_string() + "]";
+      if (v.valid != Expr(1)) s += " (valid " + v.valid.to_string() + ")";
+      for (const Bind& b : v.binds) {
+        s += " (bind " + b.symbol + " %" + std::to_string(b.value) + " " + b.limit.to_string() +
+             ")";
+      }
+      break;
+    case ValueKind::kConst: {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, " %.9g", v.number);
+      s += buf;
+      break;
+    }
+    case ValueKind::kIndex:
+      s += " [" + v.index.to_string() + "]";
+      break;
+    case ValueKind::kSelect:
+      s += " (valid " + v.valid.to_string() + ")";
+      break;
+    case ValueKind::kUnary:
+    case ValueKind::kBinary:
+    case ValueKind::kReduce:
+      s += std::string(" ") + op_name(v.op);
+      break;
+    case ValueKind::kCast:
+      s += std::string(" from ") + dtype_name(v.operand);
+      break;
+  }
+  for (ValueId a : v.args) s += " %" + std::to_string(a);
+  return s + ")";
+}
+}  // namespace
+
+std::vector<BufferId> Kernel::reads() const {
+  std::vector<BufferId> out;
+  for (const Value& v : values) {
+    if (v.kind == ValueKind::kLoad && v.buffer != this->out) out.push_back(v.buffer);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::string Kernel::to_string() const {
+  std::string s = "(kernel " + name + " (loops";
+  for (const Loop& l : loops) s += " (" + l.var + " " + l.extent.to_string() + ")";
+  s += ")";
+  for (const Loop& l : reduce) s += " (reduce " + l.var + " " + l.extent.to_string() + ")";
+  s += "\n";
+  for (size_t i = 0; i < values.size(); ++i) {
+    s += "  %" + std::to_string(i) + " = " + value_text(values[i]) + "\n";
+  }
+  s += "  (store b" + std::to_string(out) + " [" + out_index.to_string() + "] %" +
+       std::to_string(values.size() - 1) + ")";
+  if (matmul.present) s += "\n  (matmul m=" + loops[matmul.m_loop].var + " n=" +
+                           loops[matmul.n_loop].var + ")";
+  return s + ")";
+}
+
+std::string Program::to_string() const {
+  std::string s = "(program (dims";
+  for (size_t k = 0; k < dims.size(); ++k) s += " (d" + std::to_string(k) + " " + dims[k] + ")";
+  s += ")\n";
+  const char* roles[] = {"input", "output", "temp"};
+  for (const Buffer& b : buffers) {
+    s += "  (buffer b" + std::to_string(b.id) + " " + roles[static_cast<int>(b.role)] + " " +
+         dtype_name(b.dtype) + " " + b.numel.to_string() + " %" + std::to_string(b.node) + ")\n";
+  }
+  for (const Kernel& k : kernels) s += k.to_string() + "\n";
+  return s + ")";
+}
+
+}  // namespace luminal

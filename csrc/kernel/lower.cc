@@ -1,0 +1,522 @@
+// The default lowering: decides which nodes get a buffer, then builds one kernel per buffer
+// by walking each kernel root's inputs back through views (index arithmetic) until it meets
+// a buffer. Views compose into plain affine indices where that is provably exact, else into
+// an unravel of the flat offset (div/mod).
+#include "kernel/lower.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/errors.h"
+
+namespace luminal {
+
+Expr program_dim(size_t k) { return Expr::symbol("d" + std::to_string(k)); }
+
+namespace {
+
+std::vector<Expr> row_major_strides(const std::vector<Expr>& shape) {
+  std::vector<Expr> out(shape.size());
+  Expr s = 1;
+  for (size_t m = shape.size(); m-- > 0;) {
+    out[m] = s;
+    s = s * shape[m];
+  }
+  return out;
+}
+
+bool is_one(const Expr& e) { return e.try_const() == std::optional<int64_t>(1); }
+bool is_zero(const Expr& e) { return e.try_const() == std::optional<int64_t>(0); }
+
+// The valid-region condition of a view at logical index `idx` (1 when unmasked).
+Expr mask_of(const ShapeTracker& v, const std::vector<Expr>& idx) {
+  Expr valid = 1;
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (!v.axis_masked(k)) continue;
+    valid = logical_and(valid, logical_and(ge(idx[k], v.mask_lo[k]), lt(idx[k], v.mask_hi[k])));
+  }
+  return valid;
+}
+
+Expr physical_index(const ShapeTracker& v, const std::vector<Expr>& idx) {
+  Expr p = v.offset;
+  for (size_t k = 0; k < v.rank(); ++k) p = p + idx[k] * v.strides[k];
+  return p;
+}
+
+std::vector<Expr> unravel(const Expr& flat, const std::vector<Expr>& shape) {
+  std::vector<Expr> rs = row_major_strides(shape);
+  std::vector<Expr> out(shape.size());
+  for (size_t m = 0; m < shape.size(); ++m) {
+    out[m] = m == 0 ? flat / rs[m] : (flat / rs[m]) % shape[m];
+  }
+  return out;
+}
+
+// An exact integer c with a == c * b, for the stride matches composition needs.
+std::optional<int64_t> stride_ratio(const Expr& a, const Expr& b) {
+  auto ca = a.try_const();
+  auto cb = b.try_const();
+  if (ca && cb) {
+    if (*cb == 0 || *ca % *cb != 0) return std::nullopt;
+    return *ca / *cb;
+  }
+  if (a == b) return 1;
+  if (a == -b) return -1;
+  return std::nullopt;
+}
+
+// The producer index that view `v` reads at consumer index `idx`, as plain affine terms when
+// every axis of the view maps onto one producer axis and stays provably inside it.
+std::optional<std::vector<Expr>> compose_affine(const ShapeTracker& v,
+                                                const std::vector<Expr>& idx,
+                                                const std::vector<Expr>& shape) {
+  std::vector<Expr> rs = row_major_strides(shape);
+  size_t rank = shape.size();
+  std::vector<Expr> lo_sum(rank), hi_sum(rank), term(rank);
+  // Offset split over producer axes, truncating toward zero from the outermost.
+  Expr rest = v.offset;
+  for (size_t m = 0; m < rank; ++m) {
+    if (is_zero(rest)) break;
+    auto r = rest.try_const();
+    auto s = rs[m].try_const();
+    if (r && s) {
+      if (*s == 0) return std::nullopt;
+      int64_t q = *r / *s;
+      term[m] = q;
+      rest = *r - q * *s;
+    } else {
+      if (is_zero(rs[m])) return std::nullopt;
+      Expr q = rest / rs[m];
+      term[m] = q;
+      rest = rest - q * rs[m];
+    }
+  }
+  if (!is_zero(rest)) return std::nullopt;
+  for (size_t m = 0; m < rank; ++m) {
+    lo_sum[m] = term[m];
+    hi_sum[m] = term[m];
+  }
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (is_one(v.dims[k]) || is_zero(v.strides[k])) continue;
+    std::optional<size_t> axis;
+    int64_t c = 0;
+    for (size_t m = rank; m-- > 0;) {
+      if (is_one(shape[m])) continue;
+      auto ratio = stride_ratio(v.strides[k], rs[m]);
+      if (ratio && *ratio != 0) {
+        axis = m;
+        c = *ratio;
+        break;
+      }
+    }
+    if (!axis) return std::nullopt;
+    Expr lo = v.axis_masked(k) ? max(v.mask_lo[k], Expr(0)) : Expr(0);
+    Expr hi = v.axis_masked(k) ? min(v.mask_hi[k], v.dims[k]) - 1 : v.dims[k] - 1;
+    term[*axis] = term[*axis] + idx[k] * c;
+    lo_sum[*axis] = lo_sum[*axis] + (c > 0 ? lo : hi) * c;
+    hi_sum[*axis] = hi_sum[*axis] + (c > 0 ? hi : lo) * c;
+  }
+  for (size_t m = 0; m < rank; ++m) {
+    if (ge(lo_sum[m], 0).try_const() != std::optional<int64_t>(1)) return std::nullopt;
+    if (lt(hi_sum[m], shape[m]).try_const() != std::optional<int64_t>(1)) return std::nullopt;
+  }
+  return term;
+}
+
+bool is_identity_view(const ShapeTracker& v, const std::vector<Expr>& shape) {
+  if (v.rank() != shape.size() || v.has_mask() || !is_zero(v.offset)) return false;
+  std::vector<Expr> rs = row_major_strides(shape);
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (v.dims[k] != shape[k]) return false;
+    if (v.strides[k] != rs[k] && !is_one(shape[k])) return false;
+  }
+  return true;
+}
+
+bool broadcasts(const ShapeTracker& v) {
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (is_zero(v.strides[k]) && !is_one(v.dims[k])) return true;
+  }
+  return false;
+}
+
+// Native's float -> int: truncate, saturate, NaN -> 0.
+double float_to_int(double f) {
+  if (std::isnan(f)) return 0;
+  if (f >= 2147483647.0) return 2147483647.0;
+  if (f <= -2147483648.0) return -2147483648.0;
+  return std::trunc(f);
+}
+
+// A constant as the value the native runtime stores for it in `dtype`.
+double constant_value(double v, DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return static_cast<float>(v);
+    case DType::F16:
+      return f16_to_f32(f32_to_f16(static_cast<float>(v)));
+    case DType::BF16:
+      return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
+    case DType::Int:
+      return float_to_int(v);
+    case DType::Bool:
+      return (v != 0 || std::isnan(v)) ? 1 : 0;
+  }
+  return v;
+}
+
+std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
+  Expr s = e.substitute(var, 1) - e.substitute(var, 0);
+  Expr rest = e - s * Expr::symbol(var);
+  for (const std::string& name : rest.symbols()) {
+    if (name == var) return std::nullopt;
+  }
+  return s;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const Graph& graph, const LowerOptions& options) : g_(graph), options_(options) {}
+
+  Program run() {
+    p_.dims = g_.symbols();
+    for (size_t k = 0; k < p_.dims.size(); ++k) rename_[p_.dims[k]] = program_dim(k);
+    std::vector<NodeId> order = g_.topo_order();
+    plan_buffers(order);
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op == OpKind::Input || buffer_of_[id] < 0 || skipped_.count(id)) continue;
+      build_kernel(id);
+    }
+    return std::move(p_);
+  }
+
+ private:
+  Expr rn(const Expr& e) const { return rename_.empty() ? e : e.substitute(rename_); }
+
+  std::vector<Expr> rn(const std::vector<Expr>& dims) const {
+    std::vector<Expr> out;
+    for (const Expr& d : dims) out.push_back(rn(d));
+    return out;
+  }
+
+  ShapeTracker rn(const ShapeTracker& v) const {
+    ShapeTracker out = v;
+    out.dims = rn(v.dims);
+    out.strides = rn(v.strides);
+    out.mask_lo = rn(v.mask_lo);
+    out.mask_hi = rn(v.mask_hi);
+    out.offset = rn(v.offset);
+    return out;
+  }
+
+  void add_buffer(NodeId id, BufferRole role) {
+    const Node& n = g_.node(id);
+    Buffer b;
+    b.id = static_cast<BufferId>(p_.buffers.size());
+    b.role = role;
+    b.dtype = n.dtype;
+    b.numel = product(rn(n.shape));
+    b.node = id;
+    buffer_of_[id] = b.id;
+    p_.buffers.push_back(b);
+  }
+
+  void plan_buffers(const std::vector<NodeId>& order) {
+    buffer_of_.assign(g_.size(), -1);
+    std::vector<int> uses(g_.size(), 0);
+    std::vector<bool> forced(g_.size(), false);
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const Edge& e = n.inputs[k];
+        uses[e.node]++;
+        if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
+        if (broadcasts(e.view)) forced[e.node] = true;
+        if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
+          forced[e.node] = true;
+        }
+      }
+    }
+    // An Output that is the only reader of a computed node, through an identity view, takes
+    // over that node's kernel: the node stores straight into the output buffer.
+    std::vector<NodeId> output_of(g_.size(), -1);
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op != OpKind::Output) continue;
+      const Edge& e = n.inputs[0];
+      OpKind src = g_.node(e.node).op;
+      if (src == OpKind::Input || uses[e.node] != 1 || forced[e.node]) continue;
+      if (!is_identity_view(e.view, g_.node(e.node).shape)) continue;
+      output_of[e.node] = id;
+      skipped_.insert(id);
+    }
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
+      if (skipped_.count(id)) continue;
+      if (output_of[id] >= 0) {
+        add_buffer(output_of[id], BufferRole::kOutput);
+        buffer_of_[id] = buffer_of_[output_of[id]];
+      } else if (n.op == OpKind::Input) {
+        add_buffer(id, BufferRole::kInput);
+      } else if (n.op == OpKind::Output) {
+        add_buffer(id, BufferRole::kOutput);
+      } else if (is_reduce(n.op)) {
+        add_buffer(id, BufferRole::kTemp);
+      } else if (source ? (forced[id] && n.op == OpKind::Iota) : (uses[id] > 1 || forced[id])) {
+        add_buffer(id, BufferRole::kTemp);
+      }
+    }
+  }
+
+  ValueId add(Value v) {
+    std::string key = value_key(v);
+    auto it = cse_.find(key);
+    if (it != cse_.end()) return it->second;
+    ValueId id = static_cast<ValueId>(k_.values.size());
+    k_.values.push_back(std::move(v));
+    cse_.emplace(std::move(key), id);
+    return id;
+  }
+
+  static std::string value_key(const Value& v) {
+    std::string key = std::to_string(static_cast<int>(v.kind)) + " " + dtype_name(v.dtype) +
+                      " " + dtype_name(v.operand) + " " + op_name(v.op) + " " +
+                      std::to_string(v.buffer) + " [" + v.index.to_string() + "] [" +
+                      v.valid.to_string() + "] ";
+    char num[40];
+    std::snprintf(num, sizeof num, "%.17g", v.number);
+    key += num;
+    for (ValueId a : v.args) key += " %" + std::to_string(a);
+    for (const Bind& b : v.binds) key += " " + b.symbol + "=" + std::to_string(b.value);
+    return key;
+  }
+
+  ValueId load(BufferId buffer, const Expr& index, const Expr& valid) {
+    Value v;
+    v.kind = ValueKind::kLoad;
+    v.dtype = p_.buffers[buffer].dtype;
+    v.buffer = buffer;
+    v.index = index;
+    v.valid = valid;
+    return add(std::move(v));
+  }
+
+  ValueId select(ValueId x, const Expr& valid) {
+    if (is_one(valid)) return x;
+    Value v;
+    v.kind = ValueKind::kSelect;
+    v.dtype = k_.values[x].dtype;
+    v.args = {x};
+    v.valid = valid;
+    return add(std::move(v));
+  }
+
+  // The value of edge `e` at consumer index `idx`, under condition `ctx`.
+  ValueId read_edge(const Edge& e, const std::vector<Expr>& idx, const Expr& ctx) {
+    ShapeTracker v = rn(e.view);
+    Expr vmask = mask_of(v, idx);
+    Expr cond = logical_and(ctx, vmask);
+    NodeId src = e.node;
+    if (buffer_of_[src] >= 0) return load(buffer_of_[src], physical_index(v, idx), cond);
+    if (g_.node(src).op == OpKind::Constant) return select(emit_node(src, {}, cond), vmask);
+    std::vector<Expr> shape = rn(g_.node(src).shape);
+    std::vector<Expr> pidx;
+    if (is_identity_view(v, shape)) {
+      pidx = idx;
+    } else if (auto composed = compose_affine(v, idx, shape)) {
+      pidx = *composed;
+    } else {
+      pidx = unravel(physical_index(v, idx), shape);
+    }
+    return select(emit_node(src, pidx, cond), vmask);
+  }
+
+  ValueId emit_node(NodeId id, const std::vector<Expr>& idx, const Expr& ctx) {
+    const Node& n = g_.node(id);
+    Value v;
+    v.dtype = n.dtype;
+    switch (n.op) {
+      case OpKind::Constant:
+        if (n.expr) {
+          v.kind = ValueKind::kIndex;
+          Expr e = rn(*n.expr);
+          if (n.dtype == DType::Int) e = min(max(e, Expr(INT32_MIN)), Expr(INT32_MAX));
+          v.index = e;
+        } else {
+          v.kind = ValueKind::kConst;
+          v.number = constant_value(n.value, n.dtype);
+        }
+        return add(std::move(v));
+      case OpKind::Iota: {
+        std::map<std::string, Expr> env = rename_;
+        env["z"] = idx[0];
+        v.kind = ValueKind::kIndex;
+        v.index = n.expr->substitute(env);
+        return add(std::move(v));
+      }
+      case OpKind::Log2:
+      case OpKind::Exp2:
+      case OpKind::Sin:
+      case OpKind::Sqrt:
+      case OpKind::Recip:
+        v.kind = ValueKind::kUnary;
+        v.op = n.op;
+        v.operand = n.dtype;
+        v.args = {read_edge(n.inputs[0], idx, ctx)};
+        return add(std::move(v));
+      case OpKind::Add:
+      case OpKind::Mul:
+      case OpKind::Mod:
+      case OpKind::LessThan:
+        v.kind = ValueKind::kBinary;
+        v.op = n.op;
+        v.operand = g_.node(n.inputs[0].node).dtype;
+        v.args = {read_edge(n.inputs[0], idx, ctx), read_edge(n.inputs[1], idx, ctx)};
+        return add(std::move(v));
+      case OpKind::Cast:
+      case OpKind::Output: {
+        ValueId x = read_edge(n.inputs[0], idx, ctx);
+        DType from = g_.node(n.inputs[0].node).dtype;
+        if (from == n.dtype) return x;
+        v.kind = ValueKind::kCast;
+        v.operand = from;
+        v.args = {x};
+        return add(std::move(v));
+      }
+      case OpKind::Gather:
+        return emit_gather(n, idx, ctx);
+      case OpKind::SumReduce:
+      case OpKind::MaxReduce:
+        return emit_reduce(n, idx);
+      case OpKind::Input:
+        break;
+    }
+    throw InternalError(std::string("lowering: cannot inline ") + op_name(n.op));
+  }
+
+  ValueId emit_gather(const Node& n, const std::vector<Expr>& idx, const Expr& ctx) {
+    ValueId index = read_edge(n.inputs[1], idx, ctx);
+    ShapeTracker v = rn(n.inputs[0].view);
+    std::string symbol = "g" + std::to_string(index);
+    std::vector<Expr> didx = unravel(Expr::symbol(symbol), v.dims);
+    Value load;
+    load.kind = ValueKind::kLoad;
+    load.buffer = buffer_of_[n.inputs[0].node];
+    load.dtype = p_.buffers[load.buffer].dtype;
+    load.index = physical_index(v, didx);
+    load.valid = logical_and(ctx, mask_of(v, didx));
+    load.binds.push_back(Bind{symbol, index, product(v.dims)});
+    return add(std::move(load));
+  }
+
+  ValueId emit_reduce(const Node& n, const std::vector<Expr>& idx) {
+    ShapeTracker v = rn(n.inputs[0].view);
+    size_t axis = static_cast<size_t>(n.axis);
+    k_.reduce.push_back(Loop{"r0", v.dims[axis]});
+    std::vector<Expr> full = idx;
+    full.insert(full.begin() + static_cast<long>(axis), Expr::symbol("r0"));
+    ValueId x = read_edge(n.inputs[0], full, 1);
+    Value r;
+    r.kind = ValueKind::kReduce;
+    r.op = n.op;
+    r.dtype = n.dtype;
+    r.operand = n.dtype;
+    r.args = {x};
+    ValueId id = add(std::move(r));
+    k_.reduce_at = id;
+    return id;
+  }
+
+  void build_kernel(NodeId id) {
+    const Node& n = g_.node(id);
+    k_ = Kernel{};
+    cse_.clear();
+    k_.name = "k" + std::to_string(p_.kernels.size());
+    std::vector<Expr> shape = rn(n.shape);
+    std::vector<Expr> idx;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      std::string var = "i" + std::to_string(k);
+      k_.loops.push_back(Loop{var, shape[k]});
+      idx.push_back(Expr::symbol(var));
+    }
+    emit_node(id, idx, 1);
+    k_.out = buffer_of_[id];
+    std::vector<Expr> rs = row_major_strides(shape);
+    k_.out_index = 0;
+    for (size_t k = 0; k < idx.size(); ++k) k_.out_index = k_.out_index + idx[k] * rs[k];
+    k_.schedule.vector_width = options_.vector_width;
+    k_.schedule.tile_m = options_.tile_m;
+    k_.schedule.tile_n = options_.tile_n;
+    k_.schedule.tile_k = options_.tile_k;
+    detect_matmul();
+    p_.kernels.push_back(std::move(k_));
+  }
+
+  // Marks a kernel of the form sum_k a[..m..k] * b[..k..n] (f32, plain loads) as a matmul.
+  void detect_matmul() {
+    const std::vector<Value>& vals = k_.values;
+    if (k_.reduce_at != 3 || vals.size() != 4 || k_.loops.size() < 2) return;
+    const Value& red = vals[3];
+    const Value& mul = vals[2];
+    if (red.op != OpKind::SumReduce || red.dtype != DType::F32) return;
+    if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul || mul.args.size() != 2) return;
+    if (red.args[0] != 2) return;
+    for (ValueId a : mul.args) {
+      const Value& l = vals[a];
+      if (l.kind != ValueKind::kLoad || l.dtype != DType::F32 || !l.binds.empty()) return;
+      if (!is_one(l.valid)) return;
+    }
+    int m = static_cast<int>(k_.loops.size()) - 2;
+    int nl = m + 1;
+    const std::string& mv = k_.loops[m].var;
+    const std::string& nv = k_.loops[nl].var;
+    ValueId x = mul.args[0];
+    ValueId y = mul.args[1];
+    auto xn = affine_stride(vals[x].index, nv);
+    auto ym = affine_stride(vals[y].index, mv);
+    if (!xn || !ym) return;
+    if (!is_zero(*xn) || !is_zero(*ym)) std::swap(x, y);
+    auto am = affine_stride(vals[x].index, mv);
+    auto an = affine_stride(vals[x].index, nv);
+    auto ak = affine_stride(vals[x].index, "r0");
+    auto bm = affine_stride(vals[y].index, mv);
+    auto bn = affine_stride(vals[y].index, nv);
+    auto bk = affine_stride(vals[y].index, "r0");
+    if (!am || !an || !ak || !bm || !bn || !bk) return;
+    if (!is_zero(*an) || !is_zero(*bm)) return;
+    MatmulInfo& info = k_.matmul;
+    info.present = true;
+    info.m_loop = m;
+    info.n_loop = nl;
+    info.a = x;
+    info.b = y;
+    info.a_m = *am;
+    info.a_k = *ak;
+    info.b_k = *bk;
+    info.b_n = *bn;
+  }
+
+  const Graph& g_;
+  LowerOptions options_;
+  Program p_;
+  std::map<std::string, Expr> rename_;
+  std::vector<BufferId> buffer_of_;
+  std::set<NodeId> skipped_;  // Output nodes whose producer writes their buffer
+  Kernel k_;
+  std::map<std::string, ValueId> cse_;
+};
+
+}  // namespace
+
+Program lower_graph(const Graph& graph, const LowerOptions& options) {
+  return Lowerer(graph, options).run();
+}
+
+}  // namespace luminal

@@ -1,0 +1,207 @@
+// CpuRuntime: lower -> render C -> compile/cache/load; execute evaluates the dims, plans the
+// arena for them (once per set of values), binds every buffer and calls lm_run.
+#include "runtime/cpu.h"
+
+#include <cstring>
+
+#include "codegen/c.h"
+#include "core/errors.h"
+#include "kernel/lower.h"
+
+namespace luminal {
+
+namespace {
+constexpr int64_t kArenaAlign = 64;
+
+LowerOptions lower_options(const TuningChoice& choice) {
+  LowerOptions o;
+  for (const auto& [name, value] : choice.params) {
+    if (name == "tile_m") {
+      o.tile_m = value;
+    } else if (name == "tile_n") {
+      o.tile_n = value;
+    } else if (name == "tile_k") {
+      o.tile_k = value;
+    } else if (name == "vector_width") {
+      o.vector_width = static_cast<int>(value);
+    } else {
+      throw CompileError("cpu runtime: unknown tuning parameter '" + name + "' in " +
+                         choice.to_string() + " (known: tile_m, tile_n, tile_k, vector_width)");
+    }
+    if (value < 0 || value > 4096) {
+      throw CompileError("cpu runtime: tuning parameter " + name + " = " +
+                         std::to_string(value) + " is out of range");
+    }
+  }
+  if (o.tile_m > 16) throw CompileError("cpu runtime: tile_m must be at most 16");
+  int width = o.vector_width > 0 ? o.vector_width : 8;
+  if (width != 4 && width != 8 && width != 16) {
+    throw CompileError("cpu runtime: vector_width must be 4, 8 or 16");
+  }
+  if (o.tile_n % width != 0 || o.tile_n > 64) {
+    throw CompileError("cpu runtime: tile_n must be a multiple of the vector width, at most 64");
+  }
+  return o;
+}
+}  // namespace
+
+CpuRuntime::CpuRuntime(CpuOptions options) : options_(std::move(options)) {
+  if (options_.threads < 1) {
+    throw CompileError("cpu runtime: threads must be at least 1, got " +
+                       std::to_string(options_.threads));
+  }
+}
+
+CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
+
+void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
+  LowerOptions lo = lower_options(choice);
+  Program program = lower_graph(graph, lo);
+  std::string source = CRenderer().render(program);
+  LoadedProgram loaded = load_program(source, options_);
+  unload_program(loaded_);
+  loaded_ = loaded;
+  graph_ = graph;
+  program_ = std::move(program);
+  source_ = std::move(source);
+  liveness_ = buffer_liveness(program_);
+  inputs_.clear();
+  outputs_.clear();
+  plan_valid_ = false;
+  compiled_ = true;
+}
+
+std::vector<TuningChoice> CpuRuntime::tuning_space(const Graph& graph) const {
+  std::vector<TuningChoice> out = {TuningChoice{}};
+  Program program = lower_graph(graph);
+  bool has_matmul = false;
+  for (const Kernel& k : program.kernels) has_matmul = has_matmul || k.matmul.present;
+  if (!has_matmul) return out;
+  const int64_t tiles[][2] = {{4, 16}, {6, 16}, {8, 8}, {4, 24}, {2, 32}};
+  for (const auto& t : tiles) {
+    TuningChoice c;
+    c.params = {{"tile_m", t[0]}, {"tile_n", t[1]}, {"vector_width", 8}};
+    out.push_back(c);
+  }
+  TuningChoice deep;
+  deep.params = {{"tile_m", 6}, {"tile_n", 16}, {"tile_k", 512}, {"vector_width", 8}};
+  out.push_back(deep);
+  return out;
+}
+
+std::string CpuRuntime::input_desc(NodeId id) const {
+  const Node& n = graph_.node(id);
+  return "input '" + n.name + "' of shape " + dims_to_string(n.shape) + " and dtype " +
+         dtype_name(n.dtype);
+}
+
+void CpuRuntime::check_input(NodeId input, int64_t count, DType dtype) const {
+  if (!compiled_) throw ShapeError("set_data: the runtime has no compiled graph");
+  if (input < 0 || static_cast<size_t>(input) >= graph_.size() ||
+      graph_.node(input).op != OpKind::Input) {
+    throw ShapeError("set_data: node %" + std::to_string(input) + " is not an input");
+  }
+  const Node& n = graph_.node(input);
+  if (dtype != n.dtype) {
+    throw DTypeError("set_data: " + input_desc(input) + " got data of dtype " +
+                     dtype_name(dtype));
+  }
+  if (auto expected = product(n.shape).try_const(); expected && *expected != count) {
+    throw ShapeError("set_data: " + input_desc(input) + " needs " + std::to_string(*expected) +
+                     " elements, got " + std::to_string(count));
+  }
+}
+
+void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
+  check_input(input, count, dtype);
+  InputData d;
+  d.count = count;
+  d.copy.resize(static_cast<size_t>(count) * dtype_size(dtype));
+  if (!d.copy.empty()) std::memcpy(d.copy.data(), data, d.copy.size());
+  d.data = d.copy.data();
+  inputs_[input] = std::move(d);
+}
+
+void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
+                                   std::shared_ptr<const void> owner) {
+  check_input(input, count, dtype);
+  InputData d;
+  d.count = count;
+  d.data = data;
+  d.owner = std::move(owner);
+  inputs_[input] = std::move(d);
+}
+
+void CpuRuntime::execute(const DynMap& dyn_map) {
+  if (!compiled_) throw ShapeError("execute: the runtime has no compiled graph");
+  std::vector<int64_t> dims;
+  DynMap env;
+  for (size_t k = 0; k < program_.dims.size(); ++k) {
+    const std::string& s = program_.dims[k];
+    auto it = dyn_map.find(s);
+    if (it == dyn_map.end()) {
+      throw ShapeError("execute: symbol '" + s + "' has no value; set it with cx.set_dim('" + s +
+                       "', n)");
+    }
+    dims.push_back(it->second);
+    env["d" + std::to_string(k)] = it->second;
+  }
+  std::vector<int64_t> numel(program_.buffers.size());
+  std::vector<void*> pointers(program_.buffers.size(), nullptr);
+  for (const Buffer& b : program_.buffers) {
+    const Node& n = graph_.node(b.node);
+    int64_t count = 1;
+    for (const Expr& d : n.shape) {
+      int64_t v = d.eval(dyn_map);
+      if (v < 0) {
+        throw ShapeError("execute: dimension " + d.to_string() + " is negative (" +
+                         std::to_string(v) + ")");
+      }
+      count *= v;
+    }
+    numel[b.id] = count;
+    if (b.role != BufferRole::kInput) continue;
+    auto it = inputs_.find(b.node);
+    if (it == inputs_.end()) throw ShapeError("execute: no data set for " + input_desc(b.node));
+    if (it->second.count != count) {
+      throw ShapeError("execute: " + input_desc(b.node) + " needs " + std::to_string(count) +
+                       " elements with the current dims, but its data has " +
+                       std::to_string(it->second.count));
+    }
+    pointers[b.id] = const_cast<void*>(it->second.data);
+  }
+  if (!plan_valid_ || dims != plan_dims_) {
+    plan_ = plan_memory(program_, liveness_, numel);
+    plan_dims_ = dims;
+    plan_valid_ = true;
+    size_t need = static_cast<size_t>(plan_.arena_bytes + kArenaAlign);
+    if (arena_.size() < need) arena_.assign(need, 0);
+  }
+  uintptr_t base = reinterpret_cast<uintptr_t>(arena_.data());
+  base = (base + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  for (const Buffer& b : program_.buffers) {
+    if (b.role == BufferRole::kTemp) {
+      pointers[b.id] = reinterpret_cast<void*>(base + static_cast<uintptr_t>(plan_.offsets[b.id]));
+    } else if (b.role == BufferRole::kOutput) {
+      HostBuffer& out = outputs_[b.node];
+      const Node& n = graph_.node(b.node);
+      out.dtype = b.dtype;
+      out.shape.clear();
+      for (const Expr& d : n.shape) out.shape.push_back(d.eval(dyn_map));
+      out.bytes.resize(static_cast<size_t>(numel[b.id]) * dtype_size(b.dtype));
+      pointers[b.id] = out.bytes.data();
+    }
+  }
+  loaded_.run(pointers.data(), dims.data(), options_.threads);
+}
+
+const HostBuffer& CpuRuntime::get(NodeId output) const {
+  auto it = outputs_.find(output);
+  if (it == outputs_.end()) {
+    throw ShapeError("get: output %" + std::to_string(output) +
+                     " has no value; call execute first");
+  }
+  return it->second;
+}
+
+}  // namespace luminal

@@ -1,0 +1,68 @@
+// CpuRuntime: runs a graph as generated C kernels compiled by the system compiler (see
+// runtime/cpu_compiler.h), with temporaries in one planned arena. Inputs may be borrowed
+// (no copy) from the caller's memory; changing a dim's value reuses the compiled code.
+// Gather with an out-of-range index reads 0 (NativeRuntime raises instead).
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "kernel/kernel.h"
+#include "kernel/memory_plan.h"
+#include "runtime/cpu_compiler.h"
+#include "runtime/runtime.h"
+
+namespace luminal {
+
+class CpuRuntime : public Runtime {
+ public:
+  explicit CpuRuntime(CpuOptions options);
+  ~CpuRuntime() override;
+  CpuRuntime(const CpuRuntime&) = delete;
+  CpuRuntime& operator=(const CpuRuntime&) = delete;
+
+  std::string name() const override { return "cpu"; }
+  using Runtime::compile;
+  void compile(const Graph& graph, const TuningChoice& choice) override;
+  std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
+  void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
+  // Uses `data` in place until the next set_data of `input`; `owner` keeps it alive.
+  void set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
+                         std::shared_ptr<const void> owner);
+  void execute(const DynMap& dyn_map) override;
+  const HostBuffer& get(NodeId output) const override;
+
+  const CpuOptions& options() const { return options_; }
+  const std::string& source() const { return source_; }       // the generated C
+  const Program& program() const { return program_; }
+  const std::string& source_path() const { return loaded_.source_path; }
+  bool compiled_fresh() const { return loaded_.compiled; }   // false: the cache had it
+  int64_t arena_bytes() const { return plan_.arena_bytes; }
+
+ private:
+  struct InputData {
+    const void* data = nullptr;
+    int64_t count = 0;
+    std::vector<uint8_t> copy;           // owned data (set_data)
+    std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
+  };
+  void check_input(NodeId input, int64_t count, DType dtype) const;
+  std::string input_desc(NodeId id) const;
+
+  CpuOptions options_;
+  Graph graph_;
+  bool compiled_ = false;
+  Program program_;
+  Liveness liveness_;
+  std::string source_;
+  LoadedProgram loaded_;
+  std::map<NodeId, InputData> inputs_;
+  std::map<NodeId, HostBuffer> outputs_;
+  // Cached plan for the last dim values.
+  std::vector<int64_t> plan_dims_;
+  bool plan_valid_ = false;
+  MemoryPlan plan_;
+  std::vector<uint8_t> arena_;
+};
+
+}  // namespace luminal

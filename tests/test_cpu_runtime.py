@@ -1,0 +1,311 @@
+"""CpuRuntime beyond the shared conformance tests: the compile cache (hits, corrupt objects,
+concurrent compiles, compiler errors), deterministic generated C, borrowed inputs, dims that
+change without a recompile, matmul tilings, and random graphs against NativeRuntime."""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import luminal as lm
+from luminal._core import OpKind
+from conftest import CPU_CACHE, assert_close
+
+
+def _counting_compiler(tmp_path):
+    """A compiler wrapper that appends one line to calls.log per compile, then runs cc."""
+    log = tmp_path / "calls.log"
+    script = tmp_path / "cc-wrapper"
+    script.write_text(f"#!/bin/sh\necho compile >> '{log}'\nexec cc \"$@\"\n")
+    script.chmod(0o755)
+    return str(script), log
+
+
+def _calls(log):
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def _small_graph(scale=2.0):
+    cx = lm.Graph()
+    x = cx.tensor((3, 4))
+    y = (x * scale + 1.0).exp2().sum(1).output()
+    return cx, x, y
+
+
+def _run_small(rt, cx, x, y):
+    data = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
+    rt = cx.search(rt)
+    rt.set_data(x, data)
+    rt.execute()
+    assert_close(rt.get(y), np.exp2(data * 2 + 1).sum(1))
+    return rt
+
+
+def test_cache_hit_does_not_invoke_the_compiler(tmp_path):
+    compiler, log = _counting_compiler(tmp_path)
+    cache = tmp_path / "cache"
+    first = _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
+    assert _calls(log) == 1 and first._rt.compiled_fresh
+    second = _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
+    assert _calls(log) == 1 and not second._rt.compiled_fresh
+    cx, x, y = _small_graph(3.0)
+    lm.CpuRuntime(compiler=compiler, cache_dir=cache)._load(cx)
+    assert _calls(log) == 2  # another program is another compile
+
+
+def test_corrupt_cached_object_is_rebuilt(tmp_path):
+    compiler, log = _counting_compiler(tmp_path)
+    cache = tmp_path / "cache"
+    rt = _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
+    objects = [p for p in os.listdir(cache) if p.endswith(".so")]
+    assert len(objects) == 1
+    del rt
+    (cache / objects[0]).write_bytes(b"not an ELF object")
+    _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
+    assert _calls(log) == 2
+
+
+def test_two_processes_compiling_the_same_program_both_succeed(tmp_path):
+    cache = tmp_path / "cache"
+    script = textwrap.dedent(f"""
+        import numpy as np, luminal as lm
+        cx = lm.Graph()
+        x = cx.tensor((64,))
+        y = (x * x + 3.0).sqrt().output()
+        rt = cx.search(lm.CpuRuntime(cache_dir={str(cache)!r}, threads=1))
+        rt.set_data(x, np.arange(64, dtype=np.float32))
+        rt.execute()
+        assert np.allclose(rt.get(y), np.sqrt(np.arange(64.0) ** 2 + 3)), rt.get(y)
+        print("ok")
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert out.strip().splitlines()[-1] == "ok"
+    assert len([p for p in os.listdir(cache) if p.endswith(".so")]) == 1
+    assert not [p for p in os.listdir(cache) if ".tmp." in p]
+
+
+def test_compiler_error_names_the_message_and_the_source(tmp_path):
+    script = tmp_path / "bad-cc"
+    script.write_text("#!/bin/sh\necho 'error: the compiler says no' >&2\nexit 3\n")
+    script.chmod(0o755)
+    cx, x, y = _small_graph()
+    with pytest.raises(lm.CompileError, match="the compiler says no") as info:
+        cx.search(lm.CpuRuntime(compiler=str(script), cache_dir=tmp_path / "cache"))
+    path = re.search(r"generated source: (\S+\.c)\)", str(info.value)).group(1)
+    assert os.path.exists(path) and "lm_run" in open(path).read()
+
+
+def test_missing_compiler_is_a_compile_error(tmp_path):
+    cx, x, y = _small_graph()
+    with pytest.raises(lm.CompileError, match="not found"):
+        cx.search(lm.CpuRuntime(compiler="no-such-cc-here", cache_dir=tmp_path))
+
+
+def test_generated_c_is_deterministic_and_has_no_includes():
+    sources = []
+    for _ in range(2):
+        cx = lm.Graph()
+        x = cx.tensor(("s", 8))
+        w = cx.tensor((8, 5))
+        y = ((x @ w).exp() + x[:, :5].pad_zeros((0, 0))).amax(1).output()
+        rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE))
+        sources.append(rt.source)
+    assert sources[0] == sources[1]
+    assert "#include" not in sources[0]
+    assert "lm_run" in sources[0]
+
+
+def test_inputs_are_borrowed_not_copied():
+    cx = lm.Graph()
+    x = cx.tensor((4,))
+    y = (x + 1.0).output()
+    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE))
+    data = np.zeros(4, dtype=np.float32)
+    rt.set_data(x, data)
+    data[:] = [1, 2, 3, 4]  # seen by execute: the runtime reads the caller's buffer
+    rt.execute()
+    assert rt.get(y).tolist() == [2, 3, 4, 5]
+    rt.set_data(x, np.full(4, 7.0, dtype=np.float32))  # a temporary: kept alive by the runtime
+    import gc
+
+    gc.collect()
+    rt.execute()
+    assert rt.get(y).tolist() == [8, 8, 8, 8]
+    rt.set_data(x, [1, 1, 1, 1])  # lists and other layouts still work (converted first)
+    rt.execute()
+    assert rt.get(y).tolist() == [2, 2, 2, 2]
+
+
+def test_changing_a_dim_reuses_the_compiled_code(tmp_path):
+    compiler, log = _counting_compiler(tmp_path)
+    cx = lm.Graph()
+    x = cx.tensor(("s", 6))
+    w = cx.tensor((6, 3))
+    h = (x @ w).exp()
+    y = (h / h.sum(1, keepdim=True)).output()
+    rt = cx.search(lm.CpuRuntime(compiler=compiler, cache_dir=tmp_path / "cache"))
+    wd = torch.randn(6, 3)
+    rt.set_data(w, wd)
+    for s in (1, 5, 40, 0, 3):
+        xd = torch.randn(s, 6)
+        cx.set_dim("s", s)
+        rt.set_data(x, xd)
+        rt.execute(cx.dyn_map)
+        assert_close(rt.get(y), torch.softmax(xd @ wd, 1), rtol=1e-5, atol=1e-6)
+    assert _calls(log) == 1
+
+
+def test_gather_out_of_range_reads_zero():
+    cx = lm.Graph()
+    x, idx = cx.tensor(4), cx.tensor(4, lm.int32)
+    out = x._gather(idx).output()
+    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE))
+    rt.set_data(x, [1, 2, 3, 4])
+    rt.set_data(idx, [3, 4, -1, 0])
+    rt.execute()
+    assert rt.get(out).tolist() == [4, 0, 0, 1]
+
+
+def test_arena_reuses_dead_buffers():
+    cx = lm.Graph()
+    x = cx.tensor((256,))
+    y = x
+    for _ in range(6):  # each step is read twice, so each is its own buffer
+        y = y * y + y
+    y.output()
+    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE))
+    rt.set_data(x, np.full(256, 0.1, dtype=np.float32))
+    rt.execute()
+    expected = np.full(256, 0.1, dtype=np.float32)
+    for _ in range(6):
+        expected = expected * expected + expected
+    assert_close(rt.get(y), expected)
+    assert 0 < rt._rt.arena_bytes <= 2 * 256 * 4
+
+
+def test_threads_option():
+    cx = lm.Graph()
+    x = cx.tensor((300, 300))
+    y = (x.sin() * 2.0).sum(1).output()
+    data = torch.randn(300, 300)
+    for threads in (1, 2, 3):
+        rt = cx.search(lm.CpuRuntime(threads=threads, cache_dir=CPU_CACHE))
+        rt.set_data(x, data)
+        rt.execute()
+        assert_close(rt.get(y), (data.sin() * 2).sum(1), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError):
+        lm.CpuRuntime(threads=0)
+
+
+MATMUL_SHAPES = [
+    ((37, 53), (53, 29), False),   # no dim a multiple of a tile
+    ((3, 64, 40), (40, 48), False),  # batched, broadcast B
+    ((70, 33), (45, 33), True),    # B transposed (x @ w.T)
+]
+
+
+@pytest.mark.parametrize("a_shape,b_shape,transpose", MATMUL_SHAPES)
+def test_matmul_tilings_match_torch(a_shape, b_shape, transpose):
+    cx = lm.Graph()
+    a = cx.tensor(a_shape)
+    b = cx.tensor(b_shape)
+    y = (a @ (b.T if transpose else b)).output()
+    ad, bd = torch.randn(a_shape), torch.randn(b_shape)
+    expected = ad @ (bd.T if transpose else bd)
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    choices = rt._rt.tuning_space(cx._g)
+    assert len(choices) > 1
+    for choice in choices:
+        rt._rt.compile(cx._g, choice)
+        rt._graph = cx
+        assert "lm_mm_" in rt.source
+        rt.set_data(a, ad)
+        rt.set_data(b, bd)
+        rt.execute()
+        assert_close(rt.get(y), expected, rtol=1e-4, atol=1e-4)
+
+
+def test_unknown_tuning_parameter_is_a_compile_error():
+    cx, x, y = _small_graph()
+    choice = lm._core.TuningChoice()
+    choice.params = [("tile_q", 4)]
+    with pytest.raises(lm.CompileError, match="tile_q"):
+        lm.CpuRuntime(cache_dir=CPU_CACHE)._rt.compile(cx._g, choice)
+
+
+# ---- random graphs: CpuRuntime against NativeRuntime --------------------------------------
+
+UNARY = [OpKind.Exp2, OpKind.Sin, OpKind.Sqrt, OpKind.Recip, OpKind.Log2]
+BINARY = [OpKind.Add, OpKind.Mul, OpKind.Mod, OpKind.LessThan]
+
+
+@st.composite
+def random_graphs(draw):
+    """A recipe: input shape and a list of steps over a pool of (3, 4)-shaped tensors."""
+    steps = []
+    for _ in range(draw(st.integers(2, 7))):
+        kind = draw(st.sampled_from(["unary", "binary", "reduce", "view", "cast", "gather"]))
+        a = draw(st.integers(0, 50))
+        b = draw(st.integers(0, 50))
+        steps.append((kind, a, b, draw(st.integers(0, 3))))
+    return steps
+
+
+def _build(steps):
+    cx = lm.Graph()
+    x = cx.tensor((3, 4))
+    y = cx.tensor((3, 4))
+    pool = [x, y, x.permute(1, 0).permute(1, 0)]
+    for kind, a, b, k in steps:
+        t = pool[a % len(pool)]
+        u = pool[b % len(pool)]
+        if kind == "unary":
+            t = t.abs() + 0.5 if UNARY[k % 5] in (OpKind.Log2, OpKind.Sqrt) else t
+            pool.append(t._unary(UNARY[(k + a) % 5]))
+        elif kind == "binary":
+            op = BINARY[k]
+            if op == OpKind.Mod:
+                u = u.abs() + 1.0
+            r = t._binary(op, u)
+            pool.append(r._cast(lm.float32) if op == OpKind.LessThan else r)
+        elif kind == "reduce":
+            op = OpKind.SumReduce if k % 2 else OpKind.MaxReduce
+            pool.append(t._reduce(op, k % 2).unsqueeze(k % 2).expand(3, 4))
+        elif kind == "view":
+            views = [t.flip(1), t[:, 1:].pad_zeros((0, 1)), t.T.reshape(3, 4), t[:1].expand(3, 4)]
+            pool.append(views[k])
+        elif kind == "cast":
+            dtype = [lm.float16, lm.bfloat16, lm.int32, lm.float32][k]
+            pool.append((t * 4.0)._cast(dtype)._cast(lm.float32))
+        else:
+            idx = cx.iota(lm.Expr("z") * (k + 1) % 12, 12).reshape(3, 4)
+            pool.append(t._gather(idx))
+    return cx, x, y, pool[3:] or [x + y]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(random_graphs())
+def test_random_graphs_match_native(steps):
+    results = []
+    data = [torch.randn(3, 4, generator=torch.Generator().manual_seed(s)) for s in (1, 2)]
+    for runtime in (lm.NativeRuntime(), lm.CpuRuntime(cache_dir=CPU_CACHE)):
+        cx, x, y, outs = _build(steps)
+        for t in outs:
+            t.output()
+        rt = cx.search(runtime)
+        rt.set_data(x, data[0])
+        rt.set_data(y, data[1])
+        rt.execute()
+        results.append([rt.get(t) for t in outs])
+    for got, want in zip(results[1], results[0]):
+        assert_close(got, want, rtol=1e-4, atol=1e-5)

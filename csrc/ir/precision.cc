@@ -42,6 +42,41 @@ class HalfPass {
 
   Edge edge(const Edge& e, bool f32) { return Edge{convert(e.node, f32), e.view}; }
 
+  // Computed from constants alone (no input): 1/n, eps, ...
+  bool constant_like(NodeId id) {
+    auto it = constant_.find(id);
+    if (it != constant_.end()) return it->second;
+    const Node& n = g_.node(id);
+    bool out = n.op != OpKind::Input;
+    for (const Edge& e : n.inputs) out = out && constant_like(e.node);
+    constant_[id] = out;
+    return out;
+  }
+
+  // A value downstream of an f32 sum that stays f32 until it meets a full tensor: the sum
+  // itself, and unary ops or ops with a constant of what is (mean = sum * 1/n, + eps, rsqrt).
+  bool stays_f32(NodeId id) {
+    auto it = stays_.find(id);
+    if (it != stays_.end()) return it->second;
+    const Node& n = g_.node(id);
+    bool out = false;
+    if (is_float(n.dtype)) {
+      if (n.op == OpKind::SumReduce) {
+        out = !is_matmul_sum(n);
+      } else if (is_unary(n.op)) {
+        out = stays_f32(n.inputs[0].node);
+      } else if (n.op == OpKind::Add || n.op == OpKind::Mul || n.op == OpKind::Mod) {
+        NodeId a = n.inputs[0].node;
+        NodeId b = n.inputs[1].node;
+        bool a_const = constant_like(a);
+        bool b_const = constant_like(b);
+        out = (stays_f32(a) && (b_const || stays_f32(b))) || (a_const && stays_f32(b));
+      }
+    }
+    stays_[id] = out;
+    return out;
+  }
+
   // The dtype node `n` gets: f32 inside a sum's chain, else half for f32 nodes.
   DType target(const Node& n, bool f32) const {
     if (!is_float(n.dtype)) return n.dtype;
@@ -62,6 +97,9 @@ class HalfPass {
 
   NodeId build(const Node& n, NodeId id, bool f32) {
     DType t = target(n, f32);
+    if (!f32 && stays_f32(id)) {
+      return ng_.cast(Edge{convert(id, true), ShapeTracker::contiguous(n.shape)}, t);
+    }
     switch (n.op) {
       case OpKind::Input:
         if (f32) return up(convert(id, false), n.shape);
@@ -87,8 +125,7 @@ class HalfPass {
           NodeId r = ng_.reduce(n.op, edge(n.inputs[0], false), n.axis);
           return f32 ? up(r, n.shape) : r;
         }
-        NodeId r = ng_.reduce(n.op, edge(n.inputs[0], true), n.axis);
-        return f32 ? r : ng_.cast(Edge{r, ShapeTracker::contiguous(n.shape)}, t);
+        return ng_.reduce(n.op, edge(n.inputs[0], true), n.axis);  // f32: see stays_f32
       }
       case OpKind::MaxReduce:
         return ng_.reduce(n.op, edge(n.inputs[0], f32), n.axis);
@@ -112,6 +149,8 @@ class HalfPass {
   DType half_;
   Graph ng_;
   std::map<std::pair<NodeId, bool>, NodeId> memo_;
+  std::map<NodeId, bool> stays_;
+  std::map<NodeId, bool> constant_;
 };
 }  // namespace
 

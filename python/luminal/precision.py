@@ -32,7 +32,7 @@ def to_half(cx, dtype=dt.bfloat16, tensors=None):
     new_graph, mapping = _core.to_half(cx._g, dtype)
     if tensors is None:
         targets = [o for o in gc.get_objects()
-                   if isinstance(o, GraphTensor) and o.graph is cx]
+                   if type(o) is GraphTensor and o.graph is cx]
     else:
         targets = list(_flatten(tensors))
     seen = set()

@@ -150,3 +150,22 @@ def test_nvrtc_rejects_unknown_arch():
         cuda.codegen_check(cx, "sm_1")
     with pytest.raises(lm.CompileError, match="sm_XX"):
         cuda.codegen_check(cx, "gfx90a")
+
+
+def test_identical_layers_share_kernels():
+    """Layers that differ only in their buffers compile to one kernel each, launched per layer."""
+    cx = lm.Graph()
+    x = cx.tensor((1, 256), lm.bfloat16)
+    h = x
+    for _ in range(4):
+        w = cx.tensor((256, 256), lm.bfloat16)
+        h = (h @ w.transpose(0, 1)).exp() + h
+    h.output()
+    launches, _, _ = lm._core.cuda_launch_plan(cx._g, "sm_90", lm._core.TuningChoice(), {}, 132)
+    names = [launch[0] for launch in launches]
+    src = cuda.render(cx, "sm_90")
+    assert len(names) == 8 and len(set(names)) < 8
+    for name in set(names):
+        assert src.count(f" {name}(") == 1
+    shared = [tuple(launch[3]) for launch in launches if launch[0] == names[2]]
+    assert len(shared) > 1 and len(set(shared)) == len(shared)  # one kernel, other buffers

@@ -62,6 +62,23 @@ def _gemv(k, n):
     return cx, feeds, outputs, [prods.sum(-1)], dtype
 
 
+def _layers(n_layers=3, k=128):
+    """A residual stack whose layers share kernels (launched once per layer)."""
+    cx = lm.Graph()
+    x = cx.tensor((2, k))
+    ws = [cx.tensor((k, k)) for _ in range(n_layers)]
+    h = x
+    dx = _data((2, k), lm.float32, 6)
+    dws = [_data((k, k), lm.float32, 7 + i) * 0.05 for i in range(n_layers)]
+    ref = dx
+    for w, dw in zip(ws, dws):
+        h = (h @ w.transpose(0, 1)).sin() + h
+        ref = (ref @ dw.t()).sin() + ref
+    h.output()
+    feeds = {x: dx, **dict(zip(ws, dws))}
+    return cx, feeds, [h], [ref], lm.float32
+
+
 def _elementwise():
     cx = lm.Graph()
     x = cx.tensor((37, 29))
@@ -86,6 +103,7 @@ CASES = {
     "matmul_mma_bf16_batched": (lambda: _matmul(24, 32, 16, lm.bfloat16, batch=2),
                                 {"cuda_matmul": 3}),
     "gemv_warp_bf16": (lambda: _gemv(512, 48), {}),
+    "shared_layer_kernels": (_layers, {}),
 }
 
 

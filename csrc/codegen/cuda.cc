@@ -4,6 +4,8 @@
 // cuda_matmul.cc.
 #include "codegen/cuda.h"
 
+#include <cctype>
+#include <map>
 #include <set>
 
 #include "core/errors.h"
@@ -318,18 +320,59 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMa
   if (schedule_.reduce == 1) return LaunchMode::kThreadPerItem;
   if (schedule_.reduce == 2) return LaunchMode::kWarpPerItem;
   // Automatic: a warp per output when some operand is contiguous along the reduction (the
-  // lanes' reads coalesce) and the reduction is not tiny.
+  // lanes' reads coalesce), no operand is strided along it but contiguous across outputs
+  // (those coalesce across threads instead), and the reduction is not tiny.
   const Expr& extent = kernel.reduce[0].extent;
   if (extent.try_const() && *extent.try_const() < 32) return LaunchMode::kThreadPerItem;
   const std::string& r = kernel.reduce[0].var;
+  const std::string inner = kernel.loops.empty() ? "" : kernel.loops.back().var;
+  bool along_r = false;
   for (int i = 0; i < kernel.reduce_at; ++i) {
     const Value& v = kernel.values[i];
     if (v.kind != ValueKind::kLoad) continue;
     auto s = affine_stride(v.index, r);
-    if (s && is_const(*s, 1)) return LaunchMode::kWarpPerItem;
+    if (s && is_const(*s, 1)) {
+      along_r = true;
+      continue;
+    }
+    auto across = inner.empty() ? std::nullopt : affine_stride(v.index, inner);
+    bool strided = !s || !is_const(*s, 0);
+    if (strided && across && is_const(*across, 1)) return LaunchMode::kThreadPerItem;
   }
-  return LaunchMode::kThreadPerItem;
+  return along_r ? LaunchMode::kWarpPerItem : LaunchMode::kThreadPerItem;
 }
+
+namespace {
+// A kernel's text with its name and buffer names replaced by their order of appearance, so
+// kernels that differ only in which buffers they touch (the layers of a model) compare equal.
+std::string canonical(const std::string& text, const std::string& name) {
+  std::string out;
+  std::map<std::string, int> ids;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (ident(text[i]) && (i == 0 || !ident(text[i - 1]))) {
+      size_t j = i;
+      while (j < text.size() && ident(text[j])) ++j;
+      std::string word = text.substr(i, j - i);
+      bool buffer = word.size() > 1 && word[0] == 'b' &&
+                    word.find_first_not_of("0123456789", 1) == std::string::npos;
+      if (word == name) {
+        out += "K";
+      } else if (buffer) {
+        auto it = ids.emplace(word, static_cast<int>(ids.size())).first;
+        out += "p" + std::to_string(it->second);
+      } else {
+        out += word;
+      }
+      i = j;
+      continue;
+    }
+    out += text[i++];
+  }
+  return out;
+}
+}  // namespace
 
 CudaSource CudaRenderer::render_program(const Program& program, bool with_prelude) const {
   CudaSource out;
@@ -339,6 +382,7 @@ CudaSource CudaRenderer::render_program(const Program& program, bool with_prelud
         "). Deterministic: same program, same text. */\n";
     s += prelude(program);
   }
+  std::map<std::string, std::string> seen;  // canonical text -> the kernel emitted for it
   for (const Kernel& k : program.kernels) {
     std::vector<Expr> extents;
     for (const Loop& l : k.loops) extents.push_back(l.extent);
@@ -349,14 +393,21 @@ CudaSource CudaRenderer::render_program(const Program& program, bool with_prelud
     std::optional<CudaMatmul> mm = detect_cuda_matmul(k);
     bool tensor_cores = false;
     launch.mode = choose(k, mm, &tensor_cores);
-    s += "\n";
+    std::string text;
     if (launch.mode == LaunchMode::kTile2D) {
-      s += tensor_cores ? render_mma_matmul(program, k, *mm, launch)
-                        : render_tiled_matmul(program, k, *mm, launch);
+      text = tensor_cores ? render_mma_matmul(program, k, *mm, launch)
+                          : render_tiled_matmul(program, k, *mm, launch);
     } else if (launch.mode == LaunchMode::kWarpPerItem) {
-      s += render_warp_kernel(program, k, launch);
+      text = render_warp_kernel(program, k, launch);
     } else {
-      s += render_kernel(program, k);
+      text = render_kernel(program, k);
+    }
+    // Identical kernels (up to buffer names) are emitted once; launches reuse the first.
+    auto [it, fresh] = seen.emplace(canonical(text, k.name), k.name);
+    if (fresh) {
+      s += "\n" + text;
+    } else {
+      launch.name = it->second;
     }
     out.launches.push_back(launch);
   }

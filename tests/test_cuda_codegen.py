@@ -21,8 +21,8 @@ pytestmark = pytest.mark.skipif(not cuda.find_nvrtc(), reason="NVRTC is not inst
 
 ARCHS = ["sm_90", "sm_80"]
 # The renderer's other mappings, checked on sm_90 for the graphs whose code they change.
-CHOICES = [{"cuda_reduce": 1}, {"cuda_reduce": 2, "cuda_vector": 1}, {"cuda_matmul": 2},
-           {"cuda_matmul": 3}]
+CHOICES = [{"cuda_reduce": 1}, {"cuda_reduce": 2, "cuda_vector": 1}, {"cuda_reduce": 3},
+           {"cuda_matmul": 2}, {"cuda_matmul": 3}]
 
 
 def _tables():

@@ -79,6 +79,24 @@ def _layers(n_layers=3, k=128):
     return cx, feeds, [h], [ref], lm.float32
 
 
+def _batched(b, m, k, n):
+    """p @ v with v strided along the reduction (attention's second product)."""
+    cx = lm.Graph()
+    p = cx.tensor((b, m, k))
+    v = cx.tensor((b, k, n))
+    out = (p @ v).output()
+    dp, dv = _data((b, m, k), lm.float32, 11), _data((b, k, n), lm.float32, 12)
+    return cx, {p: dp, v: dv}, [out], [dp @ dv], lm.float32
+
+
+def _column_sum(shape, dtype):
+    cx = lm.Graph()
+    x = cx.tensor(shape, dtype)
+    out = x.sum(0).output()
+    dx = _data(shape, dtype, 13)
+    return cx, {x: dx}, [out], [dx.sum(0)], dtype
+
+
 def _elementwise():
     cx = lm.Graph()
     x = cx.tensor((37, 29))
@@ -104,6 +122,8 @@ CASES = {
                                 {"cuda_matmul": 3}),
     "gemv_warp_bf16": (lambda: _gemv(512, 48), {}),
     "shared_layer_kernels": (_layers, {}),
+    "attention_pv_split": (lambda: _batched(2, 3, 80, 40), {}),
+    "column_sum_split_bf16": (lambda: _column_sum((100, 37), lm.bfloat16), {"cuda_reduce": 3}),
 }
 
 
@@ -139,3 +159,5 @@ def test_mapping_chosen_as_asked():
     assert "lm_warp_max(" in src["max_warp_f32"]
     assert "lm_warp_sum(v" in src["gemv_warp_bf16"] and "uint4 lm_raw" in src["gemv_warp_bf16"]
     assert "lm_warp" not in src["sum_serial_f32"].split("/* k0")[1]
+    assert "8 warps split the reduction" in src["attention_pv_split"]
+    assert "8 warps split the reduction" in src["column_sum_split_bf16"]

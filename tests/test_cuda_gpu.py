@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not cuda.gpu_available(), reason="no CUDA GPU")]
 
 CHOICES = [{"cuda_reduce": 1}, {"cuda_reduce": 2}, {"cuda_reduce": 2, "cuda_vector": 1},
+           {"cuda_reduce": 3},
            {"cuda_matmul": 2}, {"cuda_matmul": 3}, {"cuda_block": 128}]
 HALF_TOL = {lm.bfloat16: 6e-2, lm.float16: 1.5e-2}
 TORCH = {lm.bfloat16: torch.bfloat16, lm.float16: torch.float16}

@@ -8,7 +8,7 @@ import pytest
 import luminal as lm
 from luminal import _core, cuda
 
-THREAD, WARP, TILE = 0, 1, 2
+THREAD, WARP, TILE, SPLIT = 0, 1, 2, 3
 
 
 def test_missing_driver_library_is_a_device_error():
@@ -63,6 +63,11 @@ def test_warp_per_item_grid_has_one_warp_per_item():
     assert dims(WARP, items=8) == ((1, 1, 1), (256, 1, 1), False)
     assert dims(WARP, items=9) == ((2, 1, 1), (256, 1, 1), False)
     assert dims(WARP, items=100, block=128) == ((25, 1, 1), (128, 1, 1), False)
+
+
+def test_split_reduce_grid_has_32_outputs_per_block():
+    assert dims(SPLIT, items=4096) == ((128, 1, 1), (256, 1, 1), False)
+    assert dims(SPLIT, items=33) == ((2, 1, 1), (256, 1, 1), False)
 
 
 def test_tile_grid_over_columns_rows_batch():

@@ -301,6 +301,55 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   return w.str();
 }
 
+std::string CudaRenderer::render_split_kernel(const Program& program, const Kernel& kernel,
+                                              KernelLaunch& launch) const {
+  launch.block = 256;
+  const Value& red = kernel.values[kernel.reduce_at];
+  const Loop& loop = kernel.reduce[0];
+  const std::string t = compute_type(red.dtype);
+  const std::string acc = value_name(kernel.reduce_at);
+  const std::string x = value_name(red.args[0]);
+  const std::string& r = loop.var;
+  const std::string items = launch.items.to_c();
+  CodeWriter w;
+  w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) +
+         "; 32 outputs per block, 8 warps split the reduction */");
+  w.open(signature(program, kernel, 256));
+  w.line("__shared__ " + t + " lm_part[8][33];");
+  w.line("const int lm_lane = threadIdx.x & 31, lm_warp = threadIdx.x >> 5;");
+  w.line("const int64_t lm_r_extent = " + loop.extent.to_c() + ";");
+  w.open("for (int64_t lm_base = (int64_t)blockIdx.x * 32; lm_base < " + items +
+         "; lm_base += (int64_t)gridDim.x * 32)");
+  w.line("const int64_t lm_o = lm_base + lm_lane;");
+  w.line(t + " " + acc + " = " + reduce_init(red) + ";");
+  w.open("if (lm_o < " + items + ")");
+  emit_unravel(kernel.loops, "lm_o", w);
+  w.open("for (int64_t " + r + " = lm_warp; " + r + " < lm_r_extent; " + r + " += 8)");
+  emit_values(kernel, 0, kernel.reduce_at, w);
+  w.line(acc + " = " + combine(red, acc, x) + ";");
+  w.close();
+  w.close();
+  w.line("lm_part[lm_warp][lm_lane] = " + acc + ";");
+  w.line("__syncthreads();");
+  w.open("if (lm_warp == 0 && lm_o < " + items + ")");
+  emit_unravel(kernel.loops, "lm_o", w);
+  w.line(acc + " = lm_part[0][lm_lane];");
+  w.line("for (int lm_w = 1; lm_w < 8; lm_w++) " + acc + " = " +
+         combine(red, acc, "lm_part[lm_w][lm_lane]") + ";");
+  if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
+    w.line(acc + " = " + round_to(red.dtype, acc) + ";");
+  }
+  int n = static_cast<int>(kernel.values.size());
+  emit_values(kernel, kernel.reduce_at + 1, n, w);
+  w.line(buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
+         store_expr(kernel.values[n - 1].dtype, value_name(n - 1)) + ";");
+  w.close();
+  w.line("__syncthreads();");
+  w.close();
+  w.close();
+  return w.str();
+}
+
 LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMatmul>& mm,
                                 bool* tensor_cores) const {
   *tensor_cores = false;
@@ -319,6 +368,7 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMa
   if (kernel.reduce_at < 0) return LaunchMode::kThreadPerItem;
   if (schedule_.reduce == 1) return LaunchMode::kThreadPerItem;
   if (schedule_.reduce == 2) return LaunchMode::kWarpPerItem;
+  if (schedule_.reduce == 3) return LaunchMode::kSplitReduce;
   // Automatic: a warp per output when some operand is contiguous along the reduction (the
   // lanes' reads coalesce), no operand is strided along it but contiguous across outputs
   // (those coalesce across threads instead), and the reduction is not tiny.
@@ -337,7 +387,11 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMa
     }
     auto across = inner.empty() ? std::nullopt : affine_stride(v.index, inner);
     bool strided = !s || !is_const(*s, 0);
-    if (strided && across && is_const(*across, 1)) return LaunchMode::kThreadPerItem;
+    if (strided && across && is_const(*across, 1)) {
+      // Coalesced across outputs: lanes take outputs; long reductions split over warps.
+      bool long_r = !extent.try_const() || *extent.try_const() >= 64;
+      return long_r ? LaunchMode::kSplitReduce : LaunchMode::kThreadPerItem;
+    }
   }
   return along_r ? LaunchMode::kWarpPerItem : LaunchMode::kThreadPerItem;
 }
@@ -399,6 +453,8 @@ CudaSource CudaRenderer::render_program(const Program& program, bool with_prelud
                           : render_tiled_matmul(program, k, *mm, launch);
     } else if (launch.mode == LaunchMode::kWarpPerItem) {
       text = render_warp_kernel(program, k, launch);
+    } else if (launch.mode == LaunchMode::kSplitReduce) {
+      text = render_split_kernel(program, k, launch);
     } else {
       text = render_kernel(program, k);
     }

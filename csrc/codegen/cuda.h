@@ -16,7 +16,8 @@ namespace luminal {
 // The CUDA renderer's tuning choices (TuningChoice params "cuda_<field>"); 0 = automatic.
 struct CudaSchedule {
   int block = 0;   // threads per block of thread- and warp-per-output kernels (default 256)
-  int reduce = 0;  // 1: a thread per output, serial loop; 2: a warp per output, shuffles
+  int reduce = 0;  // 1: a thread per output, serial; 2: a warp per output, shuffles;
+                   // 3: 32 outputs per block (lanes), its warps splitting the reduction
   int matmul = 0;  // 1: as a reduction; 2: shared-memory tiled (f32 FMA); 3: tensor cores
   int vector = 0;  // 1: no vector loads; 2: 16-byte loads where aligned (the default)
 };
@@ -63,6 +64,8 @@ class CudaRenderer : public CLikeRenderer {
                           bool* tensor_cores) const;
   std::string render_warp_kernel(const Program& program, const Kernel& kernel,
                                  cuda::KernelLaunch& launch) const;
+  std::string render_split_kernel(const Program& program, const Kernel& kernel,
+                                  cuda::KernelLaunch& launch) const;
   std::string render_tiled_matmul(const Program& program, const Kernel& kernel,
                                   const CudaMatmul& mm, cuda::KernelLaunch& launch) const;
   std::string render_mma_matmul(const Program& program, const Kernel& kernel,

@@ -244,6 +244,7 @@ std::vector<TuningChoice> CudaRuntime::tuning_space(const Graph& graph) const {
   if (reduces) {
     add("cuda_reduce", 1);
     add("cuda_reduce", 2);
+    add("cuda_reduce", 3);
     add("cuda_vector", 1);
   }
   if (matmul) {

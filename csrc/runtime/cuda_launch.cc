@@ -29,10 +29,12 @@ LaunchDims launch_dims(const KernelLaunch& launch, const DynMap& dims, int multi
   const int64_t max_grid = std::max<int64_t>(1, int64_t{multiprocessors} * max_blocks_per_sm);
   switch (launch.mode) {
     case LaunchMode::kThreadPerItem:
-    case LaunchMode::kWarpPerItem: {
+    case LaunchMode::kWarpPerItem:
+    case LaunchMode::kSplitReduce: {
       int64_t items = eval_nonneg(launch.items, dims, launch.name, "item count");
       int64_t per_block = launch.mode == LaunchMode::kThreadPerItem ? launch.block
-                                                                     : launch.block / 32;
+                          : launch.mode == LaunchMode::kWarpPerItem ? launch.block / 32
+                                                                    : 32;
       d.empty = items == 0;
       d.grid[0] = static_cast<uint32_t>(std::clamp<int64_t>(ceil_div(items, per_block), 1,
                                                             max_grid));

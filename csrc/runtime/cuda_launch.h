@@ -15,6 +15,7 @@ enum class LaunchMode : uint8_t {
   kThreadPerItem,  // one thread per output element, grid-stride loop over `items`
   kWarpPerItem,    // one warp per output element (warp-shuffle reduction), grid-stride
   kTile2D,         // matmul tiles: grid (ceil(n / tile_n), ceil(m / tile_m), batch)
+  kSplitReduce,    // 32 outputs per block, its warps splitting the reduction, grid-stride
 };
 
 struct KernelLaunch {

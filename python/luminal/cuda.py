@@ -52,10 +52,11 @@ def default_cache_dir() -> str:
 
 
 def cuda_options(nvrtc_library: str | None = None, cache_dir: str | None = None, device: int = 0,
-                 driver_library: str = "libcuda.so.1") -> _core.CudaOptions:
-    """The C++ runtime's options; None means: find NVRTC / use the default cache directory."""
+                 driver_library: str | None = None) -> _core.CudaOptions:
+    """The C++ runtime's options; None means: find NVRTC, use the default cache directory,
+    load the driver as $LUMINAL_CUDA_DRIVER or libcuda.so.1."""
     o = _core.CudaOptions()
-    o.driver_library = driver_library
+    o.driver_library = driver_library or os.environ.get("LUMINAL_CUDA_DRIVER", "libcuda.so.1")
     o.nvrtc_library = find_nvrtc() if nvrtc_library is None else nvrtc_library
     o.cache_dir = default_cache_dir() if cache_dir is None else cache_dir
     o.device = device

@@ -165,7 +165,7 @@ class CudaRuntime(Runtime):
     CUDA renderer's tuning params, e.g. ``{"cuda_matmul": 3}`` for tensor cores."""
 
     def __init__(self, nvrtc_library=None, cache_dir=None, device=0, choice=None,
-                 driver_library="libcuda.so.1"):
+                 driver_library=None):
         from .cuda import cuda_options
 
         options = cuda_options(nvrtc_library, cache_dir, device, driver_library)

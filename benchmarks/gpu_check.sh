@@ -3,7 +3,7 @@
 # the machine's python3 (its pip, scikit-build-core, nanobind, cmake, ninja; falls back to a
 # plain CMake build), runs the tests marked gpu, then benchmarks/gpu.py. Logs go under $OUT
 # (default ./gpu-out); the last lines printed are the test and benchmark summaries.
-# Usage: bash benchmarks/gpu_check.sh   (budget ~8 min: build ~2, tests <=3, benchmark <=3.5)
+# Usage: bash benchmarks/gpu_check.sh   (budget ~8 min: build ~1.5, tests <=3, benchmark <=3)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -75,14 +75,16 @@ print("smoke:", rt.get(y).tolist(), "(want [3, 5, 7, 9])")
 PYEOF
 
 echo "== tests marked gpu ($(elapsed))"
-timeout 200 "$PY" -m pytest -m gpu -q -rfE -p no:cacheprovider tests \
+XDIST=""
+if "$PY" -c "import xdist" 2>/dev/null; then XDIST="-n 8"; fi  # 8 processes share the GPU
+timeout 180 "$PY" -m pytest -m gpu -q -rfE -p no:cacheprovider $XDIST tests \
   --junitxml="$OUT/pytest.xml" > "$OUT/pytest.txt" 2>&1
 echo "pytest exit: $? ($(elapsed))"
 grep -E "^(FAILED|ERROR)" "$OUT/pytest.txt" | head -40
 tail -3 "$OUT/pytest.txt"
 
 echo "== benchmark ($(elapsed))"
-timeout 210 "$PY" benchmarks/gpu.py --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
+timeout 180 "$PY" benchmarks/gpu.py --json "$OUT/bench.json" > "$OUT/bench.txt" 2>&1
 echo "benchmark exit: $? ($(elapsed))"
 grep -B2 -A40 "^summary" "$OUT/bench.txt" || tail -40 "$OUT/bench.txt"
 grep -E "FAILED|Error" "$OUT/bench.txt" | head -10

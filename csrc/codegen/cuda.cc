@@ -236,6 +236,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
     std::string aligned = "lm_r_extent % " + wd + " == 0";
     for (const VectorLoad& v : vec) aligned += " && (" + v.base.to_c() + ") % " + wd + " == 0";
     w.open("if (" + aligned + ")");
+    w.line("#pragma unroll 4");  // several 16-byte loads in flight per lane
     w.open("for (int64_t lm_rb = (int64_t)lm_lane * " + wd + "; lm_rb < lm_r_extent; lm_rb += " +
            std::to_string(32 * width) + ")");
     for (const VectorLoad& v : vec) {

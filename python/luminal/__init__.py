@@ -31,6 +31,9 @@ from .errors import (
     ShapeError,
 )
 from .graph import Graph, GraphTensor
+from .hl_ops.compose import where
+from .hl_ops.einsum import einsum
+from .hl_ops.joining import cat, stack
 from .runtime import CpuRuntime, CudaRuntime, NativeRuntime, Runtime
 from .precision import to_half
 
@@ -42,4 +45,6 @@ __all__ = [
     "CudaRuntime",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
     "to_half",
+    "where",
 ]
+__all__ += ["cat", "einsum", "stack"]

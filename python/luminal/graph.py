@@ -14,12 +14,15 @@ from . import _core
 from . import dtype as dt
 from ._core import DType, Expr, OpKind, ShapeTracker
 from .errors import ShapeError
+from .hl_ops.creation import CreationOps
 from .hl_ops import (
     BinaryOps,
     IndexOps,
     MatmulOps,
     MovementOps,
+    NNOps,
     ReductionOps,
+    SortingOps,
     UnaryOps,
 )
 
@@ -43,7 +46,8 @@ def _py_dim(e: Expr):
     return e.as_const() if e.is_const() else e
 
 
-class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps):
+class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps,
+                  NNOps, SortingOps):
     """A lazy tensor: node ``id`` of ``graph``, read through ``view``."""
 
     __slots__ = ("graph", "id", "view", "dtype")
@@ -158,7 +162,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
         return self.graph.constant(value, dtype or self.dtype)
 
 
-class Graph:
+class Graph(CreationOps):
     """A static, lazy computation graph. Build tensors and ops, mark outputs, then search."""
 
     def __init__(self):

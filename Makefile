@@ -5,7 +5,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0"
-TEST_DEPS := pytest hypothesis numpy torch==2.13.0
+TEST_DEPS := pytest hypothesis numpy torch==2.13.0 nvidia-cuda-nvrtc
 
 .PHONY: demo test install test-deps dev bench clean
 

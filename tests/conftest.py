@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
+from luminal.cuda import gpu_available
 
 # One compile cache per test session, removed at exit (tests never touch ~/.cache).
 CPU_CACHE = tempfile.mkdtemp(prefix="luminal-cpu-cache-")
@@ -24,6 +25,8 @@ class CpuRuntime(lm.CpuRuntime):
 
 
 RUNTIMES = {"native": lm.NativeRuntime, "cpu": CpuRuntime}
+if gpu_available():  # with a GPU, the CUDA runtime too (its tests are marked gpu)
+    RUNTIMES["cuda"] = lambda: lm.CudaRuntime(cache_dir=CPU_CACHE)
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -32,7 +35,8 @@ def _search_cache_in_tmp(tmp_path_factory):
     os.environ["LUMINAL_SEARCH_CACHE"] = str(tmp_path_factory.mktemp("search-cache"))
 
 
-@pytest.fixture(params=sorted(RUNTIMES))
+@pytest.fixture(params=[pytest.param(k, marks=pytest.mark.gpu) if k == "cuda" else k
+                        for k in sorted(RUNTIMES)])
 def runtime(request):
     """Every runtime, so a test written once runs on all of them."""
     return RUNTIMES[request.param]

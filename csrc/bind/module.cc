@@ -12,6 +12,8 @@ void init_ir(nb::module_& m);
 void init_runtime(nb::module_& m);
 void init_cpu(nb::module_& m);
 void init_egraph(nb::module_& m);
+void init_cuda(nb::module_& m);
+void init_precision(nb::module_& m);
 }  // namespace luminal
 
 namespace {
@@ -48,4 +50,6 @@ NB_MODULE(_core, m) {
   luminal::init_runtime(m);
   luminal::init_cpu(m);
   luminal::init_egraph(m);
+  luminal::init_cuda(m);
+  luminal::init_precision(m);
 }

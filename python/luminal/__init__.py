@@ -31,17 +31,20 @@ from .errors import (
     ShapeError,
 )
 from .graph import Graph, GraphTensor
-from .runtime import CpuRuntime, NativeRuntime, Runtime
 from .hl_ops.compose import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
+from .runtime import CpuRuntime, CudaRuntime, NativeRuntime, Runtime
+from .precision import to_half
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CompileError", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
     "CpuRuntime", "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
+    "CudaRuntime",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
+    "to_half",
     "where",
 ]
 __all__ += ["cat", "einsum", "stack"]

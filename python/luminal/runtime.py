@@ -182,3 +182,48 @@ class CpuRuntime(Runtime):
     def source(self) -> str:
         """The generated C of the compiled program."""
         return self._rt.source
+
+
+class CudaRuntime(Runtime):
+    """NVIDIA GPUs through the CUDA driver and NVRTC, both loaded at run time (luminal.cuda
+    finds NVRTC). Raises DeviceError without a driver, a GPU or NVRTC. ``choice`` fixes the
+    CUDA renderer's tuning params, e.g. ``{"cuda_matmul": 3}`` for tensor cores."""
+
+    def __init__(self, nvrtc_library=None, cache_dir=None, device=0, choice=None,
+                 driver_library=None):
+        from .cuda import cuda_options
+
+        options = cuda_options(nvrtc_library, cache_dir, device, driver_library)
+        self._rt = _core.CudaRuntime(options)
+        self._graph = None
+        self._choice = dict(choice or {})
+
+    def _load(self, graph) -> None:
+        choice = _core.TuningChoice()
+        choice.params = sorted(self._choice.items())
+        self._rt.compile(graph._g, choice)
+        self._graph = graph
+
+    def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
+        """Device milliseconds per run of the program (CUDA graph replays, event-timed)."""
+        if self._graph is None:
+            raise ShapeError("benchmark: the runtime has no program; call cx.search(rt) first")
+        return self._rt.benchmark(dict(self._graph.dyn_map if dyn_map is None else dyn_map),
+                                  iters)
+
+    def copy_bandwidth(self, nbytes: int = 1 << 30, iters: int = 10) -> tuple:
+        """(copy kernel, cuMemcpyDtoD) device-to-device bandwidth in GB/s, read + written."""
+        return self._rt.copy_bandwidth(nbytes, iters)
+
+    @property
+    def device_name(self) -> str:
+        return self._rt.device_name
+
+    @property
+    def arch(self) -> str:
+        return self._rt.arch
+
+    @property
+    def source(self) -> str:
+        """The CUDA C of the compiled program."""
+        return self._rt.source

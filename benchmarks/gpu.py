@@ -1,0 +1,378 @@
+"""CudaRuntime on a GPU, with its ceilings measured in the same run: device-to-device copy
+bandwidth (our copy kernel and cuMemcpyDtoD; torch's copy if torch sees the GPU), GEMV and
+elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in TFLOP/s (and % of torch),
+and one decode step of a Llama-3-8B-shaped decoder (random bf16 weights, 32 layers, hidden
+4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in tokens/s and % of the
+bandwidth bound (weight bytes per token / copy bandwidth). Each section survives the failure
+of another. Usage: python benchmarks/gpu.py [--quick] [--json PATH] [--layers N] [--dry-run]."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tempfile
+import time
+import traceback
+
+import numpy as np
+
+import luminal as lm
+from luminal.runtime import _to_storage
+
+NAN = float("nan")
+ROWS = []  # (section, metric, luminal, reference, ratio text)
+
+
+def row(section, metric, ours, ref=NAN, note=""):
+    ROWS.append((section, metric, ours, ref, note))
+    ref_text = "n/a" if ref is None or (isinstance(ref, float) and math.isnan(ref)) else \
+        f"{ref:.1f}"
+    print(f"  {section:10s} {metric:34s} {ours:10.1f}  ref {ref_text:>9s}  {note}", flush=True)
+
+
+def torch_cuda():
+    """torch if it sees a CUDA GPU, else None (the torch columns print n/a)."""
+    try:
+        import torch
+
+        return torch if torch.cuda.is_available() else None
+    except Exception:
+        return None
+
+
+def torch_ms(torch, fn, iters=20):
+    """Median milliseconds of fn() on the GPU, timed with CUDA events after a warm-up."""
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(5):
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(iters):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / iters)
+    return sorted(times)[len(times) // 2]
+
+
+def bf16_words(n, seed=0, scale=0.02):
+    """n random bf16 values as their 16-bit words (what set_data stores for bf16)."""
+    rng = np.random.default_rng(seed)
+    return _to_storage((rng.standard_normal(n, dtype=np.float32) * scale), lm.bfloat16)
+
+
+def set_words(rt, tensor, words):
+    """Sets bf16 input data from ready 16-bit words (skips the float32 conversion)."""
+    rt._rt.set_data(tensor.id, np.ascontiguousarray(words), lm.bfloat16)
+
+
+def make_rt(cache, choice=None):
+    return lm.CudaRuntime(cache_dir=cache, choice=choice)
+
+
+# ---- sections ---------------------------------------------------------------------------
+
+def copy_section(cache, nbytes, torch):
+    rt = make_rt(cache)
+    print(f"device: {rt.device_name} ({rt.arch}, {rt._rt.multiprocessors} SMs)", flush=True)
+    kernel, memcpy = rt.copy_bandwidth(nbytes, 10)
+    ref = NAN
+    if torch is not None:
+        a = torch.empty(nbytes // 2, dtype=torch.bfloat16, device="cuda")
+        b = torch.empty_like(a)
+        ref = 2 * nbytes / (torch_ms(torch, lambda: b.copy_(a)) * 1e6)
+        del a, b
+    row("copy", "copy kernel GB/s (read+write)", kernel, ref, "ref: torch copy_")
+    row("copy", "cuMemcpyDtoD GB/s", memcpy)
+    return max(kernel, memcpy)
+
+
+def gemv_section(cache, copy_bw, torch, n=16384, k=4096):
+    cx = lm.Graph()
+    x = cx.tensor((1, k), lm.bfloat16)
+    w = cx.tensor((n, k), lm.bfloat16)
+    (x @ w.transpose(0, 1)).output()
+    rt = cx.search(make_rt(cache), 1)
+    set_words(rt, x, bf16_words(k, 1, 1.0))
+    set_words(rt, w, bf16_words(n * k, 2))
+    ms = rt.benchmark(200)
+    gbps = (n * k + k + n) * 2 / (ms * 1e6)
+    ref = NAN
+    if torch is not None:
+        tx = torch.randn(1, k, device="cuda", dtype=torch.bfloat16)
+        tw = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        ref = (n * k + k + n) * 2 / (torch_ms(torch, lambda: torch.nn.functional.linear(tx, tw),
+                                              200) * 1e6)
+    row("gemv", f"bf16 1x{k} @ {k}x{n} GB/s", gbps, ref, f"{100 * gbps / copy_bw:.0f}% of copy")
+    return gbps
+
+
+def elementwise_section(cache, copy_bw, torch, n=64 << 20):
+    out = {}
+    for dtype, words in [(lm.float32, None), (lm.bfloat16, True)]:
+        cx = lm.Graph()
+        x = cx.tensor((n,), dtype)
+        y = cx.tensor((n,), dtype)
+        (x * 1.5 + y).output()
+        rt = cx.search(make_rt(cache), 1)
+        if words:
+            set_words(rt, x, bf16_words(n, 3, 1.0))
+            set_words(rt, y, bf16_words(n, 4, 1.0))
+        else:
+            rng = np.random.default_rng(5)
+            rt.set_data(x, rng.standard_normal(n, dtype=np.float32))
+            rt.set_data(y, rng.standard_normal(n, dtype=np.float32))
+        ms = rt.benchmark(50)
+        size = 4 if dtype == lm.float32 else 2
+        gbps = 3 * n * size / (ms * 1e6)
+        ref = NAN
+        if torch is not None:
+            td = torch.float32 if dtype == lm.float32 else torch.bfloat16
+            tx = torch.randn(n, device="cuda", dtype=td)
+            ty = torch.randn(n, device="cuda", dtype=td)
+            ref = 3 * n * size / (torch_ms(torch, lambda: tx * 1.5 + ty) * 1e6)
+        name = lm.dtype.name(dtype)
+        row("eltwise", f"{name} x*1.5+y ({n >> 20}M) GB/s", gbps, ref,
+            f"{100 * gbps / copy_bw:.0f}% of copy")
+        out[name] = gbps
+    return out
+
+
+def gemm_section(cache, torch, size=4096):
+    results = {}
+    ref = NAN
+    if torch is not None:
+        ta = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+        tb = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+        ref = 2 * size ** 3 / (torch_ms(torch, lambda: ta @ tb) * 1e9)
+        del ta, tb
+    for label, choice in [("tensor cores", {"cuda_matmul": 3}), ("smem tiled", {"cuda_matmul": 2})]:
+        cx = lm.Graph()
+        a = cx.tensor((size, size), lm.bfloat16)
+        b = cx.tensor((size, size), lm.bfloat16)
+        (a @ b).output()
+        rt = cx.search(make_rt(cache, choice), 1)
+        set_words(rt, a, bf16_words(size * size, 6, 1.0))
+        set_words(rt, b, bf16_words(size * size, 7, 1.0))
+        ms = rt.benchmark(10)
+        tflops = 2 * size ** 3 / (ms * 1e9)
+        note = f"{100 * tflops / ref:.0f}% of torch" if not math.isnan(ref) else ""
+        row("gemm", f"bf16 {size}^3 TFLOP/s, {label}", tflops, ref, note)
+        results[label] = tflops
+    return results
+
+
+# ---- Llama-3-8B-shaped decode step ----------------------------------------------------
+
+def rms_norm(x, w, eps=1e-5):
+    return x * ((x * x).mean(-1, keepdim=True) + eps).sqrt().reciprocal() * w
+
+
+def linear(x, w):
+    """x @ w.T with w stored (out, in), as nn.Linear keeps it."""
+    return x @ w.transpose(0, 1)
+
+
+def decoder_layer(cx, x, p, cfg):
+    """One Llama block for one new token against a KV cache of cfg['ctx'] tokens. RoPE is left
+    out (elementwise on q and k, no weight bytes)."""
+    d, nh, nkv, hd = cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg["hidden"] // cfg["heads"]
+    group = nh // nkv
+    h = rms_norm(x, p["attn_norm"])
+    q = linear(h, p["wq"]).reshape(nkv, group, hd)           # (8, 4, 128)
+    k_new = linear(h, p["wk"]).reshape(nkv, 1, hd)            # (8, 1, 128)
+    v_new = linear(h, p["wv"]).reshape(nkv, 1, hd)
+    scale = 1.0 / math.sqrt(hd)
+    s_cache = (q @ p["k_cache"].transpose(-1, -2)) * scale   # (8, 4, ctx)
+    s_new = (q * k_new).sum(-1, keepdim=True) * scale        # (8, 4, 1)
+    m = s_cache.amax(-1, keepdim=True)
+    e_cache = (s_cache - m).exp()
+    e_new = (s_new - m).exp()
+    denom = e_cache.sum(-1, keepdim=True) + e_new
+    attn = (e_cache @ p["v_cache"] + e_new * v_new) / denom   # (8, 4, 128)
+    x = x + linear(attn.reshape(1, d), p["wo"])
+    h = rms_norm(x, p["ffn_norm"])
+    g = linear(h, p["w_gate"])
+    u = linear(h, p["w_up"])
+    act = g * ((-g).exp() + 1).reciprocal() * u              # silu(g) * u
+    return x + linear(act, p["w_down"])
+
+
+def decode_graph(layers=32, ctx=1024):
+    """The graph of one decode step: (cx, x, params, out, shapes, cache_shape)."""
+    cfg = dict(hidden=4096, heads=32, kv_heads=8, ffn=14336, ctx=ctx)
+    d, f, kvd = cfg["hidden"], cfg["ffn"], cfg["kv_heads"] * (cfg["hidden"] // cfg["heads"])
+    shapes = {"attn_norm": (d,), "ffn_norm": (d,), "wq": (d, d), "wk": (kvd, d), "wv": (kvd, d),
+              "wo": (d, d), "w_gate": (f, d), "w_up": (f, d), "w_down": (d, f)}
+    cache_shape = (cfg["kv_heads"], ctx, d // cfg["heads"])
+    cx = lm.Graph()
+    x = cx.tensor((1, d), lm.bfloat16, "x")
+    params = []
+    h = x
+    for i in range(layers):
+        p = {name: cx.tensor(s, lm.bfloat16, f"l{i}.{name}") for name, s in shapes.items()}
+        p["k_cache"] = cx.tensor(cache_shape, lm.bfloat16, f"l{i}.k_cache")
+        p["v_cache"] = cx.tensor(cache_shape, lm.bfloat16, f"l{i}.v_cache")
+        params.append(p)
+        h = decoder_layer(cx, h, p, cfg)
+    out = h.output()
+    return cx, x, params, out, shapes, cache_shape, cfg
+
+
+def decode_section(cache, copy_bw, torch, layers=32, ctx=1024):
+    cx, x, params, out, shapes, cache_shape, cfg = decode_graph(layers, ctx)
+    d = cfg["hidden"]
+    t0 = time.perf_counter()
+    rt = cx.search(make_rt(cache), 1)
+    compile_s = time.perf_counter() - t0
+    kernels = rt.source.count('extern "C" __global__')
+    print(f"  decode: compiled {layers} layers in {compile_s:.1f} s ({kernels} distinct kernels)",
+          flush=True)
+    biggest = max(math.prod(s) for s in shapes.values())
+    words = bf16_words(biggest, 8)
+    norm_words = _to_storage(np.ones(d, np.float32), lm.bfloat16)
+    cache_words = bf16_words(math.prod(cache_shape), 9, 1.0)
+    weight_bytes = 0
+    t0 = time.perf_counter()
+    for p in params:
+        for name, s in shapes.items():
+            n = math.prod(s)
+            set_words(rt, p[name], norm_words if name.endswith("norm") else words[:n])
+            weight_bytes += 2 * n
+        set_words(rt, p["k_cache"], cache_words)
+        set_words(rt, p["v_cache"], cache_words)
+    set_words(rt, x, bf16_words(d, 10, 1.0))
+    print(f"  decode: {weight_bytes / 1e9:.2f} GB of weights uploaded in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    ms = rt.benchmark(20)
+    value = rt.get(out)
+    finite = bool(np.isfinite(value).all())
+    tok_s = 1000.0 / ms
+    bound = copy_bw * 1e9 / weight_bytes  # tokens/s if only the weights were read once
+    kv_bytes = layers * 2 * 2 * math.prod(cache_shape)
+    ref = NAN
+    if torch is not None:
+        ref = torch_decode(torch, layers, cfg)
+    row("decode", f"8B-shaped step, {layers} layers, tok/s", tok_s, ref,
+        f"{100 * tok_s / bound:.0f}% of bound {bound:.0f} tok/s; {ms:.2f} ms; "
+        f"output finite: {finite}; KV {kv_bytes / 1e6:.0f} MB")
+    return dict(ms=ms, tok_s=tok_s, bound_tok_s=bound, weight_bytes=weight_bytes,
+                compile_s=compile_s, kernels=kernels, finite=finite)
+
+
+def torch_decode(torch, layers, cfg):
+    """The same step in torch eager (bf16, F.linear, same shapes); tokens/s."""
+    F = torch.nn.functional
+    d, f = cfg["hidden"], cfg["ffn"]
+    nkv, hd = cfg["kv_heads"], d // cfg["heads"]
+    group = cfg["heads"] // nkv
+    dev, dt = "cuda", torch.bfloat16
+    ws = [dict(wq=torch.randn(d, d, device=dev, dtype=dt) * 0.02,
+               wk=torch.randn(nkv * hd, d, device=dev, dtype=dt) * 0.02,
+               wv=torch.randn(nkv * hd, d, device=dev, dtype=dt) * 0.02,
+               wo=torch.randn(d, d, device=dev, dtype=dt) * 0.02,
+               wg=torch.randn(f, d, device=dev, dtype=dt) * 0.02,
+               wu=torch.randn(f, d, device=dev, dtype=dt) * 0.02,
+               wd=torch.randn(d, f, device=dev, dtype=dt) * 0.02,
+               kc=torch.randn(nkv, cfg["ctx"] + 1, hd, device=dev, dtype=dt),
+               vc=torch.randn(nkv, cfg["ctx"] + 1, hd, device=dev, dtype=dt))
+          for _ in range(layers)]
+    x0 = torch.randn(1, d, device=dev, dtype=dt)
+
+    def norm(x):
+        return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(dt)
+
+    def step():
+        x = x0
+        for w in ws:
+            h = norm(x)
+            q = F.linear(h, w["wq"]).view(nkv, group, hd)
+            F.linear(h, w["wk"])
+            F.linear(h, w["wv"])
+            a = F.scaled_dot_product_attention(q, w["kc"], w["vc"])
+            x = x + F.linear(a.reshape(1, d), w["wo"])
+            h = norm(x)
+            x = x + F.linear(F.silu(F.linear(h, w["wg"])) * F.linear(h, w["wu"]), w["wd"])
+        return x
+
+    ms = torch_ms(torch, step, 5)
+    del ws
+    torch.cuda.empty_cache()
+    return 1000.0 / ms
+
+
+def dry_run(layers) -> int:
+    """No GPU: builds the benchmark's graphs and compiles each with NVRTC for sm_90."""
+    from luminal import cuda
+
+    graphs = {}
+    cx = lm.Graph()
+    x, w = cx.tensor((1, 4096), lm.bfloat16), cx.tensor((16384, 4096), lm.bfloat16)
+    (x @ w.transpose(0, 1)).output()
+    graphs["gemv"] = (cx, {})
+    cx = lm.Graph()
+    x, y = cx.tensor((1 << 20,), lm.bfloat16), cx.tensor((1 << 20,), lm.bfloat16)
+    (x * 1.5 + y).output()
+    graphs["elementwise"] = (cx, {})
+    cx = lm.Graph()
+    a, b = cx.tensor((4096, 4096), lm.bfloat16), cx.tensor((4096, 4096), lm.bfloat16)
+    (a @ b).output()
+    graphs["gemm"] = (cx, {"cuda_matmul": 3})
+    graphs["decode"] = (decode_graph(layers)[0], {})
+    for name, (g, choice) in graphs.items():
+        t0 = time.perf_counter()
+        src = cuda.codegen_check(g, "sm_90", choice)
+        kernels = src.count('extern "C" __global__')
+        print(f"{name}: {kernels} kernels compiled in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller sizes, 4 decoder layers")
+    ap.add_argument("--layers", type=int, default=None)
+    ap.add_argument("--json", default=None, help="write the figures here too")
+    ap.add_argument("--dry-run", action="store_true", help="no GPU: build and NVRTC-compile")
+    args = ap.parse_args()
+    layers = args.layers or (4 if args.quick else 32)
+    if args.dry_run:
+        return dry_run(layers)
+    torch = torch_cuda()
+    print(f"torch on the GPU: {'yes, ' + torch.__version__ if torch else 'n/a'}", flush=True)
+    cache = tempfile.mkdtemp(prefix="luminal-gpu-bench-")
+    results = {}
+    sections = [
+        ("copy", lambda: copy_section(cache, (256 if args.quick else 1024) << 20, torch)),
+        ("gemv", lambda: gemv_section(cache, results.get("copy", NAN), torch)),
+        ("elementwise", lambda: elementwise_section(cache, results.get("copy", NAN), torch,
+                                                    (16 if args.quick else 64) << 20)),
+        ("gemm", lambda: gemm_section(cache, torch, 2048 if args.quick else 4096)),
+        ("decode", lambda: decode_section(cache, results.get("copy", NAN), torch, layers)),
+    ]
+    failed = 0
+    for name, fn in sections:
+        print(f"[{name}]", flush=True)
+        t0 = time.perf_counter()
+        try:
+            results[name] = fn()
+        except Exception:
+            failed += 1
+            traceback.print_exc()
+            print(f"  {name}: FAILED", flush=True)
+        print(f"  ({time.perf_counter() - t0:.1f} s)", flush=True)
+    print("\nsummary (luminal | reference | note)")
+    for section, metric, ours, ref, note in ROWS:
+        ref_text = "n/a" if ref is None or math.isnan(ref) else f"{ref:.1f}"
+        print(f"{section:8s} {metric:36s} {ours:10.1f} | {ref_text:>9s} | {note}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"rows": ROWS, "results": results}, fh, indent=1, default=str)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

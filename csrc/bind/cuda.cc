@@ -1,0 +1,115 @@
+// Bindings of the CUDA runtime, the device-free codegen check, and the pure pieces its tests
+// check without a GPU (launch dimensions, arena layout, NVRTC facts). No logic lives here.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "kernel/lower.h"
+#include "runtime/cuda.h"
+#include "runtime/cuda_arena.h"
+#include "runtime/cuda_launch.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace luminal {
+
+namespace {
+std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, bool> launch_dims_py(
+    int mode, int block, const Expr& items, const Expr& m, const Expr& n, const Expr& batch,
+    int64_t tile_m, int64_t tile_n, const DynMap& dims, int multiprocessors) {
+  cuda::KernelLaunch l;
+  l.name = "test";
+  l.mode = static_cast<cuda::LaunchMode>(mode);
+  l.block = block;
+  l.items = items;
+  l.m = m;
+  l.n = n;
+  l.batch = batch;
+  l.tile_m = tile_m;
+  l.tile_n = tile_n;
+  cuda::LaunchDims d = cuda::launch_dims(l, dims, multiprocessors);
+  return {{d.grid[0], d.grid[1], d.grid[2]}, {d.block[0], d.block[1], d.block[2]}, d.empty};
+}
+
+// Per buffer: (role, offset, bytes, first kernel, last kernel), and the arena's total bytes.
+std::pair<std::vector<std::tuple<int, int64_t, int64_t, int, int>>, int64_t> arena_layout_py(
+    const Graph& graph, const DynMap& dyn_map) {
+  Program p = lower_graph(graph);
+  Liveness live = buffer_liveness(p);
+  DynMap dims;
+  for (size_t k = 0; k < p.dims.size(); ++k) dims[CLikeRenderer::dim_name(k)] = dyn_map.at(p.dims[k]);
+  cuda::ArenaLayout a = cuda::arena_layout(p, live, dims);
+  std::vector<std::tuple<int, int64_t, int64_t, int, int>> rows;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    rows.emplace_back(static_cast<int>(p.buffers[b].role), a.offsets[b], a.bytes[b],
+                      live.first[b], live.last[b]);
+  }
+  return {rows, a.total};
+}
+
+// (launches: [(name, grid, block, buffer ids)], buffers: [(role, node, dtype, numel)], dims)
+nb::tuple launch_plan_py(const Graph& graph, const std::string& arch, const TuningChoice& choice,
+                         const DynMap& dyn_map, int multiprocessors) {
+  CudaLaunchPlan p = cuda_launch_plan(graph, arch, choice, dyn_map, multiprocessors);
+  nb::list launches;
+  for (const auto& l : p.launches) {
+    std::vector<uint32_t> grid(l.dims.grid, l.dims.grid + 3);
+    std::vector<uint32_t> block(l.dims.block, l.dims.block + 3);
+    launches.append(nb::make_tuple(l.name, grid, block, l.buffers, l.dims.empty));
+  }
+  nb::list buffers;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    const Buffer& buf = p.buffers[b];
+    buffers.append(nb::make_tuple(static_cast<int>(buf.role), buf.node, buf.dtype, p.numel[b]));
+  }
+  return nb::make_tuple(launches, buffers, p.dims);
+}
+
+std::tuple<int, int, std::vector<std::string>> nvrtc_info(const std::string& library) {
+  auto n = cuda::Nvrtc::load(library);
+  return {n->major(), n->minor(), n->supported_archs()};
+}
+}  // namespace
+
+void init_cuda(nb::module_& m) {
+  nb::class_<CudaOptions>(m, "CudaOptions")
+      .def(nb::init<>())
+      .def_rw("driver_library", &CudaOptions::driver_library)
+      .def_rw("nvrtc_library", &CudaOptions::nvrtc_library)
+      .def_rw("cache_dir", &CudaOptions::cache_dir)
+      .def_rw("device", &CudaOptions::device);
+  nb::class_<CudaRuntime, Runtime>(m, "CudaRuntime")
+      .def(nb::init<const CudaOptions&>(), "options"_a)
+      .def("benchmark", &CudaRuntime::benchmark, "dyn_map"_a, "iters"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("copy_bandwidth", &CudaRuntime::copy_bandwidth, "bytes"_a, "iters"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def_prop_ro("device_name", &CudaRuntime::device_name)
+      .def_prop_ro("arch", &CudaRuntime::arch)
+      .def_prop_ro("multiprocessors", &CudaRuntime::multiprocessors)
+      .def_prop_ro("source", &CudaRuntime::source);
+  m.def("cuda_codegen_check", &cuda_codegen_check, "graph"_a, "arch"_a, "options"_a,
+        "choice"_a = TuningChoice{}, nb::call_guard<nb::gil_scoped_release>());
+  m.def(
+      "cuda_codegen_check_batch",
+      [](const std::vector<Graph*>& graphs, const std::string& arch, const CudaOptions& options,
+         const TuningChoice& choice) {
+        std::vector<const Graph*> all(graphs.begin(), graphs.end());
+        nb::gil_scoped_release release;
+        return cuda_codegen_check_batch(all, arch, options, choice);
+      },
+      "graphs"_a, "arch"_a, "options"_a, "choice"_a = TuningChoice{});
+  m.def("cuda_render", &cuda_render, "graph"_a, "arch"_a, "choice"_a = TuningChoice{});
+  m.def("cuda_launch_dims", &launch_dims_py, "mode"_a, "block"_a, "items"_a, "m"_a, "n"_a,
+        "batch"_a, "tile_m"_a, "tile_n"_a, "dims"_a, "multiprocessors"_a);
+  m.def("cuda_launch_plan", &launch_plan_py, "graph"_a, "arch"_a, "choice"_a, "dyn_map"_a,
+        "multiprocessors"_a);
+  m.def("cuda_arena_layout", &arena_layout_py, "graph"_a, "dyn_map"_a);
+  m.def("cuda_nvrtc_info", &nvrtc_info, "library"_a);
+}
+
+}  // namespace luminal

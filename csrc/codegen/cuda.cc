@@ -1,0 +1,474 @@
+// The CUDA renderer: the prelude (the C-like helpers as device functions, warp and tensor-core
+// helpers), kernel signatures, the grid-stride thread-per-output mapping, the warp-per-output
+// reduction with vector loads, and the choice of mapping per kernel. Matmul kernels live in
+// cuda_matmul.cc.
+#include "codegen/cuda.h"
+
+#include <cctype>
+#include <map>
+#include <set>
+
+#include "core/errors.h"
+
+namespace luminal {
+
+namespace {
+using cuda::KernelLaunch;
+using cuda::LaunchMode;
+
+bool is_const(const Expr& e, int64_t v) { return e.try_const() == std::optional<int64_t>(v); }
+
+std::string reduce_init(const Value& v) {
+  if (v.op == OpKind::SumReduce) return is_float(v.dtype) ? "0.0f" : "0";
+  if (is_float(v.dtype)) return "(-1.0f / 0.0f)";
+  if (v.dtype == DType::Bool) return "0";
+  return "(-2147483647 - 1)";
+}
+
+std::string combine(const Value& v, const std::string& acc, const std::string& x) {
+  if (v.op == OpKind::SumReduce) {
+    if (is_float(v.dtype)) return acc + " + " + x;
+    return "(int32_t)((uint32_t)" + acc + " + (uint32_t)" + x + ")";
+  }
+  if (is_float(v.dtype)) return "lm_fmax_nan(" + acc + ", " + x + ")";
+  return "(" + x + " > " + acc + " ? " + x + " : " + acc + ")";
+}
+
+std::string round_to(DType dtype, const std::string& x) {
+  if (dtype == DType::F16) return "lm_f16_to_f32(lm_f32_to_f16(" + x + "))";
+  if (dtype == DType::BF16) return "lm_bf16_to_f32(lm_f32_to_bf16(" + x + "))";
+  return x;
+}
+
+// Loads inside the reduction loop that read consecutive elements along r0: 16-byte loads.
+struct VectorLoad {
+  ValueId value;
+  Expr base;  // the index at r0 = 0
+};
+
+std::vector<VectorLoad> vector_loads(const Kernel& kernel) {
+  std::vector<VectorLoad> out;
+  const std::string& r = kernel.reduce[0].var;
+  for (int i = 0; i < kernel.reduce_at; ++i) {
+    const Value& v = kernel.values[i];
+    if (v.kind != ValueKind::kLoad || !v.binds.empty() || !is_const(v.valid, 1)) continue;
+    if (v.dtype == DType::Bool) continue;
+    auto s = affine_stride(v.index, r);
+    if (!s || !is_const(*s, 1)) continue;
+    out.push_back(VectorLoad{i, v.index.substitute(r, 0)});
+  }
+  return out;
+}
+}  // namespace
+
+std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
+  Expr s = e.substitute(var, 1) - e.substitute(var, 0);
+  Expr rest = e - s * Expr::symbol(var);
+  for (const std::string& name : rest.symbols()) {
+    if (name == var) return std::nullopt;
+  }
+  for (const std::string& name : s.symbols()) {
+    if (name == var) return std::nullopt;
+  }
+  return s;
+}
+
+std::optional<CudaMatmul> detect_cuda_matmul(const Kernel& k) {
+  const std::vector<Value>& vals = k.values;
+  if (k.reduce_at != 3 || vals.size() != 4 || k.loops.size() < 2 || k.reduce.size() != 1) {
+    return std::nullopt;
+  }
+  const Value& red = vals[3];
+  const Value& mul = vals[2];
+  if (red.op != OpKind::SumReduce || !is_float(red.dtype) || red.args[0] != 2) return std::nullopt;
+  if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul) return std::nullopt;
+  DType dtype = vals[mul.args[0]].dtype;
+  for (ValueId a : mul.args) {
+    const Value& l = vals[a];
+    if (l.kind != ValueKind::kLoad || l.dtype != dtype || !l.binds.empty()) return std::nullopt;
+    if (!is_const(l.valid, 1)) return std::nullopt;
+  }
+  CudaMatmul mm;
+  mm.dtype = dtype;
+  mm.m_loop = static_cast<int>(k.loops.size()) - 2;
+  mm.n_loop = mm.m_loop + 1;
+  const std::string& mv = k.loops[mm.m_loop].var;
+  const std::string& nv = k.loops[mm.n_loop].var;
+  const std::string& kv = k.reduce[0].var;
+  ValueId x = mul.args[0];
+  ValueId y = mul.args[1];
+  auto xn = affine_stride(vals[x].index, nv);
+  if (!xn) return std::nullopt;
+  if (!is_const(*xn, 0)) std::swap(x, y);
+  auto am = affine_stride(vals[x].index, mv);
+  auto an = affine_stride(vals[x].index, nv);
+  auto ak = affine_stride(vals[x].index, kv);
+  auto bm = affine_stride(vals[y].index, mv);
+  auto bn = affine_stride(vals[y].index, nv);
+  auto bk = affine_stride(vals[y].index, kv);
+  if (!am || !an || !ak || !bm || !bn || !bk) return std::nullopt;
+  if (!is_const(*an, 0) || !is_const(*bm, 0)) return std::nullopt;
+  // The out index must be affine in m and n too (it is row-major over the loops).
+  if (!affine_stride(k.out_index, mv) || !affine_stride(k.out_index, nv)) return std::nullopt;
+  mm.a = x;
+  mm.b = y;
+  mm.a_m = *am;
+  mm.a_k = *ak;
+  mm.b_k = *bk;
+  mm.b_n = *bn;
+  return mm;
+}
+
+std::string CudaRenderer::prelude(const Program& program) const {
+  std::string q = helper_qualifiers() + " ";
+  std::string s = CLikeRenderer::prelude(program);
+  s += "/* Warp-wide reductions with butterfly shuffles: every lane gets the result. */\n";
+  s += q + "float lm_warp_sum(float x) {\n"
+           "  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);\n"
+           "  return x;\n"
+           "}\n";
+  s += q + "int32_t lm_warp_isum(int32_t x) {\n"
+           "  for (int o = 16; o > 0; o >>= 1) {\n"
+           "    x = (int32_t)((uint32_t)x + (uint32_t)__shfl_xor_sync(0xffffffffu, x, o));\n"
+           "  }\n"
+           "  return x;\n"
+           "}\n";
+  s += q + "float lm_warp_max(float x) {\n"
+           "  for (int o = 16; o > 0; o >>= 1) x = lm_fmax_nan(x, __shfl_xor_sync(0xffffffffu, x, o));\n"
+           "  return x;\n"
+           "}\n";
+  s += q + "int32_t lm_warp_imax(int32_t x) {\n"
+           "  for (int o = 16; o > 0; o >>= 1) {\n"
+           "    int32_t y = __shfl_xor_sync(0xffffffffu, x, o);\n"
+           "    x = y > x ? y : x;\n"
+           "  }\n"
+           "  return x;\n"
+           "}\n";
+  if (sm_ >= 80) {
+    s += "/* D += A * B on tensor cores: m16n8k16, f32 accumulators (PTX mma.sync). */\n";
+    const char* types[2][2] = {{"f16", "f16"}, {"bf16", "bf16"}};
+    for (auto& t : types) {
+      s += q + "void lm_mma_" + std::string(t[0]) +
+           "(float* d, const uint32_t* a, const uint32_t* b) {\n"
+           "  asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32." + t[1] + "." + t[1] +
+           ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\"\n"
+           "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+           "               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]),"
+           " \"r\"(b[1]));\n"
+           "}\n";
+    }
+  }
+  return s;
+}
+
+std::string CudaRenderer::signature(const Program& program, const Kernel& kernel,
+                                    int block) const {
+  std::string s = "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(block) +
+                  ") " + kernel.name + "(";
+  std::vector<std::string> params = kernel_params(program, kernel);
+  for (size_t i = 0; i < params.size(); ++i) s += (i ? ", " : "") + params[i];
+  return s + ")";
+}
+
+std::string CudaRenderer::kernel_signature(const Program& program, const Kernel& kernel) const {
+  return signature(program, kernel, block());
+}
+
+void emit_unravel(const std::vector<Loop>& loops, const std::string& item, CodeWriter& w) {
+  std::string rest = item;
+  for (size_t k = loops.size(); k-- > 0;) {
+    const Loop& l = loops[k];
+    if (k == 0) {
+      w.line("const int64_t " + l.var + " = " + rest + ";");
+      break;
+    }
+    std::string ext = "(" + l.extent.to_c() + ")";
+    w.line("const int64_t " + l.var + " = " + rest + " % " + ext + ";");
+    w.line("const int64_t " + rest + "_" + l.var + " = " + rest + " / " + ext + ";");
+    rest = rest + "_" + l.var;
+  }
+}
+
+void CudaRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
+  std::string items = product([&] {
+                        std::vector<Expr> e;
+                        for (const Loop& l : kernel.loops) e.push_back(l.extent);
+                        return e;
+                      }())
+                          .to_c();
+  w.open("for (int64_t lm_i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; lm_i < " + items +
+         "; lm_i += (int64_t)gridDim.x * blockDim.x)");
+  emit_unravel(kernel.loops, "lm_i", w);
+}
+
+void CudaRenderer::close_output_loops(const Kernel& kernel, CodeWriter& w) const {
+  (void)kernel;
+  w.close();
+}
+
+std::string CudaRenderer::render_warp_kernel(const Program& program, const Kernel& kernel,
+                                             KernelLaunch& launch) const {
+  const Value& red = kernel.values[kernel.reduce_at];
+  const Loop& loop = kernel.reduce[0];
+  const std::string t = compute_type(red.dtype);
+  const std::string acc = value_name(kernel.reduce_at);
+  const std::string x = value_name(red.args[0]);
+  const std::string& r = loop.var;
+  CodeWriter w;
+  w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) +
+         "; a warp per output, shuffle reduction */");
+  w.open(signature(program, kernel, launch.block));
+  w.line("const int lm_lane = threadIdx.x & 31;");
+  w.line("const int64_t lm_r_extent = " + loop.extent.to_c() + ";");
+  w.open("for (int64_t lm_w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lm_w < " +
+         launch.items.to_c() + "; lm_w += ((int64_t)gridDim.x * blockDim.x) >> 5)");
+  emit_unravel(kernel.loops, "lm_w", w);
+  w.line(t + " " + acc + " = " + reduce_init(red) + ";");
+  w.line("int64_t lm_r_done = 0;");
+  std::vector<VectorLoad> vec = schedule_.vector == 1 ? std::vector<VectorLoad>{}
+                                                      : vector_loads(kernel);
+  if (!vec.empty()) {
+    int width = 8;
+    for (const VectorLoad& v : vec) {
+      if (dtype_size(kernel.values[v.value].dtype) == 4) width = 4;
+    }
+    std::string wd = std::to_string(width);
+    std::string aligned = "lm_r_extent % " + wd + " == 0";
+    for (const VectorLoad& v : vec) aligned += " && (" + v.base.to_c() + ") % " + wd + " == 0";
+    w.open("if (" + aligned + ")");
+    w.line("#pragma unroll 4");  // several 16-byte loads in flight per lane
+    w.open("for (int64_t lm_rb = (int64_t)lm_lane * " + wd + "; lm_rb < lm_r_extent; lm_rb += " +
+           std::to_string(32 * width) + ")");
+    for (const VectorLoad& v : vec) {
+      const Value& lv = kernel.values[v.value];
+      size_t bytes = dtype_size(lv.dtype) * static_cast<size_t>(width);
+      std::string raw = bytes == 16 ? "uint4" : "uint2";
+      w.line("const " + raw + " lm_raw" + std::to_string(v.value) + " = *(const " + raw +
+             "*)(" + buffer_name(lv.buffer) + " + (" + lv.index.substitute(r, Expr::symbol(
+             "lm_rb")).to_c() + "));");
+    }
+    w.line("#pragma unroll");
+    w.open("for (int lm_u = 0; lm_u < " + wd + "; lm_u++)");
+    w.line("const int64_t " + r + " = lm_rb + lm_u;");
+    w.line("(void)" + r + ";");
+    std::set<std::string> bound;  // Gather symbols already declared in this scope
+    for (int i = 0; i < kernel.reduce_at; ++i) {
+      bool is_vec = false;
+      for (const VectorLoad& v : vec) is_vec = is_vec || v.value == i;
+      if (!is_vec) {
+        const Value& v = kernel.values[i];
+        for (const Bind& b : v.binds) {
+          if (!bound.insert(b.symbol).second) continue;
+          w.line("const int64_t " + b.symbol + " = (int64_t)" + value_name(b.value) + ";");
+        }
+        w.line(compute_type(v.dtype) + " " + value_name(i) + " = " + value_expr(kernel, i) + ";");
+        continue;
+      }
+      const Value& lv = kernel.values[i];
+      std::string raw = "((const " + storage_type(lv.dtype) + "*)&lm_raw" + std::to_string(i) +
+                        ")[lm_u]";
+      std::string val = lv.dtype == DType::F16    ? "lm_f16_to_f32(" + raw + ")"
+                        : lv.dtype == DType::BF16 ? "lm_bf16_to_f32(" + raw + ")"
+                                                  : raw;
+      w.line(compute_type(lv.dtype) + " " + value_name(i) + " = " + val + ";");
+    }
+    w.line(acc + " = " + combine(red, acc, x) + ";");
+    w.close();
+    w.close();
+    w.line("lm_r_done = lm_r_extent;");
+    w.close();
+  }
+  w.open("for (int64_t " + r + " = lm_r_done + lm_lane; " + r + " < lm_r_extent; " + r +
+         " += 32)");
+  emit_values(kernel, 0, kernel.reduce_at, w);
+  w.line(acc + " = " + combine(red, acc, x) + ";");
+  w.close();
+  std::string reduce_fn = red.op == OpKind::SumReduce ? (is_float(red.dtype) ? "lm_warp_sum"
+                                                                             : "lm_warp_isum")
+                                                      : (is_float(red.dtype) ? "lm_warp_max"
+                                                                             : "lm_warp_imax");
+  w.line(acc + " = " + reduce_fn + "(" + acc + ");");
+  if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
+    w.line(acc + " = " + round_to(red.dtype, acc) + ";");
+  }
+  int n = static_cast<int>(kernel.values.size());
+  emit_values(kernel, kernel.reduce_at + 1, n, w);
+  w.open("if (lm_lane == 0)");
+  w.line(buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
+         store_expr(kernel.values[n - 1].dtype, value_name(n - 1)) + ";");
+  w.close();
+  w.close();
+  w.close();
+  return w.str();
+}
+
+std::string CudaRenderer::render_split_kernel(const Program& program, const Kernel& kernel,
+                                              KernelLaunch& launch) const {
+  launch.block = 256;
+  const Value& red = kernel.values[kernel.reduce_at];
+  const Loop& loop = kernel.reduce[0];
+  const std::string t = compute_type(red.dtype);
+  const std::string acc = value_name(kernel.reduce_at);
+  const std::string x = value_name(red.args[0]);
+  const std::string& r = loop.var;
+  const std::string items = launch.items.to_c();
+  CodeWriter w;
+  w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) +
+         "; 32 outputs per block, 8 warps split the reduction */");
+  w.open(signature(program, kernel, 256));
+  w.line("__shared__ " + t + " lm_part[8][33];");
+  w.line("const int lm_lane = threadIdx.x & 31, lm_warp = threadIdx.x >> 5;");
+  w.line("const int64_t lm_r_extent = " + loop.extent.to_c() + ";");
+  w.open("for (int64_t lm_base = (int64_t)blockIdx.x * 32; lm_base < " + items +
+         "; lm_base += (int64_t)gridDim.x * 32)");
+  w.line("const int64_t lm_o = lm_base + lm_lane;");
+  w.line(t + " " + acc + " = " + reduce_init(red) + ";");
+  w.open("if (lm_o < " + items + ")");
+  emit_unravel(kernel.loops, "lm_o", w);
+  w.open("for (int64_t " + r + " = lm_warp; " + r + " < lm_r_extent; " + r + " += 8)");
+  emit_values(kernel, 0, kernel.reduce_at, w);
+  w.line(acc + " = " + combine(red, acc, x) + ";");
+  w.close();
+  w.close();
+  w.line("lm_part[lm_warp][lm_lane] = " + acc + ";");
+  w.line("__syncthreads();");
+  w.open("if (lm_warp == 0 && lm_o < " + items + ")");
+  emit_unravel(kernel.loops, "lm_o", w);
+  w.line(acc + " = lm_part[0][lm_lane];");
+  w.line("for (int lm_w = 1; lm_w < 8; lm_w++) " + acc + " = " +
+         combine(red, acc, "lm_part[lm_w][lm_lane]") + ";");
+  if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
+    w.line(acc + " = " + round_to(red.dtype, acc) + ";");
+  }
+  int n = static_cast<int>(kernel.values.size());
+  emit_values(kernel, kernel.reduce_at + 1, n, w);
+  w.line(buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
+         store_expr(kernel.values[n - 1].dtype, value_name(n - 1)) + ";");
+  w.close();
+  w.line("__syncthreads();");
+  w.close();
+  w.close();
+  return w.str();
+}
+
+LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMatmul>& mm,
+                                bool* tensor_cores) const {
+  *tensor_cores = false;
+  if (mm) {
+    const Expr& m = kernel.loops[mm->m_loop].extent;
+    bool small_m = m.try_const() && *m.try_const() < 16;
+    bool halves = mm->dtype == DType::F16 || mm->dtype == DType::BF16;
+    int want = schedule_.matmul;
+    if (want == 0) want = small_m ? 1 : (halves && sm_ >= 80 ? 3 : 2);
+    if (want == 3 && halves && sm_ >= 80) {
+      *tensor_cores = true;
+      return LaunchMode::kTile2D;
+    }
+    if (want == 2 || want == 3) return LaunchMode::kTile2D;
+  }
+  if (kernel.reduce_at < 0) return LaunchMode::kThreadPerItem;
+  if (schedule_.reduce == 1) return LaunchMode::kThreadPerItem;
+  if (schedule_.reduce == 2) return LaunchMode::kWarpPerItem;
+  if (schedule_.reduce == 3) return LaunchMode::kSplitReduce;
+  // Automatic: a warp per output when some operand is contiguous along the reduction (the
+  // lanes' reads coalesce), no operand is strided along it but contiguous across outputs
+  // (those coalesce across threads instead), and the reduction is not tiny.
+  const Expr& extent = kernel.reduce[0].extent;
+  if (extent.try_const() && *extent.try_const() < 32) return LaunchMode::kThreadPerItem;
+  const std::string& r = kernel.reduce[0].var;
+  const std::string inner = kernel.loops.empty() ? "" : kernel.loops.back().var;
+  bool along_r = false;
+  for (int i = 0; i < kernel.reduce_at; ++i) {
+    const Value& v = kernel.values[i];
+    if (v.kind != ValueKind::kLoad) continue;
+    auto s = affine_stride(v.index, r);
+    if (s && is_const(*s, 1)) {
+      along_r = true;
+      continue;
+    }
+    auto across = inner.empty() ? std::nullopt : affine_stride(v.index, inner);
+    bool strided = !s || !is_const(*s, 0);
+    if (strided && across && is_const(*across, 1)) {
+      // Coalesced across outputs: lanes take outputs; long reductions split over warps.
+      bool long_r = !extent.try_const() || *extent.try_const() >= 64;
+      return long_r ? LaunchMode::kSplitReduce : LaunchMode::kThreadPerItem;
+    }
+  }
+  return along_r ? LaunchMode::kWarpPerItem : LaunchMode::kThreadPerItem;
+}
+
+namespace {
+// A kernel's text with its name and buffer names replaced by their order of appearance, so
+// kernels that differ only in which buffers they touch (the layers of a model) compare equal.
+std::string canonical(const std::string& text, const std::string& name) {
+  std::string out;
+  std::map<std::string, int> ids;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (ident(text[i]) && (i == 0 || !ident(text[i - 1]))) {
+      size_t j = i;
+      while (j < text.size() && ident(text[j])) ++j;
+      std::string word = text.substr(i, j - i);
+      bool buffer = word.size() > 1 && word[0] == 'b' &&
+                    word.find_first_not_of("0123456789", 1) == std::string::npos;
+      if (word == name) {
+        out += "K";
+      } else if (buffer) {
+        auto it = ids.emplace(word, static_cast<int>(ids.size())).first;
+        out += "p" + std::to_string(it->second);
+      } else {
+        out += word;
+      }
+      i = j;
+      continue;
+    }
+    out += text[i++];
+  }
+  return out;
+}
+}  // namespace
+
+CudaSource CudaRenderer::render_program(const Program& program, bool with_prelude) const {
+  CudaSource out;
+  std::string& s = out.source;
+  if (with_prelude) {
+    s = "/* Generated by luminal for CUDA (sm_" + std::to_string(sm_) +
+        "). Deterministic: same program, same text. */\n";
+    s += prelude(program);
+  }
+  std::map<std::string, std::string> seen;  // canonical text -> the kernel emitted for it
+  for (const Kernel& k : program.kernels) {
+    std::vector<Expr> extents;
+    for (const Loop& l : k.loops) extents.push_back(l.extent);
+    KernelLaunch launch;
+    launch.name = k.name;
+    launch.block = block();
+    launch.items = product(extents);
+    std::optional<CudaMatmul> mm = detect_cuda_matmul(k);
+    bool tensor_cores = false;
+    launch.mode = choose(k, mm, &tensor_cores);
+    std::string text;
+    if (launch.mode == LaunchMode::kTile2D) {
+      text = tensor_cores ? render_mma_matmul(program, k, *mm, launch)
+                          : render_tiled_matmul(program, k, *mm, launch);
+    } else if (launch.mode == LaunchMode::kWarpPerItem) {
+      text = render_warp_kernel(program, k, launch);
+    } else if (launch.mode == LaunchMode::kSplitReduce) {
+      text = render_split_kernel(program, k, launch);
+    } else {
+      text = render_kernel(program, k);
+    }
+    // Identical kernels (up to buffer names) are emitted once; launches reuse the first.
+    auto [it, fresh] = seen.emplace(canonical(text, k.name), k.name);
+    if (fresh) {
+      s += "\n" + text;
+    } else {
+      launch.name = it->second;
+    }
+    out.launches.push_back(launch);
+  }
+  return out;
+}
+
+}  // namespace luminal

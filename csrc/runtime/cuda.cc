@@ -1,0 +1,411 @@
+// CudaRuntime: device setup, compile (lower, render, NVRTC with the CUBIN cache, load),
+// inputs in their own allocations, temps and outputs in one arena, the program captured as a
+// CUDA graph per set of dim values and replayed, outputs copied back on first read.
+#include "runtime/cuda.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/errors.h"
+#include "kernel/lower.h"
+#include "runtime/cuda_arena.h"
+
+namespace luminal {
+
+namespace {
+using namespace cuda;
+
+constexpr int64_t kAlign = kArenaAlign;
+
+int64_t align_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+int sm_of(const std::string& arch) {
+  if (arch.rfind("sm_", 0) != 0) throw CompileError("CUDA: arch '" + arch + "' is not sm_XX");
+  try {
+    return std::stoi(arch.substr(3));
+  } catch (const std::exception&) {
+    throw CompileError("CUDA: arch '" + arch + "' is not sm_XX");
+  }
+}
+
+std::string compile_cached(const Nvrtc& nvrtc, const CubinCache& cache,
+                           const std::string& source, const std::string& arch) {
+  std::string key = CubinCache::key(source, nvrtc.major(), nvrtc.minor(), arch);
+  if (auto hit = cache.load(key)) return *hit;
+  std::string cubin = nvrtc.compile_cubin(source, "luminal.cu", arch);
+  cache.store(key, cubin);
+  return cubin;
+}
+
+int64_t param(const TuningChoice& choice, const std::string& name) {
+  for (const auto& [k, v] : choice.params) {
+    if (k == name) return v;
+  }
+  return 0;
+}
+}  // namespace
+
+CudaSchedule cuda_schedule(const TuningChoice& choice) {
+  CudaSchedule s;
+  s.block = static_cast<int>(param(choice, "cuda_block"));
+  s.reduce = static_cast<int>(param(choice, "cuda_reduce"));
+  s.matmul = static_cast<int>(param(choice, "cuda_matmul"));
+  s.vector = static_cast<int>(param(choice, "cuda_vector"));
+  if (s.block != 0 && (s.block < 32 || s.block > 1024 || s.block % 32 != 0)) {
+    throw CompileError("CUDA: cuda_block must be a multiple of 32 in [32, 1024], got " +
+                       std::to_string(s.block));
+  }
+  return s;
+}
+
+std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
+                               const CudaOptions& options, const TuningChoice& choice) {
+  Program program = lower_graph(graph);
+  CudaSource src = CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program);
+  std::shared_ptr<Nvrtc> nvrtc = Nvrtc::load(options.nvrtc_library);
+  compile_cached(*nvrtc, CubinCache(options.cache_dir), src.source, arch);
+  return src.source;
+}
+
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice) {
+  Program program = lower_graph(graph);
+  return CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program).source;
+}
+
+CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
+                                const TuningChoice& choice, const DynMap& dyn_map,
+                                int multiprocessors) {
+  Program program = lower_graph(graph);
+  CudaSource src = CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program);
+  DynMap dims;
+  CudaLaunchPlan plan;
+  for (size_t k = 0; k < program.dims.size(); ++k) {
+    auto it = dyn_map.find(program.dims[k]);
+    if (it == dyn_map.end()) throw ShapeError("cuda_launch_plan: dim '" + program.dims[k] + "' unbound");
+    dims[CLikeRenderer::dim_name(k)] = it->second;
+    plan.dims.push_back(it->second);
+  }
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    CudaLaunchPlan::Launch l;
+    l.name = src.launches[k].name;
+    l.dims = launch_dims(src.launches[k], dims, multiprocessors);
+    l.buffers.push_back(program.kernels[k].out);
+    for (BufferId b : program.kernels[k].reads()) l.buffers.push_back(b);
+    plan.launches.push_back(l);
+  }
+  for (const Buffer& b : program.buffers) plan.numel.push_back(b.numel.eval(dims));
+  plan.buffers = program.buffers;
+  return plan;
+}
+
+std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,
+                                     const std::string& arch, const CudaOptions& options,
+                                     const TuningChoice& choice) {
+  CudaRenderer renderer(cuda_schedule(choice), sm_of(arch));
+  std::string source;
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    Program program = lower_graph(*graphs[i]);
+    for (Kernel& k : program.kernels) k.name = "g" + std::to_string(i) + "_" + k.name;
+    source += renderer.render_program(program, i == 0).source;
+  }
+  std::shared_ptr<Nvrtc> nvrtc = Nvrtc::load(options.nvrtc_library);
+  compile_cached(*nvrtc, CubinCache(options.cache_dir), source, arch);
+  return source;
+}
+
+// ---- setup --------------------------------------------------------------------------
+
+CudaRuntime::CudaRuntime(const CudaOptions& options) : cache_(options.cache_dir) {
+  driver_ = Driver::load(options.driver_library);
+  int count = 0;
+  driver_->check(driver_->cuDeviceGetCount(&count), "cuDeviceGetCount");
+  if (count == 0) throw DeviceError("CUDA: the driver reports no CUDA device");
+  if (options.device < 0 || options.device >= count) {
+    throw DeviceError("CUDA: device " + std::to_string(options.device) + " requested, " +
+                      std::to_string(count) + " present");
+  }
+  driver_->check(driver_->cuDeviceGet(&device_, options.device), "cuDeviceGet");
+  char name[256] = {0};
+  driver_->check(driver_->cuDeviceGetName(name, sizeof name - 1, device_), "cuDeviceGetName");
+  device_name_ = name;
+  int major = 0;
+  int minor = 0;
+  driver_->check(driver_->cuDeviceGetAttribute(&major, kAttrComputeCapabilityMajor, device_),
+                 "cuDeviceGetAttribute");
+  driver_->check(driver_->cuDeviceGetAttribute(&minor, kAttrComputeCapabilityMinor, device_),
+                 "cuDeviceGetAttribute");
+  driver_->check(driver_->cuDeviceGetAttribute(&multiprocessors_, kAttrMultiprocessorCount,
+                                               device_),
+                 "cuDeviceGetAttribute");
+  nvrtc_ = Nvrtc::load(options.nvrtc_library);
+  // The newest architecture NVRTC knows that the device can run.
+  int device_sm = major * 10 + minor;
+  for (const std::string& a : nvrtc_->supported_archs()) {
+    int s = sm_of(a);
+    if (s <= device_sm && s / 10 == major && s > sm_) sm_ = s;
+  }
+  if (sm_ == 0) {
+    throw DeviceError("CUDA: NVRTC " + std::to_string(nvrtc_->major()) + "." +
+                      std::to_string(nvrtc_->minor()) + " cannot compile for sm_" +
+                      std::to_string(device_sm) + " (" + device_name_ + ")");
+  }
+  arch_ = "sm_" + std::to_string(sm_);
+  driver_->check(driver_->cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+  make_current();
+  driver_->check(driver_->cuStreamCreate(&stream_, kStreamNonBlocking), "cuStreamCreate");
+}
+
+CudaRuntime::~CudaRuntime() {
+  if (!driver_) return;
+  driver_->cuCtxSetCurrent(context_);
+  release_program();
+  for (auto& [id, b] : inputs_) driver_->cuMemFree(b.ptr);
+  if (arena_.ptr) driver_->cuMemFree(arena_.ptr);
+  if (stream_) driver_->cuStreamDestroy(stream_);
+  if (context_) driver_->cuDevicePrimaryCtxRelease(device_);
+}
+
+void CudaRuntime::make_current() const {
+  driver_->check(driver_->cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+}
+
+void CudaRuntime::release_graph() {
+  if (graph_exec_) driver_->cuGraphExecDestroy(graph_exec_);
+  graph_exec_ = nullptr;
+  captured_ = false;
+}
+
+void CudaRuntime::release_program() {
+  release_graph();
+  if (module_) driver_->cuModuleUnload(module_);
+  module_ = nullptr;
+  functions_.clear();
+}
+
+CUdeviceptr CudaRuntime::alloc(int64_t bytes) {
+  CUdeviceptr p = 0;
+  driver_->check(driver_->cuMemAlloc(&p, static_cast<size_t>(std::max<int64_t>(bytes, kAlign))),
+                 "cuMemAlloc");
+  return p;
+}
+
+// ---- compile ------------------------------------------------------------------------
+
+void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
+  make_current();
+  CudaSchedule schedule = cuda_schedule(choice);
+  Program program = lower_graph(graph);
+  CudaSource src = CudaRenderer(schedule, sm_).render_program(program);
+  std::string cubin = compile_cached(*nvrtc_, cache_, src.source, arch_);
+  release_program();
+  for (auto& [id, b] : inputs_) driver_->cuMemFree(b.ptr);
+  inputs_.clear();
+  driver_->check(driver_->cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData");
+  for (const cuda::KernelLaunch& l : src.launches) {
+    CUfunction f = nullptr;
+    driver_->check(driver_->cuModuleGetFunction(&f, module_, l.name.c_str()),
+                   "cuModuleGetFunction");
+    functions_.push_back(f);
+  }
+  graph_ = graph;
+  program_ = std::move(program);
+  liveness_ = buffer_liveness(program_);
+  source_ = std::move(src.source);
+  launches_ = std::move(src.launches);
+  input_buffer_.clear();
+  output_buffer_.clear();
+  for (const Buffer& b : program_.buffers) {
+    if (b.role == BufferRole::kInput) input_buffer_[b.node] = b.id;
+    if (b.role == BufferRole::kOutput) output_buffer_[b.node] = b.id;
+  }
+  outputs_.clear();
+  outputs_stale_ = true;
+  compiled_ = true;
+}
+
+std::vector<TuningChoice> CudaRuntime::tuning_space(const Graph& graph) const {
+  Program program = lower_graph(graph);
+  bool reduces = false;
+  bool matmul = false;
+  bool halves = false;
+  for (const Kernel& k : program.kernels) {
+    reduces = reduces || k.reduce_at >= 0;
+    if (auto mm = detect_cuda_matmul(k)) {
+      matmul = true;
+      halves = halves || mm->dtype != DType::F32;
+    }
+  }
+  std::vector<TuningChoice> out(1);
+  auto add = [&](const char* name, int64_t v) {
+    TuningChoice c;
+    c.params.push_back({name, v});
+    out.push_back(c);
+  };
+  if (reduces) {
+    add("cuda_reduce", 1);
+    add("cuda_reduce", 2);
+    add("cuda_reduce", 3);
+    add("cuda_vector", 1);
+  }
+  if (matmul) {
+    add("cuda_matmul", 1);
+    add("cuda_matmul", 2);
+    if (halves && sm_ >= 80) add("cuda_matmul", 3);
+  }
+  return out;
+}
+
+// ---- data ---------------------------------------------------------------------------
+
+void CudaRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
+  if (!compiled_) throw ShapeError("set_data: the CUDA runtime has no program; compile first");
+  if (input < 0 || static_cast<size_t>(input) >= graph_.size() ||
+      graph_.node(input).op != OpKind::Input) {
+    throw ShapeError("set_data: node " + std::to_string(input) + " is not an input");
+  }
+  const Node& n = graph_.node(input);
+  if (dtype != n.dtype) {
+    throw DTypeError("set_data: input '" + n.name + "' is " + dtype_name(n.dtype) + ", got " +
+                     dtype_name(dtype) + " data");
+  }
+  auto it = input_buffer_.find(input);
+  if (it == input_buffer_.end()) return;  // the program never reads this input
+  make_current();
+  int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+  DeviceBuffer& b = inputs_[it->second];
+  if (b.ptr == 0 || b.bytes < bytes) {
+    if (b.ptr) driver_->cuMemFree(b.ptr);
+    b.ptr = alloc(align_up(bytes));
+    b.bytes = align_up(bytes);
+    release_graph();  // the captured graph holds the old pointer
+  }
+  b.count = count;
+  if (bytes > 0) {
+    driver_->check(driver_->cuMemcpyHtoD(b.ptr, data, static_cast<size_t>(bytes)),
+                   "cuMemcpyHtoD");
+  }
+}
+
+DynMap CudaRuntime::program_dims(const DynMap& dyn_map) const {
+  DynMap out;
+  for (size_t k = 0; k < program_.dims.size(); ++k) {
+    auto it = dyn_map.find(program_.dims[k]);
+    if (it == dyn_map.end()) {
+      throw ShapeError("execute: symbolic dim '" + program_.dims[k] +
+                       "' has no value; call cx.set_dim('" + program_.dims[k] + "', n)");
+    }
+    out[CLikeRenderer::dim_name(k)] = it->second;
+  }
+  return out;
+}
+
+void CudaRuntime::prepare(const DynMap& dims) {
+  if (captured_ && dims == captured_dims_) return;
+  release_graph();
+  size_t nb = program_.buffers.size();
+  cuda::ArenaLayout layout = arena_layout(program_, liveness_, dims);
+  numel_ = layout.numel;
+  const int64_t total = layout.total;
+  const std::vector<int64_t>& offset = layout.offsets;
+  if (arena_.bytes < total) {
+    if (arena_.ptr) driver_->cuMemFree(arena_.ptr);
+    arena_.ptr = 0;
+    arena_.ptr = alloc(total);
+    arena_.bytes = total;
+  }
+  pointers_.assign(nb, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    if (program_.buffers[b].role == BufferRole::kInput) {
+      pointers_[b] = inputs_.at(static_cast<BufferId>(b)).ptr;
+    } else {
+      pointers_[b] = arena_.ptr + static_cast<CUdeviceptr>(offset[b]);
+    }
+  }
+  // Capture every launch into one graph.
+  driver_->check(driver_->cuStreamBeginCapture(stream_, kCaptureModeThreadLocal),
+                 "cuStreamBeginCapture");
+  CUresult failure = 0;
+  const char* failed_call = nullptr;
+  for (size_t k = 0; k < program_.kernels.size() && failure == 0; ++k) {
+    const Kernel& kernel = program_.kernels[k];
+    LaunchDims d = launch_dims(launches_[k], dims, multiprocessors_);
+    if (d.empty) continue;
+    std::vector<CUdeviceptr> ptrs;
+    ptrs.push_back(pointers_[kernel.out]);
+    for (BufferId b : kernel.reads()) ptrs.push_back(pointers_[b]);
+    std::vector<int64_t> dim_values;
+    for (size_t i = 0; i < program_.dims.size(); ++i) {
+      dim_values.push_back(dims.at(CLikeRenderer::dim_name(i)));
+    }
+    std::vector<void*> args;
+    for (CUdeviceptr& p : ptrs) args.push_back(&p);
+    for (int64_t& v : dim_values) args.push_back(&v);
+    failure = driver_->cuLaunchKernel(functions_[k], d.grid[0], d.grid[1], d.grid[2], d.block[0],
+                                      d.block[1], d.block[2], d.shared_bytes, stream_,
+                                      args.data(), nullptr);
+    if (failure) failed_call = "cuLaunchKernel";
+  }
+  CUgraph graph = nullptr;
+  CUresult end = driver_->cuStreamEndCapture(stream_, &graph);
+  if (failure) {
+    if (graph) driver_->cuGraphDestroy(graph);
+    driver_->check(failure, failed_call);
+  }
+  driver_->check(end, "cuStreamEndCapture");
+  CUresult inst = driver_->cuGraphInstantiateWithFlags(&graph_exec_, graph, 0);
+  driver_->cuGraphDestroy(graph);
+  driver_->check(inst, "cuGraphInstantiateWithFlags");
+  captured_dims_ = dims;
+  captured_ = true;
+}
+
+void CudaRuntime::execute(const DynMap& dyn_map) {
+  if (!compiled_) throw ShapeError("execute: the CUDA runtime has no program; compile first");
+  DynMap dims = program_dims(dyn_map);
+  for (const auto& [node, buffer] : input_buffer_) {
+    const Node& n = graph_.node(node);
+    auto it = inputs_.find(buffer);
+    if (it == inputs_.end() || it->second.count < 0) {
+      throw ShapeError("execute: input '" + n.name + "' has no data; call set_data first");
+    }
+    int64_t want = program_.buffers[buffer].numel.eval(dims);
+    if (it->second.count != want) {
+      throw ShapeError("execute: input '" + n.name + "' of shape " + dims_to_string(n.shape) +
+                       " needs " + std::to_string(want) + " elements, has " +
+                       std::to_string(it->second.count));
+    }
+  }
+  make_current();
+  prepare(dims);
+  driver_->check(driver_->cuGraphLaunch(graph_exec_, stream_), "cuGraphLaunch");
+  driver_->check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  last_dyn_map_ = dyn_map;
+  outputs_stale_ = true;
+}
+
+const HostBuffer& CudaRuntime::get(NodeId output) const {
+  auto it = output_buffer_.find(output);
+  if (!compiled_ || it == output_buffer_.end()) {
+    throw ShapeError("get: node " + std::to_string(output) + " is not an output of the program");
+  }
+  if (!captured_) throw ShapeError("get: call execute before reading outputs");
+  if (outputs_stale_) {
+    outputs_.clear();
+    outputs_stale_ = false;
+  }
+  auto hit = outputs_.find(output);
+  if (hit != outputs_.end()) return hit->second;
+  make_current();
+  const Buffer& b = program_.buffers[it->second];
+  HostBuffer h;
+  h.dtype = b.dtype;
+  for (const Expr& d : graph_.node(output).shape) h.shape.push_back(d.eval(last_dyn_map_));
+  h.bytes.resize(static_cast<size_t>(numel_[b.id]) * dtype_size(b.dtype));
+  if (!h.bytes.empty()) {
+    driver_->check(driver_->cuMemcpyDtoH(h.bytes.data(), pointers_[b.id], h.bytes.size()),
+                   "cuMemcpyDtoH");
+  }
+  return outputs_[output] = std::move(h);
+}
+
+}  // namespace luminal

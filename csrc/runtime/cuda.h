@@ -1,0 +1,138 @@
+// CudaRuntime: runs a graph on an NVIDIA GPU through the driver API and NVRTC, both loaded at
+// run time. compile() lowers to LLIR, renders CUDA C, compiles it to CUBIN for the device's
+// architecture (cached on disk) and loads it; execute() replays the whole program as one CUDA
+// graph, captured once per set of dim values, over one device arena from the memory plan.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "codegen/cuda.h"
+#include "kernel/kernel.h"
+#include "kernel/memory_plan.h"
+#include "runtime/cubin_cache.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/runtime.h"
+
+namespace luminal {
+
+// Options from Python (no environment lookups in C++).
+struct CudaOptions {
+  std::string driver_library = "libcuda.so.1";
+  std::string nvrtc_library;  // full path; "" tries the loader's default names
+  std::string cache_dir;      // CUBIN cache; "" disables it
+  int device = 0;
+};
+
+// The CUDA renderer's schedule from a TuningChoice's "cuda_*" params.
+CudaSchedule cuda_schedule(const TuningChoice& choice);
+
+// Lowers, renders and compiles `graph` with NVRTC for `arch` ("sm_90") without a device.
+// Returns the CUDA source; throws CompileError when NVRTC rejects it.
+std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
+                               const CudaOptions& options, const TuningChoice& choice);
+
+// The CUDA source of `graph` for `arch` under `choice`, without compiling it.
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice);
+
+// What the runtime would launch for `graph` under `dyn_map` on a device with `multiprocessors`:
+// per kernel its name, grid/block and parameter buffers; per buffer its role, node, dtype and
+// element count. For tests that run the kernels elsewhere (an emulator) and for debugging.
+struct CudaLaunchPlan {
+  struct Launch {
+    std::string name;
+    cuda::LaunchDims dims;
+    std::vector<BufferId> buffers;  // the kernel's buffer parameters, in order
+  };
+  std::vector<Launch> launches;
+  std::vector<Buffer> buffers;
+  std::vector<int64_t> numel;
+  std::vector<int64_t> dims;  // values of the program's dims, in order
+};
+CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
+                                const TuningChoice& choice, const DynMap& dyn_map,
+                                int multiprocessors);
+
+// The same for many graphs in one NVRTC translation unit (kernels renamed "g<i>_k<j>"), so a
+// test suite pays NVRTC's start-up once. Returns the source.
+std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,
+                                     const std::string& arch, const CudaOptions& options,
+                                     const TuningChoice& choice);
+
+class CudaRuntime : public Runtime {
+ public:
+  // Throws DeviceError when there is no driver, no device or no NVRTC.
+  explicit CudaRuntime(const CudaOptions& options);
+  ~CudaRuntime() override;
+  CudaRuntime(const CudaRuntime&) = delete;
+  CudaRuntime& operator=(const CudaRuntime&) = delete;
+
+  std::string name() const override { return "cuda"; }
+  using Runtime::compile;
+  void compile(const Graph& graph, const TuningChoice& choice) override;
+  std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
+  void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
+  void execute(const DynMap& dyn_map) override;
+  const HostBuffer& get(NodeId output) const override;
+
+  // Milliseconds per replay of the captured program (device events, after one warm-up).
+  double benchmark(const DynMap& dyn_map, int iters);
+  // Device-to-device bandwidth in GB/s (bytes read + written) of a 16-byte copy kernel and
+  // of cuMemcpyDtoD, over `bytes`-sized buffers.
+  std::pair<double, double> copy_bandwidth(int64_t bytes, int iters);
+  std::string device_name() const { return device_name_; }
+  std::string arch() const { return arch_; }
+  int multiprocessors() const { return multiprocessors_; }
+  const std::string& source() const { return source_; }
+
+ private:
+  struct DeviceBuffer {
+    cuda::CUdeviceptr ptr = 0;
+    int64_t bytes = 0;
+    int64_t count = -1;  // elements set by set_data (inputs)
+  };
+  void make_current() const;
+  void release_program();
+  void release_graph();
+  DynMap program_dims(const DynMap& dyn_map) const;
+  void prepare(const DynMap& dyn_map);  // plan memory and capture the graph if needed
+  cuda::CUdeviceptr alloc(int64_t bytes);
+
+  std::shared_ptr<cuda::Driver> driver_;
+  std::shared_ptr<cuda::Nvrtc> nvrtc_;
+  cuda::CubinCache cache_;
+  cuda::CUdevice device_ = 0;
+  cuda::CUcontext context_ = nullptr;
+  cuda::CUstream stream_ = nullptr;
+  std::string device_name_;
+  std::string arch_;
+  int sm_ = 0;
+  int multiprocessors_ = 0;
+
+  Graph graph_;
+  bool compiled_ = false;
+  Program program_;
+  Liveness liveness_;
+  std::string source_;
+  std::vector<cuda::KernelLaunch> launches_;
+  cuda::CUmodule module_ = nullptr;
+  std::vector<cuda::CUfunction> functions_;
+  std::map<NodeId, BufferId> input_buffer_;   // HLIR Input node -> its buffer
+  std::map<NodeId, BufferId> output_buffer_;  // HLIR Output node -> its buffer
+
+  std::map<BufferId, DeviceBuffer> inputs_;  // one allocation per input, kept across plans
+  DeviceBuffer arena_;                       // temps and outputs
+  std::vector<cuda::CUdeviceptr> pointers_;  // per buffer, for the captured graph
+  std::vector<int64_t> numel_;
+  DynMap captured_dims_;
+  bool captured_ = false;
+  cuda::CUgraphExec graph_exec_ = nullptr;
+  DynMap last_dyn_map_;
+  mutable std::map<NodeId, HostBuffer> outputs_;  // filled from the device on first get()
+  mutable bool outputs_stale_ = true;
+};
+
+}  // namespace luminal

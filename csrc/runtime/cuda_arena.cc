@@ -1,0 +1,35 @@
+// arena_layout: the memory plan's temp offsets, then aligned output slots.
+#include "runtime/cuda_arena.h"
+
+#include <algorithm>
+
+namespace luminal::cuda {
+
+namespace {
+int64_t align_up(int64_t n) { return (n + kArenaAlign - 1) / kArenaAlign * kArenaAlign; }
+}  // namespace
+
+ArenaLayout arena_layout(const Program& program, const Liveness& live, const DynMap& dims) {
+  ArenaLayout a;
+  size_t nb = program.buffers.size();
+  a.numel.assign(nb, 0);
+  a.bytes.assign(nb, 0);
+  a.offsets.assign(nb, -1);
+  for (size_t b = 0; b < nb; ++b) {
+    a.numel[b] = program.buffers[b].numel.eval(dims);
+    a.bytes[b] = a.numel[b] * static_cast<int64_t>(dtype_size(program.buffers[b].dtype));
+  }
+  MemoryPlan plan = plan_memory(program, live, a.numel);
+  a.total = align_up(plan.arena_bytes);
+  for (size_t b = 0; b < nb; ++b) {
+    const Buffer& buf = program.buffers[b];
+    if (buf.role == BufferRole::kTemp) a.offsets[b] = plan.offsets[b];
+    if (buf.role == BufferRole::kOutput) {
+      a.offsets[b] = a.total;
+      a.total += align_up(std::max<int64_t>(a.bytes[b], 1));
+    }
+  }
+  return a;
+}
+
+}  // namespace luminal::cuda

@@ -1,0 +1,250 @@
+"""A CPU emulator for luminal's generated CUDA, for tests without a GPU: the CUDA source is
+compiled by the host C++ compiler against a small shim (blockIdx/threadIdx, __syncthreads as a
+block barrier, warp shuffles and mma.sync as warp-wide exchanges, one OS thread per CUDA
+thread), then every kernel of the program runs with the runtime's own launch plan. It checks
+the kernels' logic (indexing, reductions, tiling, fragment layouts as we read the PTX ISA); it
+says nothing about speed, and it cannot check what the real mma.sync layout is."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+
+import numpy as np
+
+import luminal as lm
+from luminal import _core
+from luminal.runtime import _from_storage, _to_storage
+
+SHIM = r"""
+#include <barrier>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+#include <math.h>
+
+struct dim3 { unsigned x = 1, y = 1, z = 1; };
+struct uint4 { unsigned x, y, z, w; };
+struct uint2 { unsigned x, y; };
+inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
+thread_local dim3 threadIdx, blockIdx;
+dim3 blockDim, gridDim;
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __launch_bounds__(n)
+#define __shared__ static
+#define __align__(n) __attribute__((aligned(n)))
+
+struct EmuBlock {
+  std::unique_ptr<std::barrier<>> block;
+  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  std::vector<unsigned> slots;  // one word per thread, for shuffles
+  std::vector<unsigned> frag;   // six words per thread, for mma
+};
+thread_local EmuBlock* emu_block = nullptr;
+
+inline void __syncthreads() { emu_block->block->arrive_and_wait(); }
+
+template <typename T>
+T __shfl_xor_sync(unsigned, T v, int o) {
+  static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned bits;
+  std::memcpy(&bits, &v, 4);
+  emu_block->slots[threadIdx.x] = bits;
+  emu_block->warps[warp]->arrive_and_wait();
+  unsigned got = emu_block->slots[(warp << 5) | (lane ^ (unsigned)o)];
+  emu_block->warps[warp]->arrive_and_wait();
+  T r;
+  std::memcpy(&r, &got, 4);
+  return r;
+}
+
+inline float emu_bf16(unsigned short h) {
+  unsigned u = (unsigned)h << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+inline float emu_f16(unsigned short h) {
+  unsigned sign = (h >> 15) & 1, e = (h >> 10) & 31, m = h & 1023;
+  float v = e == 0 ? std::ldexp((float)m, -24)
+          : e == 31 ? (m ? NAN : INFINITY) : std::ldexp((float)(m | 1024), (int)e - 25);
+  return sign ? -v : v;
+}
+
+// D(16x8) += A(16x16, row) * B(16x8, col), fragments as the PTX ISA lays out m16n8k16.
+template <bool BF16>
+void emu_mma(float* d, const unsigned* a, const unsigned* b) {
+  unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned* s = &emu_block->frag[warp * 32 * 6];
+  for (int i = 0; i < 4; i++) s[lane * 6 + i] = a[i];
+  s[lane * 6 + 4] = b[0];
+  s[lane * 6 + 5] = b[1];
+  emu_block->warps[warp]->arrive_and_wait();
+  float A[16][16], B[16][8];
+  auto lo = [](unsigned r) { return BF16 ? emu_bf16(r & 0xffff) : emu_f16(r & 0xffff); };
+  auto hi = [](unsigned r) { return BF16 ? emu_bf16(r >> 16) : emu_f16(r >> 16); };
+  for (int L = 0; L < 32; L++) {
+    int g = L >> 2, t = L & 3;
+    const unsigned* r = &s[L * 6];
+    A[g][2 * t] = lo(r[0]); A[g][2 * t + 1] = hi(r[0]);
+    A[g + 8][2 * t] = lo(r[1]); A[g + 8][2 * t + 1] = hi(r[1]);
+    A[g][2 * t + 8] = lo(r[2]); A[g][2 * t + 9] = hi(r[2]);
+    A[g + 8][2 * t + 8] = lo(r[3]); A[g + 8][2 * t + 9] = hi(r[3]);
+    B[2 * t][g] = lo(r[4]); B[2 * t + 1][g] = hi(r[4]);
+    B[2 * t + 8][g] = lo(r[5]); B[2 * t + 9][g] = hi(r[5]);
+  }
+  int g = lane >> 2, t = lane & 3;
+  for (int q = 0; q < 4; q++) {
+    int row = g + (q >> 1) * 8, col = 2 * t + (q & 1);
+    float acc = 0;
+    for (int k = 0; k < 16; k++) acc += A[row][k] * B[k][col];
+    d[q] += acc;
+  }
+  emu_block->warps[warp]->arrive_and_wait();
+}
+
+void emu_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, const std::function<void()>& body) {
+  gridDim = {gx, gy, gz};
+  blockDim = {bx, 1, 1};
+  for (unsigned z = 0; z < gz; z++)
+    for (unsigned y = 0; y < gy; y++)
+      for (unsigned x = 0; x < gx; x++) {
+        EmuBlock blk;
+        blk.block = std::make_unique<std::barrier<>>(bx);
+        for (unsigned w = 0; w < bx / 32; w++) blk.warps.push_back(std::make_unique<std::barrier<>>(32));
+        blk.slots.assign(bx, 0);
+        blk.frag.assign(bx * 6, 0);
+        std::vector<std::thread> threads;
+        for (unsigned t = 0; t < bx; t++) {
+          threads.emplace_back([&, t] {
+            threadIdx = {t, 0, 0};
+            blockIdx = {x, y, z};
+            emu_block = &blk;
+            body();
+          });
+        }
+        for (auto& th : threads) th.join();
+      }
+}
+"""
+
+EMU_MMA = """
+static inline void lm_mma_f16(float* d, const uint32_t* a, const uint32_t* b) { emu_mma<false>(d, a, b); }
+static inline void lm_mma_bf16(float* d, const uint32_t* a, const uint32_t* b) { emu_mma<true>(d, a, b); }
+"""
+
+_SIG = re.compile(r'extern "C" __global__ void __launch_bounds__\(\d+\) (\w+)\(([^)]*)\)')
+
+
+def compiler() -> str | None:
+    for cc in ("g++", "clang++", "c++"):
+        if shutil.which(cc):
+            return cc
+    return None
+
+
+def _adapt(source: str) -> tuple[str, dict]:
+    """The generated source made host C++: the PTX helpers swapped for the emulator's, kernels
+    with C++ linkage. Returns it and each kernel's parameter types."""
+    start = source.find("/* D += A * B on tensor cores")
+    if start >= 0:
+        end = source.find("\n\n", start)
+        source = source[:start] + EMU_MMA + source[end:]
+    params = {}
+    for name, plist in _SIG.findall(source):
+        types = []
+        for p in plist.split(","):
+            p = p.strip()
+            types.append(p[: p.index("*") + 1] if "*" in p else "int64_t")
+        params[name] = types
+    return source.replace('extern "C" __global__', "__global__"), params
+
+
+class Emulated:
+    """Graphs compiled together into one shared library; run(i, feeds) executes graph i."""
+
+    def __init__(self, items, workdir):
+        """``items``: (graph, choice dict, dyn_map) triples."""
+        self.items = items
+        self.plans = []
+        parts = [SHIM]
+        for i, (cx, choice, dyn_map) in enumerate(items):
+            tc = _core.TuningChoice()
+            tc.params = sorted((choice or {}).items())
+            src = _core.cuda_render(cx._g, "sm_90", tc)
+            body, params = _adapt(src)
+            parts.append(f"namespace emu{i} {{\n{body}\n")
+            for name, types in params.items():
+                args = ", ".join(
+                    f"*({t}*)a[{k}]" if t == "int64_t" else f"({t})a[{k}]"
+                    for k, t in enumerate(types))
+                parts.append(f'extern "C" void launch_{i}_{name}(void** a, unsigned gx, '
+                             f"unsigned gy, unsigned gz, unsigned bx) {{ emu_run(gx, gy, gz, bx, "
+                             f"[&] {{ {name}({args}); }}); }}\n")
+            parts.append("}\n")
+            # Few multiprocessors keep grid-stride kernels to a few blocks (and striding).
+            self.plans.append(_core.cuda_launch_plan(cx._g, "sm_90", tc, dyn_map, 1))
+        code = "".join(parts)
+        digest = hashlib.sha256(code.encode()).hexdigest()[:16]
+        lib = os.path.join(workdir, f"emu_{digest}.so")
+        if not os.path.exists(lib):
+            src_path = os.path.join(workdir, f"emu_{digest}.cc")
+            with open(src_path, "w") as f:
+                f.write(code)
+            cmd = [compiler(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+                   src_path, "-o", lib]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+        self.lib = ctypes.CDLL(lib)
+
+    def run(self, i, feeds: dict, outputs: list) -> list:
+        """Runs graph ``i`` with ``feeds`` {input tensor: array}; returns ``outputs``' values."""
+        cx, _, _ = self.items[i]
+        launches, buffers, dims = self.plans[i]
+        arrays = []
+        by_node = {t.id: t for t in feeds}
+        for role, node, dtype, numel in buffers:
+            if role == 0 and node in by_node:
+                t = by_node[node]
+                data = _to_storage(np.asarray(feeds[t], dtype=np.float32).reshape(-1), dtype)
+                assert data.size == numel
+                arrays.append(np.ascontiguousarray(data))
+            else:
+                storage = lm.dtype.storage(dtype)
+                fill = np.full(max(numel, 1), 0x7FC0, dtype=np.uint16) if dtype == lm.bfloat16 \
+                    else np.full(max(numel, 1), np.nan if dtype != lm.int32 and
+                                 dtype != lm.bool_ else 7).astype(storage)
+                arrays.append(fill)  # poisoned: every output element must be written
+        dim_values = [ctypes.c_int64(v) for v in dims]
+        for name, grid, block, buffer_ids, empty in launches:
+            if empty:
+                continue
+            ptrs = [ctypes.c_void_p(arrays[b].ctypes.data) for b in buffer_ids]
+            args = (ctypes.c_void_p * (len(ptrs) + len(dim_values)))()
+            for k, p in enumerate(ptrs):
+                args[k] = p.value
+            for k, v in enumerate(dim_values):
+                args[len(ptrs) + k] = ctypes.addressof(v)
+            fn = getattr(self.lib, f"launch_{i}_{name}")
+            fn(args, ctypes.c_uint(grid[0]), ctypes.c_uint(grid[1]), ctypes.c_uint(grid[2]),
+               ctypes.c_uint(block[0]))
+        results = []
+        for t in outputs:
+            out_node = cx._g.find_output(t.id, t.view)
+            for b, (role, node, dtype, numel) in enumerate(buffers):
+                if role == 1 and node == out_node:
+                    shape = tuple(int(d) for d in t.shape) if all(
+                        isinstance(d, int) for d in t.shape) else None
+                    value = _from_storage(arrays[b][:numel], dtype).astype(np.float64)
+                    results.append(value.reshape(shape) if shape else value)
+        return results

@@ -1,0 +1,171 @@
+"""CUDA codegen without a GPU: every graph of the conformance tables (each variant) is
+rendered as CUDA C and compiled by NVRTC to CUBIN for sm_90 and sm_80, under each of the
+CUDA renderer's tuning choices. A kernel NVRTC rejects fails here. Needs the
+nvidia-cuda-nvrtc wheel (skipped without NVRTC)."""
+
+import glob
+import importlib
+import os
+import sys
+
+import pytest
+
+import luminal as lm
+from luminal import cuda
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "conformance"))
+import harness  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not cuda.find_nvrtc(), reason="NVRTC is not installed")
+
+ARCHS = ["sm_90", "sm_80"]
+# The renderer's other mappings, checked on sm_90 for the graphs whose code they change.
+CHOICES = [{"cuda_reduce": 1}, {"cuda_reduce": 2, "cuda_vector": 1}, {"cuda_reduce": 3},
+           {"cuda_matmul": 2}, {"cuda_matmul": 3}]
+
+
+def _tables():
+    names = []
+    for path in sorted(glob.glob(os.path.join(HERE, "conformance", "test_*.py"))):
+        name = os.path.splitext(os.path.basename(path))[0]
+        if hasattr(importlib.import_module(name), "CASES"):
+            names.append(name)
+    return names
+
+
+def build_graph(case, variant):
+    """The graph harness.check builds for ``case`` in ``variant``, or None if skipped."""
+    if variant not in case.variants:
+        return None
+    specs = harness._inputs(case)
+    sym = harness._symbolic_dims(specs)
+    if variant == "symbolic" and sym is None:
+        return None
+    cx = lm.Graph()
+    tensors = []
+    for spec, is_sym in zip(specs, sym[1] if sym else [False] * len(specs)):
+        _, view, _ = harness._make_input(cx, spec, variant, is_sym)
+        tensors.append(view)
+    result = case.fn(cx, *tensors) if case.takes_graph else case.fn(*tensors)
+    for r in result if isinstance(result, (tuple, list)) else (result,):
+        r.output()
+    return cx
+
+
+def table_graphs(table):
+    out = []
+    for case in importlib.import_module(table).CASES:
+        for variant in harness.VARIANTS:
+            cx = build_graph(case, variant)
+            if cx is not None:
+                out.append((f"{case.id}/{variant}", cx))
+    return out
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("cubin"))
+
+
+def check_compiles(graphs, table, arch, choice, cache_dir):
+    try:
+        cuda.codegen_check_batch([g for _, g in graphs], arch, choice, cache_dir=cache_dir)
+    except lm.CompileError:
+        # Name the graphs NVRTC rejects, one compile each.
+        failed = []
+        for name, g in graphs:
+            try:
+                cuda.codegen_check(g, arch, choice, cache_dir=cache_dir)
+            except lm.CompileError as e:
+                failed.append(f"{name}: {str(e)[:2000]}")
+        pytest.fail(f"NVRTC rejects {len(failed)} graph(s) of {table}:\n" + "\n".join(failed))
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("table", _tables())
+def test_conformance_compiles(table, arch, cache_dir):
+    graphs = table_graphs(table)
+    assert graphs, f"{table} has no graphs"
+    check_compiles(graphs, table, arch, {}, cache_dir)
+
+
+@pytest.mark.parametrize("choice", CHOICES, ids=str)
+@pytest.mark.parametrize("table", _tables())
+def test_conformance_compiles_choice(table, choice, cache_dir):
+    graphs = [(name, g) for name, g in table_graphs(table)
+              if cuda.render(g, "sm_90", choice) != cuda.render(g, "sm_90")]
+    if not graphs:
+        pytest.skip(f"{choice} changes no graph of {table}")
+    check_compiles(graphs, table, "sm_90", choice, cache_dir)
+
+
+def test_source_is_deterministic(cache_dir):
+    def make():
+        cx = lm.Graph()
+        a = cx.tensor(("s", 64), lm.bfloat16)
+        b = cx.tensor((64, 32), lm.bfloat16)
+        e = (a @ b).exp()
+        (e / e.sum(-1, keepdim=True)).output()
+        return cx
+    assert cuda.codegen_check(make(), "sm_90", cache_dir=cache_dir) == \
+        cuda.codegen_check(make(), "sm_90", cache_dir=cache_dir)
+
+
+def test_kernel_mappings_render(cache_dir):
+    """Each mapping appears in the source when its choice asks for it (and compiles)."""
+    cx = lm.Graph()
+    a = cx.tensor((128, 64), lm.bfloat16)
+    b = cx.tensor((64, 96), lm.bfloat16)
+    (a @ b).output()
+    x = cx.tensor((8, 256), lm.float16)
+    x.sum(-1).output()
+    src = cuda.codegen_check(cx, "sm_90", {"cuda_matmul": 3}, cache_dir=cache_dir)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in src
+    assert "lm_mma_bf16(lm_acc" in src
+    assert "lm_warp_sum(" in src and "uint4 lm_raw" in src
+    src = cuda.codegen_check(cx, "sm_80", {"cuda_matmul": 2}, cache_dir=cache_dir)
+    assert "__shared__ float lm_as" in src and "lm_mma_bf16(lm_acc" not in src
+    src = cuda.codegen_check(cx, "sm_80", {"cuda_reduce": 1, "cuda_matmul": 1},
+                             cache_dir=cache_dir)
+    assert "lm_warp_sum(v" not in src and "__shared__" not in src
+
+
+def test_cubin_cache_is_used(tmp_path):
+    cx = lm.Graph()
+    (cx.tensor((4, 4)).exp() * 2).output()
+    cuda.codegen_check(cx, "sm_90", cache_dir=str(tmp_path))
+    files = glob.glob(str(tmp_path / "*.cubin"))
+    assert len(files) == 1 and os.path.getsize(files[0]) > 0
+    assert not glob.glob(str(tmp_path / "*.tmp.*"))
+    cuda.codegen_check(cx, "sm_90", cache_dir=str(tmp_path))  # a hit: no new file
+    cuda.codegen_check(cx, "sm_80", cache_dir=str(tmp_path))  # another arch: a new entry
+    assert len(glob.glob(str(tmp_path / "*.cubin"))) == 2
+
+
+def test_nvrtc_rejects_unknown_arch():
+    cx = lm.Graph()
+    cx.tensor((4,)).exp().output()
+    with pytest.raises(lm.CompileError, match="sm_1"):
+        cuda.codegen_check(cx, "sm_1")
+    with pytest.raises(lm.CompileError, match="sm_XX"):
+        cuda.codegen_check(cx, "gfx90a")
+
+
+def test_identical_layers_share_kernels():
+    """Layers that differ only in their buffers compile to one kernel each, launched per layer."""
+    cx = lm.Graph()
+    x = cx.tensor((1, 256), lm.bfloat16)
+    h = x
+    for _ in range(4):
+        w = cx.tensor((256, 256), lm.bfloat16)
+        h = (h @ w.transpose(0, 1)).exp() + h
+    h.output()
+    launches, _, _ = lm._core.cuda_launch_plan(cx._g, "sm_90", lm._core.TuningChoice(), {}, 132)
+    names = [launch[0] for launch in launches]
+    src = cuda.render(cx, "sm_90")
+    assert len(names) == 8 and len(set(names)) < 8
+    for name in set(names):
+        assert src.count(f" {name}(") == 1
+    shared = [tuple(launch[3]) for launch in launches if launch[0] == names[2]]
+    assert len(shared) > 1 and len(set(shared)) == len(shared)  # one kernel, other buffers

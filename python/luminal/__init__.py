@@ -30,6 +30,7 @@ from .errors import (
     LuminalError,
     ShapeError,
 )
+from .errors import WeightsError
 from .graph import Graph, GraphTensor
 from .runtime import NativeRuntime, Runtime
 
@@ -39,4 +40,5 @@ __all__ = [
     "CompileError", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
     "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
+    "WeightsError",
 ]

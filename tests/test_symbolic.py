@@ -252,24 +252,54 @@ def test_c_text_compiles_and_agrees(tmp_path):
 
 SYMBOLS = ("s", "t", "u")
 ARITHMETIC = ("add", "sub", "mul", "div", "mod", "neg", "min", "max")
-GUARDED = ("div_pos", "div_neg", "mod_pos", "mod_neg")  # a // max(b, 1), a // min(b, -1), ...
 LOGIC = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or")  # 0/1 results, so drawn less often
+DIVISORS = (1, 2, 3, 4, 6, 8, -1, -2, -3)
 
 
 def random_tree(rng, depth):
-    """A random expression as nested tuples over SYMBOLS and small ints. Divisors are non-zero
-    constants or guarded by max(b, 1) / min(b, -1)."""
+    """A random expression as nested tuples over SYMBOLS and small ints, e.g.
+    ("add", "s", ("mod", "t", 4)). Every divisor is non-zero: see random_divisor."""
     if depth == 0 or rng.random() < 0.2:
         leaf = rng.random()
         if leaf < 0.15:  # a small bounded atom, for the rules that reason with bounds
             return ("mod", rng.choice(SYMBOLS), rng.randint(2, 4))
         return rng.choice(SYMBOLS) if leaf < 0.6 else rng.randint(-5, 5)
-    op = rng.choice(ARITHMETIC * 3 + GUARDED + LOGIC)
+    op = rng.choice(ARITHMETIC * 3 + LOGIC)
     if op == "neg":
         return (op, random_tree(rng, depth - 1))
     if op in ("div", "mod"):
-        return (op, random_tree(rng, depth - 1), rng.choice([1, 2, 3, 4, 6, 8, -1, -2, -3]))
+        return (op, random_tree(rng, depth - 1), random_divisor(rng, depth - 1))
     return (op, random_tree(rng, depth - 1), random_tree(rng, depth - 1))
+
+
+def random_divisor(rng, depth):
+    """A non-zero constant, or m * max(b, 1) or m * min(b, -1) for a random tree b."""
+    if depth == 0 or rng.random() < 0.6:
+        return rng.choice(DIVISORS)
+    b = random_tree(rng, depth - 1)
+    guarded = ("max", b, 1) if rng.random() < 0.6 else ("min", b, -1)
+    return ("mul", guarded, rng.choice((1, 1, 2, 3)))
+
+
+def structured_tree(rng):
+    """The shapes the rewrites look for: (q*d + r) // d, (q*d + r) % d, nested // and %, and
+    c1*(x//k) + c*(x%k), with matching and non-matching coefficients."""
+    x = random_tree(rng, 2)
+    q = random_tree(rng, 2)
+    d = random_divisor(rng, 2)
+    k = rng.choice((2, 3, 4, 8))
+    c = rng.randint(-3, 3)
+    shape = rng.randrange(5)
+    if shape == 0:
+        return ("div", ("add", ("mul", q, d), x), d)
+    if shape == 1:
+        return ("mod", ("add", ("mul", q, d), x), d)
+    if shape == 2:
+        return (rng.choice(("div", "mod")), (rng.choice(("div", "mod")), x, k * 2), k)
+    if shape == 3:
+        return ("mod", ("mul", x, rng.choice((2, 4, 6))), k)
+    c1 = rng.choice((c * k, c * k + 1, rng.randint(-9, 9)))
+    return ("add", ("mul", ("div", x, k), c1), ("mul", ("mod", x, k), c))
 
 
 PY_OPS = {
@@ -278,10 +308,6 @@ PY_OPS = {
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a // b,
     "mod": lambda a, b: a % b,
-    "div_pos": lambda a, b: a // max(b, 1),
-    "div_neg": lambda a, b: a // min(b, -1),
-    "mod_pos": lambda a, b: a % max(b, 1),
-    "mod_neg": lambda a, b: a % min(b, -1),
     "min": min,
     "max": max,
     "lt": lambda a, b: int(a < b),
@@ -301,10 +327,6 @@ EXPR_OPS = {
     "mul": lambda a, b: a * b,
     "div": lambda a, b: a // b,
     "mod": lambda a, b: a % b,
-    "div_pos": lambda a, b: a // Expr(b).max(1),
-    "div_neg": lambda a, b: a // Expr(b).min(-1),
-    "mod_pos": lambda a, b: a % Expr(b).max(1),
-    "mod_neg": lambda a, b: a % Expr(b).min(-1),
     "min": lambda a, b: Expr(a).min(b),
     "max": lambda a, b: Expr(a).max(b),
     "lt": lambda a, b: Expr(a).lt(b),
@@ -354,29 +376,55 @@ def check_tree(tree, env):
     # Canonical form: arithmetic that cancels gives back the same expression.
     assert (e + s) - s == e
     assert e - e == 0
+    return e, expected
+
+
+def envs(max_value):
+    """Symbol values: all small, or up to max_value."""
+    value = st.integers(0, max_value)
+    return st.fixed_dictionaries({"s": value, "t": value, "u": value})
 
 
 # Symbol values and tree depth are kept small enough that no intermediate exceeds int64.
 @settings(max_examples=400, deadline=None)
-@given(st.randoms(use_true_random=False), st.integers(0, 8), st.integers(0, 8),
-       st.integers(0, 8))
-def test_random_trees_match_python(rng, sv, tv, uv):
-    check_tree(random_tree(rng, 4), {"s": sv, "t": tv, "u": uv})
+@given(st.randoms(use_true_random=False), envs(8))
+def test_random_trees_match_python(rng, env):
+    check_tree(random_tree(rng, 4), env)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.randoms(use_true_random=False), st.integers(0, 100), st.integers(0, 100),
-       st.integers(0, 100))
-def test_random_shallow_trees_match_python_on_larger_values(rng, sv, tv, uv):
-    check_tree(random_tree(rng, 3), {"s": sv, "t": tv, "u": uv})
+@given(st.randoms(use_true_random=False), envs(100))
+def test_random_shallow_trees_match_python_on_larger_values(rng, env):
+    check_tree(random_tree(rng, 3), env)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.randoms(use_true_random=False), envs(30))
+def test_rewrite_shaped_trees_match_python(rng, env):
+    check_tree(structured_tree(rng), env)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.randoms(use_true_random=False), envs(12))
+def test_bounds_are_sound(rng, env):
+    """Comparisons with constants are decided from bounds whenever they can be, so probing
+    every constant around the value checks the bounds on both sides."""
+    tree = random_tree(rng, 3) if rng.random() < 0.5 else structured_tree(rng)
+    e, value = check_tree(tree, env)
+    for c in range(value - 3, value + 4):
+        assert e.lt(c).eval(env) == int(value < c), f"{e} < {c}"
+        assert e.ge(c).eval(env) == int(value >= c), f"{e} >= {c}"
+        assert e.eq(c).eval(env) == int(value == c), f"{e} == {c}"
+        assert (e % 4 - c).max(0).eval(env) == max(value % 4 - c, 0), f"{e} % 4 - {c}"
 
 
 def test_random_trees_in_c_match_python(tmp_path):
     rng = random.Random(1234)
     trees = [random_tree(rng, 4) for _ in range(300)]
-    envs = [{"s": rng.randint(0, 8), "t": rng.randint(0, 8), "u": rng.randint(0, 8)}
-            for _ in range(4)]
-    envs.append({"s": 0, "t": 0, "u": 0})
+    trees += [structured_tree(rng) for _ in range(100)]
+    values = [{"s": rng.randint(0, 8), "t": rng.randint(0, 8), "u": rng.randint(0, 8)}
+              for _ in range(4)]
+    values.append({"s": 0, "t": 0, "u": 0})
     exprs = [Expr(to_expr(tree)) for tree in trees]
-    expected = [py_eval(tree, env) for env in envs for tree in trees]
-    assert compile_and_run_c(exprs, envs, tmp_path) == expected
+    expected = [py_eval(tree, env) for env in values for tree in trees]
+    assert compile_and_run_c(exprs, values, tmp_path) == expected

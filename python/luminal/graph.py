@@ -19,6 +19,7 @@ from .hl_ops import (
     IndexOps,
     MatmulOps,
     MovementOps,
+    NNOps,
     ReductionOps,
     UnaryOps,
 )
@@ -43,7 +44,8 @@ def _py_dim(e: Expr):
     return e.as_const() if e.is_const() else e
 
 
-class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps):
+class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps,
+                  NNOps):
     """A lazy tensor: node ``id`` of ``graph``, read through ``view``."""
 
     __slots__ = ("graph", "id", "view", "dtype")

@@ -4,7 +4,9 @@ methods for one family of ops (unary, binary, movement, reduction, matmul)."""
 from .binary import BinaryOps
 from .matmul import MatmulOps
 from .movement import IndexOps, MovementOps
+from .nn_ops import NNOps
 from .reduction import ReductionOps
 from .unary import UnaryOps
 
-__all__ = ["BinaryOps", "IndexOps", "MatmulOps", "MovementOps", "ReductionOps", "UnaryOps"]
+__all__ = ["BinaryOps", "IndexOps", "MatmulOps", "MovementOps", "NNOps", "ReductionOps",
+           "UnaryOps"]

@@ -1,0 +1,51 @@
+"""Index grids: a tensor read at coordinates that are integer expressions of the output index,
+as one Iota (the flat source indices) feeding one Gather. This is how windows (convolution,
+pooling) are extracted without copies of the input: out[o, k] = x[o * stride + k * dilation].
+Private to ``luminal.nn``."""
+
+from __future__ import annotations
+
+from .._core import Expr
+from ._compose import as_expr
+
+
+def grid_coords(sizes):
+    """The coordinate of each axis of a row-major grid of ``sizes`` as an Expr of the flat
+    index z (the Iota variable). The first axis is not reduced modulo its size, so it may be
+    symbolic."""
+    coords = []
+    inner = Expr(1)
+    for i in reversed(range(len(sizes))):
+        c = Expr("z") if inner == Expr(1) else Expr("z") // inner
+        if i > 0:
+            c = c % as_expr(sizes[i])
+        coords.insert(0, c)
+        inner = inner * as_expr(sizes[i])
+    return coords
+
+
+def _total(sizes) -> Expr:
+    total = Expr(1)
+    for s in sizes:
+        total = total * as_expr(s)
+    return total
+
+
+def iota_grid(graph, sizes, expr: Expr):
+    """An int tensor of shape ``sizes`` whose element is ``expr`` (an Expr of z, usually built
+    from ``grid_coords(sizes)``)."""
+    sizes = [as_expr(s) for s in sizes]
+    return graph.iota(expr, _total(sizes)).reshape(sizes)
+
+
+def gather_grid(x, sizes, source_coords):
+    """A tensor of shape ``sizes`` whose element at grid index z is ``x`` at the coordinates
+    ``source_coords`` (one Expr of z per axis of x, in x's logical, possibly padded, view)."""
+    flat = Expr(0)
+    stride = Expr(1)
+    for coord, dim in zip(reversed(source_coords), reversed(x.view.dims)):
+        flat = flat + coord * stride
+        stride = stride * dim
+    sizes = [as_expr(s) for s in sizes]
+    index = x.graph.iota(flat, _total(sizes))
+    return x._gather(index).reshape(sizes)

@@ -1,0 +1,181 @@
+"""luminal.nn.functional: torch.nn.functional's ops by the same names and signatures, each
+built from GraphTensor methods (so from the 14 primitives). The larger families live in
+their own files (normalization, conv, pooling, interpolate, sdpa, loss); this file holds
+the small ones and the re-exports of elementwise ops.
+
+    import luminal.nn.functional as F
+    y = F.conv2d(x, w, padding=1).relu()
+"""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from ..errors import DTypeError, ShapeError
+from . import _compose
+from .sdpa import scaled_dot_product_attention
+from .conv import (
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+)
+from .interpolate import interpolate
+from .loss import cross_entropy, l1_loss, mse_loss, nll_loss
+from .normalization import batch_norm, group_norm, layer_norm, rms_norm
+from .pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
+
+
+# ---- softmax family (GraphTensor methods) ---------------------------------------------
+def softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    return input.softmax(dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
+    return input.log_softmax(dim, dtype=dtype)
+
+
+# ---- layers without parameters of their own ------------------------------------------
+def dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    """Identity. Unlike torch (whose default is training=True), ``training`` defaults to
+    False: a luminal graph is for inference and has no random state, so dropout with
+    ``training=True`` and ``p > 0`` raises NotImplementedError."""
+    if not 0.0 <= p <= 1.0:
+        raise ShapeError(f"dropout: probability p must be in [0, 1], got {p}")
+    if training and p > 0.0:
+        raise NotImplementedError("dropout: training=True with p > 0 needs random numbers; "
+                                  "luminal graphs are deterministic (use training=False)")
+    return input
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False):
+    """Rows of ``weight`` (num_embeddings, dim) picked by int ``input`` of any shape.
+    padding_idx only affects gradients in torch, so it changes nothing here."""
+    if weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, dim), got shape "
+                         f"{weight.shape}")
+    if input.dtype != dt.int32:
+        raise DTypeError(f"embedding: indices must be an int tensor, got "
+                         f"{dt.name(input.dtype)}")
+    if max_norm is not None:
+        raise NotImplementedError("embedding: max_norm renormalizes the weight in place, "
+                                  "which a static graph cannot do")
+    return weight.index_select_tensor(0, input)
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias, weight (out_features, in_features) or (in_features,)."""
+    if weight.ndim not in (1, 2):
+        raise ShapeError(f"linear: weight must be 1-D or 2-D, got shape {weight.shape}")
+    if input.ndim == 0 or input.view.dims[-1] != weight.view.dims[-1]:
+        raise ShapeError(f"linear: input of shape {input.shape} does not match weight of shape "
+                         f"{weight.shape} (in_features {weight.shape[-1]})")
+    out = input.matmul(weight.transpose(0, 1) if weight.ndim == 2 else weight)
+    return out if bias is None else out + bias
+
+
+def pad(input, pad, mode: str = "constant", value=None):
+    """torch.nn.functional.pad. Constant padding is a view; other modes come from
+    GraphTensor.pad."""
+    if mode == "constant" and not value:
+        return input.pad_zeros(pad)
+    if hasattr(type(input), "pad"):
+        return input.pad(pad, mode=mode, value=value)
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode '{mode}' is not available yet")
+    inside = _compose.full(input.graph, input.shape, 1.0).pad_zeros(pad)
+    return input.pad_zeros(pad) + (1.0 - inside) * float(value)
+
+
+# ---- elementwise activations (GraphTensor methods, same names) -------------------------
+# relu, sigmoid, tanh, silu and gelu fall back to private compositions while the tensor
+# methods are not there yet; once they are, the methods are used (and the fallbacks can go).
+def _method(input, name):
+    fn = getattr(type(input), name, None)
+    return None if fn is None else fn.__get__(input)
+
+
+def relu(input, inplace: bool = False):
+    m = _method(input, "relu")
+    return m() if m else _compose.relu(input)
+
+
+def sigmoid(input):
+    m = _method(input, "sigmoid")
+    return m() if m else _compose.sigmoid(input)
+
+
+def tanh(input):
+    m = _method(input, "tanh")
+    return m() if m else _compose.tanh(input)
+
+
+def silu(input, inplace: bool = False):
+    m = _method(input, "silu")
+    return m() if m else _compose.silu(input)
+
+
+def gelu(input, approximate: str = "none"):
+    if approximate not in ("none", "tanh"):
+        raise ShapeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    m = _method(input, "gelu")
+    return m(approximate=approximate) if m else _compose.gelu(input, approximate)
+
+
+def relu6(input, inplace: bool = False):
+    return input.relu6()
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    return input.leaky_relu(negative_slope)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    return input.elu(alpha)
+
+
+def selu(input, inplace: bool = False):
+    return input.selu()
+
+
+def mish(input, inplace: bool = False):
+    return input.mish()
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    return input.softplus(beta, threshold)
+
+
+def softsign(input):
+    return input.softsign()
+
+
+def hardswish(input, inplace: bool = False):
+    return input.hardswish()
+
+
+def hardsigmoid(input, inplace: bool = False):
+    return input.hardsigmoid()
+
+
+__all__ = [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "avg_pool1d",
+    "avg_pool2d", "avg_pool3d", "batch_norm", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "cross_entropy", "dropout", "elu", "embedding",
+    "gelu", "group_norm", "hardsigmoid", "hardswish", "interpolate", "l1_loss", "layer_norm",
+    "leaky_relu", "linear", "log_softmax", "max_pool1d", "max_pool2d", "max_pool3d", "mish",
+    "mse_loss", "nll_loss", "pad", "relu", "relu6", "rms_norm", "scaled_dot_product_attention",
+    "selu", "sigmoid", "silu", "softmax", "softplus", "softsign", "tanh",
+]

@@ -1,0 +1,198 @@
+"""Pooling with torch.nn.functional's names and arguments: max_pool1d/2d/3d, avg_pool1d/2d/3d
+(padding, ceil_mode, count_include_pad, divisor_override) and adaptive_avg_pool1d/2d/3d.
+Windows come from one Iota+Gather over the padded input; adaptive pooling is one small
+averaging matrix per spatial axis."""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from .._core import Expr
+from ..errors import ShapeError
+from ._compose import const_int
+from ._grid import gather_grid, grid_coords, iota_grid
+
+
+def _tuple(value, n: int, name: str, op: str):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    value = tuple(value)
+    if len(value) == 1 and n > 1:
+        value = value * n
+    if len(value) != n or not all(isinstance(v, int) and not isinstance(v, bool)
+                                  for v in value):
+        raise ShapeError(f"{op}: {name} must be an int or {n} ints, got {value}")
+    return value
+
+
+def _out_size(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
+    """PyTorch's pooling output size; with ceil_mode the last window must start inside the
+    input or its left padding."""
+    span = length + 2 * p - d * (k - 1) - 1
+    out = (span + (s - 1 if ceil_mode else 0)) // s + 1
+    if ceil_mode and (out - 1) * s >= length + p:
+        out -= 1
+    return out
+
+
+def _windows(input, nd: int, kernel_size, stride, padding, dilation, ceil_mode, op: str):
+    """The pooling windows of ``input`` (..., *L) as (..., *O, *K) with padded places reading
+    0, the window geometry, and the spatial sizes."""
+    if input.ndim < nd + 1:
+        raise ShapeError(f"{op}: expected an input with at least {nd + 1} dims, got shape "
+                         f"{input.shape}")
+    kernel = _tuple(kernel_size, nd, "kernel_size", op)
+    stride = kernel if stride is None or stride == [] or stride == () else \
+        _tuple(stride, nd, "stride", op)
+    padding = _tuple(padding, nd, "padding", op)
+    dilation = _tuple(dilation, nd, "dilation", op)
+    lead = list(input.view.dims[:input.ndim - nd])
+    lengths = [const_int(d, op, "spatial dims") for d in input.view.dims[input.ndim - nd:]]
+    if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1:
+        raise ShapeError(f"{op}: kernel_size {kernel}, stride {stride} and dilation {dilation} "
+                         f"must be positive")
+    if any(p < 0 or 2 * p > k for p, k in zip(padding, kernel)):
+        raise ShapeError(f"{op}: padding {padding} must be at most half of kernel_size {kernel}")
+    outs = [_out_size(n, k, s, p, d, ceil_mode)
+            for n, k, s, p, d in zip(lengths, kernel, stride, padding, dilation)]
+    if min(outs) < 1:
+        raise ShapeError(f"{op}: input of shape {input.shape} is too small for kernel_size "
+                         f"{kernel} with padding {padding} and dilation {dilation}")
+    flat_pads = []
+    for n, o, k, s, p, d in reversed(list(zip(lengths, outs, kernel, stride, padding,
+                                              dilation))):
+        flat_pads += [p, max(0, (o - 1) * s + (k - 1) * d + 1 - n - p)]
+    xp = input.pad_zeros(flat_pads)
+    sizes = lead + outs + list(kernel)
+    c = grid_coords(sizes)
+    m = len(lead)
+    src = c[:m] + [c[m + j] * stride[j] + c[m + nd + j] * dilation[j] for j in range(nd)]
+    geometry = (kernel, stride, padding, dilation, lengths, outs)
+    return gather_grid(xp, sizes, src), geometry
+
+
+def _inside(graph, geometry, nd: int, lo_pad: bool):
+    """Int (*O, *K) tensor: 1 where the window place lies in the input (lo_pad=False) or in
+    the input plus its explicit padding (lo_pad=True), else 0."""
+    kernel, stride, padding, dilation, lengths, outs = geometry
+    sizes = list(outs) + list(kernel)
+    c = grid_coords(sizes)
+    inside = Expr(1)
+    for j in range(nd):
+        pos = c[j] * stride[j] + c[nd + j] * dilation[j]  # in padded coordinates
+        lo, hi = (0, lengths[j] + 2 * padding[j]) if lo_pad else \
+            (padding[j], lengths[j] + padding[j])
+        inside = inside.logical_and(pos.ge(lo).logical_and(pos.lt(hi)))
+    return iota_grid(graph, sizes, inside)
+
+
+def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op):
+    if return_indices:
+        raise NotImplementedError(f"{op}: return_indices=True is not supported")
+    # Ints go through f32 (exact below 2**24) so that padding can hold -inf.
+    x = input if dt.is_float(input.dtype) else input.to(dt.float32)
+    windows, geometry = _windows(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op)
+    # Places outside the input must lose to every real value: add -inf there (log2(0)).
+    outside = _inside(input.graph, geometry, nd, lo_pad=False).to(dt.float32).log2()
+    windows = windows + outside.to(windows.dtype)
+    axes = tuple(range(windows.ndim - nd, windows.ndim))
+    return windows.amax(axes).to(input.dtype)
+
+
+def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override, op):
+    windows, geometry = _windows(input, nd, kernel_size, stride, padding, 1, ceil_mode, op)
+    axes = tuple(range(windows.ndim - nd, windows.ndim))
+    x = windows if dt.is_float(windows.dtype) else windows.to(dt.float32)
+    total = x.sum(axes)
+    if divisor_override:
+        return total / float(divisor_override)
+    count = _inside(input.graph, geometry, nd, lo_pad=count_include_pad).sum(
+        tuple(range(nd, 2 * nd)))
+    return total / count.to(x.dtype)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(input, 1, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, "max_pool1d")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(input, 2, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, "max_pool2d")
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    return _max_pool(input, 3, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, "max_pool3d")
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    return _avg_pool(input, 1, kernel_size, stride, padding, ceil_mode, count_include_pad, None,
+                     "avg_pool1d")
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool(input, 2, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "avg_pool2d")
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _avg_pool(input, 3, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "avg_pool3d")
+
+
+def _averaging_matrix(graph, length: int, out: int):
+    """(out, length) matrix: row i averages input places [floor(i*L/O), ceil((i+1)*L/O))."""
+    c = grid_coords([out, length])
+    start = (c[0] * length) // out
+    end = ((c[0] + 1) * length + out - 1) // out
+    inside = iota_grid(graph, [out, length], c[1].ge(start).logical_and(c[1].lt(end)))
+    z = Expr("z")
+    count = graph.iota(((z + 1) * length + out - 1) // out - (z * length) // out, out)
+    return inside.to(dt.float32) / count.to(dt.float32).unsqueeze(1)
+
+
+def _adaptive_avg_pool(input, output_size, nd: int, op: str):
+    if input.ndim < nd + 1:
+        raise ShapeError(f"{op}: expected an input with at least {nd + 1} dims, got shape "
+                         f"{input.shape}")
+    lengths = [const_int(d, op, "spatial dims") for d in input.view.dims[input.ndim - nd:]]
+    if isinstance(output_size, int) or output_size is None:
+        output_size = (output_size,) * nd
+    output_size = tuple(output_size)
+    if len(output_size) != nd:
+        raise ShapeError(f"{op}: output_size {output_size} must have {nd} entries")
+    outs = [n if o is None else o for n, o in zip(lengths, output_size)]
+    if min(outs) < 1 or min(lengths) < 1:
+        raise ShapeError(f"{op}: output_size {output_size} and input shape {input.shape} must "
+                         f"be positive")
+    x = input if dt.is_float(input.dtype) else input.to(dt.float32)
+    out_dtype = x.dtype
+    x = x.to(dt.float32)
+    for j in range(nd):
+        axis = input.ndim - nd + j
+        if outs[j] == lengths[j]:
+            continue
+        mat = _averaging_matrix(input.graph, lengths[j], outs[j])
+        # Move axis last, contract it with the matrix, move the result back.
+        moved = x.transpose(axis, -1)
+        x = moved.matmul(mat.transpose(0, 1)).transpose(axis, -1)
+    return x.to(out_dtype)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _adaptive_avg_pool(input, output_size, 1, "adaptive_avg_pool1d")
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _adaptive_avg_pool(input, output_size, 2, "adaptive_avg_pool2d")
+
+
+def adaptive_avg_pool3d(input, output_size):
+    return _adaptive_avg_pool(input, output_size, 3, "adaptive_avg_pool3d")

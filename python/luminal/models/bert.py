@@ -13,6 +13,7 @@ from .. import dtype as dt
 from ..errors import WeightsError
 from ..graph import Graph
 from ..nn import _ops
+from ..nn import functional as F
 from ..nn.layers import Embedding, LayerNorm
 from ..nn.module import Module, ModuleList
 from ..nn.transformer import TransformerEncoderLayer
@@ -75,7 +76,7 @@ class BertModel(Module):
         self.embeddings = BertEmbeddings(c, dtype)
         self.layers = ModuleList(
             TransformerEncoderLayer(c.hidden_size, c.num_attention_heads, c.intermediate_size,
-                                    c.layer_norm_eps, _ops.gelu, dtype)
+                                    c.layer_norm_eps, F.gelu, dtype)
             for _ in range(c.num_hidden_layers))
         self.weights = None
 

@@ -81,7 +81,7 @@ class MultiHeadAttention(Module):
             scores = scores + _ops.causal_bias(x.graph, s, past)
         if bias is not None:
             scores = scores + self._grouped(bias)
-        probs = _ops.softmax(scores, -1)
+        probs = scores.softmax(-1)
         out = probs @ v.unsqueeze(2)  # (b, kvh, rep, s, hd)
         out = out.permute(0, 3, 1, 2, 4).reshape(b, s, self.num_heads * hd)
         return self.o_proj(out)

@@ -4,11 +4,9 @@ Not here: blocks built from these (mlp.py, attention.py, transformer.py)."""
 
 from __future__ import annotations
 
-import itertools
-
 from .. import dtype as dt
 from ..errors import ShapeError
-from . import _ops
+from . import functional as F
 from .module import Module, Parameter
 
 
@@ -68,7 +66,7 @@ class LayerNorm(Module):
     def forward(self, x):
         w = weight_for(self.weight, x) if self.weight is not None else None
         b = weight_for(self.bias, x) if self.bias is not None else None
-        return _ops.layer_norm(x, w, b, self.eps)
+        return F.layer_norm(x, (x.shape[-1],), w, b, self.eps)
 
 
 class RMSNorm(Module):
@@ -78,12 +76,12 @@ class RMSNorm(Module):
         self.weight = Parameter((dim,), dtype)
 
     def forward(self, x):
-        return _ops.rms_norm(x, weight_for(self.weight, x), self.eps)
+        return F.rms_norm(x, (x.shape[-1],), weight_for(self.weight, x), self.eps)
 
 
 class _ConvNd(Module):
-    """Convolution over the last ``n`` dims as a sum, over kernel offsets, of strided views
-    of the (zero-padded) input times one (out, in) slice of the weight."""
+    """Holds a torch-layout conv weight (out, in / groups, *kernel) and bias; the op is
+    luminal.nn.functional's conv."""
 
     n = 0
 
@@ -93,68 +91,18 @@ class _ConvNd(Module):
         if in_channels % groups or out_channels % groups:
             raise ShapeError(f"Conv{self.n}d: channels {in_channels} -> {out_channels} are not "
                              f"divisible by groups={groups}")
-        self.kernel_size = self._tuple(kernel_size, "kernel_size")
-        self.stride = self._tuple(stride, "stride")
-        self.padding = self._tuple(padding, "padding")
-        self.dilation = self._tuple(dilation, "dilation")
-        self.groups = groups
+        kernel = (kernel_size,) * self.n if isinstance(kernel_size, int) else tuple(kernel_size)
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
         self.in_channels = in_channels
         self.out_channels = out_channels
-        shape = (out_channels, in_channels // groups) + self.kernel_size
-        self.weight = Parameter(shape, dtype)
+        self.weight = Parameter((out_channels, in_channels // groups) + kernel, dtype)
         self.bias = Parameter((out_channels,), dtype) if bias else None
 
-    def _tuple(self, v, what):
-        v = (v,) * self.n if isinstance(v, int) else tuple(v)
-        if len(v) != self.n or not all(isinstance(d, int) and d >= 0 for d in v):
-            raise ShapeError(f"Conv{self.n}d: {what} must be {self.n} non-negative ints, got {v}")
-        return v
-
     def forward(self, x):
-        n = self.n
-        if x.ndim != n + 2 or x.shape[1] != self.in_channels:
-            raise ShapeError(f"Conv{n}d({self.weight.name}): expects input (batch, "
-                             f"{self.in_channels}, {n} spatial dims), got {x.shape}")
-        spatial = x.shape[2:]
-        if not all(isinstance(d, int) for d in spatial):
-            raise ShapeError(f"Conv{n}d: spatial dims must be static, got {x.shape}")
-        pads = []
-        for p in reversed(self.padding):
-            pads += [p, p]
-        xp = x.pad_zeros(pads) if any(self.padding) else x
-        out_sizes = []
-        for size, p, k, s, d in zip(spatial, self.padding, self.kernel_size, self.stride,
-                                    self.dilation):
-            o = (size + 2 * p - d * (k - 1) - 1) // s + 1
-            if o <= 0:
-                raise ShapeError(f"Conv{n}d: input {x.shape} is too small for kernel "
-                                 f"{self.kernel_size}")
-            out_sizes.append(o)
-        w = weight_for(self.weight, x)
-        cin_g = self.in_channels // self.groups
-        cout_g = self.out_channels // self.groups
-        outs = []
-        for g in range(self.groups):
-            xg = xp[:, g * cin_g:(g + 1) * cin_g]
-            wg = w[g * cout_g:(g + 1) * cout_g]
-            acc = None
-            for offsets in itertools.product(*[range(k) for k in self.kernel_size]):
-                patch = xg
-                for axis, (o, k_off, s, d) in enumerate(zip(out_sizes, offsets, self.stride,
-                                                             self.dilation)):
-                    start = k_off * d
-                    patch = patch.slice_axis(2 + axis, start, start + s * (o - 1) + 1, s)
-                    # (batch, cin, *out) -> channels last for the matmul
-                w_off = wg[(slice(None), slice(None)) + offsets]  # (cout_g, cin_g)
-                term = patch.permute(0, *range(2, n + 2), 1) @ w_off.t()
-                acc = term if acc is None else acc + term
-            outs.append(acc)
-        y = outs[0]
-        for extra in outs[1:]:
-            y = _ops.cat2(y, extra, -1)
-        if self.bias is not None:
-            y = y + weight_for(self.bias, x)
-        return y.permute(0, n + 1, *range(1, n + 1))
+        conv = F.conv1d if self.n == 1 else F.conv2d
+        b = weight_for(self.bias, x) if self.bias is not None else None
+        return conv(x, weight_for(self.weight, x), b, self.stride, self.padding, self.dilation,
+                    self.groups)
 
 
 class Conv1d(_ConvNd):

@@ -4,7 +4,7 @@ down(silu(gate(x)) * up(x))). Weight names follow Hugging Face's Llama for SwiGL
 from __future__ import annotations
 
 from .. import dtype as dt
-from . import _ops
+from . import functional as F
 from .layers import Linear
 from .module import Module
 
@@ -12,7 +12,7 @@ from .module import Module
 class MLP(Module):
     """fc2(activation(fc1(x))); ``activation`` is a function of a GraphTensor (exact GELU)."""
 
-    def __init__(self, dim: int, hidden: int, activation=_ops.gelu, bias: bool = True,
+    def __init__(self, dim: int, hidden: int, activation=F.gelu, bias: bool = True,
                  dtype=dt.float32):
         super().__init__()
         self.fc1 = Linear(dim, hidden, bias, dtype)
@@ -31,4 +31,4 @@ class SwiGLU(Module):
         self.down_proj = Linear(hidden, dim, bias, dtype)
 
     def forward(self, x):
-        return self.down_proj(_ops.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))

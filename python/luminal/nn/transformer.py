@@ -5,7 +5,7 @@ LayerNorm, GELU MLP). Weight names follow Hugging Face's Llama for the decoder."
 from __future__ import annotations
 
 from .. import dtype as dt
-from . import _ops
+from . import functional as F
 from .attention import MultiHeadAttention
 from .layers import LayerNorm, RMSNorm
 from .mlp import MLP, SwiGLU
@@ -35,7 +35,7 @@ class TransformerEncoderLayer(Module):
     additive padding bias."""
 
     def __init__(self, dim: int, num_heads: int, hidden: int, eps: float = 1e-12,
-                 activation=_ops.gelu, dtype=dt.float32):
+                 activation=F.gelu, dtype=dt.float32):
         super().__init__()
         self.self_attn = MultiHeadAttention(dim, num_heads, bias=True, dtype=dtype)
         self.norm1 = LayerNorm(dim, eps, dtype=dtype)

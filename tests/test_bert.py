@@ -9,6 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
+import luminal as lm
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from luminal.models import BertModel, SentenceEmbedder  # noqa: E402
@@ -33,8 +35,10 @@ def hf_sentence_embeddings(model_dir, texts, max_length=256):
 
 def test_minilm_embeddings_match_transformers():
     # Two short sentences of different lengths: the batch is padded, so the mask matters.
+    # The compiled CPU runtime when the build has it (seconds); else the interpreter (~40 s).
     texts = ["A cat sleeps.", "Compilers search programs."]
-    embedder = SentenceEmbedder(minilm.get_model_path())
+    runtime = getattr(lm, "CpuRuntime", lm.NativeRuntime)()
+    embedder = SentenceEmbedder(minilm.get_model_path(), runtime)
     got = embedder.embed(texts)
     want, enc = hf_sentence_embeddings(minilm.get_model_path(), texts)
     assert enc["attention_mask"].min() == 0  # padding really is exercised

@@ -60,6 +60,17 @@ def test_prefill_logits_and_greedy_decode_match_transformers(tmp_path, name):
     assert len(set(tokens)) > 3  # the test model is not degenerate
 
 
+def test_every_runtime_matches_transformers(tmp_path, runtime):
+    hf = make_hf_llama(tmp_path, seed=2, **CONFIGS["gqa-tied-llama3"])
+    model = LlamaForCausalLM.from_pretrained(tmp_path, max_context=32)
+    session = CausalLMSession(model, runtime(), all_logits=True)
+    prompt = [9, 8, 7, 6, 5]
+    with torch.no_grad():
+        want = hf(torch.tensor([prompt])).logits.numpy()
+    np.testing.assert_allclose(session.step(np.array([prompt])), want, rtol=1e-4, atol=1e-4)
+    assert list(generate(session, prompt, 12)) == hf_greedy(hf, prompt, 12)
+
+
 def test_decode_logits_match_transformers_step_by_step(tmp_path):
     hf = make_hf_llama(tmp_path, seed=3, **CONFIGS["gqa-tied-llama3"])
     session = CausalLMSession(LlamaForCausalLM.from_pretrained(tmp_path, max_context=32))

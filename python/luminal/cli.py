@@ -11,7 +11,6 @@ import sys
 import threading
 import time
 
-
 from . import runtime as runtime_module
 from .errors import LuminalError
 
@@ -66,7 +65,7 @@ class Progress:
         self._done.set()
         if self._thread is not None:
             self._thread.join()
-            print("\r", end="", file=self.stream)
+            print("\r\033[K", end="", file=self.stream)  # clear the spinner line
         elapsed = time.perf_counter() - self.start
         status = "done" if kind is None else "failed"
         print(f"{self.label}: {status} in {elapsed:.2f}s", file=self.stream, flush=True)
@@ -93,7 +92,7 @@ def cmd_run(args) -> int:
     sampler = Sampler(args.temperature, args.top_p, args.seed)
     stats = GenerationStats()
     decoder = StreamDecoder(tokenizer)
-    eos = model.config.eos_token_id or []
+    eos = set(model.config.eos_token_id or []) | _generation_eos(args.model_dir)
     sys.stdout.write(args.prompt)
     for token in generate(session, prompt, args.max_new_tokens, sampler, eos, stats):
         sys.stdout.write(decoder.push(token))
@@ -103,6 +102,19 @@ def cmd_run(args) -> int:
           f"token {stats.time_to_first_token * 1000:.0f} ms; {stats.tokens_per_second:.1f} "
           f"tokens/s]", file=sys.stderr)
     return 0
+
+
+def _generation_eos(model_dir) -> set:
+    """End-of-sequence ids of generation_config.json (instruct models list several)."""
+    import os
+
+    from .models.config import read_json
+
+    path = os.path.join(model_dir, "generation_config.json")
+    eos = read_json(path).get("eos_token_id") if os.path.exists(path) else None
+    if eos is None:
+        return set()
+    return set(eos) if isinstance(eos, list) else {eos}
 
 
 def _describe_llama(model) -> str:

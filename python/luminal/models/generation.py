@@ -109,7 +109,8 @@ class GenerationStats:
 
 
 def generate(session: CausalLMSession, prompt_ids, max_new_tokens: int = 32,
-             sampler: Sampler | None = None, eos_token_ids=(), stats: GenerationStats | None = None):
+             sampler: Sampler | None = None, eos_token_ids=(),
+             stats: GenerationStats | None = None):
     """Yields new token ids one by one: a prefill of ``prompt_ids`` then KV-cache decode
     steps, until ``max_new_tokens`` or an end-of-sequence token (which is yielded too).
     Fills ``stats`` as it goes."""

@@ -5,8 +5,8 @@ luminal.nn.functional and the GraphTensor methods."""
 
 from __future__ import annotations
 
-from .._core import Expr
 from .. import dtype as dt
+from .._core import Expr
 
 NEG_INF = -1e30  # additive mask value: exp() of it is exactly 0, and no inf - inf NaNs
 

@@ -73,8 +73,8 @@ class SafeTensorsFile(Mapping):
             raise WeightsError(f"{bad}: unsupported dtype {kind!r}")
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise WeightsError(f"{bad}: shape {shape!r} is not a list of sizes")
-        if (not isinstance(offsets, list) or len(offsets) != 2
-                or not all(isinstance(o, int) for o in offsets) or not 0 <= offsets[0] <= offsets[1]):
+        ints = isinstance(offsets, list) and all(isinstance(o, int) for o in offsets)
+        if not ints or len(offsets) != 2 or not 0 <= offsets[0] <= offsets[1]:
             raise WeightsError(f"{bad}: data_offsets {offsets!r} are not [begin, end]")
         np_dtype = _DTYPES[kind][0]
         want = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize

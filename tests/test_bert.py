@@ -79,6 +79,7 @@ def test_checkpoint_names_map_to_modules(tiny_bert):
     assert hf_to_luminal("encoder.layer.0.output.LayerNorm.gamma") == "layers.0.norm2.weight"
     assert hf_to_luminal("pooler.dense.weight") is None
     assert hf_to_luminal("embeddings.position_ids") is None
+    assert hf_to_luminal("bert.embeddings.token_type_ids") is None
 
 
 def test_cli_embed(tiny_bert, capsys):

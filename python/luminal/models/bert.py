@@ -136,7 +136,8 @@ def hf_to_luminal(key: str):
         key = key[len("bert."):]
     key = key.replace(".gamma", ".weight").replace(".beta", ".bias")
     if key.startswith("embeddings."):
-        return None if key.endswith("position_ids") else key
+        # position_ids / token_type_ids buffers are not weights
+        return key if key.endswith((".weight", ".bias")) else None
     match = _LAYER_KEY.match(key)
     if match and match.group(2) in _LAYER_NAMES:
         return f"layers.{match.group(1)}.{_LAYER_NAMES[match.group(2)]}.{match.group(3)}"

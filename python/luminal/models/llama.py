@@ -135,8 +135,10 @@ class LlamaForCausalLM(Module):
         return model
 
     def load_weights(self, runtime, weights=None) -> None:
-        """Sets the weights on ``runtime`` (a checkpoint of a tied model may still carry an
-        lm_head copy: it is ignored)."""
-        self.load_state_dict(runtime, weights if weights is not None else self.weights,
-                             ignore=("lm_head.weight",) if self.config.tie_word_embeddings
-                             else ())
+        """Sets the weights on ``runtime``. Ignored: an lm_head copy in a tied model's
+        checkpoint, and the rotary inv_freq buffers older checkpoints carry."""
+        weights = weights if weights is not None else self.weights
+        ignore = {k for k in weights.keys() if k.endswith("rotary_emb.inv_freq")}
+        if self.config.tie_word_embeddings:
+            ignore.add("lm_head.weight")
+        self.load_state_dict(runtime, weights, ignore=ignore)

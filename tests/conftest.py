@@ -1,11 +1,19 @@
 """Shared test helpers: compile a graph on a runtime, feed it, read its outputs."""
 
+import os
+
 import numpy as np
 import pytest
 
 import luminal as lm
 
 RUNTIMES = {"native": lm.NativeRuntime}
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _search_cache_in_tmp(tmp_path_factory):
+    """Searches in tests cache into a temp dir, never ~/.cache."""
+    os.environ["LUMINAL_SEARCH_CACHE"] = str(tmp_path_factory.mktemp("search-cache"))
 
 
 @pytest.fixture(params=sorted(RUNTIMES))

@@ -44,7 +44,7 @@ def test_identities():
     assert s // 1 == s
     assert s % 1 == 0
     assert s - s == 0
-    assert -(-s) == s
+    assert -s * -1 == s
 
 
 def test_equal_shapes_compare_equal():
@@ -82,6 +82,10 @@ def test_bounds_decide_atoms():
     assert (s * 2).eq(3) == 0
     assert (s % 2).ne(0) == s % 2
     assert (s % 3).ne(0).eval({"s": 2}) == 1
+    assert ((s % 4) % t.max(1)).lt(4) == 1
+    assert ((s % 4) // t.max(1)).lt(4) == 1
+    # A divisor without an upper bound can bring any non-negative quotient down to 0.
+    assert ((s + 4) // t.max(1)).lt(1).eval({"s": 0, "t": 9}) == 1
 
 
 def test_symbolic_divisor_needs_a_nonzero_bound():
@@ -109,7 +113,7 @@ def test_equality_and_hash():
     assert hash(s * 2 // 2) == hash(s)
     assert {s + 1: "x"}[1 + s] == "x"
     assert (s == "s") is False  # no str conversion in ==
-    assert (s == None) is False  # noqa: E711
+    assert (s == None) is False
 
 
 def test_python_ints_convert_on_either_side():
@@ -243,9 +247,10 @@ def test_c_text_compiles_and_agrees(tmp_path):
         s.lt(t).logical_or(u.eq(2)) + s.ne(t),
         -s * 7 - 9223372036854775807 + s * 7,
     ]
-    envs = [dict(s=a, t=b, u=c) for a, b, c in [(0, 0, 0), (5, 2, 7), (13, 40, 2), (1, 9, 3)]]
-    expected = [e.eval(env) for env in envs for e in exprs]
-    assert compile_and_run_c(exprs, envs, tmp_path) == expected
+    points = [(0, 0, 0), (5, 2, 7), (13, 40, 2), (1, 9, 3)]
+    values = [{"s": a, "t": b, "u": c} for a, b, c in points]
+    expected = [e.eval(env) for env in values for e in exprs]
+    assert compile_and_run_c(exprs, values, tmp_path) == expected
 
 
 # ---------------------------------------------------------------- randomised equivalence
@@ -256,44 +261,54 @@ LOGIC = ("lt", "le", "gt", "ge", "eq", "ne", "and", "or")  # 0/1 results, so dra
 DIVISORS = (1, 2, 3, 4, 6, 8, -1, -2, -3)
 
 
-def random_tree(rng, depth):
+def random_tree(rng, depth, bounded=0.15):
     """A random expression as nested tuples over SYMBOLS and small ints, e.g.
-    ("add", "s", ("mod", "t", 4)). Every divisor is non-zero: see random_divisor."""
+    ("add", "s", ("mod", "t", 4)). A leaf is a bounded atom like t % 4 with probability
+    `bounded`. Every divisor is non-zero: see random_divisor."""
     if depth == 0 or rng.random() < 0.2:
         leaf = rng.random()
-        if leaf < 0.15:  # a small bounded atom, for the rules that reason with bounds
+        if leaf < bounded:  # for the rules that reason with bounds
             return ("mod", rng.choice(SYMBOLS), rng.randint(2, 4))
-        return rng.choice(SYMBOLS) if leaf < 0.6 else rng.randint(-5, 5)
+        return rng.choice(SYMBOLS) if leaf < bounded + 0.45 else rng.randint(-5, 5)
     op = rng.choice(ARITHMETIC * 3 + LOGIC)
     if op == "neg":
-        return (op, random_tree(rng, depth - 1))
+        return (op, random_tree(rng, depth - 1, bounded))
     if op in ("div", "mod"):
-        return (op, random_tree(rng, depth - 1), random_divisor(rng, depth - 1))
-    return (op, random_tree(rng, depth - 1), random_tree(rng, depth - 1))
+        return (op, random_tree(rng, depth - 1, bounded), random_divisor(rng, depth - 1))
+    return (op, random_tree(rng, depth - 1, bounded), random_tree(rng, depth - 1, bounded))
+
+
+def random_guard(rng, depth):
+    """max(b, 1) or -max(b, 1) for a random tree b: provably non-zero. (Not min(b, -1): that
+    is -1 whenever b >= -1, as Expr knows.)"""
+    positive = ("max", random_tree(rng, depth), 1)
+    return positive if rng.random() < 0.6 else ("neg", positive)
 
 
 def random_divisor(rng, depth):
-    """A non-zero constant, or m * max(b, 1) or m * min(b, -1) for a random tree b."""
-    if depth == 0 or rng.random() < 0.6:
+    """A non-zero constant, m * a guard, or the symbol u, which envs() keeps >= 1 but which
+    Expr only knows to be >= 0."""
+    if depth == 0 or rng.random() < 0.4:
         return rng.choice(DIVISORS)
-    b = random_tree(rng, depth - 1)
-    guarded = ("max", b, 1) if rng.random() < 0.6 else ("min", b, -1)
-    return ("mul", guarded, rng.choice((1, 1, 2, 3)))
+    if rng.random() < 0.2:
+        return "u"
+    return ("mul", random_guard(rng, depth - 1), rng.choice((1, 1, 2, 3)))
 
 
 def structured_tree(rng):
-    """The shapes the rewrites look for: (q*d + r) // d, (q*d + r) % d, nested // and %, and
-    c1*(x//k) + c*(x%k), with matching and non-matching coefficients."""
-    x = random_tree(rng, 2)
+    """The shapes the rewrites look for: (q*g*j + r) // (g*m) and % (g*m) for a guard g,
+    nested // and %, (x*j) % k, and c1*(x//k) + c*(x%k), with coefficients that match and
+    coefficients that don't."""
+    x = random_tree(rng, 2, bounded=0.4)
     q = random_tree(rng, 2)
-    d = random_divisor(rng, 2)
+    g = random_guard(rng, 1)
+    m = rng.choice((1, 2, 3))
     k = rng.choice((2, 3, 4, 8))
     c = rng.randint(-3, 3)
     shape = rng.randrange(5)
-    if shape == 0:
-        return ("div", ("add", ("mul", q, d), x), d)
-    if shape == 1:
-        return ("mod", ("add", ("mul", q, d), x), d)
+    if shape < 2:
+        numerator = ("add", ("mul", q, ("mul", g, rng.choice((1, m)))), x)
+        return (("div", "mod")[shape], numerator, ("mul", g, m))
     if shape == 2:
         return (rng.choice(("div", "mod")), (rng.choice(("div", "mod")), x, k * 2), k)
     if shape == 3:
@@ -380,9 +395,9 @@ def check_tree(tree, env):
 
 
 def envs(max_value):
-    """Symbol values: all small, or up to max_value."""
+    """Symbol values up to max_value; u, a divisor in random trees, is at least 1."""
     value = st.integers(0, max_value)
-    return st.fixed_dictionaries({"s": value, "t": value, "u": value})
+    return st.fixed_dictionaries({"s": value, "t": value, "u": st.integers(1, max_value)})
 
 
 # Symbol values and tree depth are kept small enough that no intermediate exceeds int64.
@@ -404,12 +419,12 @@ def test_rewrite_shaped_trees_match_python(rng, env):
     check_tree(structured_tree(rng), env)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.randoms(use_true_random=False), envs(12))
 def test_bounds_are_sound(rng, env):
     """Comparisons with constants are decided from bounds whenever they can be, so probing
     every constant around the value checks the bounds on both sides."""
-    tree = random_tree(rng, 3) if rng.random() < 0.5 else structured_tree(rng)
+    tree = random_tree(rng, 3, bounded=0.5) if rng.random() < 0.5 else structured_tree(rng)
     e, value = check_tree(tree, env)
     for c in range(value - 3, value + 4):
         assert e.lt(c).eval(env) == int(value < c), f"{e} < {c}"
@@ -422,9 +437,10 @@ def test_random_trees_in_c_match_python(tmp_path):
     rng = random.Random(1234)
     trees = [random_tree(rng, 4) for _ in range(300)]
     trees += [structured_tree(rng) for _ in range(100)]
-    values = [{"s": rng.randint(0, 8), "t": rng.randint(0, 8), "u": rng.randint(0, 8)}
-              for _ in range(4)]
-    values.append({"s": 0, "t": 0, "u": 0})
+    values = [
+        {"s": rng.randint(0, 8), "t": rng.randint(0, 8), "u": rng.randint(1, 8)} for _ in range(4)
+    ]
+    values.append({"s": 0, "t": 0, "u": 1})
     exprs = [Expr(to_expr(tree)) for tree in trees]
     expected = [py_eval(tree, env) for env in values for tree in trees]
     assert compile_and_run_c(exprs, values, tmp_path) == expected

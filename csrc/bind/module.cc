@@ -10,6 +10,7 @@ namespace luminal {
 void init_symbolic(nb::module_& m);
 void init_ir(nb::module_& m);
 void init_runtime(nb::module_& m);
+void init_egraph(nb::module_& m);
 }  // namespace luminal
 
 namespace {
@@ -44,4 +45,5 @@ NB_MODULE(_core, m) {
   luminal::init_symbolic(m);
   luminal::init_ir(m);
   luminal::init_runtime(m);
+  luminal::init_egraph(m);
 }

@@ -20,7 +20,7 @@ void init_symbolic(nb::module_& m) {
                    "canonical simplified form. // and % are floor division and modulo.")
       .def(nb::init<int64_t>(), "value"_a)
       .def(nb::init<const Expr&>(), "other"_a.noconvert())
-      .def("__init__", [](Expr* self, const std::string& name) { new (self) Expr(Expr::symbol(name)); },
+      .def("__init__", [](Expr* e, const std::string& name) { new (e) Expr(Expr::symbol(name)); },
            "name"_a)
       .def_static("symbol", &Expr::symbol, "name"_a)
       .def("is_const", &Expr::is_const)

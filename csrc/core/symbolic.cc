@@ -344,7 +344,6 @@ std::vector<std::string> Expr::symbols() const {
   return {names.begin(), names.end()};
 }
 
-
 // ---------------------------------------------------------------- printing
 
 // How loosely a rendered text binds, loosest first; a child looser than its slot gets ().
@@ -373,7 +372,8 @@ static std::string text_in(const Expr& e, int slot) {
 static std::string term_text(int64_t coef, const std::vector<Expr>& atoms, int lone_slot) {
   bool lone = atoms.size() == 1 && (coef == 1 || coef == -1);
   std::string s;
-  for (const Expr& a : atoms) s += (s.empty() ? "" : "*") + text_in(a, lone ? lone_slot : kPrecAtom);
+  for (const Expr& a : atoms)
+    s += (s.empty() ? "" : "*") + text_in(a, lone ? lone_slot : kPrecAtom);
   if (coef != 1 && coef != -1) s += "*" + magnitude(coef);
   return s;
 }
@@ -409,7 +409,8 @@ static std::pair<std::string, int> text(const Expr& e) {
     }
     case Kind::kAdd: return {sum_text(n), kPrecSum};
     case Kind::kDiv:
-      return {text_in(n.args[0], kPrecProduct) + "//" + text_in(n.args[1], kPrecAtom), kPrecProduct};
+      return {text_in(n.args[0], kPrecProduct) + "//" + text_in(n.args[1], kPrecAtom),
+              kPrecProduct};
     case Kind::kMod:
       return {text_in(n.args[0], kPrecProduct) + "%" + text_in(n.args[1], kPrecAtom), kPrecProduct};
     case Kind::kMin: return {"min(" + binary_text(n, ", ", kPrecLogic) + ")", kPrecAtom};

@@ -48,8 +48,8 @@ static Range div_range(Range a, Range b) {
   b = without_zero(b);
   if (b.lo < 0 && b.hi > 0) return {kMinInt64, kMaxInt64};
   // Floor division is monotone in each argument while the divisor keeps its sign.
-  return span({floor_div_wide(a.lo, b.lo), floor_div_wide(a.lo, b.hi),
-               floor_div_wide(a.hi, b.lo), floor_div_wide(a.hi, b.hi)});
+  return span({floor_div_wide(a.lo, b.lo), floor_div_wide(a.lo, b.hi), floor_div_wide(a.hi, b.lo),
+               floor_div_wide(a.hi, b.hi)});
 }
 
 static Range mod_range(Range a, Range b) {
@@ -77,8 +77,10 @@ Range node_range(const ExprNode& n) {
     }
     case Kind::kDiv: return div_range(range_of(n.args[0]), range_of(n.args[1]));
     case Kind::kMod: return mod_range(range_of(n.args[0]), range_of(n.args[1]));
-    case Kind::kMin: return {std::min(lo(n.args[0]), lo(n.args[1])), std::min(hi(n.args[0]), hi(n.args[1]))};
-    case Kind::kMax: return {std::max(lo(n.args[0]), lo(n.args[1])), std::max(hi(n.args[0]), hi(n.args[1]))};
+    case Kind::kMin:
+      return {std::min(lo(n.args[0]), lo(n.args[1])), std::min(hi(n.args[0]), hi(n.args[1]))};
+    case Kind::kMax:
+      return {std::max(lo(n.args[0]), lo(n.args[1])), std::max(hi(n.args[0]), hi(n.args[1]))};
     default: return {0, 1};
   }
 }
@@ -195,7 +197,8 @@ static std::pair<Expr, Expr> split_multiples(const Expr& a, const Expr& b) {
   Poly q;
   Poly r;
   for (const auto& [m, c] : to_poly(a)) {
-    bool divides = floor_mod(c, cb) == 0 && std::includes(m.begin(), m.end(), mb.begin(), mb.end(), less);
+    bool divides =
+        floor_mod(c, cb) == 0 && std::includes(m.begin(), m.end(), mb.begin(), mb.end(), less);
     if (!divides) {
       add_term(r, m, c);
       continue;
@@ -306,7 +309,8 @@ Expr equality(Kind kind, const Expr& a, const Expr& b) {
   Poly p = to_poly(d);
   int64_t g = content(p, false, 0);
   auto constant = p.find({});
-  if (constant != p.end() && constant->second % g != 0) return Expr(static_cast<int64_t>(kind == Kind::kNe));
+  if (constant != p.end() && constant->second % g != 0)
+    return Expr(static_cast<int64_t>(kind == Kind::kNe));
   auto [lhs, rhs] = split_signs(divide_exact(p, g));
   auto [x, y] = sorted(lhs, rhs);
   return make_binary(kind, x, y);

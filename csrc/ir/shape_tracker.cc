@@ -139,6 +139,11 @@ ShapeTracker ShapeTracker::slice(int axis, const Expr& start, const Expr& stop,
   out.dims[axis] = length;
   out.offset = offset + strides[axis] * start;
   out.strides[axis] = strides[axis] * Expr(step);
+  if (!axis_masked(axis)) {
+    out.mask_lo[axis] = 0;
+    out.mask_hi[axis] = length;
+    return out;
+  }
   // Old index i = start + step * j is valid where lo <= i < hi.
   out.mask_lo[axis] = max(ceil_div(mask_lo[axis] - start, step), Expr(0));
   out.mask_hi[axis] = min(ceil_div(mask_hi[axis] - start, step), length);

@@ -32,6 +32,9 @@ from .errors import (
 )
 from .errors import WeightsError
 from .graph import Graph, GraphTensor
+from .hl_ops.compose import where
+from .hl_ops.einsum import einsum
+from .hl_ops.joining import cat, stack
 from .runtime import NativeRuntime, Runtime
 
 __version__ = "0.1.0"
@@ -41,4 +44,6 @@ __all__ = [
     "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
     "WeightsError",
+    "where",
 ]
+__all__ += ["cat", "einsum", "stack"]

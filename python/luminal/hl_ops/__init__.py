@@ -6,7 +6,8 @@ from .matmul import MatmulOps
 from .movement import IndexOps, MovementOps
 from .nn_ops import NNOps
 from .reduction import ReductionOps
+from .sorting import SortingOps
 from .unary import UnaryOps
 
 __all__ = ["BinaryOps", "IndexOps", "MatmulOps", "MovementOps", "NNOps", "ReductionOps",
-           "UnaryOps"]
+           "SortingOps", "UnaryOps"]

@@ -1,5 +1,6 @@
 """Matrix products as a broadcast Mul followed by a SumReduce; the search is what turns this
-back into a fast matmul kernel. PyTorch's 1-D, 2-D and batched-broadcast rules."""
+back into a fast matmul kernel. PyTorch's matmul (1-D, 2-D, batched with broadcasting), mm,
+bmm, dot, outer, and the functional ``linear``. einsum lives in einsum.py."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ from ..errors import ShapeError
 from .. import dtype as dt
 
 
+def _check_rank(op: str, a, b, ranks) -> None:
+    if a.ndim not in ranks or b.ndim not in ranks:
+        want = " or ".join(f"{r}-D" for r in ranks)
+        raise ShapeError(f"{op}: expects {want} operands, got shapes {a.shape} and {b.shape}")
+
+
 class MatmulOps:
     def matmul(self, other):
+        if not hasattr(other, "graph"):
+            raise ShapeError(f"matmul: expects a GraphTensor, got {type(other).__name__}")
         self.graph._check_owns(other)
         if self.ndim == 0 or other.ndim == 0:
             raise ShapeError(f"matmul: both operands need at least 1 dim, got shapes "
@@ -18,6 +27,12 @@ class MatmulOps:
         if a.view.dims[-1] != b.view.dims[-2]:
             raise ShapeError(f"matmul: shapes {self.shape} and {other.shape} are not aligned "
                              f"({a.shape[-1]} != {b.shape[-2]})")
+        from .movement import broadcast_shapes
+
+        batch = broadcast_shapes([a.view.dims[:-2], b.view.dims[:-2]], "matmul",
+                                 [self.shape, other.shape])
+        a = a.expand(batch + list(a.view.dims[-2:]))
+        b = b.expand(batch + list(b.view.dims[-2:]))
         dtype = dt.promote(a.dtype, b.dtype)
         a, b = a.to(dtype), b.to(dtype)
         # (..., m, k, 1) * (..., 1, k, n) summed over k.
@@ -34,3 +49,42 @@ class MatmulOps:
 
     def __rmatmul__(self, other):
         return other.matmul(self)
+
+    def mm(self, mat2):
+        _check_rank("mm", self, mat2, (2,))
+        return self.matmul(mat2)
+
+    def bmm(self, mat2):
+        _check_rank("bmm", self, mat2, (3,))
+        if self.view.dims[0] != mat2.view.dims[0]:
+            raise ShapeError(f"bmm: batch sizes differ: shapes {self.shape} and {mat2.shape}")
+        return self.matmul(mat2)
+
+    def dot(self, other):
+        _check_rank("dot", self, other, (1,))
+        if self.view.dims[0] != other.view.dims[0]:
+            raise ShapeError(f"dot: lengths differ: shapes {self.shape} and {other.shape}")
+        return self.matmul(other)
+
+    inner = dot
+
+    def outer(self, vec2):
+        _check_rank("outer", self, vec2, (1,))
+        return self.unsqueeze(1) * vec2.unsqueeze(0)
+
+    ger = outer
+
+
+def linear(x, weight, bias=None):
+    """F.linear: ``x @ weight.T + bias`` with weight of shape (out_features, in_features)."""
+    if not hasattr(x, "graph") or not hasattr(weight, "graph"):
+        raise ShapeError("linear: input and weight must be GraphTensors")
+    if weight.ndim not in (1, 2):
+        raise ShapeError(f"linear: weight must be 1-D or 2-D, got shape {weight.shape}")
+    if x.ndim == 0 or x.view.dims[-1] != weight.view.dims[-1]:
+        raise ShapeError(f"linear: input shape {x.shape} does not end in weight's "
+                         f"in_features (weight shape {weight.shape})")
+    out = x.matmul(weight.t())
+    if bias is not None:
+        out = out + bias
+    return out

@@ -1,56 +1,61 @@
-"""Movement ops: view edits of the ShapeTracker, free until a view cannot express them (then
-the tensor is materialized with ``contiguous()`` first). PyTorch names and conventions."""
+"""Movement ops that are pure view edits of the ShapeTracker: reshape, permute, squeeze,
+expand, flip, slices, split. They emit no node unless a reshape cannot be expressed as a view
+(then the tensor is copied first). Ops that combine tensors (cat, pad with values, repeat,
+roll) live in joining.py; indexing by tensors in indexing.py."""
 
 from __future__ import annotations
 
 from .._core import Expr
 from ..errors import ShapeError
+from .indexing import IndexOps  # noqa: F401  (GraphTensor's bases import it from here)
+from .joining import JoinOps
+from .shape_utils import as_expr, check_int, clamp_index, const, dims_tuple, product, same
 
 
-def _dims_tuple(args):
-    if len(args) == 1 and isinstance(args[0], (tuple, list)):
-        return tuple(args[0])
-    return tuple(args)
-
-
-def _as_expr(d):
-    return d if isinstance(d, Expr) else Expr(d)
-
-
-def _same(a, b) -> bool:
-    return _as_expr(a) == _as_expr(b)
-
-
-class MovementOps:
-    def reshape(self, *shape):
-        shape = list(_dims_tuple(shape))
+class MovementOps(JoinOps):
+    def _shape_args(self, shape, op: str) -> list:
+        """A target shape with at most one -1 resolved against this tensor's size."""
+        shape = list(dims_tuple(shape))
         unknown = [i for i, d in enumerate(shape) if isinstance(d, int) and d == -1]
         if len(unknown) > 1:
-            raise ShapeError(f"reshape: only one dim may be -1, got {tuple(shape)}")
+            raise ShapeError(f"{op}: only one dim may be -1, got {tuple(shape)}")
+        for d in shape:
+            if isinstance(d, bool) or not isinstance(d, (int, str, Expr)):
+                raise ShapeError(f"{op}: dims must be ints or Exprs, got {tuple(shape)}")
+            if isinstance(d, int) and d < -1:
+                raise ShapeError(f"{op}: invalid dim {d} in {tuple(shape)}")
         if unknown:
-            known = Expr(1)
-            for i, d in enumerate(shape):
-                if i != unknown[0]:
-                    known = known * _as_expr(d)
+            known = product(d for i, d in enumerate(shape) if i != unknown[0])
             total = self.view.numel()
+            if known == Expr(0):
+                raise ShapeError(f"{op}: cannot infer -1 in {tuple(shape)} for shape "
+                                 f"{self.shape}: the other dims hold 0 elements")
             inferred = total // known
             if inferred * known != total:
-                raise ShapeError(f"reshape: shape {self.shape} cannot be viewed as {tuple(shape)}")
+                raise ShapeError(f"{op}: shape {self.shape} cannot be viewed as {tuple(shape)}")
             shape[unknown[0]] = inferred
-        for d in shape:
-            if isinstance(d, int) and d < 0:
-                raise ShapeError(f"reshape: invalid dim {d} in {tuple(shape)}")
-        dims = [_as_expr(d) for d in shape]
+        return [as_expr(d) for d in shape]
+
+    def reshape(self, *shape):
+        dims = self._shape_args(shape, "reshape")
         view = self.view.reshape(dims)
         if view is None:
-            view = self.contiguous().view.reshape(dims)
-            return self.contiguous()._with_view(view)
+            copy = self.contiguous()
+            return copy._with_view(copy.view.reshape(dims))
         return self._with_view(view)
 
-    view = reshape
+    # No ``view(*shape)``: GraphTensor.view is the tensor's ShapeTracker. Use reshape.
+
+    def reshape_as(self, other):
+        return self.reshape(other.view.dims)
+
+    view_as = reshape_as
 
     def permute(self, *dims):
-        dims = [self._axis(d, "permute") for d in _dims_tuple(dims)]
+        dims = [self._axis(d, "permute") for d in dims_tuple(dims)]
+        if sorted(dims) != list(range(self.ndim)):
+            raise ShapeError(f"permute: dims {dims_tuple(dims)} are not a permutation of the "
+                             f"{self.ndim} dims of shape {self.shape}")
         return self._with_view(self.view.permute(dims))
 
     def transpose(self, dim0: int, dim1: int):
@@ -60,6 +65,15 @@ class MovementOps:
         return self._with_view(self.view.permute(order))
 
     swapaxes = transpose
+    swapdims = transpose
+
+    def movedim(self, source: int, destination: int):
+        src, dst = self._axis(source, "movedim"), self._axis(destination, "movedim")
+        order = [i for i in range(self.ndim) if i != src]
+        order.insert(dst, src)
+        return self.permute(order)
+
+    moveaxis = movedim
 
     def t(self):
         if self.ndim > 2:
@@ -70,83 +84,101 @@ class MovementOps:
     def T(self):
         return self.permute(list(reversed(range(self.ndim))))
 
+    @property
+    def mT(self):
+        if self.ndim < 2:
+            raise ShapeError(f"mT: needs at least 2 dims, got shape {self.shape}")
+        return self.transpose(-2, -1)
+
     def unsqueeze(self, dim: int):
         n = self.ndim + 1
+        check_int(dim, "unsqueeze", "dim")
         if not -n <= dim < n:
             raise ShapeError(f"unsqueeze: dim {dim} is out of range for shape {self.shape}")
         return self._with_view(self.view.insert_axis(dim % n, 1))
 
     def squeeze(self, dim=None):
         if dim is None:
-            axes = [i for i, d in enumerate(self.shape) if isinstance(d, int) and d == 1]
+            axes = [i for i, d in enumerate(self.view.dims) if d == Expr(1)]
         else:
             dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-            axes = [self._axis(d, "squeeze") for d in dims]
-            axes = [a for a in axes if _same(self.view.dims[a], 1)]
+            axes = [self._axis(d, "squeeze") for d in dims] if self.ndim else []
+            axes = [a for a in set(axes) if self.view.dims[a] == Expr(1)]
         view = self.view
         for a in sorted(axes, reverse=True):
             view = view.remove_axis(a)
         return self._with_view(view)
 
     def expand(self, *sizes):
-        sizes = _dims_tuple(sizes)
+        sizes = dims_tuple(sizes)
         if len(sizes) < self.ndim:
             raise ShapeError(f"expand: {sizes} has fewer dims than shape {self.shape}")
         view = self.view
-        for _ in range(len(sizes) - self.ndim):
+        lead = len(sizes) - self.ndim
+        for _ in range(lead):
             view = view.insert_axis(0, 1)
         for axis, size in enumerate(sizes):
-            if isinstance(size, int) and size == -1:
+            if isinstance(size, int) and not isinstance(size, bool) and size == -1:
+                if axis < lead:
+                    raise ShapeError(f"expand: -1 is not allowed for the new leading dim {axis} "
+                                     f"in {sizes}")
                 continue
-            if _same(view.dims[axis], size):
+            if isinstance(size, bool) or not isinstance(size, (int, str, Expr)) or \
+                    (isinstance(size, int) and size < 0):
+                raise ShapeError(f"expand: invalid size {size!r} in {sizes}")
+            if same(view.dims[axis], size):
                 continue
-            if not _same(view.dims[axis], 1):
+            if view.dims[axis] != Expr(1):
                 raise ShapeError(f"expand: cannot expand shape {self.shape} to {sizes}: dim "
                                  f"{axis} has size {view.dims[axis]}, not 1")
-            view = view.expand_axis(axis, _as_expr(size))
+            view = view.expand_axis(axis, as_expr(size))
         return self._with_view(view)
 
-    broadcast_to = expand
+    def broadcast_to(self, *sizes):
+        return self.expand(*sizes)
 
     def expand_as(self, other):
-        return self.expand(other.shape)
+        return self.expand(other.view.dims)
 
     def broadcast_together(self, other, op: str = "broadcast"):
         """Both tensors expanded to their common broadcast shape (PyTorch rules)."""
-        a, b = self.view.dims, other.view.dims
-        n = max(len(a), len(b))
-        a = [Expr(1)] * (n - len(a)) + list(a)
-        b = [Expr(1)] * (n - len(b)) + list(b)
-        shape = []
-        for x, y in zip(a, b):
-            if x == y or y == Expr(1):
-                shape.append(x)
-            elif x == Expr(1):
-                shape.append(y)
-            else:
-                raise ShapeError(f"{op}: shapes {self.shape} and {other.shape} do not broadcast "
-                                 f"(dims {x} and {y})")
+        shape = broadcast_shapes([self.view.dims, other.view.dims], op,
+                                 [self.shape, other.shape])
         return self.expand(shape), other.expand(shape)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1):
         if self.ndim == 0:
             return self.reshape(1)
         s, e = self._axis(start_dim, "flatten"), self._axis(end_dim, "flatten")
+        if s > e:
+            raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
+                             f"for shape {self.shape}")
         dims = list(self.view.dims)
-        merged = Expr(1)
-        for d in dims[s:e + 1]:
-            merged = merged * d
-        return self.reshape(dims[:s] + [merged] + dims[e + 1:])
+        return self.reshape(dims[:s] + [product(dims[s:e + 1])] + dims[e + 1:])
 
-    def flip(self, dims):
-        dims = dims if isinstance(dims, (tuple, list)) else (dims,)
+    def unflatten(self, dim: int, sizes):
+        axis = self._axis(dim, "unflatten")
+        if not isinstance(sizes, (tuple, list)) or not sizes:
+            raise ShapeError(f"unflatten: sizes must be a non-empty tuple, got {sizes!r}")
+        dims = list(self.view.dims)
+        inner = _resolve(sizes, dims[axis], "unflatten", self.shape)
+        return self.reshape(dims[:axis] + inner + dims[axis + 1:])
+
+    def flip(self, *dims):
+        dims = dims_tuple(dims)
         view = self.view
-        for d in dims:
-            view = view.flip(self._axis(d, "flip"))
+        for d in {self._axis(d, "flip") for d in dims}:
+            view = view.flip(d)
         return self._with_view(view)
 
+    def fliplr(self):
+        return self.flip(1)
+
+    def flipud(self):
+        return self.flip(0)
+
     def pad_zeros(self, padding):
-        """Zero padding; ``padding`` is PyTorch's (last_before, last_after, ...) list."""
+        """Zero padding as a view; ``padding`` is PyTorch's (last_before, last_after, ...)."""
         if len(padding) % 2 or len(padding) // 2 > self.ndim:
             raise ShapeError(f"pad: padding {tuple(padding)} does not fit shape {self.shape}")
         view = self.view
@@ -155,7 +187,7 @@ class MovementOps:
             before, after = padding[2 * i], padding[2 * i + 1]
             if (isinstance(before, int) and before < 0) or (isinstance(after, int) and after < 0):
                 raise ShapeError("pad: negative padding is not supported; slice instead")
-            view = view.pad(axis, _as_expr(before), _as_expr(after))
+            view = view.pad(axis, as_expr(before), as_expr(after))
         return self._with_view(view)
 
     def slice_axis(self, axis: int, start=None, stop=None, step: int = 1):
@@ -163,97 +195,105 @@ class MovementOps:
         axis = self._axis(axis, "slice")
         n = self.view.dims[axis]
         if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
-            raise ShapeError(f"slice: step must be a positive int, got {step!r}")
-        start = Expr(0) if start is None else _clamp_index(start, n)
-        stop = n if stop is None else _clamp_index(stop, n)
+            raise ShapeError(f"slice: step must be a positive int, got {step!r} (shape "
+                             f"{self.shape})")
+        start = Expr(0) if start is None else clamp_index(start, n)
+        stop = n if stop is None else clamp_index(stop, n)
         return self._with_view(self.view.slice(axis, start, stop, step))
 
-    def narrow(self, dim: int, start: int, length: int):
-        return self.slice_axis(dim, start, _as_expr(start) + length)
+    def narrow(self, dim: int, start, length):
+        axis = self._axis(dim, "narrow")
+        n = self.view.dims[axis]
+        if isinstance(start, int) and not isinstance(start, bool):
+            if const(n) is not None and not -const(n) <= start <= const(n):
+                raise ShapeError(f"narrow: start {start} is out of range for dim {dim} of "
+                                 f"shape {self.shape}")
+            start = Expr(start) if start >= 0 else n + start
+        elif not isinstance(start, Expr):
+            raise ShapeError(f"narrow: start must be an int, got {start!r}")
+        if isinstance(length, bool) or not isinstance(length, (int, Expr)) or \
+                (isinstance(length, int) and length < 0):
+            raise ShapeError(f"narrow: length must be a non-negative int, got {length!r}")
+        end = start + as_expr(length)
+        if const(end) is not None and const(n) is not None and const(end) > const(n):
+            raise ShapeError(f"narrow: start {start} + length {length} exceeds dim {dim} of "
+                             f"shape {self.shape}")
+        return self._with_view(self.view.slice(axis, start, end, 1))
 
-    def __getitem__(self, key):
-        if not isinstance(key, tuple):
-            key = (key,)
-        if sum(k is Ellipsis for k in key) > 1:
-            raise ShapeError("an index can only have a single ellipsis")
-        consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
-        if consumed > self.ndim:
-            raise ShapeError(f"too many indices ({consumed}) for shape {self.shape}")
-        if not any(k is Ellipsis for k in key):
-            key = key + (Ellipsis,)
-        expanded = []
-        for k in key:
-            if k is Ellipsis:
-                expanded.extend([slice(None)] * (self.ndim - consumed))
-            else:
-                expanded.append(k)
-        out, axis = self, 0
-        for k in expanded:
-            if k is None:
-                out = out.unsqueeze(axis)
-                axis += 1
-            elif isinstance(k, slice):
-                out = out.slice_axis(axis, k.start, k.stop, 1 if k.step is None else k.step)
-                axis += 1
-            elif isinstance(k, int) and not isinstance(k, bool):
-                n = out.view.dims[axis]
-                if n.is_const() and not -n.as_const() <= k < n.as_const():
-                    raise ShapeError(f"index {k} is out of range for dim {axis} of size {n} "
-                                     f"(shape {self.shape})")
-                idx = _clamp_index(k, n)
-                out = out.slice_axis(axis, idx, idx + 1)
-                out = out._with_view(out.view.remove_axis(axis))
-            elif hasattr(k, "graph"):
-                out = out.index_select_tensor(axis, k)
-                axis += k.ndim
-            else:
-                raise ShapeError(f"unsupported index {k!r}")
-        return out
+    def split(self, split_size_or_sections, dim: int = 0):
+        axis = self._axis(dim, "split")
+        n = self.view.dims[axis]
+        if isinstance(split_size_or_sections, (tuple, list)):
+            sizes = [as_expr(check_int(s, "split", "section size")) for s in
+                     split_size_or_sections]
+            if any(const(s) < 0 for s in sizes):
+                raise ShapeError(f"split: negative section in {split_size_or_sections}")
+            if sum(sizes, Expr(0)) != n:
+                raise ShapeError(f"split: sections {tuple(split_size_or_sections)} do not sum "
+                                 f"to dim {dim} of shape {self.shape}")
+        else:
+            size = check_int(split_size_or_sections, "split", "split_size")
+            if size <= 0:
+                raise ShapeError(f"split: split_size must be positive, got {size}")
+            total = const(n)
+            if total is None:
+                raise ShapeError(f"split: dim {dim} of shape {self.shape} is symbolic, so the "
+                                 f"number of pieces is unknown; pass explicit sections")
+            sizes = [Expr(min(size, total - i)) for i in range(0, total, size)] or [Expr(0)]
+        out, start = [], Expr(0)
+        for s in sizes:
+            out.append(self._with_view(self.view.slice(axis, start, start + s, 1)))
+            start = start + s
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0):
+        check_int(chunks, "chunk", "chunks")
+        if chunks <= 0:
+            raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
+        axis = self._axis(dim, "chunk")
+        total = const(self.view.dims[axis])
+        if total is None:
+            raise ShapeError(f"chunk: dim {dim} of shape {self.shape} is symbolic, so the "
+                             f"chunk sizes are unknown")
+        return self.split(max(-(-total // chunks), 1), axis)
+
+    def unbind(self, dim: int = 0):
+        axis = self._axis(dim, "unbind")
+        return tuple(p.squeeze(axis) for p in self.split(1, axis))
 
 
-def _clamp_index(i, n: Expr) -> Expr:
-    """Python's slice-bound rule: negatives count from the end, then clamp to [0, n]."""
-    if isinstance(i, Expr):
-        return i
-    if isinstance(i, bool) or not isinstance(i, int):
-        raise ShapeError(f"slice bounds must be ints, got {i!r}")
-    if i < 0:
-        return (n + i).max(0)
-    return Expr(i).min(n)
+def _resolve(sizes, total: Expr, op: str, shape) -> list:
+    """``sizes`` (with at most one -1) as Exprs whose product is ``total``."""
+    sizes = list(sizes)
+    unknown = [i for i, s in enumerate(sizes) if isinstance(s, int) and s == -1]
+    if len(unknown) > 1:
+        raise ShapeError(f"{op}: only one size may be -1, got {tuple(sizes)}")
+    if unknown:
+        known = product(s for i, s in enumerate(sizes) if i != unknown[0])
+        sizes[unknown[0]] = total // known
+    dims = [as_expr(s) for s in sizes]
+    if product(dims) != total:
+        raise ShapeError(f"{op}: sizes {tuple(sizes)} do not multiply to {total} (shape "
+                         f"{shape})")
+    return dims
 
 
-class IndexOps:
-    """Indexing by integer tensors, built on Gather over flat logical indices."""
-
-    def index_select_tensor(self, axis: int, index):
-        """``self`` with axis ``axis`` replaced by the dims of int tensor ``index``."""
-        from .. import dtype as dt
-
-        self.graph._check_owns(index)
-        if index.dtype not in (dt.int32, dt.bool_) or index.dtype == dt.bool_:
-            raise ShapeError(f"index tensors must be int, got {dt.name(index.dtype)}")
-        axis = self._axis(axis, "index")
-        dims = list(self.view.dims)
-        n = dims[axis]
-        outer = Expr(1)
-        for d in dims[:axis]:
-            outer = outer * d
-        inner = Expr(1)
-        for d in dims[axis + 1:]:
-            inner = inner * d
-        flat_index = index.reshape(-1)
-        # Negative indices count from the end, as in PyTorch.
-        flat_index = flat_index + (flat_index < 0).to(dt.int32) * self.graph.constant(n, dt.int32)
-        count = flat_index.view.dims[0]
-        g = self.graph
-        outer_part = g.iota(Expr("z") * n * inner, outer).reshape(outer, 1, 1)
-        index_part = (flat_index * g.constant(inner, dt.int32)).reshape(1, count, 1)
-        inner_part = g.iota(Expr("z"), inner).reshape(1, 1, inner)
-        flat = outer_part + index_part + inner_part
-        gathered = self._gather(flat)
-        return gathered.reshape(dims[:axis] + list(index.view.dims) + dims[axis + 1:])
-
-    def index_select(self, dim: int, index):
-        if index.ndim != 1:
-            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
-        return self.index_select_tensor(dim, index)
+def broadcast_shapes(shapes, op: str, shown=None) -> list:
+    """The PyTorch broadcast of several shapes (lists of Exprs)."""
+    n = max(len(s) for s in shapes)
+    padded = [[Expr(1)] * (n - len(s)) + list(s) for s in shapes]
+    out = []
+    for axis in range(n):
+        size = Expr(1)
+        for s in padded:
+            d = s[axis]
+            if d == Expr(1) or d == size:
+                continue
+            if size == Expr(1):
+                size = d
+                continue
+            shown = shown or [tuple(str(x) for x in s) for s in shapes]
+            listed = ", ".join(str(s) for s in shown[:-1]) + f" and {shown[-1]}"
+            raise ShapeError(f"{op}: shapes {listed} do not broadcast (dims {size} and {d})")
+        out.append(size)
+    return out

@@ -1,0 +1,225 @@
+"""Building blocks the elementwise, reduction and sorting ops share: PyTorch result types with
+Python scalars, broadcasting, stacking along a new last axis, exact selection (Gather) and the
+cheaper arithmetic blend, and running half-precision math in f32. Plain functions over
+GraphTensors; no GraphTensor methods live here."""
+
+from __future__ import annotations
+
+import functools
+
+from .._core import Expr, OpKind
+from .. import dtype as dt
+from ..errors import DTypeError, ShapeError
+
+_CATEGORY = {dt.bool_: 0, dt.int32: 1, dt.float16: 2, dt.bfloat16: 2, dt.float32: 2}
+_SCALAR_DEFAULT = {0: dt.bool_, 1: dt.int32, 2: dt.float32}
+HALF_TYPES = (dt.float16, dt.bfloat16)
+
+
+def is_scalar(x) -> bool:
+    return isinstance(x, (bool, int, float))
+
+
+def _scalar_category(x) -> int:
+    if isinstance(x, bool):
+        return 0
+    return 1 if isinstance(x, int) else 2
+
+
+def is_tensor(x) -> bool:
+    return hasattr(x, "graph") and hasattr(x, "view")
+
+
+def result_type(*operands, op: str = "op"):
+    """torch.result_type over tensors and Python scalars: tensors decide the dtype unless a
+    scalar is of a higher category (bool < int < float), which then takes its default."""
+    tensor_dtype = None
+    scalar_cat = -1
+    for x in operands:
+        if x is None:
+            continue
+        if is_tensor(x):
+            tensor_dtype = x.dtype if tensor_dtype is None else dt.promote(tensor_dtype, x.dtype)
+        elif is_scalar(x):
+            scalar_cat = max(scalar_cat, _scalar_category(x))
+        else:
+            raise DTypeError(f"{op}: cannot use {type(x).__name__} {x!r} as a tensor operand")
+    if tensor_dtype is None:
+        return _SCALAR_DEFAULT[scalar_cat]
+    if scalar_cat > _CATEGORY[tensor_dtype]:
+        return _SCALAR_DEFAULT[scalar_cat]
+    return tensor_dtype
+
+
+def graph_of(*operands, op: str = "op"):
+    """The graph the tensor operands share (ShapeError when they come from two graphs)."""
+    graph = None
+    for x in operands:
+        if is_tensor(x):
+            if graph is None:
+                graph = x.graph
+            else:
+                graph._check_owns(x)
+    if graph is None:
+        raise DTypeError(f"{op}: needs at least one GraphTensor operand")
+    return graph
+
+
+def shape_str(dims) -> str:
+    """A shape as PyTorch prints it: (3, 4), (s, 4), (5,)."""
+    text = ", ".join(str(d) for d in dims)
+    return f"({text},)" if len(dims) == 1 else f"({text})"
+
+
+def broadcast_shape(shapes, op: str) -> list:
+    """The PyTorch broadcast of several shapes (lists of Expr)."""
+    n = max((len(s) for s in shapes), default=0)
+    out = []
+    for k in range(n):
+        size = Expr(1)
+        for s in shapes:
+            d = s[k - n + len(s)] if k - n + len(s) >= 0 else Expr(1)
+            if d == Expr(1) or d == size:
+                continue
+            if size == Expr(1):
+                size = d
+                continue
+            shown = " and ".join(shape_str(s) for s in shapes)
+            raise ShapeError(f"{op}: shapes {shown} do not broadcast (dims {size} and {d})")
+        out.append(size)
+    return out
+
+
+def to_tensor(x, graph, dtype):
+    """A Python scalar as a constant of ``dtype``, or a tensor converted to ``dtype``."""
+    return graph.constant(x, dtype) if is_scalar(x) else x.to(dtype)
+
+
+def broadcast_all(tensors, op: str):
+    """Tensors expanded (as views) to their common broadcast shape."""
+    shape = broadcast_shape([list(t.view.dims) for t in tensors], op)
+    return [t if list(t.view.dims) == shape else t.expand(shape) for t in tensors]
+
+
+def as_tensors(*operands, op: str, dtype=None):
+    """Every operand as a tensor of one dtype (the result type unless given), all expanded to
+    their common broadcast shape. Python scalars become constants."""
+    graph = graph_of(*operands, op=op)
+    dtype = dtype or result_type(*operands, op=op)
+    return broadcast_all([to_tensor(x, graph, dtype) for x in operands], op)
+
+
+def full_like(x, value, dtype=None):
+    """A constant broadcast (as a view) to ``x``'s shape."""
+    c = x.graph.constant(value, dtype or x.dtype)
+    return c.expand(list(x.view.dims)) if x.ndim else c
+
+
+def stack_last(tensors):
+    """Same-shape, same-dtype tensors stacked on a new last axis: each is padded with zeros
+    into its own slot and the slots are added, so every value is kept exactly."""
+    k = len(tensors)
+    rank = tensors[0].ndim
+    out = None
+    for i, t in enumerate(tensors):
+        view = t.view.insert_axis(rank, Expr(1)).pad(rank, Expr(i), Expr(k - 1 - i))
+        slot = t._with_view(view)
+        out = slot if out is None else out._binary(OpKind.Add, slot)
+    return out
+
+
+def choose(index, options):
+    """``options[index]`` elementwise: ``index`` is an int tensor with values in
+    [0, len(options)), all of one shape; exact for any values (inf and NaN included)."""
+    stacked = stack_last(options)
+    k = len(options)
+    dims = list(index.view.dims)
+    numel = index.view.numel()
+    base = index.graph.iota(Expr("z") * k, numel)
+    base = base.reshape(dims) if dims else base.reshape([])
+    return stacked._gather(base._binary(OpKind.Add, index.to(dt.int32)))
+
+
+def where(condition, x, y):
+    """torch.where(condition, x, y): x where condition is True, else y. Python scalars are
+    allowed for x and y; the result takes their PyTorch result type."""
+    if not is_tensor(condition):
+        raise DTypeError("where: condition must be a bool GraphTensor")
+    if condition.dtype != dt.bool_:
+        raise DTypeError(f"where: condition must be bool, got {dt.name(condition.dtype)}")
+    graph = graph_of(condition, x, y, op="where")
+    dtype = result_type(x, y, op="where")
+    a, b = to_tensor(x, graph, dtype), to_tensor(y, graph, dtype)
+    cond, a, b = broadcast_all([condition, a, b], "where")
+    if dt.is_float(dtype):
+        return choose(cond.to(dt.int32), [b, a])
+    return blend(cond, a, b)
+
+
+def blend(mask, a, b):
+    """``a`` where ``mask`` else ``b`` by arithmetic (a*m + b*(1-m)): exact for ints and bools,
+    and for floats wherever the unchosen side is finite. Cheaper than ``choose``."""
+    if a.dtype == dt.bool_:
+        return (mask & a) | (mask.logical_not() & b)
+    m = mask.to(a.dtype)
+    return a * m + b * (1 - m)
+
+
+def order_flip(x):
+    """An exact order-reversing map: -x for floats, ~x = -1 - x for ints (no overflow)."""
+    flipped = x._binary(OpKind.Mul, full_like(x, -1))
+    if dt.is_float(x.dtype):
+        return flipped
+    return flipped._binary(OpKind.Add, full_like(x, -1))
+
+
+def round_to_int(x):
+    """A float tensor rounded half away from zero to int32 (for near-integers)."""
+    half = (x > 0).to(x.dtype) * 0.5 - (x < 0).to(x.dtype) * 0.5
+    return (x + half).to(dt.int32)
+
+
+def float_math(fn):
+    """Runs ``fn`` on a float tensor: ints and bools become f32 (as torch's float ops do), and
+    f16/bf16 are computed in f32 and rounded once at the end, as torch's kernels do."""
+
+    @functools.wraps(fn)
+    def wrapper(self, *args, **kwargs):
+        if self.dtype in HALF_TYPES:
+            return fn(self.to(dt.float32), *args, **kwargs).to(self.dtype)
+        if not dt.is_float(self.dtype):
+            return fn(self.to(dt.float32), *args, **kwargs)
+        return fn(self, *args, **kwargs)
+
+    return wrapper
+
+
+def float_only(op: str):
+    """Like ``float_math`` but an int or bool input is a DTypeError, as in torch."""
+
+    def decorate(fn):
+        inner = float_math(fn)
+
+        @functools.wraps(fn)
+        def wrapper(self, *args, **kwargs):
+            if not dt.is_float(self.dtype):
+                raise DTypeError(f"{op}: needs a float tensor, got {dt.name(self.dtype)} "
+                                 f"of shape {self.shape}")
+            return inner(self, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def no_bool(x, op: str) -> None:
+    if x.dtype == dt.bool_:
+        raise DTypeError(f"{op}: not supported for bool tensors (shape {x.shape})")
+
+
+def horner(x, coefficients):
+    """c0 + c1*x + c2*x^2 + ... evaluated by Horner's rule."""
+    acc = None
+    for c in reversed(coefficients):
+        acc = full_like(x, float(c)) if acc is None else acc * x + float(c)
+    return acc

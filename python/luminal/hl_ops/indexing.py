@@ -1,0 +1,339 @@
+"""Indexing: Python ``x[...]`` (ints, slices, None, ..., int tensors and int lists with
+PyTorch's advanced-indexing rules), index_select, gather, take_along_dim, scatter(_add),
+diagonal, tril/triu and unfold. Reads by integer tensors are one Gather over flat logical
+indices built from Iota; writes (scatter) are one-hot compares summed. Not here: views
+(movement.py) and joins (joining.py)."""
+
+from __future__ import annotations
+
+from .._core import Expr
+from .. import dtype as dt
+from ..errors import DTypeError, ShapeError
+from .shape_utils import const, product
+
+
+def _contiguous_strides(dims) -> list:
+    strides, s = [], Expr(1)
+    for d in reversed(list(dims)):
+        strides.insert(0, s)
+        s = s * d
+    return strides
+
+
+def _check_index(x, index, op: str):
+    if not hasattr(index, "graph"):
+        raise DTypeError(f"{op}: index must be an int tensor, got {type(index).__name__}")
+    x.graph._check_owns(index)
+    if index.dtype == dt.bool_:
+        raise DTypeError(f"{op}: bool mask indices are not supported (the result's shape "
+                         f"would depend on the data); index shape {index.shape}")
+    if index.dtype != dt.int32:
+        raise DTypeError(f"{op}: indices must be int32, got {dt.name(index.dtype)} tensor of "
+                         f"shape {index.shape} (use .int())")
+    return index
+
+
+def _list_index(graph, values, op: str):
+    """A nested list of Python ints as an int tensor: one Iota whose expression in z picks
+    each value (meant for the short lists people write in ``x[[0, 2]]``)."""
+    shape, flat = [], list(values)
+    while flat and isinstance(flat[0], (list, tuple)):
+        shape.append(len(flat))
+        if any(not isinstance(v, (list, tuple)) or len(v) != len(flat[0]) for v in flat):
+            raise ShapeError(f"{op}: index list {values!r} is not rectangular")
+        flat = [v for row in flat for v in row]
+    shape.append(len(flat))
+    for v in flat:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise DTypeError(f"{op}: index lists must hold ints, got {v!r}")
+    z = Expr("z")
+    expr = Expr(0)
+    for i, v in enumerate(flat):
+        if v:
+            expr = expr + Expr(v) * z.eq(Expr(i))
+    return graph.iota(expr, len(flat)).reshape(shape)
+
+
+def _select_index(x, axis: int, i: Expr):
+    """``x`` at position ``i`` of ``axis``, which goes away. A view, unless the dim is
+    symbolic and the slice's validity range cannot be proven whole (then a copy)."""
+    view = x.view.slice(axis, i, i + 1, 1)
+    part = x._with_view(view)
+    if view.mask_lo[axis] != Expr(0) or view.mask_hi[axis] != Expr(1):
+        part = part.contiguous()
+    return part._with_view(part.view.remove_axis(axis))
+
+
+def _wrap_negative(index, n: Expr):
+    """Negative indices count from the end, as in PyTorch's ``x[idx]``."""
+    return index + (index < 0).to(dt.int32) * index.graph.constant(n, dt.int32)
+
+
+def gather_axes(x, axes: list, indices: list):
+    """PyTorch advanced indexing of ``x`` at the sorted positions ``axes`` by int tensors
+    ``indices`` (which broadcast together): their dims replace the indexed axes in place when
+    the axes are adjacent, else they come first."""
+    from .movement import broadcast_shapes
+
+    if axes != list(range(axes[0], axes[0] + len(axes))):
+        rest = [a for a in range(x.ndim) if a not in axes]
+        x = x.permute(axes + rest)
+        axes = list(range(len(axes)))
+    dims = list(x.view.dims)
+    shape = broadcast_shapes([i.view.dims for i in indices], "index",
+                             [i.shape for i in indices])
+    p, k, nb = axes[0], len(axes), len(shape)
+    pre, post = dims[:p], dims[p + k:]
+    strides = _contiguous_strides(dims)
+    g = x.graph
+    flat = None
+    for j, idx in enumerate(indices):
+        term = (idx * g.constant(strides[p + j], dt.int32)).expand(shape)
+        flat = term if flat is None else flat + term
+    flat = flat.reshape([Expr(1)] * p + shape + [Expr(1)] * len(post))
+    if pre:
+        outer = g.iota(Expr("z") * product(dims[p:]), product(pre))
+        flat = flat + outer.reshape(pre + [Expr(1)] * (nb + len(post)))
+    if post:
+        inner = g.iota(Expr("z"), product(post))
+        flat = flat + inner.reshape([Expr(1)] * (p + nb) + post)
+    return x._gather(flat)
+
+
+def select(cond, a, b):
+    """``where(cond, a, b)`` exactly (no 0 * inf): one Gather from ``a`` and ``b`` laid end
+    to end. ``b`` may be a Python scalar."""
+    from .movement import broadcast_shapes
+
+    g = a.graph
+    if not hasattr(b, "graph"):
+        b = g.constant(b, a.dtype)
+    shape = broadcast_shapes([cond.view.dims, a.view.dims, b.view.dims], "where",
+                             [cond.shape, a.shape, b.shape])
+    a_flat = a.expand(shape).reshape(-1)
+    n = a_flat.view.dims[0]
+    i = g.iota(Expr("z"), n).reshape(shape)
+    take = cond.expand(shape).to(dt.int32)
+    if b.view.numel() == Expr(1):
+        # data = (a..., b): false picks element n.
+        data = a_flat.pad_zeros((0, 1)) + b.reshape(1).pad_zeros((n, 0))
+        return data._gather(i * take + g.constant(n, dt.int32) * (1 - take))
+    from .joining import cat
+
+    data = cat([a_flat, b.expand(shape).reshape(-1)])
+    return data._gather(i + g.constant(n, dt.int32) * (1 - take))
+
+
+class IndexOps:
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        key = tuple(_list_index(self.graph, k, "index") if isinstance(k, list) else k
+                    for k in key)
+        if sum(k is Ellipsis for k in key) > 1:
+            raise ShapeError(f"index: an index can only have a single ellipsis (shape "
+                             f"{self.shape})")
+        consumed = sum(1 for k in key if k is not None and k is not Ellipsis)
+        if consumed > self.ndim:
+            raise ShapeError(f"index: too many indices ({consumed}) for shape {self.shape}")
+        if not any(k is Ellipsis for k in key):
+            key = key + (Ellipsis,)
+        expanded = []
+        for k in key:
+            if k is Ellipsis:
+                expanded.extend([slice(None)] * (self.ndim - consumed))
+            else:
+                expanded.append(k)
+        out, axis = self, 0
+        adv_axes, adv_indices = [], []
+        for k in expanded:
+            if k is None:
+                out = out.unsqueeze(axis)
+                axis += 1
+            elif isinstance(k, slice):
+                step = 1 if k.step is None else k.step
+                if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
+                    raise ShapeError(f"index: slice step must be a positive int, got {step!r} "
+                                     f"(shape {self.shape})")
+                for bound in (k.start, k.stop):
+                    if bound is not None and (isinstance(bound, bool) or
+                                              not isinstance(bound, (int, Expr))):
+                        raise DTypeError(f"index: slice bounds must be ints, got {bound!r}")
+                out = out.slice_axis(axis, k.start, k.stop, step)
+                axis += 1
+            elif isinstance(k, int) and not isinstance(k, bool):
+                n = out.view.dims[axis]
+                if const(n) is not None and not -const(n) <= k < const(n):
+                    raise ShapeError(f"index: {k} is out of range for dim {axis} of size {n} "
+                                     f"(shape {self.shape})")
+                out = _select_index(out, axis, Expr(k) if k >= 0 else n + k)
+            elif hasattr(k, "graph"):
+                index = _check_index(out, k, "index")
+                adv_axes.append(axis)
+                adv_indices.append(_wrap_negative(index, out.view.dims[axis]))
+                axis += 1
+            else:
+                raise DTypeError(f"index: unsupported index {k!r} of type {type(k).__name__} "
+                                 f"(shape {self.shape})")
+        if adv_axes:
+            out = gather_axes(out, adv_axes, adv_indices)
+        return out
+
+    def index_select(self, dim: int, index):
+        index = _check_index(self, index, "index_select")
+        if index.ndim > 1:
+            raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
+        axis = self._axis(dim, "index_select")
+        return gather_axes(self, [axis], [index.reshape(-1)])
+
+    def index_select_tensor(self, axis: int, index):
+        """``self`` with axis ``axis`` replaced by the dims of int tensor ``index``."""
+        index = _check_index(self, index, "index")
+        return gather_axes(self, [self._axis(axis, "index")], [index])
+
+    def gather(self, dim: int, index):
+        index = _check_index(self, index, "gather")
+        axis = self._axis(dim, "gather")
+        if index.ndim != self.ndim:
+            raise ShapeError(f"gather: index of shape {index.shape} must have as many dims as "
+                             f"input of shape {self.shape}")
+        for e in range(self.ndim):
+            a, b = const(index.view.dims[e]), const(self.view.dims[e])
+            if e != axis and a is not None and b is not None and a > b:
+                raise ShapeError(f"gather: index shape {index.shape} is larger than input "
+                                 f"shape {self.shape} in dim {e}")
+        g = self.graph
+        strides = _contiguous_strides(self.view.dims)
+        flat = index * g.constant(strides[axis], dt.int32)
+        for e in range(self.ndim):
+            if e == axis:
+                continue
+            n = index.view.dims[e]
+            coord = g.iota(Expr("z") * strides[e], n)
+            flat = flat + coord.reshape([Expr(1)] * e + [n] + [Expr(1)] * (self.ndim - e - 1))
+        return self._gather(flat)
+
+    def take_along_dim(self, indices, dim=None):
+        indices = _check_index(self, indices, "take_along_dim")
+        if dim is None:
+            return self.reshape(-1).gather(0, indices.reshape(-1))
+        from .movement import broadcast_shapes
+
+        axis = self._axis(dim, "take_along_dim")
+        if indices.ndim != self.ndim:
+            raise ShapeError(f"take_along_dim: indices of shape {indices.shape} must have as "
+                             f"many dims as input of shape {self.shape}")
+        a, b = list(self.view.dims), list(indices.view.dims)
+        a[axis], b[axis] = Expr(1), Expr(1)
+        shape = broadcast_shapes([a, b], "take_along_dim", [self.shape, indices.shape])
+        x_shape, i_shape = list(shape), list(shape)
+        x_shape[axis], i_shape[axis] = self.view.dims[axis], indices.view.dims[axis]
+        return self.expand(x_shape).gather(axis, indices.expand(i_shape))
+
+    def _scatter_sum(self, dim: int, index, src, op: str):
+        """(sum of the values sent to each position of ``self``, how many were sent)."""
+        index = _check_index(self, index, op)
+        axis = self._axis(dim, op)
+        if index.ndim != self.ndim:
+            raise ShapeError(f"{op}: index of shape {index.shape} must have as many dims as "
+                             f"self of shape {self.shape}")
+        g = self.graph
+        if hasattr(src, "graph"):
+            g._check_owns(src)
+            if src.dtype != self.dtype:
+                raise DTypeError(f"{op}: src dtype {dt.name(src.dtype)} differs from self "
+                                 f"dtype {dt.name(self.dtype)}")
+            if src.ndim != self.ndim:
+                raise ShapeError(f"{op}: src of shape {src.shape} must have as many dims as "
+                                 f"self of shape {self.shape}")
+        elif isinstance(src, (bool, int, float)):
+            src = g.constant(src, self.dtype)
+        else:
+            raise DTypeError(f"{op}: src must be a tensor or a number, got {src!r}")
+        idims = list(index.view.dims)
+        for e in range(self.ndim):
+            i, s = const(idims[e]), const(self.view.dims[e])
+            if i is not None and s is not None and e != axis and i > s:
+                raise ShapeError(f"{op}: index shape {index.shape} is larger than self shape "
+                                 f"{self.shape} in dim {e}")
+            if src.ndim and i is not None and const(src.view.dims[e]) is not None and \
+                    i > const(src.view.dims[e]):
+                raise ShapeError(f"{op}: index shape {index.shape} is larger than src shape "
+                                 f"{src.shape} in dim {e}")
+        if src.ndim:
+            view = src.view
+            for e in range(self.ndim):
+                view = view.slice(e, Expr(0), idims[e], 1)
+            src = src._with_view(view)
+        n = self.view.dims[axis]
+        targets = g.iota(Expr("z"), n).reshape([Expr(1)] * self.ndim + [n])
+        onehot = index.unsqueeze(-1) == targets  # index dims + (n,)
+        values = select(onehot, src.expand(idims).unsqueeze(-1), 0)
+        pad = []
+        for e in reversed(range(self.ndim)):
+            pad += [0, 0] if e == axis else [0, self.view.dims[e] - idims[e]]
+        sent = values.sum(axis).movedim(-1, axis).pad_zeros(pad)
+        count = onehot.sum(axis).movedim(-1, axis).pad_zeros(pad)
+        return sent, count
+
+    def scatter(self, dim: int, index, src=None, value=None):
+        if (src is None) == (value is None):
+            raise ShapeError(f"scatter: pass exactly one of src and value (self shape "
+                             f"{self.shape})")
+        sent, count = self._scatter_sum(dim, index, src if value is None else value, "scatter")
+        return select(count > 0, sent, self)
+
+    def scatter_add(self, dim: int, index, src):
+        sent, _ = self._scatter_sum(dim, index, src, "scatter_add")
+        return self + sent
+
+    def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
+        a, b = self._axis(dim1, "diagonal"), self._axis(dim2, "diagonal")
+        if a == b:
+            raise ShapeError(f"diagonal: dim1 and dim2 are both {a} (shape {self.shape})")
+        rest = [d for d in range(self.ndim) if d not in (a, b)]
+        x = self.permute(rest + [a, b])
+        rows, cols = x.view.dims[-2], x.view.dims[-1]
+        length = (rows - max(-offset, 0)).min(cols - max(offset, 0)).max(0)
+        g = self.graph
+        r = g.iota(Expr("z") + max(-offset, 0), length)
+        c = g.iota(Expr("z") + max(offset, 0), length)
+        return gather_axes(x, [x.ndim - 2, x.ndim - 1], [r, c])
+
+    def _triangle(self, diagonal: int, lower: bool, op: str):
+        if self.ndim < 2:
+            raise ShapeError(f"{op}: needs at least 2 dims, got shape {self.shape}")
+        if isinstance(diagonal, bool) or not isinstance(diagonal, int):
+            raise ShapeError(f"{op}: diagonal must be an int, got {diagonal!r}")
+        n, m = self.view.dims[-2], self.view.dims[-1]
+        g = self.graph
+        col = g.iota(Expr("z"), m).reshape(1, m)
+        if lower:  # keep col - row <= diagonal, i.e. col < row + diagonal + 1
+            keep = col < g.iota(Expr("z") + (diagonal + 1), n).reshape(n, 1)
+        else:  # keep col - row >= diagonal, i.e. row + diagonal - 1 < col
+            keep = g.iota(Expr("z") + (diagonal - 1), n).reshape(n, 1) < col
+        return select(keep, self, 0)
+
+    def tril(self, diagonal: int = 0):
+        return self._triangle(diagonal, True, "tril")
+
+    def triu(self, diagonal: int = 0):
+        return self._triangle(diagonal, False, "triu")
+
+    def unfold(self, dimension: int, size: int, step: int):
+        axis = self._axis(dimension, "unfold")
+        for name, v, low, kind in (("size", size, 0, "non-negative"),
+                                   ("step", step, 1, "positive")):
+            if isinstance(v, bool) or not isinstance(v, int) or v < low:
+                raise ShapeError(f"unfold: {name} must be a {kind} int, got {v!r} (shape "
+                                 f"{self.shape})")
+        n = self.view.dims[axis]
+        if const(n) is not None and size > const(n):
+            raise ShapeError(f"unfold: size {size} exceeds dim {dimension} of shape "
+                             f"{self.shape}")
+        windows = (n - size) // step + 1
+        g = self.graph
+        idx = g.iota(Expr("z") * step, windows).reshape(windows, 1) + \
+            g.iota(Expr("z"), size).reshape(1, size)
+        out = gather_axes(self, [axis], [idx])
+        return out.movedim(axis + 1, -1)

@@ -71,6 +71,14 @@ def test_every_runtime_matches_transformers(tmp_path, runtime):
     assert list(generate(session, prompt, 12)) == hf_greedy(hf, prompt, 12)
 
 
+def test_searched_program_matches_transformers(tmp_path):
+    hf = make_hf_llama(tmp_path, seed=6, **CONFIGS["mqa-untied-llama3-vocab256"])
+    model = LlamaForCausalLM.from_pretrained(tmp_path, max_context=32)
+    session = CausalLMSession(model, lm.NativeRuntime(), search=3)
+    prompt = [11, 22, 33]
+    assert list(generate(session, prompt, 10)) == hf_greedy(hf, prompt, 10)
+
+
 def test_decode_logits_match_transformers_step_by_step(tmp_path):
     hf = make_hf_llama(tmp_path, seed=3, **CONFIGS["gqa-tied-llama3"])
     session = CausalLMSession(LlamaForCausalLM.from_pretrained(tmp_path, max_context=32))

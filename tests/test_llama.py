@@ -168,6 +168,18 @@ def test_cli_run_generates_what_transformers_does(tmp_path, capsys):
     assert "time to first token" in err and "tokens/s" in err
 
 
+def test_cli_runs_a_gguf_file(tmp_path, capsys):
+    from luminal.cli import main
+
+    hf = make_hf_llama(tmp_path, seed=9, **CONFIGS["mha-untied"])
+    write_llama_gguf(hf, tmp_path / "m.gguf")
+    tok = _tiny_tokenizer(tmp_path)
+    prompt = "the lazy dog"
+    want = tok.decode(hf_greedy(hf, tok.encode(prompt).ids, 5), skip_special_tokens=True)
+    assert main(["run", str(tmp_path / "m.gguf"), "--prompt", prompt, "--max-new-tokens", "5"]) == 0
+    assert capsys.readouterr().out.strip() == (prompt + want).strip()
+
+
 def test_cli_errors(tmp_path, capsys):
     from luminal.cli import main
 
@@ -180,3 +192,102 @@ def test_cli_errors(tmp_path, capsys):
     assert "not a model directory" in capsys.readouterr().err
     assert main(["embed", str(tmp_path), "hello"]) == 1
     assert "takes BERT models" in capsys.readouterr().err
+
+
+# ---- GGUF (llama.cpp layout) ------------------------------------------------------------
+def _llama_cpp_permute(w, heads):
+    """llama.cpp convert_hf_to_gguf's q/k row order: per head, halves interleaved."""
+    return (w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2)
+            .reshape(w.shape))
+
+
+_GGUF_NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k",
+               "self_attn.v_proj": "attn_v", "self_attn.o_proj": "attn_output",
+               "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down",
+               "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
+
+
+def write_llama_gguf(hf, path, quantize=False):
+    gguf = pytest.importorskip("gguf")
+    c = hf.config
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(c.num_hidden_layers)
+    w.add_embedding_length(c.hidden_size)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv(c.num_key_value_heads)
+    w.add_context_length(c.max_position_embeddings)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_rope_freq_base(10000.0)
+    w.add_vocab_size(c.vocab_size)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    for name, t in hf.state_dict().items():
+        a = t.float().numpy()
+        if name == "lm_head.weight" and c.tie_word_embeddings:
+            continue
+        if name.startswith("model.layers."):
+            _, _, i, rest = name.split(".", 3)
+            module, kind = rest.rsplit(".", 1)
+            gname = f"blk.{i}.{_GGUF_NAMES[module]}.{kind}"
+            if module == "self_attn.q_proj":
+                a = _llama_cpp_permute(a, c.num_attention_heads)
+            if module == "self_attn.k_proj":
+                a = _llama_cpp_permute(a, c.num_key_value_heads)
+        else:
+            gname = {"model.embed_tokens.weight": "token_embd.weight",
+                     "model.norm.weight": "output_norm.weight",
+                     "lm_head.weight": "output.weight"}[name]
+        if quantize and a.ndim == 2:
+            w.add_tensor(gname, gguf.quants.quantize(a, q8), raw_dtype=q8)
+        else:
+            w.add_tensor(gname, a)
+    rope = getattr(c, "rope_parameters", None) or getattr(c, "rope_scaling", None) or {}
+    if rope.get("rope_type") == "llama3":  # llama.cpp stores llama3 scaling as divisors
+        from luminal.nn.rotary import default_inv_freq
+
+        base = default_inv_freq(c.head_dim, 10000.0)
+        with torch.no_grad():
+            scaled = hf.model.rotary_emb.inv_freq.float().numpy()
+        w.add_tensor("rope_freqs.weight", (base / scaled).astype(np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+def test_gguf_llama_with_llama3_rope_matches_transformers(tmp_path):
+    hf = make_hf_llama(tmp_path, seed=7, **CONFIGS["gqa-tied-llama3"])
+    write_llama_gguf(hf, tmp_path / "tiny.gguf")
+    model = LlamaForCausalLM.from_gguf(tmp_path / "tiny.gguf", max_context=64)
+    assert model.config.tie_word_embeddings and model.config.num_key_value_heads == 2
+    session = CausalLMSession(model, all_logits=True)
+    prompt = [4, 8, 15, 16, 23, 42]
+    with torch.no_grad():
+        want = hf(torch.tensor([prompt])).logits.numpy()
+    np.testing.assert_allclose(session.step(np.array([prompt])), want, rtol=1e-4, atol=1e-4)
+    assert list(generate(session, prompt, 20)) == hf_greedy(hf, prompt, 20)
+
+
+def test_gguf_q8_0_llama_matches_transformers_on_the_dequantized_weights(tmp_path):
+    gguf = pytest.importorskip("gguf")
+    hf = make_hf_llama(tmp_path, seed=8, **CONFIGS["mqa-untied-llama3-vocab256"])
+    # the same GGUF without rope_freqs: plain rope, in luminal and in the reference
+    hf.config.rope_parameters = {"rope_type": "default", "rope_theta": 10000.0}
+    hf = transformers.LlamaForCausalLM(hf.config).eval()
+    torch.manual_seed(8)
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.normal_(0, 0.3)
+    write_llama_gguf(hf, tmp_path / "q8.gguf", quantize=True)
+    q8 = gguf.GGMLQuantizationType.Q8_0
+    with torch.no_grad():
+        for p in hf.parameters():
+            if p.ndim == 2:
+                a = p.numpy()
+                p.copy_(torch.from_numpy(gguf.quants.dequantize(gguf.quants.quantize(a, q8), q8)))
+    model = LlamaForCausalLM.from_gguf(tmp_path / "q8.gguf", max_context=64)
+    session = CausalLMSession(model, all_logits=True)
+    prompt = [1, 200, 3, 77, 5]
+    with torch.no_grad():
+        want = hf(torch.tensor([prompt])).logits.numpy()
+    np.testing.assert_allclose(session.step(np.array([prompt])), want, rtol=1e-4, atol=1e-4)

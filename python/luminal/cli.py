@@ -78,12 +78,18 @@ def cmd_run(args) -> int:
     from .models.llama import LlamaForCausalLM
     from .models.tokenizer import StreamDecoder, load_tokenizer
 
-    kind = read_config(args.model_dir).get("model_type")
-    if kind != "llama":
-        raise LuminalError(f"luminal run: {args.model_dir} holds a {kind!r} model; run takes "
-                           f"Llama models (model_type 'llama')")
-    tokenizer = load_tokenizer(args.model_dir)
-    model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context)
+    import os
+
+    if os.path.isfile(args.model_dir) and args.model_dir.endswith(".gguf"):
+        model = LlamaForCausalLM.from_gguf(args.model_dir, max_context=args.max_context)
+        tokenizer = load_tokenizer(args.tokenizer or os.path.dirname(args.model_dir) or ".")
+    else:
+        kind = read_config(args.model_dir).get("model_type")
+        if kind != "llama":
+            raise LuminalError(f"luminal run: {args.model_dir} holds a {kind!r} model; run "
+                               f"takes Llama models (model_type 'llama')")
+        tokenizer = load_tokenizer(args.tokenizer or args.model_dir)
+        model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context)
     rt = make_runtime(args.runtime)
     with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
                   f"(search {args.search})"):
@@ -92,7 +98,9 @@ def cmd_run(args) -> int:
     sampler = Sampler(args.temperature, args.top_p, args.seed)
     stats = GenerationStats()
     decoder = StreamDecoder(tokenizer)
-    eos = set(model.config.eos_token_id or []) | _generation_eos(args.model_dir)
+    eos = set(model.config.eos_token_id or [])
+    if os.path.isdir(args.model_dir):
+        eos |= _generation_eos(args.model_dir)
     sys.stdout.write(args.prompt)
     for token in generate(session, prompt, args.max_new_tokens, sampler, eos, stats):
         sys.stdout.write(decoder.push(token))
@@ -163,7 +171,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(sp):
         sp.add_argument("model_dir", help="a Hugging Face model directory (config.json, "
-                                          "*.safetensors, tokenizer.json)")
+                                          "*.safetensors, tokenizer.json); run also takes a "
+                                          "llama .gguf file")
         sp.add_argument("--runtime", choices=sorted(_RUNTIMES), default="native",
                         help="where to run (default: native)")
         sp.add_argument("--search", type=int, default=1, metavar="N",
@@ -172,6 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="generate text with a Llama model")
     common(run)
     run.add_argument("--prompt", required=True)
+    run.add_argument("--tokenizer", metavar="DIR",
+                     help="directory of tokenizer.json (default: the model's directory)")
     run.add_argument("--max-new-tokens", type=int, default=32)
     run.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     run.add_argument("--top-p", type=float, default=1.0)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from .. import dtype as dt
 from ..errors import WeightsError
 from ..nn.attention import KVCache
@@ -132,6 +134,24 @@ class LlamaForCausalLM(Module):
         model = cls(config, max_context, dt.to_dtype(dtype))
         model.weights = weights
         model.model_dir = model_dir
+        return model
+
+    @classmethod
+    def from_gguf(cls, path, max_context: int | None = 4096, dtype=None):
+        """A llama.cpp GGUF file (F32/F16/BF16/Q8_0 tensors; Q8_0 dequantized to f32)."""
+        from ..weights.gguf import load_gguf
+        from .llama_gguf import GGUFLlamaWeights, config_dict
+
+        f = load_gguf(path)
+        config = LlamaConfig.from_dict(config_dict(f))
+        model = cls(config, max_context, dt.to_dtype(dtype or dt.float32))
+        if "rope_freqs.weight" in f:  # Llama 3.1 scaling as per-frequency divisors
+            inv_freq = config.inv_freq() / f["rope_freqs.weight"].astype(np.float32)
+            model.model.rotary_emb = RotaryEmbedding(config.head_dim, model.max_context,
+                                                     inv_freq.astype(np.float32))
+        model.weights = GGUFLlamaWeights(f, config.num_attention_heads,
+                                         config.num_key_value_heads)
+        model.model_dir = str(path)
         return model
 
     def load_weights(self, runtime, weights=None) -> None:

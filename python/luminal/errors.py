@@ -27,3 +27,7 @@ class DeviceError(LuminalError):
 
 class InternalError(LuminalError):
     """A broken invariant inside luminal: a bug, please report it."""
+
+
+class WeightsError(LuminalError, ValueError):
+    """A weight file that is corrupt or truncated, or whose tensors do not fit the model."""

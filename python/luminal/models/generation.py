@@ -1,0 +1,138 @@
+"""Text generation on a compiled causal LM: one program (symbolic sequence length "s" and
+past length "p") serves the prefill and every decode step; the KV caches cross from each
+step's outputs to the next step's inputs. Greedy or temperature/top-p sampling with a seed,
+tokens streamed as they come, time to first token and tokens/s measured.
+Not here: the model (llama.py) or text <-> ids (tokenizer.py)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import dtype as dt
+from ..errors import ShapeError
+from ..graph import Graph
+from ..runtime import NativeRuntime
+
+
+class CausalLMSession:
+    """``model`` (a Module taking ids and caches, with ``make_caches``) compiled on
+    ``runtime``, its weights set once. ``step(ids)`` runs a chunk and returns its logits."""
+
+    def __init__(self, model, runtime=None, search: int = 1, batch: int = 1,
+                 all_logits: bool = False, weights=None):
+        self.model = model
+        self.batch = batch
+        cx = Graph()
+        self.graph = cx
+        self.ids = cx.tensor((batch, "s"), dt.int32, "input_ids")
+        self.caches = model.make_caches(cx, batch, "p")
+        self.logits = model(self.ids, self.caches, last_only=not all_logits).output()
+        runtime = runtime if runtime is not None else NativeRuntime()
+        self.runtime = cx.search(runtime, search)
+        model.load_weights(self.runtime, weights)
+        self.reset()
+
+    def reset(self) -> None:
+        """Empties the caches (a new conversation)."""
+        self.past = 0
+        _, kv_heads, _, head_dim = self.caches[0].k.shape
+        empty = np.zeros((self.batch, kv_heads, 0, head_dim), np.float32)
+        self._cache_data = [(empty, empty) for _ in self.caches]
+
+    def step(self, ids) -> np.ndarray:
+        """Runs ``ids`` (batch, s) after what the caches hold; returns logits (batch, s or 1,
+        vocab) as float32 and extends the caches."""
+        ids = np.asarray(ids, dtype=np.int32)
+        if ids.ndim == 1:
+            ids = ids[None, :]
+        if ids.shape[0] != self.batch or ids.shape[1] == 0:
+            raise ShapeError(f"step: ids must be (batch={self.batch}, s >= 1), got {ids.shape}")
+        limit = getattr(self.model, "max_context", None)
+        if limit is not None and self.past + ids.shape[1] > limit:
+            raise ShapeError(f"step: {self.past} cached + {ids.shape[1]} new tokens exceed the "
+                             f"context of {limit} (raise max_context)")
+        rt = self.runtime
+        rt.set_data(self.ids, ids)
+        for cache, (k, v) in zip(self.caches, self._cache_data):
+            rt.set_data(cache.k, k)
+            rt.set_data(cache.v, v)
+        rt.execute({"s": int(ids.shape[1]), "p": self.past})
+        self._cache_data = [(rt.get(c.k_out), rt.get(c.v_out)) for c in self.caches]
+        self.past += int(ids.shape[1])
+        return rt.get(self.logits)
+
+
+@dataclass
+class Sampler:
+    """Greedy when ``temperature`` is 0; else softmax(logits / temperature), cut to the
+    smallest set of tokens whose probability reaches ``top_p``, sampled with ``seed``."""
+
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    rng: np.random.Generator = field(init=False, repr=False)
+
+    def __post_init__(self):
+        if self.temperature < 0 or not 0 < self.top_p <= 1:
+            raise ValueError(f"Sampler: temperature must be >= 0 and top_p in (0, 1], got "
+                             f"{self.temperature}, {self.top_p}")
+        self.rng = np.random.default_rng(self.seed)
+
+    def __call__(self, logits: np.ndarray) -> int:
+        logits = np.asarray(logits, dtype=np.float64).reshape(-1)
+        if self.temperature == 0:
+            return int(np.argmax(logits))
+        z = logits / self.temperature
+        p = np.exp(z - z.max())
+        p /= p.sum()
+        order = np.argsort(-p, kind="stable")
+        cumulative = np.cumsum(p[order])
+        keep = order[:int(np.searchsorted(cumulative, self.top_p) + 1)]
+        q = p[keep] / p[keep].sum()
+        return int(keep[self.rng.choice(len(keep), p=q)])
+
+
+@dataclass
+class GenerationStats:
+    prompt_tokens: int = 0
+    new_tokens: int = 0
+    time_to_first_token: float = 0.0  # seconds: prefill plus the first sample
+    decode_seconds: float = 0.0       # time for the tokens after the first
+
+    @property
+    def tokens_per_second(self) -> float:
+        after_first = self.new_tokens - 1
+        return after_first / self.decode_seconds if after_first > 0 and self.decode_seconds else 0.0
+
+
+def generate(session: CausalLMSession, prompt_ids, max_new_tokens: int = 32,
+             sampler: Sampler | None = None, eos_token_ids=(),
+             stats: GenerationStats | None = None):
+    """Yields new token ids one by one: a prefill of ``prompt_ids`` then KV-cache decode
+    steps, until ``max_new_tokens`` or an end-of-sequence token (which is yielded too).
+    Fills ``stats`` as it goes."""
+    sampler = sampler or Sampler()
+    stats = stats if stats is not None else GenerationStats()
+    prompt = [int(t) for t in prompt_ids]
+    if not prompt:
+        raise ShapeError("generate: the prompt is empty")
+    session.reset()
+    stats.prompt_tokens = len(prompt)
+    chunk = prompt
+    for i in range(max_new_tokens):
+        start = time.perf_counter()  # the consumer's time between tokens is not counted
+        logits = session.step(np.array([chunk], np.int32))
+        token = sampler(logits[0, -1])
+        elapsed = time.perf_counter() - start
+        if i == 0:
+            stats.time_to_first_token = elapsed
+        else:
+            stats.decode_seconds += elapsed
+        stats.new_tokens = i + 1
+        yield token
+        if token in eos_token_ids:
+            return
+        chunk = [token]

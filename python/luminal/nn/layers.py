@@ -1,0 +1,117 @@
+"""The basic layers: Linear, Embedding, LayerNorm, RMSNorm, Conv1d, Conv2d. Weight names and
+layouts are PyTorch's (Linear.weight is (out, in)), so torch state dicts load unchanged.
+Not here: blocks built from these (mlp.py, attention.py, transformer.py)."""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from ..errors import ShapeError
+from . import functional as F
+from .module import Module, Parameter
+
+
+def weight_for(param: Parameter, x):
+    """``param``'s graph input in ``x``'s graph, cast to ``x``'s float dtype."""
+    w = param.tensor(x.graph)
+    return w.to(x.dtype) if dt.is_float(x.dtype) and w.dtype != x.dtype else w
+
+
+class Linear(Module):
+    """y = x @ weight.T + bias, on the last dim."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True,
+                 dtype=dt.float32):
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter((out_features, in_features), dtype)
+        self.bias = Parameter((out_features,), dtype) if bias else None
+
+    def forward(self, x):
+        if x.shape[-1] != self.in_features:
+            raise ShapeError(f"Linear({self.weight.name}): input shape {x.shape} does not end "
+                             f"in in_features={self.in_features}")
+        y = x @ weight_for(self.weight, x).t()
+        if self.bias is not None:
+            y = y + weight_for(self.bias, x)
+        return y
+
+
+class Embedding(Module):
+    """Rows of ``weight`` picked by an int tensor of ids: (...,) -> (..., dim)."""
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, dtype=dt.float32):
+        super().__init__()
+        self.num_embeddings = num_embeddings
+        self.embedding_dim = embedding_dim
+        self.weight = Parameter((num_embeddings, embedding_dim), dtype)
+
+    def forward(self, ids):
+        if ids.dtype != dt.int32:
+            raise ShapeError(f"Embedding({self.weight.name}): ids must be int32, got "
+                             f"{dt.name(ids.dtype)}")
+        w = self.weight.tensor(ids.graph)
+        out = w.index_select_tensor(0, ids)
+        return out if w.dtype == dt.float32 else out.to(dt.float32)
+
+
+class LayerNorm(Module):
+    def __init__(self, dim: int, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, dtype=dt.float32):
+        super().__init__()
+        self.eps = eps
+        self.weight = Parameter((dim,), dtype) if elementwise_affine else None
+        self.bias = Parameter((dim,), dtype) if elementwise_affine and bias else None
+
+    def forward(self, x):
+        w = weight_for(self.weight, x) if self.weight is not None else None
+        b = weight_for(self.bias, x) if self.bias is not None else None
+        return F.layer_norm(x, (x.shape[-1],), w, b, self.eps)
+
+
+class RMSNorm(Module):
+    def __init__(self, dim: int, eps: float = 1e-6, dtype=dt.float32):
+        super().__init__()
+        self.eps = eps
+        self.weight = Parameter((dim,), dtype)
+
+    def forward(self, x):
+        return F.rms_norm(x, (x.shape[-1],), weight_for(self.weight, x), self.eps)
+
+
+class _ConvNd(Module):
+    """Holds a torch-layout conv weight (out, in / groups, *kernel) and bias; the op is
+    luminal.nn.functional's conv."""
+
+    n = 0
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, dtype=dt.float32):
+        super().__init__()
+        if in_channels % groups or out_channels % groups:
+            raise ShapeError(f"Conv{self.n}d: channels {in_channels} -> {out_channels} are not "
+                             f"divisible by groups={groups}")
+        kernel = (kernel_size,) * self.n if isinstance(kernel_size, int) else tuple(kernel_size)
+        self.stride, self.padding, self.dilation, self.groups = stride, padding, dilation, groups
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.weight = Parameter((out_channels, in_channels // groups) + kernel, dtype)
+        self.bias = Parameter((out_channels,), dtype) if bias else None
+
+    def forward(self, x):
+        conv = F.conv1d if self.n == 1 else F.conv2d
+        b = weight_for(self.bias, x) if self.bias is not None else None
+        return conv(x, weight_for(self.weight, x), b, self.stride, self.padding, self.dilation,
+                    self.groups)
+
+
+class Conv1d(_ConvNd):
+    """(batch, in, length) -> (batch, out, length_out), as torch.nn.Conv1d."""
+
+    n = 1
+
+
+class Conv2d(_ConvNd):
+    """(batch, in, h, w) -> (batch, out, h_out, w_out), as torch.nn.Conv2d."""
+
+    n = 2

@@ -1,0 +1,34 @@
+"""Feed-forward blocks: MLP (Linear, activation, Linear; BERT's) and SwiGLU (Llama's
+down(silu(gate(x)) * up(x))). Weight names follow Hugging Face's Llama for SwiGLU."""
+
+from __future__ import annotations
+
+from .. import dtype as dt
+from . import functional as F
+from .layers import Linear
+from .module import Module
+
+
+class MLP(Module):
+    """fc2(activation(fc1(x))); ``activation`` is a function of a GraphTensor (exact GELU)."""
+
+    def __init__(self, dim: int, hidden: int, activation=F.gelu, bias: bool = True,
+                 dtype=dt.float32):
+        super().__init__()
+        self.fc1 = Linear(dim, hidden, bias, dtype)
+        self.fc2 = Linear(hidden, dim, bias, dtype)
+        self.activation = activation
+
+    def forward(self, x):
+        return self.fc2(self.activation(self.fc1(x)))
+
+
+class SwiGLU(Module):
+    def __init__(self, dim: int, hidden: int, bias: bool = False, dtype=dt.float32):
+        super().__init__()
+        self.gate_proj = Linear(dim, hidden, bias, dtype)
+        self.up_proj = Linear(dim, hidden, bias, dtype)
+        self.down_proj = Linear(hidden, dim, bias, dtype)
+
+    def forward(self, x):
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))

@@ -1,0 +1,188 @@
+"""A GGUF reader of our own (format versions 2 and 3): metadata, tensor infos and
+memory-mapped tensor data. F32, F16 and BF16 tensors are zero-copy views; Q8_0 blocks are
+dequantized to float32 at load. Shapes come out in numpy order (GGUF stores them reversed).
+Not here: writing GGUF, or mapping llama.cpp tensor names onto a model's names."""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Mapping
+
+import numpy as np
+
+from .. import dtype as dt
+from ..errors import WeightsError
+from .convert import bf16_to_f32
+
+_MAGIC = b"GGUF"
+# ggml tensor types we read: type id -> (name, numpy storage dtype, luminal dtype)
+GGML_F32, GGML_F16, GGML_Q8_0, GGML_I32, GGML_BF16 = 0, 1, 8, 26, 30
+_PLAIN = {
+    GGML_F32: ("F32", np.dtype("<f4"), dt.float32),
+    GGML_F16: ("F16", np.dtype("<f2"), dt.float16),
+    GGML_I32: ("I32", np.dtype("<i4"), dt.int32),
+    GGML_BF16: ("BF16", np.dtype("<u2"), dt.bfloat16),
+}
+_Q8_0_BLOCK = 32
+_Q8_0_BYTES = 34  # one f16 scale, then 32 int8 values
+
+# GGUF metadata value types -> struct format (scalars); 8 string, 9 array
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+            10: "<Q", 11: "<q", 12: "<d"}
+_STRING, _ARRAY = 8, 9
+
+
+class _Cursor:
+    """Reads little-endian values from a byte buffer, raising WeightsError past its end."""
+
+    def __init__(self, data, path: str):
+        self.data = data
+        self.pos = 0
+        self.path = path
+
+    def take(self, n: int, what: str):
+        if n < 0 or self.pos + n > len(self.data):
+            raise WeightsError(f"{self.path}: truncated GGUF file while reading {what} "
+                               f"(needs {n} bytes at offset {self.pos}, file has "
+                               f"{len(self.data)})")
+        out = self.data[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def scalar(self, fmt: str, what: str):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
+
+    def string(self, what: str) -> str:
+        n = self.scalar("<Q", what)
+        raw = bytes(self.take(n, what))
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise WeightsError(f"{self.path}: bad GGUF file: {what} is not UTF-8") from None
+
+    def value(self, kind: int, what: str):
+        if kind in _SCALARS:
+            return self.scalar(_SCALARS[kind], what)
+        if kind == _STRING:
+            return self.string(what)
+        if kind == _ARRAY:
+            inner = self.scalar("<I", what)
+            n = self.scalar("<Q", what)
+            if n > len(self.data):
+                raise WeightsError(f"{self.path}: bad GGUF file: {what} claims {n} elements")
+            return [self.value(inner, what) for _ in range(n)]
+        raise WeightsError(f"{self.path}: bad GGUF file: {what} has unknown value type {kind}")
+
+
+class GGUFFile(Mapping):
+    """One .gguf file: ``f.metadata`` (dict), ``f[name]`` a numpy array (BF16 and Q8_0 as
+    float32), ``f.storage(name)`` a zero-copy view for plain dtypes."""
+
+    def __init__(self, path):
+        self.path = os.fspath(path)
+        self.source = self.path
+        try:
+            self._map = np.memmap(self.path, dtype=np.uint8, mode="c")
+        except (OSError, ValueError) as e:
+            raise WeightsError(f"{self.path}: cannot open GGUF file ({e})") from None
+        cur = _Cursor(self._map, self.path)
+        if bytes(cur.take(4, "the magic")) != _MAGIC:
+            raise WeightsError(f"{self.path}: not a GGUF file (bad magic)")
+        self.version = cur.scalar("<I", "the version")
+        if self.version not in (2, 3):
+            raise WeightsError(f"{self.path}: unsupported GGUF version {self.version}")
+        n_tensors = cur.scalar("<Q", "the tensor count")
+        n_kv = cur.scalar("<Q", "the metadata count")
+        if n_tensors > len(self._map) or n_kv > len(self._map):
+            raise WeightsError(f"{self.path}: bad GGUF header: {n_tensors} tensors, {n_kv} "
+                               f"metadata entries")
+        self.metadata = {}
+        for i in range(n_kv):
+            key = cur.string(f"metadata key {i}")
+            kind = cur.scalar("<I", f"metadata '{key}'")
+            self.metadata[key] = cur.value(kind, f"metadata '{key}'")
+        infos = []
+        for i in range(n_tensors):
+            name = cur.string(f"tensor name {i}")
+            n_dims = cur.scalar("<I", f"tensor '{name}'")
+            if n_dims > 8:
+                raise WeightsError(f"{self.path}: bad GGUF tensor '{name}': {n_dims} dims")
+            dims = [cur.scalar("<Q", f"tensor '{name}'") for _ in range(n_dims)]
+            kind = cur.scalar("<I", f"tensor '{name}'")
+            offset = cur.scalar("<Q", f"tensor '{name}'")
+            infos.append((name, tuple(reversed(dims)), kind, offset))
+        align = int(self.metadata.get("general.alignment", 32))
+        if align <= 0:
+            raise WeightsError(f"{self.path}: bad GGUF alignment {align}")
+        data_start = (cur.pos + align - 1) // align * align
+        self._tensors = {}
+        for name, shape, kind, offset in infos:
+            nbytes = self._nbytes(name, shape, kind)
+            begin = data_start + offset
+            if begin + nbytes > len(self._map):
+                raise WeightsError(f"{self.path}: truncated file: tensor '{name}' ends at byte "
+                                   f"{begin + nbytes}, the file has {len(self._map)}")
+            self._tensors[name] = (shape, kind, begin, nbytes)
+
+    def _nbytes(self, name, shape, kind) -> int:
+        count = int(np.prod(shape, dtype=np.int64))
+        if kind in _PLAIN:
+            return count * _PLAIN[kind][1].itemsize
+        if kind == GGML_Q8_0:
+            if shape and shape[-1] % _Q8_0_BLOCK:
+                raise WeightsError(f"{self.path}: Q8_0 tensor '{name}' has a row of {shape[-1]} "
+                                   f"values, not a multiple of {_Q8_0_BLOCK}")
+            return count // _Q8_0_BLOCK * _Q8_0_BYTES
+        raise WeightsError(f"{self.path}: tensor '{name}' has ggml type {kind}, which luminal "
+                           f"does not read (F32, F16, BF16, I32 and Q8_0 are supported)")
+
+    def _entry(self, name):
+        if name not in self._tensors:
+            raise WeightsError(f"{self.path}: no tensor named '{name}'")
+        return self._tensors[name]
+
+    def shape(self, name: str) -> tuple:
+        return self._entry(name)[0]
+
+    def locate(self, name: str):
+        return self.path, name
+
+    def type_name(self, name: str) -> str:
+        kind = self._entry(name)[1]
+        return "Q8_0" if kind == GGML_Q8_0 else _PLAIN[kind][0]
+
+    def storage(self, name: str):
+        """(array, luminal dtype): a zero-copy view for plain dtypes; Q8_0 dequantized."""
+        shape, kind, begin, nbytes = self._entry(name)
+        data = self._map[begin:begin + nbytes]
+        if kind == GGML_Q8_0:
+            return _dequantize_q8_0(data, shape), dt.float32
+        _, np_dtype, lm_dtype = _PLAIN[kind]
+        if nbytes == 0:
+            return np.zeros(shape, np_dtype), lm_dtype
+        return np.ndarray(shape, np_dtype, buffer=data), lm_dtype
+
+    def __getitem__(self, name) -> np.ndarray:
+        array, lm_dtype = self.storage(name)
+        return bf16_to_f32(array) if lm_dtype == dt.bfloat16 else array
+
+    def __iter__(self):
+        return iter(self._tensors)
+
+    def __len__(self):
+        return len(self._tensors)
+
+    def __contains__(self, name):
+        return name in self._tensors
+
+
+def _dequantize_q8_0(data: np.ndarray, shape) -> np.ndarray:
+    blocks = np.asarray(data).reshape(-1, _Q8_0_BYTES)
+    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)
+    values = blocks[:, 2:].copy().view(np.int8).astype(np.float32)
+    return (values * scale).reshape(shape)
+
+
+def load_gguf(path) -> GGUFFile:
+    return GGUFFile(path)

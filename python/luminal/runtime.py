@@ -59,6 +59,7 @@ class Runtime:
     """The Python face of a C++ runtime. Subclasses set ``_core_type``."""
 
     _core_type = None
+    _ids: dict = {}  # user input/output node id -> the compiled program's, after search
 
     def __init__(self):
         self._rt = self._core_type()
@@ -198,11 +199,11 @@ class CudaRuntime(Runtime):
         self._graph = None
         self._choice = dict(choice or {})
 
-    def _load(self, graph) -> None:
-        choice = _core.TuningChoice()
-        choice.params = sorted(self._choice.items())
-        self._rt.compile(graph._g, choice)
-        self._graph = graph
+    def _load(self, graph, program=None, choice=None) -> None:
+        if choice is None and self._choice:
+            choice = _core.TuningChoice()
+            choice.params = sorted(self._choice.items())
+        super()._load(graph, program, choice)
 
     def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
         """Device milliseconds per run of the program (CUDA graph replays, event-timed)."""

@@ -10,11 +10,8 @@ namespace luminal {
 void init_symbolic(nb::module_& m);
 void init_ir(nb::module_& m);
 void init_runtime(nb::module_& m);
-<<<<<<< HEAD
 void init_cpu(nb::module_& m);
-=======
 void init_egraph(nb::module_& m);
->>>>>>> main
 }  // namespace luminal
 
 namespace {
@@ -49,9 +46,6 @@ NB_MODULE(_core, m) {
   luminal::init_symbolic(m);
   luminal::init_ir(m);
   luminal::init_runtime(m);
-<<<<<<< HEAD
   luminal::init_cpu(m);
-=======
   luminal::init_egraph(m);
->>>>>>> main
 }

@@ -31,14 +31,10 @@ from .errors import (
     ShapeError,
 )
 from .graph import Graph, GraphTensor
-<<<<<<< HEAD
-from .runtime import CpuRuntime, NativeRuntime, Runtime
-=======
 from .hl_ops.compose import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
-from .runtime import NativeRuntime, Runtime
->>>>>>> main
+from .runtime import CpuRuntime, NativeRuntime, Runtime
 
 __version__ = "0.1.0"
 

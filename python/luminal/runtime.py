@@ -178,6 +178,7 @@ class CpuRuntime(Runtime):
         self._rt = _core.CpuRuntime(compiler, list(extra_flags or []),
                                     os.path.abspath(os.fspath(cache_dir)), threads)
         self._graph = None
+        self._ids = {}
 
     @property
     def source(self) -> str:

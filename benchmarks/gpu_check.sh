@@ -76,7 +76,7 @@ PYEOF
 
 echo "== tests marked gpu ($(elapsed))"
 XDIST=""
-if "$PY" -c "import xdist" 2>/dev/null; then XDIST="-n 8"; fi  # 8 processes share the GPU
+if "$PY" -c "import xdist" 2>/dev/null; then XDIST="-n 16"; fi  # 16 processes share the GPU
 timeout 180 "$PY" -m pytest -m gpu -q -rfE -p no:cacheprovider $XDIST tests \
   --junitxml="$OUT/pytest.xml" > "$OUT/pytest.txt" 2>&1
 echo "pytest exit: $? ($(elapsed))"

@@ -1,17 +1,20 @@
 """CUDA codegen without a GPU: every graph of the conformance tables (each variant) is
-rendered as CUDA C and compiled by NVRTC to CUBIN for sm_90 and sm_80, under each of the
-CUDA renderer's tuning choices. A kernel NVRTC rejects fails here. Needs the
+rendered as CUDA C and its kernels compiled by NVRTC to CUBIN for sm_90 and sm_80 (kernels
+that differ only in names and integer constants compile once), and under each of the CUDA
+renderer's tuning choices for sm_90. A kernel NVRTC rejects fails here. Needs the
 nvidia-cuda-nvrtc wheel (skipped without NVRTC)."""
 
 import glob
 import importlib
 import os
+import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 import luminal as lm
-from luminal import cuda
+from luminal import _core, cuda
 
 HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "conformance"))
@@ -68,36 +71,78 @@ def cache_dir(tmp_path_factory):
     return str(tmp_path_factory.mktemp("cubin"))
 
 
-def check_compiles(graphs, table, arch, choice, cache_dir):
-    try:
-        cuda.codegen_check_batch([g for _, g in graphs], arch, choice, cache_dir=cache_dir)
-    except lm.CompileError:
-        # Name the graphs NVRTC rejects, one compile each.
-        failed = []
-        for name, g in graphs:
+KERNEL_NAMES = re.compile(r"\b(?:b|k|d)\d+\b|\b\d+\b")
+
+
+def kernel_classes(graphs, arch, choice, seen=()):
+    """The prelude and one kernel per class of kernels that differ only in buffer, kernel and
+    dim names and integer constants (the same code for NVRTC), leaving out classes in `seen`.
+    Returns (prelude, {class: (graph name, kernel text)})."""
+    prelude, classes = "", {}
+    for name, g in graphs:
+        head, *kernels = cuda.render(g, arch, choice).split("\n/* k")
+        prelude = prelude or head
+        for k in kernels:
+            key = KERNEL_NAMES.sub("N", k)
+            if key not in seen and key not in classes:
+                classes[key] = (name, "/* k" + k)
+    return prelude, classes
+
+
+def compile_classes(prelude, classes, arch, label):
+    """Compiles every kernel class with NVRTC in two translation units at once (NVRTC is
+    single-threaded; CI has two cores), each kernel renamed c<unit>_<i>."""
+    items = list(classes.values())
+    units = [items[0::2], items[1::2]]
+
+    def source(u):
+        body = []
+        for i, (_, text) in enumerate(units[u]):
+            first = re.match(r"/\* (\w+):", text).group(1)  # "/* k3: writes b7 ..."
+            body.append(re.sub(rf"\b{first}\b", f"c{u}_{i}", text))
+        return prelude + "\n" + "\n".join(body)
+
+    lib = cuda.find_nvrtc()
+    errors = []
+    with ThreadPoolExecutor(2) as pool:
+        futures = {u: pool.submit(_core.cuda_nvrtc_compile, source(u), arch, lib)
+                   for u in range(2) if units[u]}
+        for u, f in futures.items():
             try:
-                cuda.codegen_check(g, arch, choice, cache_dir=cache_dir)
+                assert f.result() > 0
             except lm.CompileError as e:
-                failed.append(f"{name}: {str(e)[:2000]}")
-        pytest.fail(f"NVRTC rejects {len(failed)} graph(s) of {table}:\n" + "\n".join(failed))
+                names = "\n".join(f"  c{u}_{i}: from {name}" for i, (name, _) in
+                                   enumerate(units[u]) if f"c{u}_{i}" in str(e))
+                errors.append(f"{str(e)[:4000]}\nkernels named in the log, from graphs:\n{names}")
+    if errors:
+        pytest.fail(f"NVRTC rejects kernels of {label}:\n" + "\n".join(errors))
+
+
+@pytest.fixture(scope="module")
+def all_graphs():
+    graphs = [item for table in _tables() for item in table_graphs(table)]
+    assert len(graphs) > 50
+    return graphs
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize("table", _tables())
-def test_conformance_compiles(table, arch, cache_dir):
-    graphs = table_graphs(table)
-    assert graphs, f"{table} has no graphs"
-    check_compiles(graphs, table, arch, {}, cache_dir)
+def test_conformance_compiles(arch, all_graphs):
+    """Every conformance graph's kernels, by class, compile to CUBIN."""
+    prelude, classes = kernel_classes(all_graphs, arch, {})
+    compile_classes(prelude, classes, arch, f"the conformance tables ({arch})")
 
 
-@pytest.mark.parametrize("choice", CHOICES, ids=str)
-@pytest.mark.parametrize("table", _tables())
-def test_conformance_compiles_choice(table, choice, cache_dir):
-    graphs = [(name, g) for name, g in table_graphs(table)
-              if cuda.render(g, "sm_90", choice) != cuda.render(g, "sm_90")]
-    if not graphs:
-        pytest.skip(f"{choice} changes no graph of {table}")
-    check_compiles(graphs, table, "sm_90", choice, cache_dir)
+def test_conformance_compiles_under_each_choice(all_graphs):
+    """The kernels the other mappings produce (classes the default does not) compile too."""
+    _, seen = kernel_classes(all_graphs, "sm_90", {})
+    seen = dict(seen)
+    prelude, extra = "", {}
+    for choice in CHOICES:
+        prelude, classes = kernel_classes(all_graphs, "sm_90", choice, seen)
+        extra.update(classes)
+        seen.update(classes)
+    assert extra, "the choices change no kernel"
+    compile_classes(prelude, extra, "sm_90", "the conformance tables under the choices")
 
 
 def test_source_is_deterministic(cache_dir):
@@ -169,3 +214,13 @@ def test_identical_layers_share_kernels():
         assert src.count(f" {name}(") == 1
     shared = [tuple(launch[3]) for launch in launches if launch[0] == names[2]]
     assert len(shared) > 1 and len(set(shared)) == len(shared)  # one kernel, other buffers
+
+
+def test_a_rejected_kernel_fails_the_check():
+    cx = lm.Graph()
+    cx.tensor((4,)).exp().output()
+    prelude = cuda.render(cx, "sm_90").split("\n/* k")[0]
+    bad = {"bad": ("exp/contig", '/* k0: writes b1 */\nextern "C" __global__ void k0(float* b1) '
+                                 "{ b1[0] = not_declared; }")}
+    with pytest.raises(pytest.fail.Exception, match="(?s)not_declared.*exp/contig"):
+        compile_classes(prelude, bad, "sm_90", "a broken kernel")

@@ -69,6 +69,13 @@ nb::tuple launch_plan_py(const Graph& graph, const std::string& arch, const Tuni
   return nb::make_tuple(launches, buffers, p.dims);
 }
 
+// Compiles CUDA source text to CUBIN with NVRTC (no device); returns the CUBIN's size.
+size_t nvrtc_compile(const std::string& source, const std::string& arch,
+                     const std::string& library) {
+  auto n = cuda::Nvrtc::load(library);
+  return n->compile_cubin(source, "luminal_check.cu", arch).size();
+}
+
 std::tuple<int, int, std::vector<std::string>> nvrtc_info(const std::string& library) {
   auto n = cuda::Nvrtc::load(library);
   return {n->major(), n->minor(), n->supported_archs()};
@@ -110,6 +117,8 @@ void init_cuda(nb::module_& m) {
         "multiprocessors"_a);
   m.def("cuda_arena_layout", &arena_layout_py, "graph"_a, "dyn_map"_a);
   m.def("cuda_nvrtc_info", &nvrtc_info, "library"_a);
+  m.def("cuda_nvrtc_compile", &nvrtc_compile, "source"_a, "arch"_a, "library"_a,
+        nb::call_guard<nb::gil_scoped_release>());
 }
 
 }  // namespace luminal

@@ -74,13 +74,22 @@ std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
 }
 
 std::optional<CudaMatmul> detect_cuda_matmul(const Kernel& k) {
+  // values: load a, load b, a * b, [cast to f32 of a half product], sum; nothing after.
   const std::vector<Value>& vals = k.values;
-  if (k.reduce_at != 3 || vals.size() != 4 || k.loops.size() < 2 || k.reduce.size() != 1) {
+  const int r = k.reduce_at;
+  if ((r != 3 && r != 4) || static_cast<int>(vals.size()) != r + 1 || k.loops.size() < 2 ||
+      k.reduce.size() != 1) {
     return std::nullopt;
   }
-  const Value& red = vals[3];
+  const Value& red = vals[r];
+  if (red.op != OpKind::SumReduce || !is_float(red.dtype) || red.args[0] != r - 1) {
+    return std::nullopt;
+  }
+  if (r == 4) {
+    const Value& c = vals[3];
+    if (c.kind != ValueKind::kCast || c.dtype != DType::F32 || c.args[0] != 2) return std::nullopt;
+  }
   const Value& mul = vals[2];
-  if (red.op != OpKind::SumReduce || !is_float(red.dtype) || red.args[0] != 2) return std::nullopt;
   if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul) return std::nullopt;
   DType dtype = vals[mul.args[0]].dtype;
   for (ValueId a : mul.args) {

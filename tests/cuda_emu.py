@@ -240,7 +240,7 @@ class Emulated:
                ctypes.c_uint(block[0]))
         results = []
         for t in outputs:
-            out_node = cx._g.find_output(t.id, t.view)
+            out_node = cx._g.find_output(t.id, t.st)
             for b, (role, node, dtype, numel) in enumerate(buffers):
                 if role == 1 and node == out_node:
                     shape = tuple(int(d) for d in t.shape) if all(

@@ -118,7 +118,7 @@ def test_reshape_of_permuted_view_materializes():
     cx = lm.Graph()
     x = cx.tensor((2, 3))
     y = x.T.reshape(6)
-    assert y.view.is_contiguous()  # read from a materialized copy
+    assert y.st.is_contiguous()  # read from a materialized copy
     (out,) = run(cx, {x: torch.arange(6.0).reshape(2, 3)}, [y])
     assert out.tolist() == torch.arange(6.0).reshape(2, 3).T.reshape(6).tolist()
 

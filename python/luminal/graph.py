@@ -48,33 +48,33 @@ def _py_dim(e: Expr):
 
 class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps,
                   NNOps, SortingOps):
-    """A lazy tensor: node ``id`` of ``graph``, read through ``view``."""
+    """A lazy tensor: node ``id`` of ``graph``, read through the view ``st`` (ShapeTracker)."""
 
-    __slots__ = ("graph", "id", "view", "dtype")
+    __slots__ = ("graph", "id", "st", "dtype")
 
     def __init__(self, graph: Graph, node_id: int, view: ShapeTracker, dtype: DType):
         self.graph = graph
         self.id = node_id
-        self.view = view
+        self.st = view
         self.dtype = dtype
 
     # ---- facts -------------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return tuple(_py_dim(d) for d in self.view.dims)
+        return tuple(_py_dim(d) for d in self.st.dims)
 
     @property
     def ndim(self) -> int:
-        return self.view.rank()
+        return self.st.rank()
 
     def dim(self) -> int:
-        return self.view.rank()
+        return self.st.rank()
 
     def size(self, dim: int | None = None):
         return self.shape if dim is None else self.shape[self._axis(dim, "size")]
 
     def numel(self):
-        return _py_dim(self.view.numel())
+        return _py_dim(self.st.numel())
 
     @property
     def name(self) -> str:
@@ -97,7 +97,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
 
     def output(self) -> GraphTensor:
         """Marks this tensor as a result the runtime keeps; returns it."""
-        self.graph._g.output(self.id, self.view)
+        self.graph._g.output(self.id, self.st)
         return self
 
     # ---- primitive emitters -------------------------------------------------------------
@@ -110,22 +110,22 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
         return GraphTensor(self.graph, self.id, view, self.dtype)
 
     def _unary(self, op: OpKind) -> GraphTensor:
-        return self._new(self.graph._g.unary(op, self.id, self.view))
+        return self._new(self.graph._g.unary(op, self.id, self.st))
 
     def _binary(self, op: OpKind, other: GraphTensor) -> GraphTensor:
         self.graph._check_owns(other)
-        return self._new(self.graph._g.binary(op, self.id, self.view, other.id, other.view))
+        return self._new(self.graph._g.binary(op, self.id, self.st, other.id, other.st))
 
     def _reduce(self, op: OpKind, axis: int) -> GraphTensor:
-        return self._new(self.graph._g.reduce(op, self.id, self.view, axis))
+        return self._new(self.graph._g.reduce(op, self.id, self.st, axis))
 
     def _gather(self, indices: GraphTensor) -> GraphTensor:
         self.graph._check_owns(indices)
         g = self.graph._g
-        return self._new(g.gather(self.id, self.view, indices.id, indices.view))
+        return self._new(g.gather(self.id, self.st, indices.id, indices.st))
 
     def _cast(self, dtype: DType) -> GraphTensor:
-        return self._new(self.graph._g.cast(self.id, self.view, dtype))
+        return self._new(self.graph._g.cast(self.id, self.st, dtype))
 
     def _axis(self, axis: int, op: str) -> int:
         n = self.ndim

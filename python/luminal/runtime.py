@@ -127,7 +127,7 @@ class Runtime:
 
     def _output_id(self, tensor) -> int:
         self._check_tensor(tensor, "get")
-        out = self._graph._g.find_output(tensor.id, tensor.view)
+        out = self._graph._g.find_output(tensor.id, tensor.st)
         if out is None:
             raise ShapeError(f"get: {tensor!r} is not an output; call .output() on it before "
                              f"search")

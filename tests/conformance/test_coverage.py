@@ -14,7 +14,7 @@ floor_divide isnan isinf isfinite nan_to_num logical_and logical_or logical_not 
 eq ne lt le gt ge lerp addcmul
 sum mean max min amax amin prod var std logsumexp norm argmax argmin all any cumsum cumprod
 cummax
-reshape permute transpose t flatten unflatten squeeze unsqueeze expand broadcast_to repeat
+reshape view permute transpose t flatten unflatten squeeze unsqueeze expand broadcast_to repeat
 tile flip roll narrow getitem cat stack split chunk pad gather index_select take_along_dim
 scatter scatter_add tril triu unfold
 arange zeros ones full zeros_like ones_like full_like eye linspace rand randn

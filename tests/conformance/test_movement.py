@@ -26,6 +26,7 @@ def _perm_index(x, rows, cols, n):
 CASES = [
     Case("reshape", lambda x: x.reshape(-1, 2), [(3, 4)]),
     Case("reshape", lambda x: x.reshape(x.shape[0], 2, 2, 1), [(3, 4)], label="split_dims"),
+    Case("view", lambda x: x.view(-1, 1, 3), [(4, 3)]),
     Case("reshape", lambda x: x.reshape(-1), [(2, 3, 1)], label="flat"),
     Case("permute", lambda x: x.permute(2, 0, 1), [(2, 3, 4)]),
     Case("permute", lambda x: x.permute(-1, 0), [(3, 1)], label="size1"),

@@ -24,7 +24,7 @@ class ActivationOps:
         """max(x, 0): the input padded with a zero on a new axis, reduced by MaxReduce."""
         no_bool(self, "relu")
         rank = self.ndim
-        view = self.view.insert_axis(rank, Expr(1)).pad(rank, Expr(0), Expr(1))
+        view = self.st.insert_axis(rank, Expr(1)).pad(rank, Expr(0), Expr(1))
         return self._with_view(view)._reduce(OpKind.MaxReduce, rank)
 
     def _negative_part(self):

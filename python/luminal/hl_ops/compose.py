@@ -97,8 +97,8 @@ def to_tensor(x, graph, dtype):
 
 def broadcast_all(tensors, op: str):
     """Tensors expanded (as views) to their common broadcast shape."""
-    shape = broadcast_shape([list(t.view.dims) for t in tensors], op)
-    return [t if list(t.view.dims) == shape else t.expand(shape) for t in tensors]
+    shape = broadcast_shape([list(t.st.dims) for t in tensors], op)
+    return [t if list(t.st.dims) == shape else t.expand(shape) for t in tensors]
 
 
 def as_tensors(*operands, op: str, dtype=None):
@@ -112,7 +112,7 @@ def as_tensors(*operands, op: str, dtype=None):
 def full_like(x, value, dtype=None):
     """A constant broadcast (as a view) to ``x``'s shape."""
     c = x.graph.constant(value, dtype or x.dtype)
-    return c.expand(list(x.view.dims)) if x.ndim else c
+    return c.expand(list(x.st.dims)) if x.ndim else c
 
 
 def stack_last(tensors):
@@ -122,7 +122,7 @@ def stack_last(tensors):
     rank = tensors[0].ndim
     out = None
     for i, t in enumerate(tensors):
-        view = t.view.insert_axis(rank, Expr(1)).pad(rank, Expr(i), Expr(k - 1 - i))
+        view = t.st.insert_axis(rank, Expr(1)).pad(rank, Expr(i), Expr(k - 1 - i))
         slot = t._with_view(view)
         out = slot if out is None else out._binary(OpKind.Add, slot)
     return out
@@ -133,8 +133,8 @@ def choose(index, options):
     [0, len(options)), all of one shape; exact for any values (inf and NaN included)."""
     stacked = stack_last(options)
     k = len(options)
-    dims = list(index.view.dims)
-    numel = index.view.numel()
+    dims = list(index.st.dims)
+    numel = index.st.numel()
     base = index.graph.iota(Expr("z") * k, numel)
     base = base.reshape(dims) if dims else base.reshape([])
     return stacked._gather(base._binary(OpKind.Add, index.to(dt.int32)))

@@ -47,7 +47,7 @@ class CreationOps:
 
     def full_like(self, t, fill_value, dtype=None):
         self._check_owns(t)
-        return self.full(t.view.dims, fill_value, dtype or t.dtype)
+        return self.full(t.st.dims, fill_value, dtype or t.dtype)
 
     def zeros_like(self, t, dtype=None):
         return self.full_like(t, 0, dtype)
@@ -112,8 +112,8 @@ class CreationOps:
 
     def rand_like(self, t, seed: int = 0, dtype=None):
         self._check_owns(t)
-        return self.rand(t.view.dims, seed=seed, dtype=dtype or t.dtype)
+        return self.rand(t.st.dims, seed=seed, dtype=dtype or t.dtype)
 
     def randn_like(self, t, seed: int = 0, dtype=None):
         self._check_owns(t)
-        return self.randn(t.view.dims, seed=seed, dtype=dtype or t.dtype)
+        return self.randn(t.st.dims, seed=seed, dtype=dtype or t.dtype)

@@ -44,7 +44,7 @@ def _take_diagonals(t, labels: list):
         label = next(x for x in labels if labels.count(x) > 1)
         i = labels.index(label)
         j = labels.index(label, i + 1)
-        if t.view.dims[i] != t.view.dims[j]:
+        if t.st.dims[i] != t.st.dims[j]:
             raise ShapeError(f"einsum: label {label!r} repeats with sizes {t.shape[i]} and "
                              f"{t.shape[j]}")
         t = t.diagonal(0, i, j)
@@ -110,7 +110,7 @@ def einsum(equation: str, *operands):
         out += sorted(x for x, c in counts.items() if c == 1 and x.isalpha())
     sizes = {}
     for t, labels in zip(ops, labelled):
-        for x, d in zip(labels, t.view.dims):
+        for x, d in zip(labels, t.st.dims):
             known = sizes.get(x, Expr(1))
             if d != Expr(1) and known != Expr(1) and d != known:
                 shapes = ", ".join(str(o.shape) for o in operands)

@@ -57,11 +57,11 @@ def _list_index(graph, values, op: str):
 def _select_index(x, axis: int, i: Expr):
     """``x`` at position ``i`` of ``axis``, which goes away. A view, unless the dim is
     symbolic and the slice's validity range cannot be proven whole (then a copy)."""
-    view = x.view.slice(axis, i, i + 1, 1)
+    view = x.st.slice(axis, i, i + 1, 1)
     part = x._with_view(view)
     if view.mask_lo[axis] != Expr(0) or view.mask_hi[axis] != Expr(1):
         part = part.contiguous()
-    return part._with_view(part.view.remove_axis(axis))
+    return part._with_view(part.st.remove_axis(axis))
 
 
 def _wrap_negative(index, n: Expr):
@@ -79,8 +79,8 @@ def gather_axes(x, axes: list, indices: list):
         rest = [a for a in range(x.ndim) if a not in axes]
         x = x.permute(axes + rest)
         axes = list(range(len(axes)))
-    dims = list(x.view.dims)
-    shape = broadcast_shapes([i.view.dims for i in indices], "index",
+    dims = list(x.st.dims)
+    shape = broadcast_shapes([i.st.dims for i in indices], "index",
                              [i.shape for i in indices])
     p, k, nb = axes[0], len(axes), len(shape)
     pre, post = dims[:p], dims[p + k:]
@@ -108,13 +108,13 @@ def select(cond, a, b):
     g = a.graph
     if not hasattr(b, "graph"):
         b = g.constant(b, a.dtype)
-    shape = broadcast_shapes([cond.view.dims, a.view.dims, b.view.dims], "where",
+    shape = broadcast_shapes([cond.st.dims, a.st.dims, b.st.dims], "where",
                              [cond.shape, a.shape, b.shape])
     a_flat = a.expand(shape).reshape(-1)
-    n = a_flat.view.dims[0]
+    n = a_flat.st.dims[0]
     i = g.iota(Expr("z"), n).reshape(shape)
     take = cond.expand(shape).to(dt.int32)
-    if b.view.numel() == Expr(1):
+    if b.st.numel() == Expr(1):
         # data = (a..., b): false picks element n.
         data = a_flat.pad_zeros((0, 1)) + b.reshape(1).pad_zeros((n, 0))
         return data._gather(i * take + g.constant(n, dt.int32) * (1 - take))
@@ -162,7 +162,7 @@ class IndexOps:
                 out = out.slice_axis(axis, k.start, k.stop, step)
                 axis += 1
             elif isinstance(k, int) and not isinstance(k, bool):
-                n = out.view.dims[axis]
+                n = out.st.dims[axis]
                 if const(n) is not None and not -const(n) <= k < const(n):
                     raise ShapeError(f"index: {k} is out of range for dim {axis} of size {n} "
                                      f"(shape {self.shape})")
@@ -170,7 +170,7 @@ class IndexOps:
             elif hasattr(k, "graph"):
                 index = _check_index(out, k, "index")
                 adv_axes.append(axis)
-                adv_indices.append(_wrap_negative(index, out.view.dims[axis]))
+                adv_indices.append(_wrap_negative(index, out.st.dims[axis]))
                 axis += 1
             else:
                 raise DTypeError(f"index: unsupported index {k!r} of type {type(k).__name__} "
@@ -198,17 +198,17 @@ class IndexOps:
             raise ShapeError(f"gather: index of shape {index.shape} must have as many dims as "
                              f"input of shape {self.shape}")
         for e in range(self.ndim):
-            a, b = const(index.view.dims[e]), const(self.view.dims[e])
+            a, b = const(index.st.dims[e]), const(self.st.dims[e])
             if e != axis and a is not None and b is not None and a > b:
                 raise ShapeError(f"gather: index shape {index.shape} is larger than input "
                                  f"shape {self.shape} in dim {e}")
         g = self.graph
-        strides = _contiguous_strides(self.view.dims)
+        strides = _contiguous_strides(self.st.dims)
         flat = index * g.constant(strides[axis], dt.int32)
         for e in range(self.ndim):
             if e == axis:
                 continue
-            n = index.view.dims[e]
+            n = index.st.dims[e]
             coord = g.iota(Expr("z") * strides[e], n)
             flat = flat + coord.reshape([Expr(1)] * e + [n] + [Expr(1)] * (self.ndim - e - 1))
         return self._gather(flat)
@@ -223,11 +223,11 @@ class IndexOps:
         if indices.ndim != self.ndim:
             raise ShapeError(f"take_along_dim: indices of shape {indices.shape} must have as "
                              f"many dims as input of shape {self.shape}")
-        a, b = list(self.view.dims), list(indices.view.dims)
+        a, b = list(self.st.dims), list(indices.st.dims)
         a[axis], b[axis] = Expr(1), Expr(1)
         shape = broadcast_shapes([a, b], "take_along_dim", [self.shape, indices.shape])
         x_shape, i_shape = list(shape), list(shape)
-        x_shape[axis], i_shape[axis] = self.view.dims[axis], indices.view.dims[axis]
+        x_shape[axis], i_shape[axis] = self.st.dims[axis], indices.st.dims[axis]
         return self.expand(x_shape).gather(axis, indices.expand(i_shape))
 
     def _scatter_sum(self, dim: int, index, src, op: str):
@@ -250,28 +250,28 @@ class IndexOps:
             src = g.constant(src, self.dtype)
         else:
             raise DTypeError(f"{op}: src must be a tensor or a number, got {src!r}")
-        idims = list(index.view.dims)
+        idims = list(index.st.dims)
         for e in range(self.ndim):
-            i, s = const(idims[e]), const(self.view.dims[e])
+            i, s = const(idims[e]), const(self.st.dims[e])
             if i is not None and s is not None and e != axis and i > s:
                 raise ShapeError(f"{op}: index shape {index.shape} is larger than self shape "
                                  f"{self.shape} in dim {e}")
-            if src.ndim and i is not None and const(src.view.dims[e]) is not None and \
-                    i > const(src.view.dims[e]):
+            if src.ndim and i is not None and const(src.st.dims[e]) is not None and \
+                    i > const(src.st.dims[e]):
                 raise ShapeError(f"{op}: index shape {index.shape} is larger than src shape "
                                  f"{src.shape} in dim {e}")
         if src.ndim:
-            view = src.view
+            view = src.st
             for e in range(self.ndim):
                 view = view.slice(e, Expr(0), idims[e], 1)
             src = src._with_view(view)
-        n = self.view.dims[axis]
+        n = self.st.dims[axis]
         targets = g.iota(Expr("z"), n).reshape([Expr(1)] * self.ndim + [n])
         onehot = index.unsqueeze(-1) == targets  # index dims + (n,)
         values = select(onehot, src.expand(idims).unsqueeze(-1), 0)
         pad = []
         for e in reversed(range(self.ndim)):
-            pad += [0, 0] if e == axis else [0, self.view.dims[e] - idims[e]]
+            pad += [0, 0] if e == axis else [0, self.st.dims[e] - idims[e]]
         sent = values.sum(axis).movedim(-1, axis).pad_zeros(pad)
         count = onehot.sum(axis).movedim(-1, axis).pad_zeros(pad)
         return sent, count
@@ -293,7 +293,7 @@ class IndexOps:
             raise ShapeError(f"diagonal: dim1 and dim2 are both {a} (shape {self.shape})")
         rest = [d for d in range(self.ndim) if d not in (a, b)]
         x = self.permute(rest + [a, b])
-        rows, cols = x.view.dims[-2], x.view.dims[-1]
+        rows, cols = x.st.dims[-2], x.st.dims[-1]
         length = (rows - max(-offset, 0)).min(cols - max(offset, 0)).max(0)
         g = self.graph
         r = g.iota(Expr("z") + max(-offset, 0), length)
@@ -305,7 +305,7 @@ class IndexOps:
             raise ShapeError(f"{op}: needs at least 2 dims, got shape {self.shape}")
         if isinstance(diagonal, bool) or not isinstance(diagonal, int):
             raise ShapeError(f"{op}: diagonal must be an int, got {diagonal!r}")
-        n, m = self.view.dims[-2], self.view.dims[-1]
+        n, m = self.st.dims[-2], self.st.dims[-1]
         g = self.graph
         col = g.iota(Expr("z"), m).reshape(1, m)
         if lower:  # keep col - row <= diagonal, i.e. col < row + diagonal + 1
@@ -327,7 +327,7 @@ class IndexOps:
             if isinstance(v, bool) or not isinstance(v, int) or v < low:
                 raise ShapeError(f"unfold: {name} must be a {kind} int, got {v!r} (shape "
                                  f"{self.shape})")
-        n = self.view.dims[axis]
+        n = self.st.dims[axis]
         if const(n) is not None and size > const(n):
             raise ShapeError(f"unfold: size {size} exceeds dim {dimension} of shape "
                              f"{self.shape}")

@@ -39,7 +39,7 @@ def cat(tensors, dim: int = 0):
     axis = first._axis(dim, "cat")
     for t in tensors[1:]:
         for k in range(first.ndim):
-            if k != axis and not same(t.view.dims[k], first.view.dims[k]):
+            if k != axis and not same(t.st.dims[k], first.st.dims[k]):
                 raise ShapeError(f"cat: shapes {shapes} differ in dim {k}, not only in the "
                                  f"joined dim {dim}")
     dtype = first.dtype
@@ -54,13 +54,13 @@ def _join(tensors, axis: int, total=None):
     if len(tensors) == 1:
         return tensors[0]
     if total is None:
-        total = sum((t.view.dims[axis] for t in tensors), Expr(0))
+        total = sum((t.st.dims[axis] for t in tensors), Expr(0))
     out, offset = None, Expr(0)
     for t in tensors:
-        n = t.view.dims[axis]
+        n = t.st.dims[axis]
         if n == Expr(0):
             continue
-        piece = t._with_view(t.view.pad(axis, offset, total - offset - n))
+        piece = t._with_view(t.st.pad(axis, offset, total - offset - n))
         out = piece if out is None else out._binary(OpKind.Add, piece)
         offset = offset + n
     return tensors[0] if out is None else out
@@ -71,8 +71,8 @@ def stack(tensors, dim: int = 0):
     tensors = _check_tensors(tensors, "stack")
     first = tensors[0]
     for t in tensors[1:]:
-        if t.ndim != first.ndim or any(not same(a, b) for a, b in zip(t.view.dims,
-                                                                       first.view.dims)):
+        if t.ndim != first.ndim or any(not same(a, b) for a, b in zip(t.st.dims,
+                                                                       first.st.dims)):
             shapes = ", ".join(str(t.shape) for t in tensors)
             raise ShapeError(f"stack: expects tensors of one shape, got {shapes}")
     check_int(dim, "stack", "dim")
@@ -101,7 +101,7 @@ def _pad_pairs(x, pad, op: str) -> list:
 
 
 def _part(x, axis: int, start, stop):
-    return x._with_view(x.view.slice(axis, as_expr(start), as_expr(stop), 1))
+    return x._with_view(x.st.slice(axis, as_expr(start), as_expr(stop), 1))
 
 
 def _with_size(shape, axis: int, size) -> list:
@@ -129,7 +129,7 @@ class JoinOps:
         x = self
         for axis, before, after in pairs:
             # Negative amounts crop, as in PyTorch.
-            n = x.view.dims[axis]
+            n = x.st.dims[axis]
             lo = -before if isinstance(before, int) and before < 0 else 0
             crop_hi = isinstance(after, int) and after < 0
             if lo or crop_hi:
@@ -137,7 +137,7 @@ class JoinOps:
         grow = [(a, max(b, 0) if isinstance(b, int) else b, max(e, 0) if isinstance(e, int)
                  else e) for a, b, e in pairs]
         if value == 0 and not isinstance(value, bool):
-            view = x.view
+            view = x.st
             for axis, before, after in grow:
                 view = view.pad(axis, as_expr(before), as_expr(after))
             return x._with_view(view)
@@ -145,14 +145,14 @@ class JoinOps:
         for axis, before, after in grow:
             pieces = [x]
             if as_expr(before) != Expr(0):
-                pieces.insert(0, fill.expand(_with_size(x.view.dims, axis, before)))
+                pieces.insert(0, fill.expand(_with_size(x.st.dims, axis, before)))
             if as_expr(after) != Expr(0):
-                pieces.append(fill.expand(_with_size(x.view.dims, axis, after)))
+                pieces.append(fill.expand(_with_size(x.st.dims, axis, after)))
             x = cat(pieces, axis)
         return x
 
     def _pad_axis(self, axis: int, before, after, mode: str):
-        n = self.view.dims[axis]
+        n = self.st.dims[axis]
         for p in (before, after):
             if isinstance(p, int) and p < 0:
                 raise ShapeError(f"pad: mode {mode!r} needs non-negative padding, got {p} for "
@@ -173,12 +173,12 @@ class JoinOps:
             left = _part(self, axis, 1, before + 1).flip(axis)
             right = _part(self, axis, n - after - 1, n - 1).flip(axis)
         elif mode == "replicate":
-            left = _part(self, axis, 0, 1).expand(_with_size(self.view.dims, axis, before))
-            right = _part(self, axis, n - 1, n).expand(_with_size(self.view.dims, axis, after))
+            left = _part(self, axis, 0, 1).expand(_with_size(self.st.dims, axis, before))
+            right = _part(self, axis, n - 1, n).expand(_with_size(self.st.dims, axis, after))
         else:
             left = _part(self, axis, n - before, n)
             right = _part(self, axis, 0, after)
-        pieces = [p for p in (left, self, right) if p is self or p.view.dims[axis] != Expr(0)]
+        pieces = [p for p in (left, self, right) if p is self or p.st.dims[axis] != Expr(0)]
         return cat(pieces, axis)
 
     def repeat(self, *sizes):
@@ -190,9 +190,9 @@ class JoinOps:
             if isinstance(r, bool) or not isinstance(r, (int, Expr)) or \
                     (isinstance(r, int) and r < 0):
                 raise ShapeError(f"repeat: counts must be non-negative ints, got {sizes}")
-        dims = [Expr(1)] * (len(sizes) - self.ndim) + list(self.view.dims)
+        dims = [Expr(1)] * (len(sizes) - self.ndim) + list(self.st.dims)
         x = self.reshape(dims)
-        view = x.view
+        view = x.st
         for axis in reversed(range(len(sizes))):
             view = view.insert_axis(axis, 1)
             if as_expr(sizes[axis]) != Expr(1):
@@ -209,7 +209,7 @@ class JoinOps:
             if isinstance(shifts, (tuple, list)) and len(shifts) != 1:
                 raise ShapeError(f"roll: {len(shifts)} shifts need as many dims")
             shift = shifts[0] if isinstance(shifts, (tuple, list)) else shifts
-            return self.flatten().roll(shift, 0).reshape(self.view.dims)
+            return self.flatten().roll(shift, 0).reshape(self.st.dims)
         shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
         dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
         if len(shifts) != len(dims):
@@ -218,7 +218,7 @@ class JoinOps:
         for shift, dim in zip(shifts, dims):
             check_int(shift, "roll", "shift")
             axis = x._axis(dim, "roll")
-            n = x.view.dims[axis]
+            n = x.st.dims[axis]
             if const(n) == 0:
                 continue
             s = Expr(shift) % n

@@ -24,15 +24,15 @@ class MatmulOps:
                              f"{self.shape} and {other.shape}")
         a = self.unsqueeze(0) if self.ndim == 1 else self
         b = other.unsqueeze(-1) if other.ndim == 1 else other
-        if a.view.dims[-1] != b.view.dims[-2]:
+        if a.st.dims[-1] != b.st.dims[-2]:
             raise ShapeError(f"matmul: shapes {self.shape} and {other.shape} are not aligned "
                              f"({a.shape[-1]} != {b.shape[-2]})")
         from .movement import broadcast_shapes
 
-        batch = broadcast_shapes([a.view.dims[:-2], b.view.dims[:-2]], "matmul",
+        batch = broadcast_shapes([a.st.dims[:-2], b.st.dims[:-2]], "matmul",
                                  [self.shape, other.shape])
-        a = a.expand(batch + list(a.view.dims[-2:]))
-        b = b.expand(batch + list(b.view.dims[-2:]))
+        a = a.expand(batch + list(a.st.dims[-2:]))
+        b = b.expand(batch + list(b.st.dims[-2:]))
         dtype = dt.promote(a.dtype, b.dtype)
         a, b = a.to(dtype), b.to(dtype)
         # (..., m, k, 1) * (..., 1, k, n) summed over k.
@@ -56,13 +56,13 @@ class MatmulOps:
 
     def bmm(self, mat2):
         _check_rank("bmm", self, mat2, (3,))
-        if self.view.dims[0] != mat2.view.dims[0]:
+        if self.st.dims[0] != mat2.st.dims[0]:
             raise ShapeError(f"bmm: batch sizes differ: shapes {self.shape} and {mat2.shape}")
         return self.matmul(mat2)
 
     def dot(self, other):
         _check_rank("dot", self, other, (1,))
-        if self.view.dims[0] != other.view.dims[0]:
+        if self.st.dims[0] != other.st.dims[0]:
             raise ShapeError(f"dot: lengths differ: shapes {self.shape} and {other.shape}")
         return self.matmul(other)
 
@@ -81,7 +81,7 @@ def linear(x, weight, bias=None):
         raise ShapeError("linear: input and weight must be GraphTensors")
     if weight.ndim not in (1, 2):
         raise ShapeError(f"linear: weight must be 1-D or 2-D, got shape {weight.shape}")
-    if x.ndim == 0 or x.view.dims[-1] != weight.view.dims[-1]:
+    if x.ndim == 0 or x.st.dims[-1] != weight.st.dims[-1]:
         raise ShapeError(f"linear: input shape {x.shape} does not end in weight's "
                          f"in_features (weight shape {weight.shape})")
     out = x.matmul(weight.t())

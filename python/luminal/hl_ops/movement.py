@@ -26,7 +26,7 @@ class MovementOps(JoinOps):
                 raise ShapeError(f"{op}: invalid dim {d} in {tuple(shape)}")
         if unknown:
             known = product(d for i, d in enumerate(shape) if i != unknown[0])
-            total = self.view.numel()
+            total = self.st.numel()
             if known == Expr(0):
                 raise ShapeError(f"{op}: cannot infer -1 in {tuple(shape)} for shape "
                                  f"{self.shape}: the other dims hold 0 elements")
@@ -38,16 +38,21 @@ class MovementOps(JoinOps):
 
     def reshape(self, *shape):
         dims = self._shape_args(shape, "reshape")
-        view = self.view.reshape(dims)
+        view = self.st.reshape(dims)
         if view is None:
             copy = self.contiguous()
-            return copy._with_view(copy.view.reshape(dims))
+            return copy._with_view(copy.st.reshape(dims))
         return self._with_view(view)
 
-    # No ``view(*shape)``: GraphTensor.view is the tensor's ShapeTracker. Use reshape.
+    # No ``view(*shape)``: GraphTensor.st is the tensor's ShapeTracker. Use reshape.
+
+
+    def view(self, *shape):
+        """torch's Tensor.view: the same as reshape (a copy only where no view can express it)."""
+        return self.reshape(*shape)
 
     def reshape_as(self, other):
-        return self.reshape(other.view.dims)
+        return self.reshape(other.st.dims)
 
     view_as = reshape_as
 
@@ -56,13 +61,13 @@ class MovementOps(JoinOps):
         if sorted(dims) != list(range(self.ndim)):
             raise ShapeError(f"permute: dims {dims_tuple(dims)} are not a permutation of the "
                              f"{self.ndim} dims of shape {self.shape}")
-        return self._with_view(self.view.permute(dims))
+        return self._with_view(self.st.permute(dims))
 
     def transpose(self, dim0: int, dim1: int):
         a, b = self._axis(dim0, "transpose"), self._axis(dim1, "transpose")
         order = list(range(self.ndim))
         order[a], order[b] = order[b], order[a]
-        return self._with_view(self.view.permute(order))
+        return self._with_view(self.st.permute(order))
 
     swapaxes = transpose
     swapdims = transpose
@@ -95,16 +100,16 @@ class MovementOps(JoinOps):
         check_int(dim, "unsqueeze", "dim")
         if not -n <= dim < n:
             raise ShapeError(f"unsqueeze: dim {dim} is out of range for shape {self.shape}")
-        return self._with_view(self.view.insert_axis(dim % n, 1))
+        return self._with_view(self.st.insert_axis(dim % n, 1))
 
     def squeeze(self, dim=None):
         if dim is None:
-            axes = [i for i, d in enumerate(self.view.dims) if d == Expr(1)]
+            axes = [i for i, d in enumerate(self.st.dims) if d == Expr(1)]
         else:
             dims = dim if isinstance(dim, (tuple, list)) else (dim,)
             axes = [self._axis(d, "squeeze") for d in dims] if self.ndim else []
-            axes = [a for a in set(axes) if self.view.dims[a] == Expr(1)]
-        view = self.view
+            axes = [a for a in set(axes) if self.st.dims[a] == Expr(1)]
+        view = self.st
         for a in sorted(axes, reverse=True):
             view = view.remove_axis(a)
         return self._with_view(view)
@@ -113,7 +118,7 @@ class MovementOps(JoinOps):
         sizes = dims_tuple(sizes)
         if len(sizes) < self.ndim:
             raise ShapeError(f"expand: {sizes} has fewer dims than shape {self.shape}")
-        view = self.view
+        view = self.st
         lead = len(sizes) - self.ndim
         for _ in range(lead):
             view = view.insert_axis(0, 1)
@@ -138,11 +143,11 @@ class MovementOps(JoinOps):
         return self.expand(*sizes)
 
     def expand_as(self, other):
-        return self.expand(other.view.dims)
+        return self.expand(other.st.dims)
 
     def broadcast_together(self, other, op: str = "broadcast"):
         """Both tensors expanded to their common broadcast shape (PyTorch rules)."""
-        shape = broadcast_shapes([self.view.dims, other.view.dims], op,
+        shape = broadcast_shapes([self.st.dims, other.st.dims], op,
                                  [self.shape, other.shape])
         return self.expand(shape), other.expand(shape)
 
@@ -153,20 +158,20 @@ class MovementOps(JoinOps):
         if s > e:
             raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim} "
                              f"for shape {self.shape}")
-        dims = list(self.view.dims)
+        dims = list(self.st.dims)
         return self.reshape(dims[:s] + [product(dims[s:e + 1])] + dims[e + 1:])
 
     def unflatten(self, dim: int, sizes):
         axis = self._axis(dim, "unflatten")
         if not isinstance(sizes, (tuple, list)) or not sizes:
             raise ShapeError(f"unflatten: sizes must be a non-empty tuple, got {sizes!r}")
-        dims = list(self.view.dims)
+        dims = list(self.st.dims)
         inner = _resolve(sizes, dims[axis], "unflatten", self.shape)
         return self.reshape(dims[:axis] + inner + dims[axis + 1:])
 
     def flip(self, *dims):
         dims = dims_tuple(dims)
-        view = self.view
+        view = self.st
         for d in {self._axis(d, "flip") for d in dims}:
             view = view.flip(d)
         return self._with_view(view)
@@ -181,7 +186,7 @@ class MovementOps(JoinOps):
         """Zero padding as a view; ``padding`` is PyTorch's (last_before, last_after, ...)."""
         if len(padding) % 2 or len(padding) // 2 > self.ndim:
             raise ShapeError(f"pad: padding {tuple(padding)} does not fit shape {self.shape}")
-        view = self.view
+        view = self.st
         for i in range(len(padding) // 2):
             axis = self.ndim - 1 - i
             before, after = padding[2 * i], padding[2 * i + 1]
@@ -193,17 +198,17 @@ class MovementOps(JoinOps):
     def slice_axis(self, axis: int, start=None, stop=None, step: int = 1):
         """Python-style slice of one axis (negative and out-of-range bounds clamp)."""
         axis = self._axis(axis, "slice")
-        n = self.view.dims[axis]
+        n = self.st.dims[axis]
         if isinstance(step, bool) or not isinstance(step, int) or step <= 0:
             raise ShapeError(f"slice: step must be a positive int, got {step!r} (shape "
                              f"{self.shape})")
         start = Expr(0) if start is None else clamp_index(start, n)
         stop = n if stop is None else clamp_index(stop, n)
-        return self._with_view(self.view.slice(axis, start, stop, step))
+        return self._with_view(self.st.slice(axis, start, stop, step))
 
     def narrow(self, dim: int, start, length):
         axis = self._axis(dim, "narrow")
-        n = self.view.dims[axis]
+        n = self.st.dims[axis]
         if isinstance(start, int) and not isinstance(start, bool):
             if const(n) is not None and not -const(n) <= start <= const(n):
                 raise ShapeError(f"narrow: start {start} is out of range for dim {dim} of "
@@ -218,11 +223,11 @@ class MovementOps(JoinOps):
         if const(end) is not None and const(n) is not None and const(end) > const(n):
             raise ShapeError(f"narrow: start {start} + length {length} exceeds dim {dim} of "
                              f"shape {self.shape}")
-        return self._with_view(self.view.slice(axis, start, end, 1))
+        return self._with_view(self.st.slice(axis, start, end, 1))
 
     def split(self, split_size_or_sections, dim: int = 0):
         axis = self._axis(dim, "split")
-        n = self.view.dims[axis]
+        n = self.st.dims[axis]
         if isinstance(split_size_or_sections, (tuple, list)):
             sizes = [as_expr(check_int(s, "split", "section size")) for s in
                      split_size_or_sections]
@@ -242,7 +247,7 @@ class MovementOps(JoinOps):
             sizes = [Expr(min(size, total - i)) for i in range(0, total, size)] or [Expr(0)]
         out, start = [], Expr(0)
         for s in sizes:
-            out.append(self._with_view(self.view.slice(axis, start, start + s, 1)))
+            out.append(self._with_view(self.st.slice(axis, start, start + s, 1)))
             start = start + s
         return tuple(out)
 
@@ -251,7 +256,7 @@ class MovementOps(JoinOps):
         if chunks <= 0:
             raise ShapeError(f"chunk: chunks must be positive, got {chunks}")
         axis = self._axis(dim, "chunk")
-        total = const(self.view.dims[axis])
+        total = const(self.st.dims[axis])
         if total is None:
             raise ShapeError(f"chunk: dim {dim} of shape {self.shape} is symbolic, so the "
                              f"chunk sizes are unknown")

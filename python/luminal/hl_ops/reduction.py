@@ -44,7 +44,7 @@ class ReductionOps(ScanOps):
     def _count(self, axes) -> Expr:
         count = Expr(1)
         for axis in axes:
-            count = count * self.view.dims[axis]
+            count = count * self.st.dims[axis]
         return count
 
     def _float_reduction_input(self, op: str, dtype=None):
@@ -101,10 +101,10 @@ class ReductionOps(ScanOps):
         hit = x == values
         if dt.is_float(x.dtype):
             hit = hit | x.isnan()
-        n = x.view.dims[axis]
+        n = x.st.dims[axis]
         shape = [Expr(1)] * x.ndim
         shape[axis] = n
-        positions = self.graph.iota(Expr("z"), n).reshape(shape).expand(list(x.view.dims))
+        positions = self.graph.iota(Expr("z"), n).reshape(shape).expand(list(x.st.dims))
         index = blend(hit, positions, full_like(positions, n)).amin(axis, keepdim=True)
         if self.ndim == 0:
             return ValuesIndices(values.reshape([]), index.reshape([]))

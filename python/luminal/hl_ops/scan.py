@@ -33,18 +33,18 @@ def move_last(x, axis: int):
 def append_last(x, value):
     """x with one more element, ``value``, at the end of its last axis (pad + Add, exact)."""
     rank = x.ndim
-    n = x.view.dims[-1]
-    padded = x._with_view(x.view.pad(rank - 1, Expr(0), Expr(1)))
-    dims = list(x.view.dims[:-1]) + [Expr(1)]
+    n = x.st.dims[-1]
+    padded = x._with_view(x.st.pad(rank - 1, Expr(0), Expr(1)))
+    dims = list(x.st.dims[:-1]) + [Expr(1)]
     tail = x.graph.constant(value, x.dtype).expand(dims)
-    tail = tail._with_view(tail.view.pad(rank - 1, n, Expr(0)))
+    tail = tail._with_view(tail.st.pad(rank - 1, n, Expr(0)))
     return padded._binary(OpKind.Add, tail)
 
 
 def prefix_table(x, fill):
     """For x of shape (..., n): T of shape (..., n, n) with T[..., i, j] = x[..., j] where
     j <= i and ``fill`` elsewhere."""
-    dims = list(x.view.dims)
+    dims = list(x.st.dims)
     n = dims[-1]
     outer = _product(dims[:-1])
     data = append_last(x, fill)
@@ -68,24 +68,24 @@ def product_last(x):
     """The product over the last axis (removed). A pairwise tree of Muls for a static length;
     for a symbolic one, exp(sum(log|x|)) with the sign from the count of negatives (ints are
     rounded back, exact below 2^24)."""
-    n = x.view.dims[-1]
+    n = x.st.dims[-1]
     rank = x.ndim
     if not n.is_const():
         return _product_by_logs(x)
     n = n.as_const()
     if n == 0:
         one = x.graph.constant(1, x.dtype)
-        return one.expand(list(x.view.dims[:-1])) if rank > 1 else one
+        return one.expand(list(x.st.dims[:-1])) if rank > 1 else one
     while n > 1:
         if n % 2:
             x = append_last(x, 1)
             n += 1
         half = n // 2
-        first = x._with_view(x.view.slice(rank - 1, Expr(0), Expr(half), 1))
-        second = x._with_view(x.view.slice(rank - 1, Expr(half), Expr(n), 1))
+        first = x._with_view(x.st.slice(rank - 1, Expr(0), Expr(half), 1))
+        second = x._with_view(x.st.slice(rank - 1, Expr(half), Expr(n), 1))
         x = first._binary(OpKind.Mul, second)
         n = half
-    return x._with_view(x.view.remove_axis(rank - 1))
+    return x._with_view(x.st.remove_axis(rank - 1))
 
 
 def _product_by_logs(x):
@@ -125,7 +125,7 @@ class ScanOps:
         x, back = move_last(self, axis) if self.ndim else (self.reshape(1), None)
         table = prefix_table(x, _lowest(x.dtype))
         values = table.amax(-1)
-        n = x.view.dims[-1]
+        n = x.st.dims[-1]
         g = self.graph
         rows = g.iota(Expr("z"), n).reshape(n, 1)
         cols = g.iota(Expr("z"), n).reshape(1, n)

@@ -22,7 +22,7 @@ def _ranks(x, descending: bool):
         tie = (mine == other) | (mine_nan & other_nan)
     else:
         tie = mine == other
-    n = x.view.dims[-1]
+    n = x.st.dims[-1]
     g = x.graph
     rows = g.iota(Expr("z"), n).reshape(n, 1)
     cols = g.iota(Expr("z"), n).reshape(1, n)
@@ -32,7 +32,7 @@ def _ranks(x, descending: bool):
 
 def _sorted_last(x, descending: bool):
     """(values, indices) of x (..., n) sorted along its last axis."""
-    n = x.view.dims[-1]
+    n = x.st.dims[-1]
     g = x.graph
     ranks = _ranks(x, descending)                        # (..., n) position of element i
     targets = g.iota(Expr("z"), n).reshape(n, 1)         # (n, 1) output slot r
@@ -40,9 +40,9 @@ def _sorted_last(x, descending: bool):
     lands = ranks.unsqueeze(-2) == targets               # (..., n_r, n_i)
     indices = (lands.to(dt.int32) * sources).sum(-1)     # (..., n_r)
     outer = Expr(1)
-    for d in x.view.dims[:-1]:
+    for d in x.st.dims[:-1]:
         outer = outer * d
-    dims = list(x.view.dims)
+    dims = list(x.st.dims)
     base = g.iota(Expr("z") * n, outer).reshape(dims[:-1] + [Expr(1)])
     values = x._gather(indices + base)
     return values, indices
@@ -66,7 +66,7 @@ class SortingOps:
         if isinstance(k, bool) or not isinstance(k, int):
             raise ShapeError(f"topk: k must be an int, got {k!r}")
         axis = self._axis(dim, "topk")
-        n = self.view.dims[axis] if self.ndim else Expr(1)
+        n = self.st.dims[axis] if self.ndim else Expr(1)
         if k < 0 or (n.is_const() and k > n.as_const()):
             raise ShapeError(f"topk: k={k} is out of range for dim {dim} of shape {self.shape}")
         values, indices = self.sort(axis, descending=largest)

@@ -60,7 +60,7 @@ class BertEmbeddings(Module):
         self.LayerNorm = LayerNorm(c.hidden_size, c.layer_norm_eps, dtype=dtype)
 
     def forward(self, ids, token_type_ids):
-        s = ids.view.dims[1]
+        s = ids.st.dims[1]
         positions = ids.graph.iota("z", s).unsqueeze(0)
         x = self.word_embeddings(ids) + self.position_embeddings(positions)
         return self.LayerNorm(x + self.token_type_embeddings(token_type_ids))

@@ -40,12 +40,12 @@ def cat(tensors, dim: int):
     dim = first._axis(dim, "cat")
     total = Expr(0)
     for t in tensors:
-        total = total + t.view.dims[dim]
+        total = total + t.st.dims[dim]
     out = None
     start = Expr(0)
     for t in tensors:
-        length = t.view.dims[dim]
-        padded = t._with_view(t.view.pad(dim, start, total - start - length))
+        length = t.st.dims[dim]
+        padded = t._with_view(t.st.pad(dim, start, total - start - length))
         out = padded if out is None else out + padded
         start = start + length
     return out

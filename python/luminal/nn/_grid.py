@@ -43,7 +43,7 @@ def gather_grid(x, sizes, source_coords):
     ``source_coords`` (one Expr of z per axis of x, in x's logical, possibly padded, view)."""
     flat = Expr(0)
     stride = Expr(1)
-    for coord, dim in zip(reversed(source_coords), reversed(x.view.dims)):
+    for coord, dim in zip(reversed(source_coords), reversed(x.st.dims)):
         flat = flat + coord * stride
         stride = stride * dim
     sizes = [as_expr(s) for s in sizes]

@@ -14,7 +14,7 @@ NEG_INF = -1e30  # additive mask value: exp() of it is exactly 0, and no inf - i
 def cat2(a, b, dim: int):
     """``torch.cat([a, b], dim)`` as two zero-pads and an Add; sizes may be symbolic."""
     dim = a._axis(dim, "cat")
-    na, nb = a.view.dims[dim], b.view.dims[dim]
+    na, nb = a.st.dims[dim], b.st.dims[dim]
     after = 2 * (a.ndim - 1 - dim)
     pa = [0] * after + [Expr(0), nb]
     pb = [0] * after + [na, Expr(0)]

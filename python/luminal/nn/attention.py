@@ -30,7 +30,7 @@ class KVCache:
 
     @property
     def past(self) -> Expr:
-        return self.k.view.dims[2]
+        return self.k.st.dims[2]
 
 
 class MultiHeadAttention(Module):
@@ -61,7 +61,7 @@ class MultiHeadAttention(Module):
         """``x``: (batch, s, dim). ``bias``: additive mask broadcastable to (batch, heads,
         s, t) with t the key count. ``causal`` adds the causal mask (offset by the cache's
         past length). Returns (batch, s, dim)."""
-        b, s = x.view.dims[0], x.view.dims[1]
+        b, s = x.st.dims[0], x.st.dims[1]
         kvh, hd = self.num_kv_heads, self.head_dim
         rep = self.num_heads // kvh
         # q: (b, kvh, rep, s, hd); k, v: (b, kvh, s, hd). Query head j uses kv head j // rep.
@@ -96,6 +96,6 @@ class MultiHeadAttention(Module):
         if heads != self.num_heads:
             raise ShapeError(f"attention bias of shape {bias.shape} has {heads} heads, the "
                              f"layer has {self.num_heads}")
-        dims = bias.view.dims
+        dims = bias.st.dims
         return bias.reshape(dims[0], self.num_kv_heads, heads // self.num_kv_heads,
                             dims[2], dims[3])

@@ -34,7 +34,7 @@ def _batched(input, nd: int, op: str):
 def _check_weight(weight, nd: int, op: str):
     if weight.ndim != nd + 2:
         raise ShapeError(f"{op}: weight must have {nd + 2} dims, got shape {weight.shape}")
-    return [const_int(d, op, "weight dims") for d in weight.view.dims]
+    return [const_int(d, op, "weight dims") for d in weight.st.dims]
 
 
 def _product(values) -> Expr:
@@ -49,7 +49,7 @@ def _finish(cols, wmat, bias, n, groups, out_per_group, out_sizes, unbatched, op
     out = wmat.matmul(cols)  # (N, G, Og, P), contiguous
     out = out.reshape([n, Expr(groups * out_per_group)] + list(out_sizes))
     if bias is not None:
-        if bias.ndim != 1 or as_expr(bias.view.dims[0]) != Expr(groups * out_per_group):
+        if bias.ndim != 1 or as_expr(bias.st.dims[0]) != Expr(groups * out_per_group):
             raise ShapeError(f"{op}: bias has shape {bias.shape}, expected "
                              f"({groups * out_per_group},)")
         out = out + bias.reshape([groups * out_per_group] + [1] * len(out_sizes))
@@ -82,7 +82,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
     if groups < 1 or out_channels % groups:
         raise ShapeError(f"{op}: {out_channels} output channels (weight shape {weight.shape}) "
                          f"do not split into groups={groups}")
-    dims = x.view.dims
+    dims = x.st.dims
     if as_expr(dims[1]) != Expr(per_group * groups):
         raise ShapeError(f"{op}: input of shape {input.shape} has {dims[1]} channels, but weight "
                          f"of shape {weight.shape} with groups={groups} expects "
@@ -97,7 +97,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
     out_sizes = []
     for j in range(nd):
         span = dilation[j] * (kernel[j] - 1) + 1
-        length = xp.view.dims[2 + j]
+        length = xp.st.dims[2 + j]
         if length.is_const() and length.as_const() < span:
             raise ShapeError(f"{op}: padded input size {length} along spatial dim {j} is "
                              f"smaller than the kernel span {span} (input shape {input.shape}, "
@@ -125,7 +125,7 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     dilation = _tuple(dilation, nd, "dilation", op)
     padding = _tuple(padding, nd, "padding", op)
     output_padding = _tuple(output_padding, nd, "output_padding", op)
-    dims = x.view.dims
+    dims = x.st.dims
     if as_expr(dims[1]) != Expr(in_channels):
         raise ShapeError(f"{op}: input of shape {input.shape} has {dims[1]} channels, but weight "
                          f"of shape {weight.shape} expects {in_channels}")

@@ -79,7 +79,7 @@ def linear(input, weight, bias=None):
     """input @ weight.T + bias, weight (out_features, in_features) or (in_features,)."""
     if weight.ndim not in (1, 2):
         raise ShapeError(f"linear: weight must be 1-D or 2-D, got shape {weight.shape}")
-    if input.ndim == 0 or input.view.dims[-1] != weight.view.dims[-1]:
+    if input.ndim == 0 or input.st.dims[-1] != weight.st.dims[-1]:
         raise ShapeError(f"linear: input of shape {input.shape} does not match weight of shape "
                          f"{weight.shape} (in_features {weight.shape[-1]})")
     out = input.matmul(weight.transpose(0, 1) if weight.ndim == 2 else weight)

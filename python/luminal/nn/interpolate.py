@@ -96,7 +96,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest",
                          f"of shape {input.shape} has {nd}")
     if align_corners is not None and mode not in _LINEAR_MODES:
         raise ShapeError(f"{op}: align_corners only applies to linear modes, not '{mode}'")
-    lengths = [const_int(d, op, "spatial dims") for d in input.view.dims[2:]]
+    lengths = [const_int(d, op, "spatial dims") for d in input.st.dims[2:]]
     sizes, scales = _output_sizes(lengths, size, scale_factor, recompute_scale_factor, op)
     if min(sizes) < 1:
         raise ShapeError(f"{op}: output size {tuple(sizes)} must be positive")

@@ -36,8 +36,8 @@ def _class_dim(input, op: str) -> int:
 
 
 def _check_target(input, target, cdim: int, op: str):
-    want = [d for i, d in enumerate(input.view.dims) if i != cdim]
-    got = list(target.view.dims)
+    want = [d for i, d in enumerate(input.st.dims) if i != cdim]
+    got = list(target.st.dims)
     if len(want) != len(got) or any(as_expr(a) != as_expr(b) for a, b in zip(want, got)):
         raise ShapeError(f"{op}: target of shape {target.shape} does not match input of shape "
                          f"{input.shape} (expected the input's shape without its class dim)")
@@ -46,11 +46,11 @@ def _check_target(input, target, cdim: int, op: str):
 def _pick(logp, target, cdim: int):
     """logp at each target class: (N, C, *d) and (N, *d) -> (N, *d). Targets must be valid."""
     moved = logp.permute([0] + list(range(2, logp.ndim)) + [1]) if cdim == 1 else logp
-    classes = logp.view.dims[cdim]
+    classes = logp.st.dims[cdim]
     flat_target = target.reshape(-1)
-    rows = flat_target.view.dims[0]
+    rows = flat_target.st.dims[0]
     index = logp.graph.iota(Expr("z") * classes, rows) + flat_target
-    return moved._gather(index).reshape(list(target.view.dims))
+    return moved._gather(index).reshape(list(target.st.dims))
 
 
 def _nll_terms(logp, target, weight, ignore_index: int, op: str):
@@ -60,8 +60,8 @@ def _nll_terms(logp, target, weight, ignore_index: int, op: str):
         raise DTypeError(f"{op}: class-index target must be an int tensor, got "
                          f"{dt.name(target.dtype)}")
     _check_target(logp, target, cdim, op)
-    classes = logp.view.dims[cdim]
-    if weight is not None and (weight.ndim != 1 or as_expr(weight.view.dims[0]) != classes):
+    classes = logp.st.dims[cdim]
+    if weight is not None and (weight.ndim != 1 or as_expr(weight.st.dims[0]) != classes):
         raise ShapeError(f"{op}: weight of shape {weight.shape} must be ({classes},)")
     valid = target != ignore_index
     safe_target = target * valid.to(dt.int32)  # ignored places read class 0, weighted 0
@@ -86,7 +86,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
 
 
 def _channel_weight(weight, ndim: int, cdim: int):
-    return weight.reshape([weight.view.dims[0]] + [1] * (ndim - 1 - cdim))
+    return weight.reshape([weight.st.dims[0]] + [1] * (ndim - 1 - cdim))
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
@@ -101,7 +101,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     cdim = _class_dim(input, op)
     out_dtype = input.dtype if dt.is_float(input.dtype) else dt.float32
     logp = input.to(dt.float32).log_softmax(cdim)
-    classes = logp.view.dims[cdim]
+    classes = logp.st.dims[cdim]
     if label_smoothing:
         classes = const_int(classes, op, "the number of classes (with label_smoothing)")
     if dt.is_float(target.dtype):
@@ -122,7 +122,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
 
 def _soft_cross_entropy(logp, target, weight, label_smoothing, cdim, classes, op):
     """Per-element loss for class-probability targets (mean divides by the element count)."""
-    if list(target.view.dims) != list(logp.view.dims):
+    if list(target.st.dims) != list(logp.st.dims):
         raise ShapeError(f"{op}: probability target of shape {target.shape} must match input "
                          f"of shape {logp.shape}")
     t = target.to(dt.float32)

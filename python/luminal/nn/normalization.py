@@ -19,7 +19,7 @@ def _shape_tuple(normalized_shape):
 def _check_param(p, name: str, want, op: str, input_shape):
     if p is None:
         return
-    got = tuple(p.view.dims)
+    got = tuple(p.st.dims)
     if len(got) != len(want) or any(as_expr(a) != as_expr(b) for a, b in zip(got, want)):
         raise ShapeError(f"{op}: {name} has shape {p.shape}, expected {tuple(want)} for input "
                          f"of shape {input_shape}")
@@ -33,7 +33,7 @@ def _float_stats(x):
 
 def _normalized_axes(x, normalized_shape, op: str):
     shape = _shape_tuple(normalized_shape)
-    dims = x.view.dims
+    dims = x.st.dims
     k = len(shape)
     ok = 0 < k <= len(dims) and all(as_expr(a) == as_expr(b)
                                     for a, b in zip(dims[len(dims) - k:], shape))
@@ -75,7 +75,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 def _channel_view(p, ndim: int):
     """A per-channel (C,) parameter as (C, 1, ..., 1) to broadcast against (N, C, ...)."""
-    return p.reshape([p.view.dims[0]] + [1] * (ndim - 2))
+    return p.reshape([p.st.dims[0]] + [1] * (ndim - 2))
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
@@ -83,7 +83,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     if input.ndim < 2:
         raise ShapeError(f"group_norm: input needs at least 2 dims (N, C, ...), got shape "
                          f"{input.shape}")
-    dims = input.view.dims
+    dims = input.st.dims
     channels = dims[1]
     if not channels.is_const() or num_groups <= 0 or channels.as_const() % num_groups:
         raise ShapeError(f"group_norm: {channels} channels of input shape {input.shape} do not "
@@ -113,7 +113,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None,
     if input.ndim < 2:
         raise ShapeError(f"batch_norm: input needs at least 2 dims (N, C, ...), got shape "
                          f"{input.shape}")
-    channels = input.view.dims[1]
+    channels = input.st.dims[1]
     for p, name in ((running_mean, "running_mean"), (running_var, "running_var"),
                     (weight, "weight"), (bias, "bias")):
         _check_param(p, name, (channels,), "batch_norm", input.shape)

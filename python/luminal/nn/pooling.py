@@ -45,8 +45,8 @@ def _windows(input, nd: int, kernel_size, stride, padding, dilation, ceil_mode, 
         _tuple(stride, nd, "stride", op)
     padding = _tuple(padding, nd, "padding", op)
     dilation = _tuple(dilation, nd, "dilation", op)
-    lead = list(input.view.dims[:input.ndim - nd])
-    lengths = [const_int(d, op, "spatial dims") for d in input.view.dims[input.ndim - nd:]]
+    lead = list(input.st.dims[:input.ndim - nd])
+    lengths = [const_int(d, op, "spatial dims") for d in input.st.dims[input.ndim - nd:]]
     if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1:
         raise ShapeError(f"{op}: kernel_size {kernel}, stride {stride} and dilation {dilation} "
                          f"must be positive")
@@ -162,7 +162,7 @@ def _adaptive_avg_pool(input, output_size, nd: int, op: str):
     if input.ndim < nd + 1:
         raise ShapeError(f"{op}: expected an input with at least {nd + 1} dims, got shape "
                          f"{input.shape}")
-    lengths = [const_int(d, op, "spatial dims") for d in input.view.dims[input.ndim - nd:]]
+    lengths = [const_int(d, op, "spatial dims") for d in input.st.dims[input.ndim - nd:]]
     if isinstance(output_size, int) or output_size is None:
         output_size = (output_size,) * nd
     output_size = tuple(output_size)

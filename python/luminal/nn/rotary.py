@@ -58,7 +58,7 @@ class RotaryEmbedding(Module):
 
     def forward(self, x, past=0):
         """``x``: (..., s, head_dim); ``past``: positions before this chunk (int or Expr)."""
-        s = x.view.dims[-2]
+        s = x.st.dims[-2]
         past = past if isinstance(past, Expr) else Expr(past)
         cos = self.cos.tensor(x.graph).slice_axis(0, past, past + s)
         sin = self.sin.tensor(x.graph).slice_axis(0, past, past + s)

@@ -17,10 +17,10 @@ _F32_LOWEST = -3.4028234663852886e38
 
 def _repeat_heads(t, heads: int, op: str, name: str):
     """(..., Hk, S, E) -> (..., heads, S, E), each head repeated heads // Hk times."""
-    have = const_int(t.view.dims[-3], op, f"{name} heads")
+    have = const_int(t.st.dims[-3], op, f"{name} heads")
     if heads % have:
         raise ShapeError(f"{op}: {heads} query heads are not a multiple of {have} {name} heads")
-    dims = list(t.view.dims)
+    dims = list(t.st.dims)
     expanded = t.unsqueeze(-3).expand(dims[:-3] + [dims[-3], heads // have] + dims[-2:])
     return expanded.reshape(dims[:-3] + [heads] + dims[-2:])
 
@@ -50,24 +50,24 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         raise NotImplementedError(f"{op}: dropout_p > 0 is not supported (no random state)")
     if is_causal and attn_mask is not None:
         raise ShapeError(f"{op}: give attn_mask or is_causal, not both")
-    if as_expr(query.view.dims[-1]) != as_expr(key.view.dims[-1]):
+    if as_expr(query.st.dims[-1]) != as_expr(key.st.dims[-1]):
         raise ShapeError(f"{op}: query of shape {query.shape} and key of shape {key.shape} "
                          f"differ in the feature dim")
-    if as_expr(key.view.dims[-2]) != as_expr(value.view.dims[-2]):
+    if as_expr(key.st.dims[-2]) != as_expr(value.st.dims[-2]):
         raise ShapeError(f"{op}: key of shape {key.shape} and value of shape {value.shape} "
                          f"differ in the sequence dim")
     out_dtype = dt.promote(dt.promote(query.dtype, key.dtype), value.dtype)
     q, k, v = query.to(dt.float32), key.to(dt.float32), value.to(dt.float32)
     if enable_gqa and query.ndim >= 3:
-        heads = const_int(query.view.dims[-3], op, "query heads")
+        heads = const_int(query.st.dims[-3], op, "query heads")
         k = _repeat_heads(k, heads, op, "key")
         v = _repeat_heads(v, heads, op, "value")
     if scale is None:
-        scale = 1.0 / math.sqrt(const_int(query.view.dims[-1], op, "the feature dim"))
+        scale = 1.0 / math.sqrt(const_int(query.st.dims[-1], op, "the feature dim"))
     scores = q.matmul(k.transpose(-2, -1)) * float(scale)
     masked = is_causal or attn_mask is not None
     if is_causal:
-        scores = scores + _causal_bias(q.graph, q.view.dims[-2], k.view.dims[-2])
+        scores = scores + _causal_bias(q.graph, q.st.dims[-2], k.st.dims[-2])
     elif attn_mask is not None:
         if attn_mask.dtype == dt.bool_:
             bias = neg_inf_where_false(attn_mask)

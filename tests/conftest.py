@@ -1,6 +1,7 @@
 """Shared test helpers: compile a graph on a runtime, feed it, read its outputs."""
 
 import atexit
+import os
 import shutil
 import tempfile
 
@@ -26,6 +27,12 @@ class CpuRuntime(lm.CpuRuntime):
 RUNTIMES = {"native": lm.NativeRuntime, "cpu": CpuRuntime}
 if gpu_available():  # with a GPU, the CUDA runtime too (its tests are marked gpu)
     RUNTIMES["cuda"] = lambda: lm.CudaRuntime(cache_dir=CPU_CACHE)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _search_cache_in_tmp(tmp_path_factory):
+    """Searches in tests cache into a temp dir, never ~/.cache."""
+    os.environ["LUMINAL_SEARCH_CACHE"] = str(tmp_path_factory.mktemp("search-cache"))
 
 
 @pytest.fixture(params=[pytest.param(k, marks=pytest.mark.gpu) if k == "cuda" else k

@@ -13,6 +13,7 @@ void init_runtime(nb::module_& m);
 void init_cpu(nb::module_& m);
 void init_cuda(nb::module_& m);
 void init_precision(nb::module_& m);
+void init_egraph(nb::module_& m);
 }  // namespace luminal
 
 namespace {
@@ -50,4 +51,5 @@ NB_MODULE(_core, m) {
   luminal::init_cpu(m);
   luminal::init_cuda(m);
   luminal::init_precision(m);
+  luminal::init_egraph(m);
 }

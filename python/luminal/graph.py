@@ -170,6 +170,7 @@ class Graph(CreationOps):
         self.dyn_map: dict[str, int] = {}
         self._search_space = None
         self._input_count = 0
+        self.last_search_report = None  # the report of the last search (luminal.search)
 
     def tensor(self, shape: Iterable[Dim] | Dim, dtype=dt.float32, name: str | None = None):
         """A new input of ``shape`` (ints and symbol names) and ``dtype``."""
@@ -216,20 +217,41 @@ class Graph(CreationOps):
     def symbols(self) -> list[str]:
         return self._g.symbols()
 
-    def build_search_space(self, runtime_type) -> None:
-        """Collects the programs ``runtime_type`` could run for this graph."""
+    def build_search_space(self, runtime_type, *, iterations: int = 12, nodes: int = 20000,
+                           seconds: float = 2.0) -> None:
+        """Collects the programs ``runtime_type`` could run for this graph: an e-graph of the
+        graph under the generic rewrite rules and the runtime's own (csrc/egraph). The limits
+        bound the saturation. The e-graph is built by the first ``search`` that does not find
+        its answer in the search cache, so a cached graph costs nothing here."""
         from .runtime import Runtime
+        from .search import SearchLimits, SpaceSpec
 
         if not (isinstance(runtime_type, type) and issubclass(runtime_type, Runtime)):
             raise TypeError(f"build_search_space takes a runtime class, got {runtime_type!r}")
         if not self._g.outputs():
             raise ShapeError("build_search_space: the graph has no outputs; call .output()")
-        self._search_space = runtime_type
+        self._search_space = SpaceSpec(runtime_type, SearchLimits(iterations, nodes, seconds))
 
-    def search(self, runtime, budget: int = 1):
-        """Compiles the graph on ``runtime`` (trying up to ``budget`` candidates) and returns
-        the runtime, ready for set_data / execute."""
+    def search(self, runtime, budget: int = 1, *, seed: int = 0, progress=None,
+               cache: bool = True, cache_dir: str | None = None, verify: bool = True,
+               verbose: bool = False, time_limit: float | None = None,
+               reference: str = "auto"):
+        """Finds a fast program for this graph on ``runtime`` and returns the runtime loaded
+        with it, ready for set_data / execute.
+
+        Up to ``budget`` candidates (distinct programs from the search space, best-first by
+        the cost model, times the runtime's tuning choices) are compiled, checked against the
+        reference interpreter on random inputs (``seed``) and timed; the fastest wins. Budget
+        1 takes the cost model's pick untimed. The choice is cached on disk (``cache_dir``,
+        default ~/.cache/luminal/search; ``cache=False`` to bypass). ``progress``: None shows
+        a bar on stderr for long searches, True always, False never. ``verbose`` prints the
+        report, which is also kept as ``cx.last_search_report``. ``time_limit`` (seconds)
+        stops checking and timing further candidates once spent (at least one is tried).
+        ``reference``: what candidates are checked against: "native" (the interpreter),
+        "runtime" (this runtime running the graph as written) or "auto" (native unless the
+        graph is too big for the interpreter; see luminal.search)."""
         from .runtime import Runtime
+        from .search import search
 
         if not isinstance(runtime, Runtime):
             raise TypeError(f"search takes a runtime instance, got {runtime!r}")
@@ -237,11 +259,13 @@ class Graph(CreationOps):
             raise ValueError(f"search: budget must be a positive int, got {budget!r}")
         if self._search_space is None:
             self.build_search_space(type(runtime))
-        elif not isinstance(runtime, self._search_space):
-            raise TypeError(f"search space was built for {self._search_space.__name__}, "
+        elif not isinstance(runtime, self._search_space.runtime_type):
+            raise TypeError(f"search space was built for "
+                            f"{self._search_space.runtime_type.__name__}, "
                             f"not {type(runtime).__name__}")
-        runtime._load(self)
-        return runtime
+        return search(self, runtime, budget, seed=seed, progress=progress, cache=cache,
+                      cache_dir=cache_dir, verify=verify, verbose=verbose,
+                      time_limit=time_limit, reference=reference)
 
     def _check_owns(self, t) -> None:
         if not isinstance(t, GraphTensor):

@@ -48,6 +48,13 @@ def _from_storage(array: np.ndarray, dtype) -> np.ndarray:
     return array
 
 
+def _id_map(g, program) -> dict:
+    """Maps the user graph's Input and Output ids to the program's, by position."""
+    ids = dict(zip(g.inputs(), program.inputs))
+    ids.update(zip(g.outputs(), program.outputs))
+    return ids
+
+
 class Runtime:
     """The Python face of a C++ runtime. Subclasses set ``_core_type``."""
 
@@ -56,14 +63,26 @@ class Runtime:
     def __init__(self):
         self._rt = self._core_type()
         self._graph = None
+        self._ids = {}  # user graph node id -> compiled program node id (search's rewrites)
 
     @property
     def name(self) -> str:
         return self._rt.name
 
-    def _load(self, graph) -> None:
-        self._rt.compile(graph._g)
+    def _load(self, graph, program=None, choice=None) -> None:
+        """Compiles ``program`` (a search result, default: the graph as written) for
+        ``graph``; user tensors keep addressing inputs and outputs by their own ids."""
+        compiled = graph._g if program is None else program.graph
+        if choice is None:
+            self._rt.compile(compiled)
+        else:
+            self._rt.compile(compiled, choice)
+        self._ids = {} if program is None else _id_map(graph._g, program)
         self._graph = graph
+
+    def rewrite_rules(self) -> str:
+        """The rewrite rules this runtime adds to the search space (csrc/egraph rules)."""
+        return self._rt.rewrite_rules()
 
     def _check_tensor(self, tensor, what: str):
         if self._graph is None:
@@ -91,7 +110,8 @@ class Runtime:
             if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
                 raise DTypeError(f"set_data: input '{name}' is {dt.name(tensor.dtype)}, "
                                  f"got non-integral float data")
-        self._rt.set_data(tensor.id, _to_storage(array.reshape(-1), tensor.dtype), tensor.dtype)
+        node = self._ids.get(tensor.id, tensor.id)
+        self._rt.set_data(node, _to_storage(array.reshape(-1), tensor.dtype), tensor.dtype)
 
     def execute(self, dyn_map: dict | None = None) -> None:
         """Runs the program; ``dyn_map`` gives the symbolic dims (usually ``cx.dyn_map``)."""
@@ -110,7 +130,7 @@ class Runtime:
         if out is None:
             raise ShapeError(f"get: {tensor!r} is not an output; call .output() on it before "
                              f"search")
-        return out
+        return self._ids.get(out, out)
 
     def get(self, tensor) -> np.ndarray:
         """The value of output ``tensor`` as a numpy array of its shape (bf16 as float32)."""
@@ -171,13 +191,16 @@ class CudaRuntime(Runtime):
         options = cuda_options(nvrtc_library, cache_dir, device, driver_library)
         self._rt = _core.CudaRuntime(options)
         self._graph = None
-        self._choice = dict(choice or {})
+        self._ids = {}
+        if choice:  # fixed params: every compile (search's too) uses them
+            fixed = _core.TuningChoice()
+            fixed.params = sorted(dict(choice).items())
+            self._rt.fix_choice(fixed)
 
-    def _load(self, graph) -> None:
-        choice = _core.TuningChoice()
-        choice.params = sorted(self._choice.items())
-        self._rt.compile(graph._g, choice)
-        self._graph = graph
+    @property
+    def device(self) -> str:
+        """The GPU and the architecture its kernels compile for (part of search's cache key)."""
+        return f"{self._rt.device_name} {self._rt.arch}"
 
     def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
         """Device milliseconds per run of the program (CUDA graph replays, event-timed)."""

@@ -1,0 +1,136 @@
+"""Search benchmark: time to build the search space and search a 2-layer Llama-style graph
+(hidden 256, 4 heads, seq 128) with budget 1 and budget 20, and again on a cache hit; and, on
+runtimes that tune (CpuRuntime), the speed of search(rt, 20)'s winner against search(rt, 1)'s.
+Not a timed test: run `python benchmarks/search.py [--runtime cpu]` and read the figures.
+Targets: build + search(rt, 1) under 5 s, search(rt, 20) under 60 s, a cache hit under 1 s.
+The graph is written with the primitives only (no RoPE: it needs concatenation): matmuls,
+softmax from exp/amax/sum, RMSNorm from mean/sqrt, SwiGLU from exp and reciprocal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+
+import luminal as lm  # noqa: E402
+
+HIDDEN, HEADS, SEQ, FFN, LAYERS = 256, 4, 128, 512, 2
+
+
+def rms_norm(x, weight, eps=1e-5):
+    ms = (x * x).mean(-1, keepdim=True)
+    return x * (ms + eps).sqrt().reciprocal() * weight
+
+
+def softmax(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e * e.sum(-1, keepdim=True).reciprocal()
+
+
+def silu(x):
+    return x * ((-x).exp() + 1.0).reciprocal()
+
+
+def attention(cx, x, wq, wk, wv, wo, mask):
+    hd = HIDDEN // HEADS
+    q = (x @ wq).reshape(SEQ, HEADS, hd).permute(1, 0, 2)
+    k = (x @ wk).reshape(SEQ, HEADS, hd).permute(1, 2, 0)
+    v = (x @ wv).reshape(SEQ, HEADS, hd).permute(1, 0, 2)
+    scores = (q @ k) * (1.0 / hd ** 0.5) + mask
+    out = (softmax(scores) @ v).permute(1, 0, 2).reshape(SEQ, HIDDEN)
+    return out @ wo
+
+
+def build_llama(cx):
+    """Returns (inputs, output): the graph of LAYERS decoder blocks over a (SEQ, HIDDEN) input."""
+    x = cx.tensor((SEQ, HIDDEN), name="x")
+    mask = cx.tensor((SEQ, SEQ), name="mask")  # additive causal mask
+    inputs = [x, mask]
+    h = x
+    for layer in range(LAYERS):
+        def w(name, shape):
+            t = cx.tensor(shape, name=f"l{layer}.{name}")
+            inputs.append(t)
+            return t
+        n1, n2 = w("attn_norm", (HIDDEN,)), w("ffn_norm", (HIDDEN,))
+        wq, wk, wv, wo = (w(n, (HIDDEN, HIDDEN)) for n in ("wq", "wk", "wv", "wo"))
+        w1, w3, w2 = w("w1", (HIDDEN, FFN)), w("w3", (HIDDEN, FFN)), w("w2", (FFN, HIDDEN))
+        h = h + attention(cx, rms_norm(h, n1), wq, wk, wv, wo, mask)
+        z = rms_norm(h, n2)
+        h = h + (silu(z @ w1) * (z @ w3)) @ w2
+    return inputs, h.output()
+
+
+def runtime_class(name):
+    if name == "native":
+        return lm.NativeRuntime
+    if not hasattr(lm, "CpuRuntime"):
+        sys.exit("lm.CpuRuntime is not available in this build")
+    return lm.CpuRuntime
+
+
+def timed_search(rt_class, budget, cache_dir, time_limit=None):
+    cx = lm.Graph()
+    inputs, out = build_llama(cx)
+    t0 = time.perf_counter()
+    cx.build_search_space(rt_class)
+    rt = cx.search(rt_class(), budget, cache_dir=cache_dir, time_limit=time_limit)
+    return time.perf_counter() - t0, cx, rt, inputs, out
+
+
+def run_speed(cx, rt, inputs, repeats=5):
+    rng = np.random.default_rng(0)
+    for t in inputs:
+        rt.set_data(t, rng.uniform(-0.1, 0.1, size=t.shape).astype(np.float32))
+    rt.execute(cx.dyn_map)
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        rt.execute(cx.dyn_map)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runtime", default="native", choices=["native", "cpu"])
+    parser.add_argument("--time-limit", type=float, default=None,
+                        help="search(rt, 20)'s time limit in seconds (the native interpreter "
+                             "takes tens of seconds per run of this graph)")
+    args = parser.parse_args()
+    rt_class = runtime_class(args.runtime)
+    cache_dir = tempfile.mkdtemp(prefix="luminal-search-bench-")
+    cx = lm.Graph()
+    build_llama(cx)
+    print(f"graph: {len(cx)} HLIR nodes, runtime {args.runtime}")
+    s1, cx1, rt1, in1, out1 = timed_search(rt_class, 1, cache_dir)
+    print(f"build_search_space + search(rt, 1):  {s1:7.2f} s   (target < 5 s)")
+    print(cx1.last_search_report)
+    print("  " + cx1.last_search_report.saturation.splitlines()[0])
+    s20, cx20, rt20, in20, out20 = timed_search(rt_class, 20, cache_dir, args.time_limit)
+    rep = cx20.last_search_report
+    tried = [c for c in rep.candidates if c.status != "skipped"]
+    print(f"build_search_space + search(rt, 20): {s20:7.2f} s   (target < 60 s), "
+          f"{len(tried)} candidates tried, {len(rep.candidates) - len(tried)} skipped, "
+          f"{len(rep.wrong_rules)} wrong")
+    hit, cx_hit, _, _, _ = timed_search(rt_class, 20, cache_dir)
+    print(f"same again (cache hit: {cx_hit.last_search_report.cache_hit}): "
+          f"{hit:7.2f} s   (target < 1 s)")
+    repeats = 1 if args.runtime == "native" else 5
+    t1 = run_speed(cx1, rt1, in1, repeats)
+    t20 = run_speed(cx20, rt20, in20, repeats)
+    print(f"execute: search(rt, 1) winner {t1 * 1e3:.2f} ms, search(rt, 20) winner "
+          f"{t20 * 1e3:.2f} ms, speedup {t1 / t20:.2f}x")
+    print(rep)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+// Graph -> e-graph and extracted program -> Graph.
+#include "egraph/convert.h"
+
+#include <unordered_map>
+
+#include "core/errors.h"
+
+namespace luminal::egraph {
+
+std::vector<EEdge> add_graph(EGraph& g, const Graph& graph) {
+  std::unordered_map<NodeId, int> input_pos;
+  for (size_t i = 0; i < graph.inputs().size(); ++i) {
+    input_pos[graph.inputs()[i]] = static_cast<int>(i);
+  }
+  std::vector<Id> cls(graph.size(), 0xFFFFFFFFu);
+  auto attr_of = [&](const Node& n, NodeId id) -> AttrId {
+    switch (n.op) {
+      case OpKind::Input:
+      case OpKind::Constant:
+      case OpKind::Iota:
+      case OpKind::SumReduce:
+      case OpKind::MaxReduce:
+      case OpKind::Cast: {
+        Attr a;
+        a.node = n;
+        a.node.inputs.clear();
+        if (n.op == OpKind::Input) a.input_index = input_pos.at(id);
+        // A float constant is its value rounded to its dtype (as every store rounds it), so
+        // constants that are equal in their dtype are one e-node.
+        if (n.op == OpKind::Constant && !n.expr && is_float(n.dtype)) {
+          a.node.value = round_to_dtype(n.value, n.dtype);
+        }
+        return g.intern_attr(a);
+      }
+      default:
+        return -1;
+    }
+  };
+  // Every input, used or not, so programs can recreate all of them.
+  for (NodeId id : graph.inputs()) {
+    cls[id] = g.add(ENode{OpKind::Input, attr_of(graph.node(id), id), {}});
+  }
+  std::vector<EEdge> roots;
+  for (NodeId id : graph.topo_order()) {
+    const Node& n = graph.node(id);
+    if (n.op == OpKind::Input) continue;
+    std::vector<EEdge> kids;
+    for (const Edge& e : n.inputs) kids.push_back({cls[e.node], g.intern_view(e.view)});
+    if (n.op == OpKind::Output) continue;
+    cls[id] = g.add(ENode{n.op, attr_of(n, id), std::move(kids)});
+  }
+  for (NodeId id : graph.outputs()) {
+    const Edge& e = graph.node(id).inputs[0];
+    roots.push_back({cls[e.node], g.intern_view(e.view)});
+  }
+  return roots;
+}
+
+Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge>& roots,
+                   const Graph& original) {
+  Program p;
+  p.cost = ex.cost;
+  for (NodeId id : original.inputs()) {
+    const Node& n = original.node(id);
+    p.inputs.push_back(p.graph.input(n.name, n.shape, n.dtype));
+  }
+  std::unordered_map<Id, NodeId> made;
+  auto edge = [&](const EEdge& e) {
+    return Edge{made.at(g.find(e.cls)), g.view(e.view)};
+  };
+  for (const auto& [cls, n] : ex.order) {
+    const Node* a = n.attr >= 0 ? &g.attr(n.attr).node : nullptr;
+    NodeId id = -1;
+    switch (n.op) {
+      case OpKind::Input:
+        id = p.inputs.at(g.attr(n.attr).input_index);
+        break;
+      case OpKind::Constant:
+        id = a->expr ? p.graph.constant_expr(*a->expr, a->dtype)
+                     : p.graph.constant(a->value, a->dtype);
+        break;
+      case OpKind::Iota:
+        id = p.graph.iota(*a->expr, a->shape[0]);
+        break;
+      case OpKind::SumReduce:
+      case OpKind::MaxReduce:
+        id = p.graph.reduce(n.op, edge(n.children[0]), a->axis);
+        break;
+      case OpKind::Cast:
+        id = p.graph.cast(edge(n.children[0]), a->dtype);
+        break;
+      case OpKind::Gather:
+        id = p.graph.gather(edge(n.children[0]), edge(n.children[1]));
+        break;
+      case OpKind::Output:
+        throw InternalError("extract: an Output node in the e-graph");
+      default:
+        if (n.children.size() == 1) {
+          id = p.graph.unary(n.op, edge(n.children[0]));
+        } else {
+          id = p.graph.binary(n.op, edge(n.children[0]), edge(n.children[1]));
+        }
+        break;
+    }
+    made[g.find(cls)] = id;
+  }
+  for (const EEdge& r : roots) p.outputs.push_back(p.graph.output(edge(r)));
+  return p;
+}
+
+Program identity_program(const Graph& original) {
+  Program p;
+  p.graph = original;
+  p.inputs = original.inputs();
+  p.outputs = original.outputs();
+  return p;
+}
+
+}  // namespace luminal::egraph

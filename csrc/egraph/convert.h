@@ -1,0 +1,31 @@
+// Between the HLIR and the e-graph: seeding an e-graph with a Graph (each node an e-node,
+// each Output a root edge), and turning an extracted program back into a new luminal::Graph
+// with the same Input nodes (created first, in the original's input order) and the same
+// Output order, so that runtimes compile it unchanged.
+#pragma once
+
+#include <vector>
+
+#include "egraph/extract.h"
+
+namespace luminal::egraph {
+
+// A runnable program and how it lines up with the graph the user built.
+struct Program {
+  Graph graph;
+  std::vector<NodeId> inputs;   // graph's Input ids, by the original's input position
+  std::vector<NodeId> outputs;  // graph's Output ids, in the original's output order
+  double cost = 0;              // the cost model's estimate (0 when not extracted)
+};
+
+// Adds `graph` to `g`; returns one root edge per output of graph, in order.
+std::vector<EEdge> add_graph(EGraph& g, const Graph& graph);
+
+// The extracted program `ex` for `roots` as a Graph; `original` gives the inputs.
+Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge>& roots,
+                   const Graph& original);
+
+// The original graph itself as a Program (no rewrites).
+Program identity_program(const Graph& original);
+
+}  // namespace luminal::egraph

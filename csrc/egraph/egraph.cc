@@ -1,0 +1,168 @@
+// EGraph: adding hash-consed e-nodes, merging classes with the shape/dtype guard, interning
+// views and attributes, and printing. Congruence closure is in rebuild.cc.
+#include "egraph/egraph.h"
+
+#include <cstdio>
+
+#include "core/errors.h"
+
+namespace luminal::egraph {
+
+namespace {
+std::string format_double(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace
+
+std::string attr_key(const Attr& a) {
+  const Node& n = a.node;
+  std::string key = std::string(op_name(n.op)) + " " + dtype_name(n.dtype) + " " +
+                    dims_to_string(n.shape) + " " + std::to_string(a.input_index) + " " +
+                    std::to_string(n.axis) + " ";
+  key += n.expr ? "{" + n.expr->to_string() + "}" : format_double(n.value);
+  return key + " \"" + n.name + "\"";
+}
+
+ENode EGraph::canonical(ENode node) const {
+  for (EEdge& e : node.children) e.cls = find(e.cls);
+  return node;
+}
+
+Id EGraph::add(ENode node) {
+  node = canonical(std::move(node));
+  auto it = memo_.find(node);
+  if (it != memo_.end()) return find(it->second);
+  ClassData facts = node_facts(*this, node);
+  Id c = uf_.make_set();
+  data_.push_back(std::move(facts));
+  nodes_.push_back(node);
+  node_class_.push_back(c);
+  memo_.emplace(std::move(node), c);
+  clean_ = false;
+  return c;
+}
+
+bool EGraph::merge(Id a, Id b) {
+  Id ra = find(a);
+  Id rb = find(b);
+  if (ra == rb) return false;
+  ClassData joined = data_[ra];
+  bool changed = false;
+  if (!join_facts(joined, data_[rb], &changed)) {
+    ++rejected_merges_;
+    return false;
+  }
+  Id root = uf_.unite(ra, rb);
+  data_[root] = std::move(joined);
+  ++merges_;
+  clean_ = false;
+  return true;
+}
+
+ViewId EGraph::intern_view(const ShapeTracker& view) {
+  std::string key = view.to_string();
+  auto it = view_ids_.find(key);
+  if (it != view_ids_.end()) return it->second;
+  ViewId id = static_cast<ViewId>(views_.size());
+  views_.push_back(view);
+  view_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+ViewId EGraph::identity_view(Id c) { return intern_view(ShapeTracker::contiguous(data(c).shape)); }
+
+bool EGraph::is_identity(const EEdge& e) const {
+  const ShapeTracker& v = views_[e.view];
+  return v.dims == data(e.cls).shape && v.is_contiguous();
+}
+
+namespace {
+// Only the fields that mean something for the op, so equal attributes intern alike.
+Attr normalized(const Attr& attr) {
+  const Node& n = attr.node;
+  Attr out;
+  out.node.op = n.op;
+  out.node.dtype = n.dtype;
+  switch (n.op) {
+    case OpKind::Input:
+      out.node.name = n.name;
+      out.node.shape = n.shape;
+      out.input_index = attr.input_index;
+      break;
+    case OpKind::Constant:
+      out.node.value = n.expr ? 0 : n.value;
+      out.node.expr = n.expr;
+      break;
+    case OpKind::Iota:
+      out.node.expr = n.expr;
+      out.node.shape = n.shape;
+      break;
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce:
+      out.node.axis = n.axis;
+      out.node.dtype = DType::F32;  // the dtype follows the operand
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+}  // namespace
+
+AttrId EGraph::intern_attr(const Attr& raw) {
+  Attr attr = normalized(raw);
+  std::string key = attr_key(attr);
+  auto it = attr_ids_.find(key);
+  if (it != attr_ids_.end()) return it->second;
+  AttrId id = static_cast<AttrId>(attrs_.size());
+  attrs_.push_back(attr);
+  attr_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+std::string EGraph::node_to_string(const ENode& node) const {
+  std::string out = std::string("(") + op_name(node.op);
+  if (node.attr >= 0) {
+    const Attr& a = attrs_[node.attr];
+    switch (node.op) {
+      case OpKind::Input:
+        out += " #" + std::to_string(a.input_index);
+        break;
+      case OpKind::Constant:
+        out += " " + (a.node.expr ? a.node.expr->to_string() : format_double(a.node.value));
+        out += std::string(" ") + dtype_name(a.node.dtype);
+        break;
+      case OpKind::Iota:
+        out += " " + a.node.expr->to_string() + " " + a.node.shape[0].to_string();
+        break;
+      case OpKind::SumReduce:
+      case OpKind::MaxReduce:
+        out += " " + std::to_string(a.node.axis);
+        break;
+      case OpKind::Cast:
+        out += std::string(" ") + dtype_name(a.node.dtype);
+        break;
+      default:
+        break;
+    }
+  }
+  for (const EEdge& e : node.children) {
+    out += " e" + std::to_string(find(e.cls)) + " " + views_[e.view].to_string();
+  }
+  return out + ")";
+}
+
+std::string EGraph::to_string() const {
+  std::string out;
+  for (Id c : class_ids_) {
+    out += "e" + std::to_string(c) + " " + dims_to_string(data_[c].shape) + " " +
+           dtype_name(data_[c].dtype) + ":";
+    for (const ENode& n : class_nodes_.at(c)) out += " " + node_to_string(n);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace luminal::egraph

@@ -1,0 +1,255 @@
+// Pattern parsing, top-down e-matching with backtracking over a class's e-nodes, and building
+// a right-hand side into the e-graph.
+#include "egraph/pattern.h"
+
+#include <cstdlib>
+
+#include "core/errors.h"
+
+namespace luminal::egraph {
+
+int Scope::var(const std::string& name, bool create) {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (vars[i] == name) return static_cast<int>(i);
+  }
+  if (!create) return -1;
+  vars.push_back(name);
+  return static_cast<int>(vars.size() - 1);
+}
+
+int Scope::label(const std::string& name, bool create) {
+  for (size_t i = 0; i < labels.size(); ++i) {
+    if (labels[i] == name) return static_cast<int>(i);
+  }
+  if (!create) return -1;
+  labels.push_back(name);
+  return static_cast<int>(labels.size() - 1);
+}
+
+std::string Pattern::to_string(const std::vector<std::string>& vars,
+                               const std::vector<std::string>& labels) const {
+  switch (kind) {
+    case Kind::Var:
+      return vars[var];
+    case Kind::Literal: {
+      char buf[40];
+      std::snprintf(buf, sizeof buf, "%g", literal);
+      return buf;
+    }
+    case Kind::UniformConst:
+      return "(uniform-const " + vars[var] + ")";
+    case Kind::Node:
+      break;
+  }
+  std::string out = std::string("(") + op_name(op);
+  if (label >= 0) out += ":" + labels[label];
+  for (const Pattern& c : children) out += " " + c.to_string(vars, labels);
+  return out + ")";
+}
+
+namespace {
+bool needs_attr(OpKind op) {
+  return op == OpKind::SumReduce || op == OpKind::MaxReduce || op == OpKind::Cast;
+}
+
+bool parse_number(const std::string& s, double* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size();
+}
+}  // namespace
+
+Pattern parse_pattern(const SExpr& e, Scope& scope, bool create, const std::string& where) {
+  auto fail = [&](const std::string& what) -> Pattern {
+    throw CompileError(where + " line " + std::to_string(e.line) + ": " + what + " in " +
+                       e.to_string());
+  };
+  Pattern p;
+  if (!e.is_list) {
+    if (!e.atom.empty() && e.atom[0] == '?') {
+      p.kind = Pattern::Kind::Var;
+      p.var = scope.var(e.atom, create);
+      if (p.var < 0) return fail("variable " + e.atom + " is not bound on the left");
+      return p;
+    }
+    p.kind = Pattern::Kind::Literal;
+    if (!parse_number(e.atom, &p.literal)) return fail("'" + e.atom + "' is not a pattern");
+    return p;
+  }
+  if (e.items.empty() || e.items[0].is_list) return fail("a pattern list starts with an op");
+  std::string head = e.items[0].atom;
+  if (head == "uniform-const") {
+    if (create || e.items.size() != 2 || e.items[1].is_list) {
+      return fail("uniform-const takes one variable and only on the right");
+    }
+    p.kind = Pattern::Kind::UniformConst;
+    p.var = scope.var(e.items[1].atom, false);
+    if (p.var < 0) return fail("variable " + e.items[1].atom + " is not bound on the left");
+    return p;
+  }
+  std::string label;
+  if (size_t colon = head.find(':'); colon != std::string::npos) {
+    label = head.substr(colon + 1);
+    head = head.substr(0, colon);
+  }
+  p.kind = Pattern::Kind::Node;
+  try {
+    p.op = op_from_name(head);
+  } catch (const LuminalError&) {
+    return fail("unknown op '" + head + "'");
+  }
+  if (p.op == OpKind::Input || p.op == OpKind::Constant || p.op == OpKind::Iota ||
+      p.op == OpKind::Output) {
+    return fail(head + " cannot appear in a pattern (use a number for constants)");
+  }
+  if (static_cast<int>(e.items.size()) - 1 != op_arity(p.op)) {
+    return fail(head + " takes " + std::to_string(op_arity(p.op)) + " operands");
+  }
+  if (!label.empty()) {
+    p.label = scope.label(label, create);
+    if (p.label < 0) return fail("label " + label + " is not bound on the left");
+  } else if (!create && needs_attr(p.op)) {
+    return fail(head + " on the right needs a label naming a left-hand " + head);
+  }
+  for (size_t i = 1; i < e.items.size(); ++i) {
+    p.children.push_back(parse_pattern(e.items[i], scope, create, where));
+  }
+  if (!create) {
+    int literals = 0;
+    for (const Pattern& c : p.children) literals += c.kind == Pattern::Kind::Literal;
+    if (literals && (!is_binary(p.op) || literals == 2)) {
+      return fail("a number on the right must be one operand of a binary op");
+    }
+  }
+  return p;
+}
+
+namespace {
+std::vector<Subst> match_in(EGraph& g, const Pattern& p, EEdge e, bool nested,
+                            std::vector<Subst> in) {
+  std::vector<Subst> out;
+  switch (p.kind) {
+    case Pattern::Kind::Var:
+      for (Subst& s : in) {
+        EEdge& slot = s.vars[p.var];
+        if (slot.cls == Subst::kUnbound) {
+          slot = e;
+          out.push_back(std::move(s));
+        } else if (g.find(slot.cls) == g.find(e.cls) && slot.view == e.view) {
+          out.push_back(std::move(s));
+        }
+      }
+      return out;
+    case Pattern::Kind::Literal: {
+      const ClassData& d = g.data(e.cls);
+      if (d.uniform && *d.uniform == p.literal && !g.view(e.view).has_mask()) return in;
+      return out;
+    }
+    case Pattern::Kind::UniformConst:
+      return out;
+    case Pattern::Kind::Node:
+      break;
+  }
+  if (nested && !g.is_identity(e)) return out;
+  for (const ENode& n : g.nodes(e.cls)) {
+    if (n.op != p.op) continue;
+    std::vector<Subst> cur;
+    for (const Subst& s : in) {
+      if (p.label >= 0) {
+        AttrId bound = s.labels[p.label];
+        if (bound != -2 && bound != n.attr) continue;
+        Subst t = s;
+        t.labels[p.label] = n.attr;
+        cur.push_back(std::move(t));
+      } else {
+        cur.push_back(s);
+      }
+    }
+    for (size_t k = 0; k < p.children.size() && !cur.empty(); ++k) {
+      cur = match_in(g, p.children[k], n.children[k], true, std::move(cur));
+    }
+    for (Subst& s : cur) out.push_back(std::move(s));
+  }
+  return out;
+}
+
+ShapeTracker broadcast_scalar(const std::vector<Expr>& dims) {
+  ShapeTracker v = ShapeTracker::contiguous({});
+  for (size_t k = 0; k < dims.size(); ++k) v = v.insert_axis(static_cast<int>(k), dims[k]);
+  return v;
+}
+
+Id scalar_constant(EGraph& g, double value, DType dtype) {
+  Attr a;
+  a.node = Node{OpKind::Constant, {}, dtype, {}};
+  a.node.value = value;
+  return g.add(ENode{OpKind::Constant, g.intern_attr(a), {}});
+}
+
+EEdge build(EGraph& g, const Pattern& p, const Subst& s) {
+  switch (p.kind) {
+    case Pattern::Kind::Var:
+      return s.vars[p.var];
+    case Pattern::Kind::UniformConst: {
+      const ClassData d = g.data(s.vars[p.var].cls);
+      if (!d.uniform) throw InternalError("uniform-const of a class with no uniform value");
+      Id c = constant_tensor(g, *d.uniform, d.dtype, d.shape);
+      return {c, g.identity_view(c)};
+    }
+    case Pattern::Kind::Literal:
+      throw InternalError("a number must be an operand of a binary op on the right");
+    case Pattern::Kind::Node:
+      break;
+  }
+  std::vector<EEdge> kids(p.children.size());
+  int sibling = -1;
+  for (size_t k = 0; k < p.children.size(); ++k) {
+    if (p.children[k].kind == Pattern::Kind::Literal) continue;
+    kids[k] = build(g, p.children[k], s);
+    sibling = static_cast<int>(k);
+  }
+  for (size_t k = 0; k < p.children.size(); ++k) {
+    if (p.children[k].kind != Pattern::Kind::Literal) continue;
+    DType dtype = g.data(kids[sibling].cls).dtype;
+    std::vector<Expr> dims = g.view(kids[sibling].view).dims;
+    Id c = scalar_constant(g, p.children[k].literal, dtype);
+    kids[k] = {c, g.intern_view(broadcast_scalar(dims))};
+  }
+  AttrId attr = p.label >= 0 ? s.labels[p.label] : -1;
+  Id c = g.add(ENode{p.op, attr, std::move(kids)});
+  return {c, g.identity_view(c)};
+}
+}  // namespace
+
+std::vector<Subst> match_root(EGraph& g, const Pattern& p, Id c, const Scope& scope) {
+  Subst s;
+  s.vars.assign(scope.vars.size(), EEdge{Subst::kUnbound, -1});
+  s.labels.assign(scope.labels.size(), -2);
+  EEdge root{g.find(c), g.identity_view(c)};
+  s.vars[0] = root;
+  return match_in(g, p, root, false, {s});
+}
+
+Id constant_tensor(EGraph& g, double value, DType dtype, const std::vector<Expr>& shape) {
+  Id c0 = scalar_constant(g, value, dtype);
+  if (shape.empty()) return c0;
+  Attr cast;
+  cast.node = Node{OpKind::Cast, {}, dtype, {}};
+  EEdge e{c0, g.intern_view(broadcast_scalar(shape))};
+  return g.add(ENode{OpKind::Cast, g.intern_attr(cast), {e}});
+}
+
+Id instantiate(EGraph& g, const Pattern& p, const Subst& s, Id root) {
+  if (p.kind == Pattern::Kind::Literal) {
+    const ClassData d = g.data(root);
+    return constant_tensor(g, p.literal, d.dtype, d.shape);
+  }
+  EEdge e = build(g, p, s);
+  if (g.is_identity(e)) return g.find(e.cls);
+  Attr cast;
+  cast.node = Node{OpKind::Cast, {}, g.data(e.cls).dtype, {}};
+  return g.add(ENode{OpKind::Cast, g.intern_attr(cast), {e}});
+}
+
+}  // namespace luminal::egraph

@@ -1,0 +1,57 @@
+// Patterns: the s-expression language of rule sides. "?x" binds a child edge (an e-class and
+// the view it is read through); "(Op:l p q)" matches an e-node of Op whose attribute binds to
+// label l; a number matches a class whose every element is that value, read through an
+// unmasked view. A nested op pattern only matches through the identity view (its tensor read
+// as produced). On the right, "(uniform-const ?x)" is ?x's uniform value as a constant.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "egraph/egraph.h"
+#include "egraph/sexpr.h"
+
+namespace luminal::egraph {
+
+struct Pattern {
+  enum class Kind { Var, Literal, Node, UniformConst };
+  Kind kind = Kind::Var;
+  int var = -1;          // Var, UniformConst: the variable's slot
+  double literal = 0;    // Literal
+  OpKind op = OpKind::Add;
+  int label = -1;        // Node: slot of the attribute label, -1 when unlabelled
+  std::vector<Pattern> children;
+
+  std::string to_string(const std::vector<std::string>& vars,
+                        const std::vector<std::string>& labels) const;
+};
+
+// A match: an edge per variable, an attribute per label (unbound: cls == kUnbound / -2).
+struct Subst {
+  static constexpr Id kUnbound = 0xFFFFFFFFu;
+  std::vector<EEdge> vars;
+  std::vector<AttrId> labels;
+};
+
+// Names of variables and labels, filled while parsing a rule; slot 0 is always ?root.
+struct Scope {
+  std::vector<std::string> vars = {"?root"};
+  std::vector<std::string> labels;
+  int var(const std::string& name, bool create);
+  int label(const std::string& name, bool create);
+};
+
+// Parses a pattern; on the right-hand side (create = false) names must already be bound.
+Pattern parse_pattern(const SExpr& e, Scope& scope, bool create, const std::string& where);
+
+// Every match of `p` rooted at class c (?root bound to c's identity view).
+std::vector<Subst> match_root(EGraph& g, const Pattern& p, Id c, const Scope& scope);
+
+// Builds the right-hand side; returns the class it computes. A bare variable read through a
+// non-identity view becomes a same-dtype Cast that materializes the view.
+Id instantiate(EGraph& g, const Pattern& p, const Subst& s, Id root);
+
+// A scalar constant of `value` broadcast to `shape` (a Cast of it when shape is not ()).
+Id constant_tensor(EGraph& g, double value, DType dtype, const std::vector<Expr>& shape);
+
+}  // namespace luminal::egraph

@@ -1,0 +1,130 @@
+// Parsing rule files into Rewrites, checking their conditions, and loading the embedded set.
+#include "egraph/rewrite.h"
+
+#include <set>
+
+#include "core/errors.h"
+
+namespace luminal::egraph {
+
+namespace {
+struct CondName {
+  const char* name;
+  CondKind kind;
+  int arity;
+};
+constexpr CondName kConds[] = {
+    {"identity", CondKind::Identity, 1}, {"unmasked", CondKind::Unmasked, 1},
+    {"nonneg", CondKind::Nonneg, 1},     {"int", CondKind::Int, 1},
+    {"float", CondKind::Float, 1},       {"uniform", CondKind::Uniform, 1},
+    {"not-const", CondKind::NotConst, 1}, {"same-dtype", CondKind::SameDtype, 2},
+};
+
+Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
+  auto fail = [&](const std::string& what) -> Condition {
+    throw CompileError(where + " line " + std::to_string(e.line) + ": " + what + " in " +
+                       e.to_string());
+  };
+  if (!e.is_list || e.items.empty() || e.items[0].is_list) return fail("bad condition");
+  for (const CondName& c : kConds) {
+    if (e.items[0].atom != c.name) continue;
+    if (static_cast<int>(e.items.size()) != c.arity + 1) return fail("wrong operand count");
+    Condition cond{c.kind};
+    int* slots[2] = {&cond.x, &cond.y};
+    for (int k = 0; k < c.arity; ++k) {
+      const SExpr& v = e.items[k + 1];
+      *slots[k] = v.is_list ? -1 : scope.var(v.atom, false);
+      if (*slots[k] < 0) return fail("conditions take variables bound on the left");
+    }
+    return cond;
+  }
+  return fail("unknown condition '" + e.items[0].atom + "'");
+}
+}  // namespace
+
+bool Rewrite::holds(const EGraph& g, const Subst& s) const {
+  for (const Condition& c : conditions) {
+    const EEdge& x = s.vars[c.x];
+    const ClassData& d = g.data(x.cls);
+    bool ok = true;
+    switch (c.kind) {
+      case CondKind::Identity:
+        ok = g.is_identity(x);
+        break;
+      case CondKind::Unmasked:
+        ok = !g.view(x.view).has_mask();
+        break;
+      case CondKind::Nonneg:
+        ok = d.nonneg;
+        break;
+      case CondKind::Int:
+        ok = !is_float(d.dtype);
+        break;
+      case CondKind::Float:
+        ok = is_float(d.dtype);
+        break;
+      case CondKind::Uniform:
+        ok = d.uniform.has_value() && !g.view(x.view).has_mask();
+        break;
+      case CondKind::NotConst:
+        ok = !d.has_constant;
+        break;
+      case CondKind::SameDtype:
+        ok = d.dtype == g.data(s.vars[c.y].cls).dtype;
+        break;
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::vector<Rewrite> parse_rules(const std::string& text, const std::string& source) {
+  std::vector<Rewrite> rules;
+  for (const SExpr& e : read_sexprs(text, source)) {
+    auto fail = [&](const std::string& what) {
+      throw CompileError(source + " line " + std::to_string(e.line) + ": " + what);
+    };
+    if (!e.is_list || e.items.size() < 4 || e.items.size() > 5 || e.items[0].is_list ||
+        e.items[0].atom != "rule" || e.items[1].is_list) {
+      fail("expected (rule NAME LHS RHS) or (rule NAME LHS RHS (if COND...)), got " +
+           e.to_string());
+    }
+    Rewrite r;
+    r.name = e.items[1].atom;
+    r.source = source;
+    r.text = e.to_string();
+    r.lhs = parse_pattern(e.items[2], r.scope, true, source);
+    if (r.lhs.kind == Pattern::Kind::Literal) fail("rule " + r.name + ": LHS is a number");
+    r.rhs = parse_pattern(e.items[3], r.scope, false, source);
+    if (e.items.size() == 5) {
+      const SExpr& conds = e.items[4];
+      if (!conds.is_list || conds.items.empty() || conds.items[0].atom != "if") {
+        fail("rule " + r.name + ": the fifth item must be (if COND...)");
+      }
+      for (size_t i = 1; i < conds.items.size(); ++i) {
+        r.conditions.push_back(parse_condition(conds.items[i], r.scope, source));
+      }
+    }
+    rules.push_back(std::move(r));
+  }
+  return rules;
+}
+
+std::vector<Rewrite> load_rules(const std::string& extra, const std::string& extra_source) {
+  std::vector<Rewrite> all;
+  for (const auto& [name, text] : builtin_rule_files()) {
+    for (Rewrite& r : parse_rules(text, name)) all.push_back(std::move(r));
+  }
+  if (!extra.empty()) {
+    for (Rewrite& r : parse_rules(extra, extra_source)) all.push_back(std::move(r));
+  }
+  std::set<std::string> names;
+  for (const Rewrite& r : all) {
+    if (!names.insert(r.name).second) {
+      throw CompileError("rule name '" + r.name + "' (" + r.source + ") is used twice");
+    }
+  }
+  return all;
+}
+
+}  // namespace luminal::egraph

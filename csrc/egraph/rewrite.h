@@ -1,0 +1,51 @@
+// Rewrite rules as data: "(rule NAME LHS RHS (if COND...))" in rule files. The built-in files
+// (csrc/egraph/rules/*.rules) are embedded into the binary at build time; runtimes add their
+// own text through Runtime::rewrite_rules(). Every rule has a unique name.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "egraph/pattern.h"
+
+namespace luminal::egraph {
+
+// Conditions on bound variables (x, y: variable slots).
+//   (identity ?x)     x is read through the identity view of its class
+//   (unmasked ?x)     x's view has no padding
+//   (nonneg ?x)       every element of x is >= 0 or NaN
+//   (int ?x)          x is Int or Bool;  (float ?x): x is f32, f16 or bf16
+//   (uniform ?x)      every element of x is one known value
+//   (not-const ?x)    x's class holds no Constant (nor a broadcast Cast of one)
+//   (same-dtype ?x ?y)
+enum class CondKind { Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype };
+
+struct Condition {
+  CondKind kind = CondKind::Identity;
+  int x = -1;
+  int y = -1;
+};
+
+struct Rewrite {
+  std::string name;
+  std::string source;  // the rule file it came from
+  std::string text;    // the rule as written
+  Scope scope;
+  Pattern lhs;
+  Pattern rhs;
+  std::vector<Condition> conditions;
+
+  bool holds(const EGraph& g, const Subst& s) const;
+};
+
+// Parses every rule of `text`; `source` names it in messages. Throws CompileError.
+std::vector<Rewrite> parse_rules(const std::string& text, const std::string& source);
+
+// The embedded rule files: (file name, contents), in a stable order (generated at build time).
+const std::vector<std::pair<std::string, std::string>>& builtin_rule_files();
+
+// All built-in rules, then `extra` (a runtime's rules); throws CompileError on duplicate names.
+std::vector<Rewrite> load_rules(const std::string& extra, const std::string& extra_source);
+
+}  // namespace luminal::egraph

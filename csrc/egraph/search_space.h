@@ -1,0 +1,38 @@
+// The search space of one graph for one runtime: an e-graph seeded with the graph, saturated
+// with the built-in rules plus the runtime's, and the extraction of its best programs. This is
+// what Graph.build_search_space makes and Graph.search reads (python/luminal/search.py).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "egraph/convert.h"
+#include "egraph/runner.h"
+
+namespace luminal::egraph {
+
+class SearchSpace {
+ public:
+  // Seeds and saturates. `runtime_rules` is Runtime::rewrite_rules() text ("" for none).
+  SearchSpace(const Graph& graph, const std::string& runtime_rules, const RunnerLimits& limits);
+
+  // Up to k distinct programs, cheapest first by the cost model with symbols bound to `dims`.
+  std::vector<Program> extract(size_t k, const DynMap& dims) const;
+
+  const RunnerReport& report() const { return report_; }
+  const EGraph& egraph() const { return egraph_; }
+  const std::vector<Rewrite>& rules() const { return rules_; }
+  const Graph& graph() const { return graph_; }
+
+ private:
+  Graph graph_;
+  std::vector<Rewrite> rules_;
+  EGraph egraph_;
+  std::vector<EEdge> roots_;
+  RunnerReport report_;
+};
+
+// The rule files' text plus `runtime_rules`: what a cache key must cover.
+std::string all_rules_text(const std::string& runtime_rules);
+
+}  // namespace luminal::egraph

@@ -1,0 +1,220 @@
+"""Graph.search (python/luminal/search.py): the winner computes what torch computes, every
+candidate is checked against the interpreter (a wrong rule is caught and reported), reports and
+progress, symbolic dims, determinism, and the on-disk cache (hits, corrupt entries, two
+processes at once)."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+import luminal as lm
+from conftest import assert_close
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def small_net(cx, names=("x", "w", "b")):
+    x = cx.tensor((4, 8), name=names[0])
+    w = cx.tensor((8, 5), name=names[1])
+    b = cx.tensor((5,), name=names[2])
+    y = ((x @ w) * 1.0 + b.unsqueeze(0).expand(4, 5)).exp2().log2().exp2()
+    return (x, w, b), y.output()
+
+
+def feed(rt, tensors, seed=0, dims=None):
+    rng = np.random.default_rng(seed)
+    shapes = [[d if isinstance(d, int) else d.eval(dims) for d in t.shape] for t in tensors]
+    values = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    for t, v in zip(tensors, values):
+        rt.set_data(t, v)
+    return [torch.from_numpy(v) for v in values]
+
+
+def torch_small_net(x, w, b):
+    return torch.exp2(x @ w + b)
+
+
+@pytest.mark.parametrize("budget", [1, 6])
+def test_search_winner_matches_torch(tmp_path, budget):
+    cx = lm.Graph()
+    ins, y = small_net(cx)
+    cx.build_search_space(lm.NativeRuntime)
+    rt = cx.search(lm.NativeRuntime(), budget, cache_dir=str(tmp_path))
+    tx, tw, tb = feed(rt, ins)
+    rt.execute(cx.dyn_map)
+    assert_close(rt.get(y), torch_small_net(tx, tw, tb), rtol=1e-4, atol=1e-5)
+    report = cx.last_search_report
+    assert 1 <= len(report.candidates) <= budget
+    assert report.winner is not None
+    assert report.candidates[report.winner].status in ("ok", "untimed")
+    assert not report.wrong_rules
+    if budget > 1:
+        assert all(c.seconds is not None for c in report.candidates if c.status == "ok")
+    assert "Output" in report.winner_program
+
+
+class WrongRuleRuntime(lm.NativeRuntime):
+    """A runtime that contributes a wrong rule: exp2(x) => x*x (cheaper by the cost model)."""
+
+    def rewrite_rules(self):
+        return "(rule wrong-exp2 (Exp2 ?x) (Mul ?x ?x))"
+
+
+@pytest.mark.parametrize("budget, reference", [(1, "auto"), (4, "native"), (4, "runtime")])
+def test_a_wrong_rule_is_caught_and_reported(tmp_path, budget, reference):
+    cx = lm.Graph()
+    x = cx.tensor((3, 4), name="x")
+    y = (x.exp2() + 1.0).output()
+    cx.build_search_space(WrongRuleRuntime)
+    rt = cx.search(WrongRuleRuntime(), budget, cache_dir=str(tmp_path), reference=reference)
+    (tx,) = feed(rt, [x])
+    rt.execute()
+    assert_close(rt.get(y), torch.exp2(tx) + 1.0)
+    report = cx.last_search_report
+    assert any(c.status == "wrong" for c in report.candidates)
+    assert report.wrong_rules and "Mul" in report.wrong_rules[0]
+    assert "Exp2" in report.winner_program
+    assert report.reference == ("native" if reference != "runtime" else
+                                "native running the graph as written")
+
+
+def test_symbolic_dims_bind_to_dyn_map_or_default(tmp_path):
+    cx = lm.Graph()
+    x = cx.tensor(("s", 3), name="x")
+    y = (x * 1.0 + x).sum(1).output()
+    rt = cx.search(lm.NativeRuntime(), 3, cache_dir=str(tmp_path))
+    for s in (2, 5):
+        cx.set_dim("s", s)
+        (tx,) = feed(rt, [x], seed=s, dims=cx.dyn_map)
+        rt.execute(cx.dyn_map)
+        assert_close(rt.get(y), (tx + tx).sum(1))
+    from luminal.search import DEFAULT_DIM, representative_dims
+    assert representative_dims(cx) == {"s": 5}
+    assert representative_dims(lm.Graph()) == {}
+    cx2 = lm.Graph()
+    cx2.tensor(("n",)).output()
+    assert representative_dims(cx2) == {"n": DEFAULT_DIM}
+
+
+def test_search_is_deterministic_for_a_seed(tmp_path):
+    def candidates():
+        cx = lm.Graph()
+        small_net(cx)
+        cx.search(lm.NativeRuntime(), 5, seed=7, cache=False)
+        return [(c.rank, c.choice, c.cost, c.status) for c in cx.last_search_report.candidates]
+    assert candidates() == candidates()
+
+
+def test_progress_bar_and_verbose_report(tmp_path, capsys):
+    cx = lm.Graph()
+    small_net(cx)
+    cx.search(lm.NativeRuntime(), 3, cache=False, progress=True, verbose=True)
+    err = capsys.readouterr().err
+    assert "luminal search [" in err
+    assert "search on native, budget 3" in err
+    cx.search(lm.NativeRuntime(), 3, cache=False, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_search_rejects_bad_arguments():
+    cx = lm.Graph()
+    cx.tensor(3).output()
+    with pytest.raises(ValueError):
+        cx.search(lm.NativeRuntime(), 0)
+    with pytest.raises(TypeError):
+        cx.search(lm.NativeRuntime, 1)
+    with pytest.raises(TypeError):
+        cx.build_search_space(lm.NativeRuntime())
+    with pytest.raises(ValueError, match="reference"):
+        cx.search(lm.NativeRuntime(), 1, reference="torch")
+
+
+# ---- the cache --------------------------------------------------------------------------------
+
+def cached_search(cache_dir, budget=3, names=("x", "w", "b"), monkeypatch=None):
+    cx = lm.Graph()
+    ins, y = small_net(cx, names)
+    cx.build_search_space(lm.NativeRuntime)
+    rt = cx.search(lm.NativeRuntime(), budget, cache_dir=str(cache_dir))
+    tx, tw, tb = feed(rt, ins)
+    rt.execute()
+    assert_close(rt.get(y), torch_small_net(tx, tw, tb), rtol=1e-4, atol=1e-5)
+    return cx.last_search_report
+
+
+def no_search(*args, **kwargs):
+    raise AssertionError("the e-graph was built on a cache hit")
+
+
+def test_cache_hit_does_no_search(tmp_path, monkeypatch):
+    first = cached_search(tmp_path)
+    assert not first.cache_hit and first.cache_path
+    from luminal import search
+    monkeypatch.setattr(search.SpaceSpec, "build", no_search)
+    second = cached_search(tmp_path, names=("a", "b", "c"))  # names are not in the key
+    assert second.cache_hit
+    assert second.winner_program == first.winner_program
+    lower = cached_search(tmp_path, budget=1)  # an entry from a bigger budget serves less
+    assert lower.cache_hit
+
+
+def test_bigger_budget_searches_again(tmp_path):
+    assert not cached_search(tmp_path, budget=1).cache_hit
+    assert not cached_search(tmp_path, budget=3).cache_hit
+    assert cached_search(tmp_path, budget=3).cache_hit
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncate", "checksum", "program"])
+def test_corrupt_entry_is_rebuilt_not_trusted(tmp_path, damage):
+    first = cached_search(tmp_path)
+    path = first.cache_path
+    text = open(path).read()
+    if damage == "garbage":
+        text = "\x00not json"
+    elif damage == "truncate":
+        text = text[: len(text) // 2]
+    else:
+        entry = json.loads(text)
+        if damage == "checksum":
+            entry["program"] = entry["program"].replace("Exp2", "Log2")
+        else:  # a valid checksum over a program that does not fit the graph
+            entry["program"] = "(program (Input 0 ({4} {8}) f32))"
+            from luminal.search_cache import _checksum
+            entry["checksum"] = _checksum(entry)
+        text = json.dumps(entry)
+    with open(path, "w") as f:
+        f.write(text)
+    again = cached_search(tmp_path)
+    assert not again.cache_hit
+    assert cached_search(tmp_path).cache_hit  # rewritten with a good entry
+
+
+def test_two_processes_share_the_cache(tmp_path):
+    # Self-contained (no torch, no test imports) so the two processes start fast.
+    script = textwrap.dedent(f"""
+        import luminal as lm
+        cx = lm.Graph()
+        x = cx.tensor((4, 8), name="x")
+        w = cx.tensor((8, 5), name="w")
+        ((x @ w) * 1.0).exp2().output()
+        cx.search(lm.NativeRuntime(), 4, cache_dir={str(tmp_path)!r})
+        print("HIT" if cx.last_search_report.cache_hit else "MISS")
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (out, err) in zip(procs, outs):
+        assert p.returncode == 0, err
+        assert out.strip().endswith(("HIT", "MISS"))
+    entries = [f for f in os.listdir(tmp_path) if f.endswith(".json")]
+    assert len(entries) == 1
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".tmp-")]
+    again = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                           timeout=300)
+    assert again.stdout.strip().endswith("HIT"), again.stderr

@@ -91,6 +91,7 @@ void init_cuda(nb::module_& m) {
       .def_rw("device", &CudaOptions::device);
   nb::class_<CudaRuntime, Runtime>(m, "CudaRuntime")
       .def(nb::init<const CudaOptions&>(), "options"_a)
+      .def("fix_choice", &CudaRuntime::fix_choice, "choice"_a)
       .def("benchmark", &CudaRuntime::benchmark, "dyn_map"_a, "iters"_a,
            nb::call_guard<nb::gil_scoped_release>())
       .def("copy_bandwidth", &CudaRuntime::copy_bandwidth, "bytes"_a, "iters"_a,

@@ -193,7 +193,18 @@ CUdeviceptr CudaRuntime::alloc(int64_t bytes) {
 
 void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   make_current();
-  CudaSchedule schedule = cuda_schedule(choice);
+  TuningChoice merged = choice;
+  for (const auto& [name, value] : fixed_.params) {
+    bool found = false;
+    for (auto& [k, v] : merged.params) {
+      if (k == name) {
+        v = value;
+        found = true;
+      }
+    }
+    if (!found) merged.params.push_back({name, value});
+  }
+  CudaSchedule schedule = cuda_schedule(merged);
   Program program = lower_graph(graph);
   CudaSource src = CudaRenderer(schedule, sm_).render_program(program);
   std::string cubin = compile_cached(*nvrtc_, cache_, src.source, arch_);
@@ -224,6 +235,7 @@ void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
 }
 
 std::vector<TuningChoice> CudaRuntime::tuning_space(const Graph& graph) const {
+  if (!fixed_.params.empty()) return {fixed_};
   Program program = lower_graph(graph);
   bool reduces = false;
   bool matmul = false;

@@ -78,6 +78,10 @@ class CudaRuntime : public Runtime {
   void execute(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;
 
+  // Fixes tuning params (e.g. cuda_matmul 3): they override every compile's choice, and
+  // tuning_space offers only them. Empty = no fixed params.
+  void fix_choice(const TuningChoice& choice) { fixed_ = choice; }
+
   // Milliseconds per replay of the captured program (device events, after one warm-up).
   double benchmark(const DynMap& dyn_map, int iters);
   // Device-to-device bandwidth in GB/s (bytes read + written) of a 16-byte copy kernel and
@@ -112,6 +116,7 @@ class CudaRuntime : public Runtime {
   int sm_ = 0;
   int multiprocessors_ = 0;
 
+  TuningChoice fixed_;
   Graph graph_;
   bool compiled_ = false;
   Program program_;

@@ -198,13 +198,22 @@ class CudaRuntime(Runtime):
         options = cuda_options(nvrtc_library, cache_dir, device, driver_library)
         self._rt = _core.CudaRuntime(options)
         self._graph = None
-        self._choice = dict(choice or {})
+        self._ids = {}
+        if choice:  # fixed params: every compile (search's too) uses them
+            fixed = _core.TuningChoice()
+            fixed.params = sorted(dict(choice).items())
+            self._rt.fix_choice(fixed)
 
     def _load(self, graph, program=None, choice=None) -> None:
         if choice is None and self._choice:
             choice = _core.TuningChoice()
             choice.params = sorted(self._choice.items())
         super()._load(graph, program, choice)
+
+    @property
+    def device(self) -> str:
+        """The GPU and the architecture its kernels compile for (part of search's cache key)."""
+        return f"{self._rt.device_name} {self._rt.arch}"
 
     def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
         """Device milliseconds per run of the program (CUDA graph replays, event-timed)."""

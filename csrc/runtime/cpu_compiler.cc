@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/errors.h"
+#include "runtime/disk_cache.h"
 
 extern char** environ;
 
@@ -31,20 +32,6 @@ const std::vector<std::string>& cpu_compile_flags() {
 }
 
 namespace {
-
-uint64_t fnv1a(const std::string& text, uint64_t h = 1469598103934665603ULL) {
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-std::string hex(uint64_t v) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -78,18 +65,10 @@ std::string cpu_identity() {
   return model + "\n" + flags;
 }
 
-void make_dirs(const std::string& dir) {
-  std::string partial;
-  std::stringstream ss(dir);
-  std::string part;
-  if (!dir.empty() && dir[0] == '/') partial = "/";
-  while (std::getline(ss, part, '/')) {
-    if (part.empty()) continue;
-    partial += part + "/";
-    if (mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
-      throw CompileError("cpu runtime: cannot create cache directory " + dir + ": " +
-                         std::strerror(errno));
-    }
+void make_cache_dir(const std::string& dir) {
+  if (!make_dirs(dir)) {
+    throw CompileError("cpu runtime: cannot create cache directory " + dir + ": " +
+                       std::strerror(errno));
   }
 }
 
@@ -180,8 +159,8 @@ LoadedProgram load_program(const std::string& source, const CpuOptions& options)
   std::string key_text = source + "\n" + compiler_identity(options.compiler) + "\n";
   for (const std::string& f : flags) key_text += f + " ";
   key_text += "\n" + cpu_identity();
-  std::string key = hex(fnv1a(key_text)) + hex(fnv1a(key_text, 0x84222325cbf29ce4ULL));
-  make_dirs(options.cache_dir);
+  std::string key = hex64(fnv1a(key_text)) + hex64(fnv1a(key_text, 0x84222325cbf29ce4ULL));
+  make_cache_dir(options.cache_dir);
   LoadedProgram out;
   out.source_path = options.cache_dir + "/" + key + ".c";
   out.object_path = options.cache_dir + "/" + key + ".so";

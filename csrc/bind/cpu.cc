@@ -35,23 +35,39 @@ void set_data_borrowed(CpuRuntime& rt, NodeId input, const CpuArray& data, DType
 
 std::unique_ptr<CpuRuntime> make_cpu(const std::string& compiler,
                                      const std::vector<std::string>& extra_flags,
-                                     const std::string& cache_dir, int threads) {
+                                     const std::string& cache_dir, int threads,
+                                     int compile_jobs) {
   CpuOptions o;
   o.compiler = compiler;
   o.extra_flags = extra_flags;
   o.cache_dir = cache_dir;
   o.threads = threads;
+  o.compile_jobs = compile_jobs;
   return std::make_unique<CpuRuntime>(o);
 }
 }  // namespace
 
 void init_cpu(nb::module_& m) {
+  nb::class_<CompileStats>(m, "CompileStats")
+      .def_ro("kernels", &CompileStats::kernels)
+      .def_ro("objects_compiled", &CompileStats::objects_compiled)
+      .def_ro("linked", &CompileStats::linked)
+      .def_ro("seconds", &CompileStats::seconds)
+      .def("__repr__", [](const CompileStats& s) {
+        return "CompileStats(kernels=" + std::to_string(s.kernels) +
+               ", objects_compiled=" + std::to_string(s.objects_compiled) +
+               ", linked=" + (s.linked ? "True" : "False") +
+               ", seconds=" + std::to_string(s.seconds) + ")";
+      });
   nb::class_<CpuRuntime, Runtime>(m, "CpuRuntime")
-      .def(nb::new_(&make_cpu), "compiler"_a, "extra_flags"_a, "cache_dir"_a, "threads"_a)
+      .def(nb::new_(&make_cpu), "compiler"_a, "extra_flags"_a, "cache_dir"_a, "threads"_a,
+           "compile_jobs"_a = 0)
       .def("set_data", &set_data_borrowed, "input"_a, "data"_a, "dtype"_a)
       .def_prop_ro("source", &CpuRuntime::source)
       .def_prop_ro("source_path", &CpuRuntime::source_path)
       .def_prop_ro("compiled_fresh", &CpuRuntime::compiled_fresh)
+      .def_prop_ro("last_compile_stats", &CpuRuntime::last_compile_stats,
+                   nb::rv_policy::copy)
       .def_prop_ro("arena_bytes", &CpuRuntime::arena_bytes)
       .def_prop_ro("threads", [](const CpuRuntime& rt) { return rt.options().threads; })
       .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });

@@ -1,8 +1,10 @@
-// CRenderer: LLIR as one C translation unit for the system compiler. No #include: integer
-// types are typedefs and libm functions are declared directly. Output loops run under OpenMP;
-// float reductions keep 8 partial accumulators so they vectorize; matmul-shaped kernels get a
-// register-blocked micro-kernel (c_matmul.cc). The entry is
+// CRenderer: LLIR as C for the system compiler. No #include: integer types are typedefs and
+// libm functions are declared directly. Output loops run under OpenMP; float reductions keep
+// 8 partial accumulators so they vectorize; matmul-shaped kernels get a register-blocked
+// micro-kernel (c_matmul.cc). The entry is
 //   void lm_run(void** buffers, const int64_t* dims, int threads).
+// A program renders as one translation unit (render) or split for separate, cached compiles
+// (render_split): one unit per distinct kernel, named by a hash of its text, plus a driver.
 #pragma once
 
 #include "codegen/c_like.h"
@@ -12,7 +14,26 @@ namespace luminal {
 // Vector typedefs and micro-kernels for the program's matmul kernels ("" if none).
 std::string matmul_prelude(const Program& program);
 
+// One translation unit of a split program.
+struct CUnit {
+  std::string name;    // kernels: the function, "lm_k" + 16 hex digits of a hash of its text
+  std::string source;  // a whole translation unit
+};
+
+// A program split for separate compilation. A kernel unit holds the prelude and one kernel,
+// whose buffers are renumbered from 0 (its output, then its reads) so that its text, and so
+// its name, depends only on the kernel itself: the same kernel in two programs (or twice in
+// one) is one unit. The driver declares the kernels and defines lm_run, which calls them.
+struct CSplitProgram {
+  std::vector<CUnit> kernels;  // distinct, in the order of their first call
+  CUnit driver;                // name "lm_run"
+  std::string text() const;    // the driver, then every kernel unit, for reading
+};
+
 class CRenderer : public CLikeRenderer {
+ public:
+  CSplitProgram render_split(const Program& program) const;
+
  protected:
   std::string prelude(const Program& program) const override;
   std::string kernel_signature(const Program& program, const Kernel& kernel) const override;
@@ -21,6 +42,9 @@ class CRenderer : public CLikeRenderer {
   std::string program_entry(const Program& program) const override;
   bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
   std::string math_call(OpKind op, const std::string& x) const override;
+
+ private:
+  bool split_ = false;  // kernels are linked from other units (hidden), not static
 };
 
 }  // namespace luminal

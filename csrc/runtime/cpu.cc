@@ -57,8 +57,9 @@ CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
 void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   LowerOptions lo = lower_options(choice);
   Program program = lower_graph(graph, lo);
-  std::string source = CRenderer().render(program);
-  LoadedProgram loaded = load_program(source, options_);
+  CSplitProgram units = CRenderer().render_split(program);
+  LoadedProgram loaded = load_program(units, options_);
+  std::string source = units.text();
   unload_program(loaded_);
   loaded_ = loaded;
   graph_ = graph;

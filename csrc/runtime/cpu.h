@@ -33,10 +33,11 @@ class CpuRuntime : public Runtime {
   const HostBuffer& get(NodeId output) const override;
 
   const CpuOptions& options() const { return options_; }
-  const std::string& source() const { return source_; }       // the generated C
+  const std::string& source() const { return source_; }       // the generated C, all units
   const Program& program() const { return program_; }
   const std::string& source_path() const { return loaded_.source_path; }
   bool compiled_fresh() const { return loaded_.compiled; }   // false: the cache had it
+  const CompileStats& last_compile_stats() const { return loaded_.stats; }
   int64_t arena_bytes() const { return plan_.arena_bytes; }
 
  private:

@@ -1,49 +1,38 @@
-// The compile cache: key = FNV-1a of (source, compiler identity, flags, CPU model and flags).
-// The compiler identity is its real path, size and mtime (no process is started on a cache
-// hit); Python resolves a bare name on PATH before it gets here. The compiler runs through posix_spawn with its output captured to a log file.
+// The compile cache. Keys: a kernel object is a hash of (its unit's source, toolchain); the
+// program's shared object a hash of (the driver's source, its objects' keys, toolchain); the
+// toolchain is the compiler's identity (real path, size and mtime: no process is started on a
+// cache hit; Python resolves a bare name on PATH first), the flags and the CPU model and flags.
+// Compiler processes run through process_pool (posix_spawn, output captured).
 #include "runtime/cpu_compiler.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "core/errors.h"
 #include "runtime/disk_cache.h"
-
-extern char** environ;
+#include "runtime/process_pool.h"
 
 namespace luminal {
 
 const std::vector<std::string>& cpu_compile_flags() {
   static const std::vector<std::string> kFlags = {
-      "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-fno-math-errno",
-      "-fno-trapping-math"};
+      "-O3", "-march=native", "-fopenmp", "-fPIC", "-fno-math-errno", "-fno-trapping-math"};
   return kFlags;
 }
 
 namespace {
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string compiler_identity(const std::string& compiler) {
-  const std::string& path = compiler;
   char real[4096];
-  std::string resolved = realpath(path.c_str(), real) ? real : path;
+  std::string resolved = realpath(compiler.c_str(), real) ? real : compiler;
   struct stat st;
   if (stat(resolved.c_str(), &st) != 0) {
     throw CompileError("cpu runtime: compiler '" + compiler + "' was not found (give a path or "
@@ -65,76 +54,93 @@ std::string cpu_identity() {
   return model + "\n" + flags;
 }
 
-void make_cache_dir(const std::string& dir) {
-  if (!make_dirs(dir)) {
-    throw CompileError("cpu runtime: cannot create cache directory " + dir + ": " +
-                       std::strerror(errno));
+// One kernel unit's entries in the cache.
+struct ObjectEntry {
+  const CUnit* unit = nullptr;
+  std::string key;
+  std::string source_path;  // <key>.c, written only when it is compiled
+  std::string object_path;  // <key>.o
+};
+
+uint64_t read_uint(const unsigned char* p, int bytes, bool little) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) {
+    int at = little ? bytes - 1 - i : i;
+    v = (v << 8) | p[at];
+  }
+  return v;
+}
+
+// Whether `path` holds a whole object file: an ELF whose section headers lie inside the file,
+// or a Mach-O. Anything else (missing, truncated, garbage) gets compiled again.
+bool looks_like_object(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return false;
+  uint64_t size = static_cast<uint64_t>(st.st_size);
+  unsigned char h[64] = {0};
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  if (in.gcount() < 52) return false;
+  if (h[0] == 0x7f && h[1] == 'E' && h[2] == 'L' && h[3] == 'F') {
+    bool is64 = h[4] == 2;
+    bool little = h[5] == 1;
+    if (is64 && in.gcount() < 64) return false;
+    uint64_t shoff = is64 ? read_uint(h + 0x28, 8, little) : read_uint(h + 0x20, 4, little);
+    uint64_t shentsize = read_uint(h + (is64 ? 0x3a : 0x2e), 2, little);
+    uint64_t shnum = read_uint(h + (is64 ? 0x3c : 0x30), 2, little);
+    return shnum > 0 && shentsize > 0 && shoff <= size && shnum * shentsize <= size - shoff;
+  }
+  uint32_t magic = static_cast<uint32_t>(read_uint(h, 4, true));
+  return magic == 0xfeedfacfu || magic == 0xcffaedfeu;  // Mach-O 64, either byte order
+}
+
+std::string failure(const std::string& what, const std::string& compiler,
+                    const CommandResult& r, const std::string& source_path) {
+  std::string why = r.exit_code < 0 ? "could not be run"
+                                    : "failed with exit code " + std::to_string(r.exit_code);
+  return "cpu runtime: " + what + " with '" + compiler + "' " + why + " (generated source: " +
+         source_path + ")" + (r.output.empty() ? "" : ":\n" + r.output);
+}
+
+void write_or_throw(const std::string& path, const std::string& text) {
+  if (!write_file_atomic(path, text)) {
+    throw CompileError("cpu runtime: cannot write " + path + ": " + std::strerror(errno));
   }
 }
 
-// A file name unique to this process and call, next to `path`.
-std::string temp_name(const std::string& path) {
-  static_assert(sizeof(pid_t) <= 8, "pid fits");
-  char buf[64];
-  std::snprintf(buf, sizeof buf, ".tmp.%d.%p", static_cast<int>(getpid()),
-                static_cast<const void*>(&buf));
-  return path + buf;
-}
-
-void write_atomic(const std::string& path, const std::string& text) {
-  std::string tmp = temp_name(path);
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << text;
-    if (!out) throw CompileError("cpu runtime: cannot write " + tmp);
+// Compiles `todo` into their object files, at most `jobs` compilers at once, largest source
+// first (the long compiles start early). Every success is cached; then the first failure (in
+// that order) throws.
+void compile_objects(std::vector<ObjectEntry*> todo, const std::string& compiler,
+                     const std::vector<std::string>& flags, int jobs, const std::string& dir) {
+  std::stable_sort(todo.begin(), todo.end(), [](const ObjectEntry* a, const ObjectEntry* b) {
+    return a->unit->source.size() > b->unit->source.size();
+  });
+  std::vector<std::vector<std::string>> commands;
+  std::vector<std::string> temps;
+  for (const ObjectEntry* e : todo) {
+    write_or_throw(e->source_path, e->unit->source);
+    temps.push_back(temp_path(e->object_path));
+    std::vector<std::string> argv = {compiler};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"-c", "-o", temps.back(), e->source_path});
+    commands.push_back(std::move(argv));
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw CompileError("cpu runtime: cannot rename " + tmp + " to " + path);
+  std::vector<CommandResult> results = run_commands(commands, jobs, temp_path(dir + "/cc"));
+  std::string error;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (results[i].exit_code != 0) {
+      std::remove(temps[i].c_str());
+      if (error.empty()) {
+        error = failure("compiling kernel " + todo[i]->unit->name, compiler, results[i],
+                        todo[i]->source_path);
+      }
+    } else if (!rename_into_place(temps[i], todo[i]->object_path) && error.empty()) {
+      error = "cpu runtime: cannot rename " + temps[i] + " to " + todo[i]->object_path + ": " +
+              std::strerror(errno);
+    }
   }
-}
-
-// Runs argv with stdout and stderr into `log`; returns the exit status (-1: not started).
-int run_process(const std::vector<std::string>& argv, const std::string& log) {
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid;
-  int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) return -1;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-void compile_object(const std::string& compiler, const std::vector<std::string>& flags,
-                    const std::string& source_path, const std::string& object_path) {
-  std::string tmp = temp_name(object_path);
-  std::string log = tmp + ".log";
-  std::vector<std::string> argv = {compiler};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  argv.insert(argv.end(), {"-o", tmp, source_path, "-lm"});
-  int rc = run_process(argv, log);
-  std::string message = read_file(log);
-  std::remove(log.c_str());
-  if (rc != 0) {
-    std::remove(tmp.c_str());
-    std::string why = rc < 0 ? "could not be run" : "failed with exit code " + std::to_string(rc);
-    throw CompileError("cpu runtime: compiler '" + compiler + "' " + why +
-                       " (generated source: " + source_path + ")" +
-                       (message.empty() ? "" : ":\n" + message));
-  }
-  if (std::rename(tmp.c_str(), object_path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw CompileError("cpu runtime: cannot rename " + tmp + " to " + object_path);
-  }
+  if (!error.empty()) throw CompileError(error);
 }
 
 bool try_load(const std::string& object_path, LoadedProgram& out) {
@@ -150,29 +156,95 @@ bool try_load(const std::string& object_path, LoadedProgram& out) {
   return true;
 }
 
+// Compiles the driver, links it with the objects into out.object_path and loads it; the error
+// message, or "" once loaded.
+std::string link_and_load(const std::vector<ObjectEntry>& objects, const std::string& compiler,
+                          const std::vector<std::string>& flags, LoadedProgram& out) {
+  std::string tmp = temp_path(out.object_path);
+  std::vector<std::string> argv = {compiler};
+  argv.insert(argv.end(), flags.begin(), flags.end());
+  argv.insert(argv.end(), {"-shared", "-o", tmp, out.source_path});
+  for (const ObjectEntry& e : objects) argv.push_back(e.object_path);
+  argv.push_back("-lm");
+  CommandResult r = run_commands({argv}, 1, tmp)[0];
+  if (r.exit_code != 0) {
+    std::remove(tmp.c_str());
+    return failure("linking the program", compiler, r, out.source_path);
+  }
+  if (!rename_into_place(tmp, out.object_path)) {
+    return "cpu runtime: cannot rename " + tmp + " to " + out.object_path + ": " +
+           std::strerror(errno);
+  }
+  if (!try_load(out.object_path, out)) {
+    const char* why = dlerror();
+    return "cpu runtime: cannot load " + out.object_path + ": " + (why ? why : "no lm_run");
+  }
+  return "";
+}
+
 }  // namespace
 
-LoadedProgram load_program(const std::string& source, const CpuOptions& options) {
-  if (options.cache_dir.empty()) throw CompileError("cpu runtime: no cache directory given");
+LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  const std::string& dir = options.cache_dir;
+  if (dir.empty()) throw CompileError("cpu runtime: no cache directory given");
   std::vector<std::string> flags = cpu_compile_flags();
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
-  std::string key_text = source + "\n" + compiler_identity(options.compiler) + "\n";
-  for (const std::string& f : flags) key_text += f + " ";
-  key_text += "\n" + cpu_identity();
-  std::string key = hex64(fnv1a(key_text)) + hex64(fnv1a(key_text, 0x84222325cbf29ce4ULL));
-  make_cache_dir(options.cache_dir);
-  LoadedProgram out;
-  out.source_path = options.cache_dir + "/" + key + ".c";
-  out.object_path = options.cache_dir + "/" + key + ".so";
-  struct stat st;
-  if (stat(out.object_path.c_str(), &st) == 0 && try_load(out.object_path, out)) return out;
-  // Missing or unloadable (corrupt): write the source and compile it afresh.
-  write_atomic(out.source_path, source);
-  compile_object(options.compiler, flags, out.source_path, out.object_path);
-  out.compiled = true;
-  if (!try_load(out.object_path, out)) {
-    throw CompileError("cpu runtime: cannot load " + out.object_path + ": " + dlerror());
+  std::string toolchain = compiler_identity(options.compiler) + "\n";
+  for (const std::string& f : flags) toolchain += f + " ";
+  toolchain += "\n" + cpu_identity();
+  if (!make_dirs(dir)) {
+    throw CompileError("cpu runtime: cannot create cache directory " + dir + ": " +
+                       std::strerror(errno));
   }
+  std::vector<ObjectEntry> objects;
+  std::string program_text = "program\n" + program.driver.source + "\n";
+  for (const CUnit& u : program.kernels) {
+    ObjectEntry e;
+    e.unit = &u;
+    e.key = hex128("object\n" + u.source + "\n" + toolchain);
+    e.source_path = dir + "/" + e.key + ".c";
+    e.object_path = dir + "/" + e.key + ".o";
+    program_text += e.key + "\n";
+    objects.push_back(std::move(e));
+  }
+  std::string key = hex128(program_text + toolchain);
+  LoadedProgram out;
+  out.source_path = dir + "/" + key + ".c";
+  out.object_path = dir + "/" + key + ".so";
+  out.stats.kernels = static_cast<int>(objects.size());
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  struct stat st;
+  if (stat(out.object_path.c_str(), &st) == 0 && try_load(out.object_path, out)) {
+    out.stats.seconds = seconds();
+    return out;
+  }
+  // Missing or unloadable (damaged): compile what the cache lacks, then link.
+  int jobs = options.compile_jobs > 0 ? options.compile_jobs
+                                      : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  jobs = std::max(jobs, 1);
+  std::vector<ObjectEntry*> missing;
+  for (ObjectEntry& e : objects) {
+    if (!looks_like_object(e.object_path)) missing.push_back(&e);
+  }
+  compile_objects(missing, options.compiler, flags, jobs, dir);
+  out.stats.objects_compiled = static_cast<int>(missing.size());
+  write_or_throw(out.source_path, program.driver.source);
+  std::string error = link_and_load(objects, options.compiler, flags, out);
+  if (!error.empty() && missing.size() < objects.size()) {
+    // A cached object may be damaged in a way the header check cannot see: rebuild them all.
+    std::vector<ObjectEntry*> all;
+    for (ObjectEntry& e : objects) all.push_back(&e);
+    compile_objects(all, options.compiler, flags, jobs, dir);
+    out.stats.objects_compiled = static_cast<int>(all.size());
+    error = link_and_load(objects, options.compiler, flags, out);
+  }
+  if (!error.empty()) throw CompileError(error);
+  out.compiled = true;
+  out.stats.linked = true;
+  out.stats.seconds = seconds();
   return out;
 }
 

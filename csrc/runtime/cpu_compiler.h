@@ -1,12 +1,16 @@
-// Compiles generated C into a shared object with the system compiler and caches it on disk
-// under a key of source + compiler identity + flags + CPU. Cache writes are atomic (temp file
-// + rename), so processes compiling the same program at once all succeed; a cached object that
-// fails to load is rebuilt. The flags live here and only here.
+// Compiles a split C program (codegen/c.h) with the system compiler: each kernel unit to an
+// object file cached on disk under a key of its source + compiler identity + flags + CPU
+// (missing ones compiled in parallel), then the driver and the objects linked into a shared
+// object cached under the key of the whole set. Cache writes are atomic (temp file + rename),
+// so processes compiling the same program at once all succeed; a cached object or shared
+// object that is damaged is rebuilt, never trusted. The flags live here and only here.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "codegen/c.h"
 
 namespace luminal {
 
@@ -16,23 +20,34 @@ struct CpuOptions {
   std::vector<std::string> extra_flags;   // appended after the standard flags
   std::string cache_dir;                  // where sources and objects live; required
   int threads = 1;                        // OpenMP threads per kernel
+  int compile_jobs = 0;                   // compiler processes at once; 0: online CPUs
 };
 
-// The flags every compile uses (before CpuOptions::extra_flags).
+// The flags every compile and link uses (before CpuOptions::extra_flags); an object's compile
+// adds -c, the link -shared.
 const std::vector<std::string>& cpu_compile_flags();
+
+// What one load_program did.
+struct CompileStats {
+  int kernels = 0;           // distinct kernel units of the program
+  int objects_compiled = 0;  // kernel objects compiled by this load (the others were cached)
+  bool linked = false;       // false: the program's shared object came from the cache
+  double seconds = 0;        // wall time of the load
+};
 
 // A loaded program: the dlopen handle and its entry point.
 struct LoadedProgram {
   void* handle = nullptr;
   void (*run)(void** buffers, const int64_t* dims, int threads) = nullptr;
   std::string object_path;  // the cached .so
-  std::string source_path;  // the saved generated source
-  bool compiled = false;    // false when the cache had it
+  std::string source_path;  // the saved driver source (kernel sources sit beside it)
+  bool compiled = false;    // false when the cache had the whole program
+  CompileStats stats;
 };
 
-// Compiles (or finds in the cache) and loads `source`. Throws CompileError with the compiler's
-// message and the path of the saved source when compiling fails.
-LoadedProgram load_program(const std::string& source, const CpuOptions& options);
+// Compiles what the cache lacks and loads `program`. Throws CompileError with the compiler's
+// message and the path of the saved source when a compile or the link fails.
+LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& options);
 
 // Closes a handle from load_program (no-op for null).
 void unload_program(LoadedProgram& program);

@@ -1,26 +1,19 @@
-// FNV-1a, hex and mkdir -p for the compiled-code caches.
+// 128-bit keys, mkdir -p, whole-file reads and atomic writes for the compiled-code caches.
 #include "runtime/disk_cache.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
 
 namespace luminal {
 
-uint64_t fnv1a(const std::string& text, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
-std::string hex64(uint64_t value) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(value));
-  return buf;
+std::string hex128(const std::string& text) {
+  return hex64(fnv1a(text)) + hex64(fnv1a(text, 0x84222325cbf29ce4ULL));
 }
 
 bool make_dirs(const std::string& dir) {
@@ -30,6 +23,43 @@ bool make_dirs(const std::string& dir) {
     if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) return false;
   }
   return true;
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream data;
+  data << in.rdbuf();
+  return data.str();
+}
+
+std::string temp_path(const std::string& path) {
+  std::random_device random;
+  uint64_t bits = (static_cast<uint64_t>(random()) << 32) ^ random();
+  return path + ".tmp." + std::to_string(getpid()) + "." + hex64(bits);
+}
+
+bool rename_into_place(const std::string& tmp, const std::string& path) {
+  if (std::rename(tmp.c_str(), path.c_str()) == 0) return true;
+  int saved = errno;
+  std::remove(tmp.c_str());
+  errno = saved;
+  return false;
+}
+
+bool write_file_atomic(const std::string& path, const std::string& bytes) {
+  std::string tmp = temp_path(path);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      int saved = errno;
+      std::remove(tmp.c_str());
+      errno = saved;
+      return false;
+    }
+  }
+  return rename_into_place(tmp, path);
 }
 
 }  // namespace luminal

@@ -1,17 +1,31 @@
 // Small pieces shared by the on-disk caches of compiled code (cpu_compiler, cubin_cache):
-// FNV-1a hashing of key text, hex rendering of a hash, and mkdir -p. Not a cache itself.
+// 128-bit keys of text (FNV-1a, core/hash.h), mkdir -p, whole-file reads and atomic
+// writes (a temporary next to the target, renamed into place). Not a cache itself.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "core/hash.h"  // fnv1a, hex64
 
 namespace luminal {
 
-constexpr uint64_t kFnvOffset = 1469598103934665603ULL;
-
-uint64_t fnv1a(const std::string& text, uint64_t seed = kFnvOffset);
-std::string hex64(uint64_t value);  // 16 lower-case hex digits
+// A 128-bit key of `text` as 32 hex digits (two FNV-1a hashes with different seeds).
+std::string hex128(const std::string& text);
 // Creates `dir` and its parents; false (errno set) if one cannot be made.
 bool make_dirs(const std::string& dir);
+
+// The whole file, or nullopt if it cannot be opened.
+std::optional<std::string> read_file(const std::string& path);
+// A name next to `path` unique to this call ("<path>.tmp.<pid>.<64 random bits>"), so
+// processes and threads writing the same entry never share a temporary.
+std::string temp_path(const std::string& path);
+// Renames the finished temporary `tmp` onto `path` (atomic: readers see the old file or the
+// new one, never half of one). False (errno set, `tmp` removed) on failure.
+bool rename_into_place(const std::string& tmp, const std::string& path);
+// Writes `bytes` to `path` through a temporary and rename_into_place. False (errno set,
+// nothing left behind) on failure.
+bool write_file_atomic(const std::string& path, const std::string& bytes);
 
 }  // namespace luminal

@@ -154,10 +154,12 @@ class CpuRuntime(Runtime):
     ``threads``: OpenMP threads (default: every core this process may use). ``compiler``: the
     C compiler (default ``cc``). ``cache_dir``: where compiled programs are kept (default
     ``~/.cache/luminal/cpu``). ``extra_flags``: more compiler flags (a list or a string).
+    ``compile_jobs``: compiler processes run at once (default: the number of online CPUs).
     Inputs set from C-contiguous arrays of the right dtype are used in place, not copied.
     """
 
-    def __init__(self, threads=None, compiler=None, cache_dir=None, extra_flags=None):
+    def __init__(self, threads=None, compiler=None, cache_dir=None, extra_flags=None,
+                 compile_jobs=None):
         import os
         import shlex
 
@@ -175,8 +177,13 @@ class CpuRuntime(Runtime):
             import shutil
 
             compiler = shutil.which(compiler) or compiler
+        if compile_jobs is not None and (isinstance(compile_jobs, bool)
+                                         or not isinstance(compile_jobs, int) or compile_jobs < 1):
+            raise ValueError(f"CpuRuntime: compile_jobs must be a positive int, "
+                             f"got {compile_jobs!r}")
         self._rt = _core.CpuRuntime(compiler, list(extra_flags or []),
-                                    os.path.abspath(os.fspath(cache_dir)), threads)
+                                    os.path.abspath(os.fspath(cache_dir)), threads,
+                                    compile_jobs or 0)
         self._graph = None
         self._ids = {}
 
@@ -184,6 +191,13 @@ class CpuRuntime(Runtime):
     def source(self) -> str:
         """The generated C of the compiled program."""
         return self._rt.source
+
+    @property
+    def last_compile_stats(self):
+        """What the last compile did: ``kernels`` (distinct kernel units), ``objects_compiled``
+        (kernel objects the cache lacked), ``linked`` (False: the whole program was cached),
+        ``seconds``."""
+        return self._rt.last_compile_stats
 
 
 class CudaRuntime(Runtime):

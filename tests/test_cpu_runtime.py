@@ -1,5 +1,6 @@
-"""CpuRuntime beyond the shared conformance tests: the compile cache (hits, corrupt objects,
-concurrent compiles, compiler errors), deterministic generated C, borrowed inputs, dims that
+"""CpuRuntime beyond the shared conformance tests: the compile cache (hits, per-kernel objects
+shared between programs, corrupt objects, concurrent compiles, parallel compile jobs, compiler
+errors), deterministic generated C, borrowed inputs, dims that
 change without a recompile, matmul tilings, and random graphs against NativeRuntime."""
 
 import os
@@ -18,17 +19,25 @@ from luminal._core import OpKind
 from conftest import CPU_CACHE, assert_close
 
 
-def _counting_compiler(tmp_path):
-    """A compiler wrapper that appends one line to calls.log per compile, then runs cc."""
+def _counting_compiler(tmp_path, before=""):
+    """A compiler wrapper that appends "compile" (an object, -c) or "link" to calls.log per
+    call, runs the shell lines `before`, then runs cc."""
     log = tmp_path / "calls.log"
     script = tmp_path / "cc-wrapper"
-    script.write_text(f"#!/bin/sh\necho compile >> '{log}'\nexec cc \"$@\"\n")
+    script.write_text(f"""#!/bin/sh
+kind=link
+for a in "$@"; do [ "$a" = -c ] && kind=compile; done
+echo $kind >> '{log}'
+{before}
+exec cc "$@"
+""")
     script.chmod(0o755)
     return str(script), log
 
 
-def _calls(log):
-    return len(log.read_text().splitlines()) if log.exists() else 0
+def _calls(log, kind=None):
+    lines = log.read_text().splitlines() if log.exists() else []
+    return len([k for k in lines if kind is None or k == kind])
 
 
 def _small_graph(scale=2.0):
@@ -38,12 +47,32 @@ def _small_graph(scale=2.0):
     return cx, x, y
 
 
-def _run_small(rt, cx, x, y):
+def _run_small(rt, cx, x, y, scale=2.0):
     data = np.arange(12, dtype=np.float32).reshape(3, 4) / 10
     rt = cx.search(rt)
     rt.set_data(x, data)
     rt.execute()
-    assert_close(rt.get(y), np.exp2(data * 2 + 1).sum(1))
+    assert_close(rt.get(y), np.exp2(data * scale + 1).sum(1))
+    return rt
+
+
+def _three_kernels(scale):
+    """Three kernels (three outputs of different shapes); only the last depends on `scale`."""
+    cx = lm.Graph()
+    x = cx.tensor((5, 6))
+    outs = [x.sin().sum(1).output(), (x * x).amax(0).output(), (x * scale + 1.0).sqrt().output()]
+    return cx, x, outs
+
+
+def _run_three(rt, scale):
+    cx, x, outs = _three_kernels(scale)
+    data = torch.rand(5, 6)
+    rt = cx.search(rt)
+    rt.set_data(x, data)
+    rt.execute()
+    for got, want in zip([rt.get(t) for t in outs],
+                         [data.sin().sum(1), (data * data).amax(0), (data * scale + 1).sqrt()]):
+        assert_close(got, want, rtol=1e-5, atol=1e-6)
     return rt
 
 
@@ -51,24 +80,73 @@ def test_cache_hit_does_not_invoke_the_compiler(tmp_path):
     compiler, log = _counting_compiler(tmp_path)
     cache = tmp_path / "cache"
     first = _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
-    assert _calls(log) == 1 and first._rt.compiled_fresh
+    stats = first.last_compile_stats
+    assert first._rt.compiled_fresh and stats.linked
+    assert stats.kernels >= 1 and stats.objects_compiled == stats.kernels
+    assert _calls(log, "compile") == stats.kernels and _calls(log, "link") == 1
     second = _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
-    assert _calls(log) == 1 and not second._rt.compiled_fresh
+    assert _calls(log) == stats.kernels + 1 and not second._rt.compiled_fresh
+    assert not second.last_compile_stats.linked
+    assert second.last_compile_stats.objects_compiled == 0
     cx, x, y = _small_graph(3.0)
     lm.CpuRuntime(compiler=compiler, cache_dir=cache)._load(cx)
-    assert _calls(log) == 2  # another program is another compile
+    assert _calls(log, "link") == 2  # another program is another link (and compile)
 
 
-def test_corrupt_cached_object_is_rebuilt(tmp_path):
+def test_a_program_sharing_all_but_one_kernel_compiles_one_object(tmp_path):
     compiler, log = _counting_compiler(tmp_path)
     cache = tmp_path / "cache"
-    rt = _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
-    objects = [p for p in os.listdir(cache) if p.endswith(".so")]
-    assert len(objects) == 1
+    first = _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=cache), 2.0)
+    assert first.last_compile_stats.kernels == 3
+    assert first.last_compile_stats.objects_compiled == 3
+    second = _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=cache), 3.0)
+    stats = second.last_compile_stats
+    assert stats.kernels == 3 and stats.objects_compiled == 1 and stats.linked
+    assert _calls(log, "compile") == 4 and _calls(log, "link") == 2
+
+
+def test_identical_kernels_are_one_object():
+    """Two kernels that differ only in which buffers they touch render as one unit."""
+    cx = lm.Graph()
+    x, w = cx.tensor((4, 8)), cx.tensor((4, 8))
+    a, b = (x * 2.0).sin().output(), (w * 2.0).sin().output()
+    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE))
+    assert rt._rt.program_text().count("(kernel ") == 2
+    assert rt.last_compile_stats.kernels == 1
+    xd, wd = torch.randn(4, 8), torch.randn(4, 8)
+    rt.set_data(x, xd)
+    rt.set_data(w, wd)
+    rt.execute()
+    assert_close(rt.get(a), (xd * 2).sin())
+    assert_close(rt.get(b), (wd * 2).sin())
+
+
+def test_corrupt_cached_objects_are_rebuilt(tmp_path):
+    compiler, log = _counting_compiler(tmp_path)
+    cache = tmp_path / "cache"
+    rt = _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=cache), 2.0)
     del rt
-    (cache / objects[0]).write_bytes(b"not an ELF object")
-    _run_small(lm.CpuRuntime(compiler=compiler, cache_dir=cache), *_small_graph())
-    assert _calls(log) == 2
+    programs = [p for p in os.listdir(cache) if p.endswith(".so")]
+    objects = sorted(p for p in os.listdir(cache) if p.endswith(".o"))
+    assert len(programs) == 1 and len(objects) == 3
+    # A damaged program: relinked from the cached objects, nothing compiled.
+    (cache / programs[0]).write_bytes(b"not an ELF object")
+    rt = _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=cache), 2.0)
+    assert rt.last_compile_stats.objects_compiled == 0 and rt.last_compile_stats.linked
+    del rt
+    # A damaged (garbage) object: that one is compiled again.
+    os.remove(cache / programs[0])
+    (cache / objects[0]).write_bytes(b"\x7fELF garbage")
+    rt = _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=cache), 2.0)
+    assert rt.last_compile_stats.objects_compiled == 1
+    del rt
+    # A whole object of another kernel in its place: the link or load fails, all are rebuilt.
+    os.remove(cache / programs[0])
+    (cache / objects[0]).write_bytes((cache / objects[1]).read_bytes())
+    rt = _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=cache), 2.0)
+    assert rt.last_compile_stats.objects_compiled == 3
+    assert _calls(log, "compile") == 3 + 1 + 3
+    assert not [p for p in os.listdir(cache) if ".tmp." in p]
 
 
 def test_two_processes_compiling_the_same_program_both_succeed(tmp_path):
@@ -78,10 +156,12 @@ def test_two_processes_compiling_the_same_program_both_succeed(tmp_path):
         cx = lm.Graph()
         x = cx.tensor((64,))
         y = (x * x + 3.0).sqrt().output()
+        z = (x + 1.0).sin().sum(0).output()
         rt = cx.search(lm.CpuRuntime(cache_dir={str(cache)!r}, threads=1))
         rt.set_data(x, np.arange(64, dtype=np.float32))
         rt.execute()
         assert np.allclose(rt.get(y), np.sqrt(np.arange(64.0) ** 2 + 3)), rt.get(y)
+        assert np.allclose(rt.get(z), np.sin(np.arange(64.0) + 1).sum(), atol=1e-4), rt.get(z)
         print("ok")
     """)
     procs = [subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
@@ -91,7 +171,32 @@ def test_two_processes_compiling_the_same_program_both_succeed(tmp_path):
         assert p.returncode == 0, err
         assert out.strip().splitlines()[-1] == "ok"
     assert len([p for p in os.listdir(cache) if p.endswith(".so")]) == 1
+    assert len([p for p in os.listdir(cache) if p.endswith(".o")]) == 2
     assert not [p for p in os.listdir(cache) if ".tmp." in p]
+
+
+def test_compile_jobs_bounds_the_compilers_running_at_once(tmp_path):
+    """Each compile marks itself running for 0.3 s and logs how many were running."""
+    running = tmp_path / "running"
+    running.mkdir()
+    seen = tmp_path / "seen.log"
+    before = (f"touch '{running}'/$$; ls '{running}' | wc -l >> '{seen}'; sleep 0.3; "
+              f"rm '{running}'/$$")
+    compiler, log = _counting_compiler(tmp_path, before)
+    for jobs, scale in ((1, 2.0), (3, 3.0)):
+        seen.write_text("")
+        cx, x, outs = _three_kernels(scale)
+        # Only the scale-dependent kernel is new the second time: use new caches instead.
+        rt = lm.CpuRuntime(compiler=compiler, cache_dir=tmp_path / f"cache{jobs}",
+                           compile_jobs=jobs)
+        _run_three(rt, scale)
+        counts = [int(n) for n in seen.read_text().split()]
+        assert len(counts) == 4  # three objects and the link
+        assert max(counts) <= jobs
+        if jobs == 3:
+            assert max(counts) >= 2
+    with pytest.raises(ValueError):
+        lm.CpuRuntime(compile_jobs=0)
 
 
 def test_compiler_error_names_the_message_and_the_source(tmp_path):
@@ -102,7 +207,27 @@ def test_compiler_error_names_the_message_and_the_source(tmp_path):
     with pytest.raises(lm.CompileError, match="the compiler says no") as info:
         cx.search(lm.CpuRuntime(compiler=str(script), cache_dir=tmp_path / "cache"))
     path = re.search(r"generated source: (\S+\.c)\)", str(info.value)).group(1)
-    assert os.path.exists(path) and "lm_run" in open(path).read()
+    assert os.path.exists(path) and "void lm_k" in open(path).read()
+
+
+def test_one_kernel_failing_to_compile_names_its_source(tmp_path, monkeypatch):
+    """A compiler that rejects only the kernel calling sqrtf (while LM_TEST_REJECT is set):
+    the error names that unit, and the others are cached."""
+    before = ("[ -n \"$LM_TEST_REJECT\" ] && for a in \"$@\"; do case \"$a\" in *.c) "
+              "if grep -q 'sqrtf(v' \"$a\"; then echo 'error: no square roots today' >&2; "
+              "exit 1; fi;; esac; done")
+    compiler, log = _counting_compiler(tmp_path, before)
+    monkeypatch.setenv("LM_TEST_REJECT", "1")
+    with pytest.raises(lm.CompileError, match="no square roots today") as info:
+        _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=tmp_path / "cache"), 2.0)
+    path = re.search(r"generated source: (\S+\.c)\)", str(info.value)).group(1)
+    assert "compiling kernel lm_k" in str(info.value)
+    assert "sqrtf(v" in open(path).read()
+    assert _calls(log, "link") == 0
+    # The two kernels that compiled are cached: once it accepts, only the third is compiled.
+    monkeypatch.delenv("LM_TEST_REJECT")
+    rt = _run_three(lm.CpuRuntime(compiler=compiler, cache_dir=tmp_path / "cache"), 2.0)
+    assert rt.last_compile_stats.objects_compiled == 1
 
 
 def test_missing_compiler_is_a_compile_error(tmp_path):
@@ -162,7 +287,7 @@ def test_changing_a_dim_reuses_the_compiled_code(tmp_path):
         rt.set_data(x, xd)
         rt.execute(cx.dyn_map)
         assert_close(rt.get(y), torch.softmax(xd @ wd, 1), rtol=1e-5, atol=1e-6)
-    assert _calls(log) == 1
+    assert _calls(log, "link") == 1  # one compile of the program, for every value of s
 
 
 def test_gather_out_of_range_reads_zero():

@@ -175,6 +175,26 @@ def test_two_processes_compiling_the_same_program_both_succeed(tmp_path):
     assert not [p for p in os.listdir(cache) if ".tmp." in p]
 
 
+def test_freeing_a_threaded_runtime_does_not_crash():
+    """Closing the last program must leave the OpenMP runtime (and its threads) in place."""
+    script = textwrap.dedent(f"""
+        import gc, numpy as np, luminal as lm
+        cx = lm.Graph()
+        x = cx.tensor((256, 256))
+        y = (x.sin() * 2.0).output()
+        rt = cx.search(lm.CpuRuntime(cache_dir={CPU_CACHE!r}, threads=2))
+        rt.set_data(x, np.ones((256, 256), np.float32))
+        rt.execute()
+        del rt
+        gc.collect()
+        print("ok")
+    """)
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip().splitlines()[-1] == "ok"
+
+
 def test_compile_jobs_bounds_the_compilers_running_at_once(tmp_path):
     """Each compile marks itself running for 0.3 s and logs how many were running."""
     running = tmp_path / "running"

@@ -143,9 +143,18 @@ void compile_objects(std::vector<ObjectEntry*> todo, const std::string& compiler
   if (!error.empty()) throw CompileError(error);
 }
 
+// Keeps the OpenMP runtime a program loaded for the life of the process: closing the last
+// program must not unmap libgomp (or LLVM's libomp) under its idle worker threads.
+void pin_openmp_runtime() {
+  for (const char* name : {"libgomp.so.1", "libomp.so", "libomp.so.5", "libiomp5.so"}) {
+    dlopen(name, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);  // null where it is not loaded
+  }
+}
+
 bool try_load(const std::string& object_path, LoadedProgram& out) {
   void* handle = dlopen(object_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle) return false;
+  pin_openmp_runtime();
   void* sym = dlsym(handle, "lm_run");
   if (!sym) {
     dlclose(handle);

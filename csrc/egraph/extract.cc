@@ -198,4 +198,10 @@ std::vector<Extracted> extract_best(const EGraph& g, const CostModel& model,
   return out;
 }
 
+double program_cost(const EGraph& g, const CostModel& model, const Extracted& program) {
+  double cost = 0;
+  for (const auto& [cls, node] : program.order) cost += model.node_cost(g, node);
+  return cost;
+}
+
 }  // namespace luminal::egraph

@@ -16,7 +16,10 @@ class SearchSpace {
   // Seeds and saturates. `runtime_rules` is Runtime::rewrite_rules() text ("" for none).
   SearchSpace(const Graph& graph, const std::string& runtime_rules, const RunnerLimits& limits);
 
-  // Up to k distinct programs, cheapest first by the cost model with symbols bound to `dims`.
+  // Up to k distinct programs: the cost model's pick (symbols bound to `dims`); then, for each
+  // schedule the runtime's rules attached anywhere, the program that uses it wherever it can
+  // (the alternatives the model cannot be trusted to rank, left to timing); then the model's
+  // next best programs.
   std::vector<Program> extract(size_t k, const DynMap& dims) const;
 
   const RunnerReport& report() const { return report_; }

@@ -24,7 +24,9 @@ class CpuRuntime : public Runtime {
   std::string name() const override { return "cpu"; }
   using Runtime::compile;
   void compile(const Graph& graph, const TuningChoice& choice) override;
-  std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
+  // The kernel-level alternatives (matmul tilings) come as rules (rules/cpu.rules); the
+  // program-wide tuning space is the default only.
+  std::string rewrite_rules() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   // Uses `data` in place until the next set_data of `input`; `owner` keeps it alive.
   void set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,

@@ -210,6 +210,21 @@ class _Progress:
             sys.stderr.flush()
 
 
+def _label(program, choice) -> str:
+    """What sets a candidate apart: the schedules its runtime's rules attached (how many nodes
+    carry each) and the runtime's program-wide tuning choice."""
+    counts: dict = {}
+    for node in program.graph.topo_order():
+        sched = program.graph.node_schedule(node)
+        if sched:
+            text = " ".join(f"{name}={value}" for name, value in sched)
+            counts[text] = counts.get(text, 0) + 1
+    parts = [f"{n}x {text}" if n > 1 else text for text, n in sorted(counts.items())]
+    if choice.params:
+        parts.append(str(choice))
+    return "; ".join(parts) or "default"
+
+
 def _order(programs: list, choices: list, budget: int) -> list:
     """(program index, choice) pairs, best programs and first choices first, diagonal by
     program rank + choice index, at most ``budget`` of them."""
@@ -313,7 +328,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
     best_time = None
     for done, (p, choice) in enumerate(order):
         prog = programs[p]
-        res = CandidateResult(rank=p, choice=str(choice), cost=prog.cost)
+        res = CandidateResult(rank=p, choice=_label(prog, choice), cost=prog.cost)
         if results and time_limit is not None and time.perf_counter() - start > time_limit:
             res.status = "skipped"
             res.detail = f"time limit {time_limit} s"

@@ -189,3 +189,69 @@ def test_search_times_every_tiling_and_keeps_a_correct_one(tmp_path):
     rt.set_data(b, bd)
     rt.execute()
     np.testing.assert_allclose(rt.get(y), (ad @ bd).numpy(), rtol=1e-4, atol=1e-4)
+
+
+# ---- combining the fastest kernels -----------------------------------------------------------
+
+def two_matmuls(cx):
+    a = cx.tensor((8, 16), name="a")
+    b = cx.tensor((16, 24), name="b")
+    c = cx.tensor((24, 32), name="c")
+    return a, b, c, (a @ b) @ c
+
+
+def test_kernel_times_name_every_kernel_by_its_node():
+    cx = lm.Graph()
+    a, b, c, y = two_matmuls(cx)
+    y = y.output()
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    rt._load(cx)
+    for t in (a, b, c):
+        rt.set_data(t, torch.randn(t.shape))
+    times = rt._rt.kernel_times({})
+    assert rt._rt.can_time_kernels()
+    roots = [n for n, _ in times]
+    assert len(set(roots)) == len(roots) and all(s >= 0 for _, s in times)
+    ops = [cx._g.node_op(n) for n in roots]
+    assert ops.count(lm._core.OpKind.SumReduce) == 2  # one kernel per matmul
+    np.testing.assert_allclose(rt.get(y), rt.get(y))  # and it ran: outputs are set
+    assert not lm.NativeRuntime()._rt.can_time_kernels()
+
+
+def test_combination_takes_each_class_fastest_schedule():
+    from luminal.search import _combine
+
+    cx = lm.Graph()
+    *_, y = two_matmuls(cx)
+    y.output()
+    space = _core.SearchSpace(cx._g, lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(),
+                              _core.RunnerLimits())
+    programs = space.extract(8, {})
+    reduces = {}  # class -> [(program, node, schedule)]
+    for p, prog in enumerate(programs):
+        for node in prog.graph.topo_order():
+            if prog.graph.node_op(node) == lm._core.OpKind.SumReduce:
+                reduces.setdefault(prog.node_class[node], []).append(
+                    (p, node, prog.graph.node_schedule(node)))
+    assert len(reduces) == 2
+    first, second = sorted(reduces)
+    # Made-up timings: in the first matmul's class the 8x8 kernel is fastest, in the second
+    # the 4x24 one.
+    def seconds(cls, schedule):
+        if cls == first:
+            return 1.0 if ("tile_m", 8) in schedule else 2.0
+        return 1.0 if ("tile_n", 24) in schedule else 2.0
+    kernel_times = []
+    for p, prog in enumerate(programs):
+        times = [(node, seconds(cls, sch)) for cls, uses in reduces.items()
+                 for q, node, sch in uses if q == p]
+        kernel_times.append((p, times))
+    chosen = _combine(programs, kernel_times)
+    assert chosen[first] == "(tile_m 8) (tile_n 8) (vector_width 8)"
+    assert chosen[second] == "(tile_m 4) (tile_n 24) (vector_width 8)"
+    combined = space.extract_choosing(chosen, {})
+    got = {combined.node_class[n]: combined.graph.node_schedule(n)
+           for n in combined.graph.topo_order()
+           if combined.graph.node_op(n) == lm._core.OpKind.SumReduce}
+    assert got[first] == [("tile_m", 8), ("tile_n", 8), ("vector_width", 8)]
+    assert got[second] == [("tile_m", 4), ("tile_n", 24), ("vector_width", 8)]

@@ -440,6 +440,7 @@ class Lowerer {
     k_ = Kernel{};
     cse_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
+    k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
     std::vector<Expr> idx;
     for (size_t k = 0; k < shape.size(); ++k) {

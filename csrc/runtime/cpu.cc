@@ -2,6 +2,7 @@
 // arena for them (once per set of values), binds every buffer and calls lm_run.
 #include "runtime/cpu.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "codegen/c.h"
@@ -131,7 +132,24 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
   inputs_[input] = std::move(d);
 }
 
-void CpuRuntime::execute(const DynMap& dyn_map) {
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void CpuRuntime::execute(const DynMap& dyn_map) { run(dyn_map, nullptr); }
+
+std::vector<std::pair<NodeId, double>> CpuRuntime::kernel_times(const DynMap& dyn_map) {
+  std::vector<double> seconds(program_.kernels.size(), 0.0);
+  run(dyn_map, seconds.data());
+  std::vector<std::pair<NodeId, double>> out;
+  for (size_t i = 0; i < seconds.size(); ++i) out.push_back({program_.kernels[i].root, seconds[i]});
+  return out;
+}
+
+void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
   if (!compiled_) throw ShapeError("execute: the runtime has no compiled graph");
   std::vector<int64_t> dims;
   DynMap env;
@@ -191,7 +209,7 @@ void CpuRuntime::execute(const DynMap& dyn_map) {
       pointers[b.id] = out.bytes.data();
     }
   }
-  loaded_.run(pointers.data(), dims.data(), options_.threads);
+  loaded_.run(pointers.data(), dims.data(), options_.threads, seconds, now_seconds);
 }
 
 const HostBuffer& CpuRuntime::get(NodeId output) const {

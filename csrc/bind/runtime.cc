@@ -19,7 +19,8 @@ using namespace nb::literals;
 namespace luminal {
 
 namespace {
-using CpuArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+// Read-only arrays too (memory-mapped weights, np.broadcast_to): runtimes only read inputs.
+using CpuArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
 void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
   if (data.itemsize() != dtype_size(dtype)) {

@@ -184,6 +184,8 @@ def test_search_times_every_tiling_and_keeps_a_correct_one(tmp_path):
     assert len(labels) >= 6, labels  # the default and one program per rule
     assert all(c.status == "ok" and c.seconds is not None for c in report.candidates)
     assert report.winner is not None
+    assert [what.split()[0] for _, what in report.winner_kernels] == ["SumReduce"]
+    assert "winner's kernels" in str(report)
     ad, bd = torch.randn(24, 32), torch.randn(32, 48)
     rt.set_data(a, ad)
     rt.set_data(b, bd)

@@ -82,6 +82,9 @@ class SearchReport:
     winner_program: str = ""   # program text of the winner
     wrong_rules: list = field(default_factory=list)
     seconds: float = 0.0
+    # The winner's kernels, slowest first, when the runtime times kernels one by one:
+    # (seconds, what the kernel computes: op, shape and schedule).
+    winner_kernels: list = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"search on {self.runtime}, budget {self.budget}: "
@@ -98,6 +101,12 @@ class SearchReport:
             lines.append(f"   checked against: {self.reference}")
         if self.saturation:
             lines.append("   " + self.saturation.splitlines()[0])
+        if self.winner_kernels:
+            total = sum(sec for sec, _ in self.winner_kernels)
+            lines.append(f"   winner's kernels ({len(self.winner_kernels)}, {total * 1e3:.3f} ms "
+                         f"in one run), slowest first:")
+            for sec, what in self.winner_kernels[:8]:
+                lines.append(f"     {sec * 1e3:9.3f} ms  {what}")
         return "\n".join(lines)
 
 
@@ -225,6 +234,13 @@ def _label(program, choice) -> str:
     return "; ".join(parts) or "default"
 
 
+def _kernel_desc(graph, node) -> str:
+    """What a kernel computes: its root node's op, shape and schedule."""
+    shape = "(" + ", ".join(str(d) for d in graph.node_shape(node)) + ")"
+    sched = " ".join(f"{n}={v}" for n, v in graph.node_schedule(node))
+    return f"{graph.node_op(node).name} {shape} {sched}".rstrip()
+
+
 def _best_time(results: list):
     times = [r.seconds for r in results if r.status == "ok" and r.seconds is not None]
     return min(times) if times else None
@@ -319,7 +335,8 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
     report.saturation = str(space.report)
     # With room to spare, one slot of the budget goes to the combination of the fastest
     # kernels (see _combine), when the runtime can time its kernels one by one.
-    combine = budget >= 3 and core_rt.can_time_kernels()
+    timing_kernels = budget > 1 and core_rt.can_time_kernels()
+    combine = budget >= 3 and timing_kernels
     programs = space.extract(budget - 1 if combine else budget, dims)
     choices = [list(core_rt.tuning_space(p.graph)) or [_core.TuningChoice()] for p in programs]
     order = _order(programs, choices, budget)
@@ -372,7 +389,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
                 else:
                     res.seconds = _time(core_rt, dims, warmup, repeats)
                 res.status = "ok"
-                if combine:
+                if timing_kernels:
                     kernel_times.append((p, core_rt.kernel_times(dims)))
         except LuminalError as e:
             res.status = "failed"
@@ -433,6 +450,11 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         runtime._load(cx, win_program, win_choice)
     report.candidates = results + skipped
     report.winner_program = win_text
+    if report.winner is not None:
+        p_win = order[report.winner][0]
+        times = next((t for q, t in kernel_times if q == p_win), [])
+        report.winner_kernels = sorted(((sec, _kernel_desc(win_program.graph, root))
+                                        for root, sec in times), key=lambda t: -t[0])
     if cache and report.winner is not None:
         info = {"cost": win_program.cost, "candidates": len(results)}
         params = [[n, v] for n, v in win_choice.params]

@@ -269,7 +269,8 @@ class Lowerer {
         add_buffer(id, BufferRole::kOutput);
       } else if (is_reduce(n.op)) {
         add_buffer(id, BufferRole::kTemp);
-      } else if (source ? (forced[id] && n.op == OpKind::Iota) : (uses[id] > 1 || forced[id])) {
+      } else if (source ? (forced[id] && n.op == OpKind::Iota)
+                        : (uses[id] > 1 || forced[id] || !n.schedule.empty())) {
         add_buffer(id, BufferRole::kTemp);
       }
     }
@@ -439,6 +440,7 @@ class Lowerer {
     k_ = Kernel{};
     cse_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
+    k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
     std::vector<Expr> idx;
     for (size_t k = 0; k < shape.size(); ++k) {
@@ -455,8 +457,21 @@ class Lowerer {
     k_.schedule.tile_m = options_.tile_m;
     k_.schedule.tile_n = options_.tile_n;
     k_.schedule.tile_k = options_.tile_k;
+    apply_schedule(n.schedule);
     detect_matmul();
     p_.kernels.push_back(std::move(k_));
+  }
+
+  // A node's own schedule (from a runtime's rules) overrides the program-wide options.
+  void apply_schedule(const ScheduleParams& params) {
+    Schedule& s = k_.schedule;
+    s.params = params;
+    for (const auto& [name, value] : params) {
+      if (name == "vector_width") s.vector_width = static_cast<int>(value);
+      if (name == "tile_m") s.tile_m = value;
+      if (name == "tile_n") s.tile_n = value;
+      if (name == "tile_k") s.tile_k = value;
+    }
   }
 
   // Marks a kernel of the form sum_k a[..m..k] * b[..k..n] (f32, plain loads) as a matmul.

@@ -15,6 +15,13 @@ from conftest import CPU_CACHE
 
 CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(), "cpu.rules")
 CPU_RULE_NAMES = [r.name for r in CPU_RULES]
+MATMUL_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-matmul-")]
+INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
+INLINE_OPS = {
+    "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
+    "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
+    "add": lambda x, y: x + y, "mul": lambda x, y: x * y,
+}
 
 
 def schedule_of(rule):
@@ -45,15 +52,25 @@ def matmul(cx, m=5, k=7, n=9):
     return a, b, a @ b
 
 
-def test_cpu_offers_matmul_tilings():
-    assert len(CPU_RULES) >= 5
+def test_cpu_offers_matmul_tilings_and_inlining():
+    assert len(MATMUL_RULES) >= 5
+    assert sorted(r.name[len("cpu-inline-"):] for r in INLINE_RULES) == sorted(INLINE_OPS)
+    assert len(MATMUL_RULES) + len(INLINE_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
+
+
+def cpu_rule_case(cx, name):
+    """A tensor the rule applies to."""
+    if name.startswith("cpu-inline-"):
+        x, y = cx.tensor((3, 4)), cx.tensor((3, 4))
+        return INLINE_OPS[name[len("cpu-inline-"):]](x, y)
+    return matmul(cx)[2]
 
 
 @pytest.mark.parametrize("name", CPU_RULE_NAMES)
 def test_cpu_rule_this_gives_that(name):
     cx = lm.Graph()
-    _, _, this = matmul(cx)
+    this = cpu_rule_case(cx, name)
     rule = next(r for r in CPU_RULES if r.name == name)
     that = scheduled(this, schedule_of(rule))
     this.output()
@@ -65,11 +82,12 @@ def test_cpu_rule_this_gives_that(name):
     assert report.rejected_merges == 0
 
 
-def test_every_cpu_rule_fires_on_a_batched_transposed_matmul():
+def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     cx = lm.Graph()
     a = cx.tensor((2, 6, 4))
     b = cx.tensor((2, 5, 4))
-    (a @ b.transpose(1, 2)).output()
+    scores = a @ b.transpose(1, 2)
+    (scores.softmax(-1) + scores.sqrt().log2().sin()).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied
@@ -84,7 +102,7 @@ def test_no_tiling_for_reductions_that_are_not_matmuls(build):
     cx = lm.Graph()
     x = cx.tensor((6, 8))
     build(cx, x).output()
-    _, _, report = saturate(cx, CPU_RULES)
+    _, _, report = saturate(cx, MATMUL_RULES)
     assert all(r.applied == 0 for r in report.rules)
 
 
@@ -93,7 +111,7 @@ def test_matmul_with_padded_operand_is_not_tiled():
     a = cx.tensor((4, 3))
     b = cx.tensor((5, 6))
     (a.pad((0, 2)) @ b).output()  # a read through padding
-    _, _, report = saturate(cx, CPU_RULES)
+    _, _, report = saturate(cx, MATMUL_RULES)
     assert all(r.applied == 0 for r in report.rules)
 
 
@@ -181,7 +199,7 @@ def test_search_times_every_tiling_and_keeps_a_correct_one(tmp_path):
     rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 8, cache_dir=str(tmp_path))
     report = cx.last_search_report
     labels = {c.choice for c in report.candidates}
-    assert len(labels) >= 6, labels  # the default and one program per rule
+    assert len(labels) >= 6, labels  # the default and one program per tiling
     assert all(c.status == "ok" and c.seconds is not None for c in report.candidates)
     assert report.winner is not None
     assert [what.split()[0] for _, what in report.winner_kernels] == ["SumReduce"]
@@ -257,3 +275,30 @@ def test_combination_takes_each_class_fastest_schedule():
            if combined.graph.node_op(n) == lm._core.OpKind.SumReduce}
     assert got[first] == [("tile_m", 8), ("tile_n", 8), ("vector_width", 8)]
     assert got[second] == [("tile_m", 4), ("tile_n", 24), ("vector_width", 8)]
+
+
+def test_inlined_softmax_takes_fewer_kernels_and_matches_torch():
+    cx = lm.Graph()
+    x = cx.tensor((6, 40), name="x")
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    y = (e / e.sum(-1, keepdim=True)).output()
+    exp_node = next(n for n in cx._g.topo_order() if cx._g.node_op(n) == lm._core.OpKind.Exp2)
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    rt._load(cx)
+    stored = rt.source.count("#pragma omp")
+    inlined = lm.Graph()
+    # The same graph with the exp recomputed by its two readers: rebuild it from program text.
+    program = _core.identity_program(cx._g)
+    text = program.text()
+    line = next(l for l in text.splitlines() if l.strip().startswith("(Exp2"))
+    text = text.replace(line, line[:-1] + " (schedule (inline 1)))")
+    rewritten = _core.parse_program(text, cx._g)
+    assert any(rewritten.graph.node_schedule(n) == [("inline", 1)]
+               for n in rewritten.graph.topo_order())
+    rt._load(cx, rewritten)
+    assert rt.source.count("#pragma omp") < stored
+    data = torch.randn(6, 40)
+    rt.set_data(x, data)
+    rt.execute()
+    np.testing.assert_allclose(rt.get(y), torch.softmax(data, -1).numpy(), rtol=1e-5, atol=1e-6)
+    del inlined, exp_node

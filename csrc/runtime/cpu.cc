@@ -22,9 +22,13 @@ void check_schedule(const ScheduleParams& params, const std::string& where) {
   int64_t tile_n = 0;
   int64_t width = 8;
   for (const auto& [name, value] : params) {
-    if (name != "tile_m" && name != "tile_n" && name != "tile_k" && name != "vector_width") {
+    if (name != "tile_m" && name != "tile_n" && name != "tile_k" && name != "vector_width" &&
+        name != "inline") {
       throw CompileError("cpu runtime: unknown schedule parameter '" + name + "' in " + where +
-                         " (known: tile_m, tile_n, tile_k, vector_width)");
+                         " (known: tile_m, tile_n, tile_k, vector_width, inline)");
+    }
+    if (name == "inline" && value != 0 && value != 1) {
+      throw CompileError("cpu runtime: schedule parameter inline must be 0 or 1 in " + where);
     }
     if (value < 0 || value > 4096) {
       throw CompileError("cpu runtime: schedule parameter " + name + " = " +

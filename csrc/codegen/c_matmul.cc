@@ -257,8 +257,10 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
   w.line("const int64_t lm_mtiles = (M + " + mr + " - 1) / " + mr + ";");
   w.line("int64_t lm_mchunks = 1;");
-  w.line("if (lm_outer > 0 && lm_outer < 2 * lm_threads) lm_mchunks = (2 * lm_threads + "
-         "lm_outer - 1) / lm_outer;");
+  // Split rows only when the (batch, n block) tasks do not already share out evenly: each
+  // task of a split packs the same B panels again.
+  w.line("if (lm_outer > 0 && lm_outer % lm_threads != 0 && lm_outer < 2 * lm_threads) "
+         "lm_mchunks = (2 * lm_threads + lm_outer - 1) / lm_outer;");
   w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
   w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + mr + ";");
   w.line("#pragma omp parallel num_threads(lm_threads) if(M * N * K >= 32768)");

@@ -35,24 +35,15 @@ def timeit(fn, repeats: int, min_time: float = 0.3) -> float:
 
 
 def compile_best(cx, threads, cache, repeats, feeds):
-    """Compiles every tuning choice of the graph, times each, keeps the fastest (what search
-    does for a runtime's kernel parameters)."""
+    """Searches the graph's space on CpuRuntime (the matmul tilings of its rules, timed) and
+    returns the runtime loaded with the winner and a description of it."""
     rt = lm.CpuRuntime(threads=threads, cache_dir=cache)
-    choices = rt._rt.tuning_space(cx._g)
-    best = None
-    for choice in choices:
-        rt._rt.compile(cx._g, choice)
-        rt._graph = cx
-        for t, v in feeds.items():
-            rt.set_data(t, v)
-        secs = timeit(lambda: rt.execute(), max(2, repeats // 2), 0.1)
-        if best is None or secs < best[0]:
-            best = (secs, choice)
-    rt._rt.compile(cx._g, best[1])
-    rt._graph = cx
+    cx.build_search_space(lm.CpuRuntime)
+    cx.search(rt, 8, cache=False, progress=False)
     for t, v in feeds.items():
         rt.set_data(t, v)
-    return rt, str(best[1])
+    report = cx.last_search_report
+    return rt, report.candidates[report.winner].choice
 
 
 def try_compile(fn):

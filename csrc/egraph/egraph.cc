@@ -22,7 +22,7 @@ std::string attr_key(const Attr& a) {
                     dims_to_string(n.shape) + " " + std::to_string(a.input_index) + " " +
                     std::to_string(n.axis) + " ";
   key += n.expr ? "{" + n.expr->to_string() + "}" : format_double(n.value);
-  return key + " \"" + n.name + "\"";
+  return key + " \"" + n.name + "\" " + schedule_to_string(n.schedule);
 }
 
 ENode EGraph::canonical(ENode node) const {
@@ -85,6 +85,7 @@ Attr normalized(const Attr& attr) {
   Attr out;
   out.node.op = n.op;
   out.node.dtype = n.dtype;
+  out.node.schedule = n.schedule;
   switch (n.op) {
     case OpKind::Input:
       out.node.name = n.name;
@@ -104,7 +105,10 @@ Attr normalized(const Attr& attr) {
       out.node.axis = n.axis;
       out.node.dtype = DType::F32;  // the dtype follows the operand
       break;
+    case OpKind::Cast:
+      break;
     default:
+      out.node.dtype = DType::F32;  // elementwise: the dtype follows the operands
       break;
   }
   return out;
@@ -147,6 +151,7 @@ std::string EGraph::node_to_string(const ENode& node) const {
       default:
         break;
     }
+    if (!a.node.schedule.empty()) out += " " + schedule_to_string(a.node.schedule);
   }
   for (const EEdge& e : node.children) {
     out += " e" + std::to_string(find(e.cls)) + " " + views_[e.view].to_string();

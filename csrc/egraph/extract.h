@@ -21,4 +21,7 @@ struct Extracted {
 std::vector<Extracted> extract_best(const EGraph& g, const CostModel& model,
                                     const std::vector<EEdge>& roots, size_t k);
 
+// The cost of a program under `model`: every e-node once (shared subterms counted once).
+double program_cost(const EGraph& g, const CostModel& model, const Extracted& program);
+
 }  // namespace luminal::egraph

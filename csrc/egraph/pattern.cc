@@ -44,7 +44,9 @@ std::string Pattern::to_string(const std::vector<std::string>& vars,
   std::string out = std::string("(") + op_name(op);
   if (label >= 0) out += ":" + labels[label];
   for (const Pattern& c : children) out += " " + c.to_string(vars, labels);
-  return out + ")";
+  out += ")";
+  if (schedule.empty()) return out;
+  return "(schedule (" + schedule_to_string(schedule) + ") " + out + ")";
 }
 
 namespace {
@@ -87,6 +89,25 @@ Pattern parse_pattern(const SExpr& e, Scope& scope, bool create, const std::stri
     p.var = scope.var(e.items[1].atom, false);
     if (p.var < 0) return fail("variable " + e.items[1].atom + " is not bound on the left");
     return p;
+  }
+  if (head == "schedule") {
+    if (create || e.items.size() != 3 || !e.items[1].is_list) {
+      return fail("schedule takes a parameter list and a pattern, and only on the right");
+    }
+    ScheduleParams params;
+    for (const SExpr& item : e.items[1].items) {
+      double v = 0;
+      if (!item.is_list || item.items.size() != 2 || item.items[0].is_list ||
+          item.items[1].is_list || !parse_number(item.items[1].atom, &v) ||
+          v != static_cast<double>(static_cast<int64_t>(v))) {
+        return fail("a schedule parameter is (name integer), got " + item.to_string());
+      }
+      params.push_back({item.items[0].atom, static_cast<int64_t>(v)});
+    }
+    Pattern inner = parse_pattern(e.items[2], scope, create, where);
+    if (inner.kind != Pattern::Kind::Node) return fail("schedule applies to an op pattern");
+    inner.schedule = std::move(params);
+    return inner;
   }
   std::string label;
   if (size_t colon = head.find(':'); colon != std::string::npos) {
@@ -217,6 +238,13 @@ EEdge build(EGraph& g, const Pattern& p, const Subst& s) {
     kids[k] = {c, g.intern_view(broadcast_scalar(dims))};
   }
   AttrId attr = p.label >= 0 ? s.labels[p.label] : -1;
+  if (!p.schedule.empty()) {
+    Attr a;
+    if (attr >= 0) a = g.attr(attr);
+    a.node.op = p.op;
+    a.node.schedule = p.schedule;
+    attr = g.intern_attr(a);
+  }
   Id c = g.add(ENode{p.op, attr, std::move(kids)});
   return {c, g.identity_view(c)};
 }

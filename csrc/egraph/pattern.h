@@ -2,7 +2,9 @@
 // the view it is read through); "(Op:l p q)" matches an e-node of Op whose attribute binds to
 // label l; a number matches a class whose every element is that value, read through an
 // unmasked view. A nested op pattern only matches through the identity view (its tensor read
-// as produced). On the right, "(uniform-const ?x)" is ?x's uniform value as a constant.
+// as produced). On the right, "(uniform-const ?x)" is ?x's uniform value as a constant, and
+// "(schedule ((tile_m 4) (tile_n 16)) (Op ...))" builds the node with that schedule attached
+// (ScheduleParams, ir/graph.h): how a runtime's rules offer kernel-level alternatives.
 #pragma once
 
 #include <string>
@@ -20,6 +22,7 @@ struct Pattern {
   double literal = 0;    // Literal
   OpKind op = OpKind::Add;
   int label = -1;        // Node: slot of the attribute label, -1 when unlabelled
+  ScheduleParams schedule;  // Node, right-hand side: attached to the built node
   std::vector<Pattern> children;
 
   std::string to_string(const std::vector<std::string>& vars,

@@ -73,6 +73,7 @@ std::string program_text(const Program& program) {
     for (const Edge& e : n.inputs) {
       line += " (e " + std::to_string(number.at(e.node)) + " " + view_text(e.view) + ")";
     }
+    if (!n.schedule.empty()) line += " (schedule " + schedule_to_string(n.schedule) + ")";
     emit(id, line + ")");
   };
   // One line per output position, repeats included, so parse_program rebuilds the same list.
@@ -259,8 +260,19 @@ Program parse_program(const std::string& text, const Graph& original) {
   };
   const auto& lines = top[0].items;
   for (size_t li = 1; li < lines.size(); ++li) {
-    const SExpr& l = lines[li];
+    SExpr l = lines[li];
     if (!l.is_list || l.items.empty()) bad(l, "expected (Op ...)");
+    ScheduleParams schedule;
+    if (const SExpr& last = l.items.back(); last.is_list && !last.items.empty() &&
+                                            !last.items[0].is_list &&
+                                            last.items[0].atom == "schedule") {
+      for (size_t i = 1; i < last.items.size(); ++i) {
+        const SExpr& item = last.items[i];
+        if (!item.is_list || item.items.size() != 2) bad(item, "expected (name integer)");
+        schedule.push_back({atom(item.items[0]), int_of(item.items[1])});
+      }
+      l.items.pop_back();
+    }
     OpKind op;
     try {
       op = op_from_name(atom(l.items[0]));
@@ -316,6 +328,7 @@ Program parse_program(const std::string& text, const Graph& original) {
       id = p.graph.output(edge(l.items[1]));
       p.outputs.push_back(id);
     }
+    if (!schedule.empty()) id = p.graph.scheduled(id, schedule);
     ids.push_back(id);
   }
   if (p.inputs.size() != original.inputs().size()) {

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "egraph/matmul_shape.h"
 
 namespace luminal::egraph {
 
@@ -18,6 +19,7 @@ constexpr CondName kConds[] = {
     {"nonneg", CondKind::Nonneg, 1},     {"int", CondKind::Int, 1},
     {"float", CondKind::Float, 1},       {"uniform", CondKind::Uniform, 1},
     {"not-const", CondKind::NotConst, 1}, {"same-dtype", CondKind::SameDtype, 2},
+    {"matmul", CondKind::Matmul, 3},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -31,7 +33,13 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     if (static_cast<int>(e.items.size()) != c.arity + 1) return fail("wrong operand count");
     Condition cond{c.kind};
     int* slots[2] = {&cond.x, &cond.y};
-    for (int k = 0; k < c.arity; ++k) {
+    int vars = c.kind == CondKind::Matmul ? 2 : c.arity;
+    if (c.kind == CondKind::Matmul) {
+      const SExpr& l = e.items[3];
+      cond.label = l.is_list ? -1 : scope.label(l.atom, false);
+      if (cond.label < 0) return fail("matmul's third operand is a label bound on the left");
+    }
+    for (int k = 0; k < vars; ++k) {
       const SExpr& v = e.items[k + 1];
       *slots[k] = v.is_list ? -1 : scope.var(v.atom, false);
       if (*slots[k] < 0) return fail("conditions take variables bound on the left");
@@ -72,6 +80,11 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
       case CondKind::SameDtype:
         ok = d.dtype == g.data(s.vars[c.y].cls).dtype;
         break;
+      case CondKind::Matmul: {
+        AttrId attr = s.labels[c.label];
+        ok = attr >= 0 && matmul_shape(g, x, s.vars[c.y], g.attr(attr).node.axis).has_value();
+        break;
+      }
     }
     if (!ok) return false;
   }

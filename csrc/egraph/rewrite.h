@@ -19,12 +19,16 @@ namespace luminal::egraph {
 //   (uniform ?x)      every element of x is one known value
 //   (not-const ?x)    x's class holds no Constant (nor a broadcast Cast of one)
 //   (same-dtype ?x ?y)
-enum class CondKind { Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype };
+//   (matmul ?a ?b l)  a SumReduce labelled l of Mul(?a, ?b) is a matmul (egraph/matmul_shape.h)
+enum class CondKind {
+  Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul
+};
 
 struct Condition {
   CondKind kind = CondKind::Identity;
   int x = -1;
   int y = -1;
+  int label = -1;  // Matmul: the label of the SumReduce
 };
 
 struct Rewrite {

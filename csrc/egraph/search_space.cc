@@ -1,6 +1,10 @@
 // SearchSpace: seed, run, extract.
 #include "egraph/search_space.h"
 
+#include <map>
+
+#include "core/errors.h"
+
 namespace luminal::egraph {
 
 SearchSpace::SearchSpace(const Graph& graph, const std::string& runtime_rules,
@@ -13,11 +17,53 @@ SearchSpace::SearchSpace(const Graph& graph, const std::string& runtime_rules,
 std::vector<Program> SearchSpace::extract(size_t k, const DynMap& dims) const {
   CostModel model;
   model.dims = dims;
-  std::vector<Program> out;
-  for (const Extracted& ex : extract_best(egraph_, model, roots_, k)) {
-    out.push_back(to_program(egraph_, ex, roots_, graph_));
+  std::vector<Extracted> best = extract_best(egraph_, model, roots_, k);
+  std::vector<Extracted> picked;
+  auto take = [&](Extracted ex) {
+    for (const Extracted& p : picked) {
+      if (p.order == ex.order) return;
+    }
+    if (picked.size() < k) picked.push_back(std::move(ex));
+  };
+  if (!best.empty()) take(best[0]);
+  for (const ScheduleParams& schedule : schedules()) {
+    CostModel preferring = model;
+    preferring.prefer = schedule;
+    std::vector<Extracted> one = extract_best(egraph_, preferring, roots_, 1);
+    if (one.empty()) continue;
+    one[0].cost = program_cost(egraph_, model, one[0]);
+    take(std::move(one[0]));
   }
+  for (size_t i = 1; i < best.size(); ++i) take(best[i]);
+  std::vector<Program> out;
+  for (const Extracted& ex : picked) out.push_back(to_program(egraph_, ex, roots_, graph_));
   return out;
+}
+
+std::vector<ScheduleParams> SearchSpace::schedules() const {
+  std::map<std::string, ScheduleParams> found;  // sorted by text: a stable order
+  for (Id c : egraph_.classes()) {
+    for (const ENode& n : egraph_.nodes(c)) {
+      if (n.attr < 0) continue;
+      const ScheduleParams& s = egraph_.attr(n.attr).node.schedule;
+      if (!s.empty()) found.emplace(schedule_to_string(s), s);
+    }
+  }
+  std::vector<ScheduleParams> out;
+  for (const auto& [text, s] : found) out.push_back(s);
+  return out;
+}
+
+Program SearchSpace::extract_choosing(const std::map<Id, std::string>& choice,
+                                      const DynMap& dims) const {
+  CostModel model;
+  model.dims = dims;
+  CostModel choosing = model;
+  for (const auto& [cls, text] : choice) choosing.prefer_in_class[egraph_.find(cls)] = text;
+  std::vector<Extracted> one = extract_best(egraph_, choosing, roots_, 1);
+  if (one.empty()) throw InternalError("extract_choosing: no program");
+  one[0].cost = program_cost(egraph_, model, one[0]);
+  return to_program(egraph_, one[0], roots_, graph_);
 }
 
 std::string all_rules_text(const std::string& runtime_rules) {

@@ -3,6 +3,7 @@
 // what Graph.build_search_space makes and Graph.search reads (python/luminal/search.py).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,17 @@ class SearchSpace {
   // Seeds and saturates. `runtime_rules` is Runtime::rewrite_rules() text ("" for none).
   SearchSpace(const Graph& graph, const std::string& runtime_rules, const RunnerLimits& limits);
 
-  // Up to k distinct programs, cheapest first by the cost model with symbols bound to `dims`.
+  // Up to k distinct programs: the cost model's pick (symbols bound to `dims`); then, for each
+  // schedule the runtime's rules attached anywhere, the program that uses it wherever it can
+  // (the alternatives the model cannot be trusted to rank, left to timing); then the model's
+  // next best programs.
   std::vector<Program> extract(size_t k, const DynMap& dims) const;
+  // The best program once each class in `choice` prefers the node whose schedule prints as
+  // the given text ("" = the unscheduled node): the search's combination of the fastest
+  // kernel alternatives it timed.
+  // The distinct schedules the runtime's rules attached anywhere, sorted by their text.
+  std::vector<ScheduleParams> schedules() const;
+  Program extract_choosing(const std::map<Id, std::string>& choice, const DynMap& dims) const;
 
   const RunnerReport& report() const { return report_; }
   const EGraph& egraph() const { return egraph_; }

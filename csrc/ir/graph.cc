@@ -2,6 +2,7 @@
 #include "ir/graph.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <set>
 
@@ -22,6 +23,14 @@ void add_symbols(const Expr& e, std::set<std::string>& out) {
   for (auto& s : e.symbols()) out.insert(s);
 }
 }  // namespace
+
+std::string schedule_to_string(const ScheduleParams& schedule) {
+  std::string out;
+  for (const auto& [name, value] : schedule) {
+    out += (out.empty() ? "(" : " (") + name + " " + std::to_string(value) + ")";
+  }
+  return out;
+}
 
 void Graph::check_edge(const Edge& e, const char* what) const {
   if (e.node < 0 || static_cast<size_t>(e.node) >= nodes_.size()) {
@@ -153,6 +162,20 @@ NodeId Graph::output(const Edge& a) {
   return id;
 }
 
+NodeId Graph::scheduled(NodeId id, const ScheduleParams& schedule) {
+  Node n = node(id);
+  if (n.op == OpKind::Input || n.op == OpKind::Constant || n.op == OpKind::Output) {
+    throw ShapeError(std::string("schedule: a ") + op_name(n.op) + " node takes no schedule");
+  }
+  for (const auto& [name, value] : schedule) {
+    bool word = !name.empty();
+    for (char c : name) word = word && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (!word) throw ShapeError("schedule: bad parameter name '" + name + "'");
+  }
+  n.schedule = schedule;
+  return add(std::move(n), true);
+}
+
 const Node& Graph::node(NodeId id) const {
   if (id < 0 || static_cast<size_t>(id) >= nodes_.size()) {
     throw ShapeError("node %" + std::to_string(id) + " is not in this graph");
@@ -226,6 +249,7 @@ std::string Graph::node_to_string(NodeId id) const {
   if (n.op == OpKind::Cast || n.op == OpKind::Input || n.op == OpKind::Constant) {
     out += std::string(" ") + dtype_name(n.dtype);
   }
+  if (!n.schedule.empty()) out += " (schedule " + schedule_to_string(n.schedule) + ")";
   return out + ")";
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -19,6 +20,16 @@ namespace luminal {
 
 using NodeId = int32_t;
 
+// A kernel-level choice a runtime's rewrite rules attach to a node (csrc/egraph): the node
+// roots its own kernel, built with these parameters (tile sizes, vector width, a reduction
+// strategy...). Parameter names belong to the runtime; values are small integers. A schedule
+// never changes a node's value: interpreters ignore it, and nodes that differ only in their
+// schedule are different nodes (so the search can tell them apart).
+using ScheduleParams = std::vector<std::pair<std::string, int64_t>>;
+
+// "(tile_m 4) (tile_n 16)"; "" when empty.
+std::string schedule_to_string(const ScheduleParams& schedule);
+
 // An input of a node: which node, read through which view.
 struct Edge {
   NodeId node;
@@ -28,13 +39,14 @@ struct Edge {
 struct Node {
   OpKind op;
   std::vector<Edge> inputs;  // op_arity(op) of them
-  DType dtype;               // of the output
+  DType dtype = DType::F32;  // of the output
   std::vector<Expr> shape;   // of the output, which is contiguous
   // Attributes; each is meaningful only for the ops named.
   std::string name;          // Input: the user's name for it
   double value = 0;          // Constant: the number, unless expr is set
   std::optional<Expr> expr;  // Constant: a symbolic value; Iota: the element expression in z
   int axis = -1;             // SumReduce, MaxReduce: the reduced axis of the input view
+  ScheduleParams schedule;   // any computed node: how its kernel is built (empty: default)
 };
 
 class Graph {
@@ -49,6 +61,9 @@ class Graph {
   NodeId gather(const Edge& data, const Edge& indices);
   NodeId cast(const Edge& a, DType dtype);
   NodeId output(const Edge& a);
+  // The node `id` with `schedule` attached (a new node; `id` is unchanged). Only a computed
+  // node (not Input, Constant or Output) takes a schedule.
+  NodeId scheduled(NodeId id, const ScheduleParams& schedule);
 
   const Node& node(NodeId id) const;
   size_t size() const { return nodes_.size(); }

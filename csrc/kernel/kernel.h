@@ -84,6 +84,9 @@ struct Schedule {
   int64_t tile_n = 0;      // matmul: columns of the register block (a multiple of vector_width)
   int64_t tile_k = 0;      // matmul: depth of a k block (cache blocking)
   std::vector<int> loop_order;  // permutation of output loops, outermost first; empty = as is
+  // The root node's schedule as written by a runtime's rule (ir/graph.h), including names the
+  // fields above do not know (a renderer's own choices, e.g. the CUDA reduction strategy).
+  ScheduleParams params;
 };
 
 // A matmul-shaped kernel: out[..., m, n] = sum_k a[...m, k] * b[...k, n], with a and b plain
@@ -101,6 +104,7 @@ struct MatmulInfo {
 
 struct Kernel {
   std::string name;              // "k0", "k1", ... in execution order
+  NodeId root = -1;              // the HLIR node whose value it computes
   std::vector<Loop> loops;       // output axes, outermost first (may be empty: a scalar)
   std::vector<Loop> reduce;      // zero or one loop; values before `reduce_at` run inside it
   int reduce_at = -1;            // index of the kReduce value, or -1

@@ -296,7 +296,7 @@ class Lowerer {
       } else if (is_reduce(n.op) && !unrolled_reduce(n)) {
         add_buffer(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota)
-                        : ((uses[id] > 1 && !cheap_to_recompute(id)) || forced[id])) {
+                        : ((uses[id] > 1 && !recomputed(id)) || forced[id] || roots_kernel(n))) {
         add_buffer(id, BufferRole::kTemp);
       }
     }
@@ -533,6 +533,7 @@ class Lowerer {
     k_ = Kernel{};
     cse_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
+    k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
     std::vector<Expr> idx;
     for (size_t k = 0; k < shape.size(); ++k) {
@@ -549,8 +550,39 @@ class Lowerer {
     k_.schedule.tile_m = options_.tile_m;
     k_.schedule.tile_n = options_.tile_n;
     k_.schedule.tile_k = options_.tile_k;
+    apply_schedule(n.schedule);
     detect_matmul();
     p_.kernels.push_back(std::move(k_));
+  }
+
+  // Schedule parameter "inline" = 1: an elementwise node read by several kernels is
+  // recomputed in each instead of stored once (a fusion choice of the search); "inline" = 0
+  // stores it. Without the parameter, cheap nodes are recomputed (cheap_to_recompute).
+  bool recomputed(NodeId id) const {
+    for (const auto& [name, value] : g_.node(id).schedule) {
+      if (name == "inline") return value == 1;
+    }
+    return cheap_to_recompute(id);
+  }
+
+  // Any other schedule parameter makes the node the root of its own kernel.
+  static bool roots_kernel(const Node& n) {
+    for (const auto& [name, value] : n.schedule) {
+      if (name != "inline") return true;
+    }
+    return false;
+  }
+
+  // A node's own schedule (from a runtime's rules) overrides the program-wide options.
+  void apply_schedule(const ScheduleParams& params) {
+    Schedule& s = k_.schedule;
+    s.params = params;
+    for (const auto& [name, value] : params) {
+      if (name == "vector_width") s.vector_width = static_cast<int>(value);
+      if (name == "tile_m") s.tile_m = value;
+      if (name == "tile_n") s.tile_n = value;
+      if (name == "tile_k") s.tile_k = value;
+    }
   }
 
   // Marks a kernel of the form sum_k a[..m..k] * b[..k..n] (f32, plain loads) as a matmul.

@@ -2,44 +2,60 @@
 // arena for them (once per set of values), binds every buffer and calls lm_run.
 #include "runtime/cpu.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "codegen/c.h"
 #include "core/errors.h"
 #include "kernel/lower.h"
+#include "runtime/runtime_rules.h"
 
 namespace luminal {
 
 namespace {
 constexpr int64_t kArenaAlign = 64;
 
-LowerOptions lower_options(const TuningChoice& choice) {
-  LowerOptions o;
-  for (const auto& [name, value] : choice.params) {
-    if (name == "tile_m") {
-      o.tile_m = value;
-    } else if (name == "tile_n") {
-      o.tile_n = value;
-    } else if (name == "tile_k") {
-      o.tile_k = value;
-    } else if (name == "vector_width") {
-      o.vector_width = static_cast<int>(value);
-    } else {
-      throw CompileError("cpu runtime: unknown tuning parameter '" + name + "' in " +
-                         choice.to_string() + " (known: tile_m, tile_n, tile_k, vector_width)");
+// Checks a schedule (a node's, from the rules, or a program-wide TuningChoice) against the
+// parameters the C renderer knows; `where` names it in messages.
+void check_schedule(const ScheduleParams& params, const std::string& where) {
+  int64_t tile_m = 0;
+  int64_t tile_n = 0;
+  int64_t width = 8;
+  for (const auto& [name, value] : params) {
+    if (name != "tile_m" && name != "tile_n" && name != "tile_k" && name != "vector_width" &&
+        name != "inline") {
+      throw CompileError("cpu runtime: unknown schedule parameter '" + name + "' in " + where +
+                         " (known: tile_m, tile_n, tile_k, vector_width, inline)");
+    }
+    if (name == "inline" && value != 0 && value != 1) {
+      throw CompileError("cpu runtime: schedule parameter inline must be 0 or 1 in " + where);
     }
     if (value < 0 || value > 4096) {
-      throw CompileError("cpu runtime: tuning parameter " + name + " = " +
-                         std::to_string(value) + " is out of range");
+      throw CompileError("cpu runtime: schedule parameter " + name + " = " +
+                         std::to_string(value) + " is out of range in " + where);
     }
+    if (name == "tile_m") tile_m = value;
+    if (name == "tile_n") tile_n = value;
+    if (name == "vector_width" && value > 0) width = value;
   }
-  if (o.tile_m > 16) throw CompileError("cpu runtime: tile_m must be at most 16");
-  int width = o.vector_width > 0 ? o.vector_width : 8;
+  if (tile_m > 16) throw CompileError("cpu runtime: tile_m must be at most 16 in " + where);
   if (width != 4 && width != 8 && width != 16) {
-    throw CompileError("cpu runtime: vector_width must be 4, 8 or 16");
+    throw CompileError("cpu runtime: vector_width must be 4, 8 or 16 in " + where);
   }
-  if (o.tile_n % width != 0 || o.tile_n > 64) {
-    throw CompileError("cpu runtime: tile_n must be a multiple of the vector width, at most 64");
+  if (tile_n % width != 0 || tile_n > 64) {
+    throw CompileError("cpu runtime: tile_n must be a multiple of the vector width, at most 64, "
+                       "in " + where);
+  }
+}
+
+LowerOptions lower_options(const TuningChoice& choice) {
+  check_schedule(choice.params, choice.to_string());
+  LowerOptions o;
+  for (const auto& [name, value] : choice.params) {
+    if (name == "tile_m") o.tile_m = value;
+    if (name == "tile_n") o.tile_n = value;
+    if (name == "tile_k") o.tile_k = value;
+    if (name == "vector_width") o.vector_width = static_cast<int>(value);
   }
   return o;
 }
@@ -56,6 +72,10 @@ CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
 
 void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   LowerOptions lo = lower_options(choice);
+  for (NodeId id : graph.topo_order()) {
+    const Node& n = graph.node(id);
+    if (!n.schedule.empty()) check_schedule(n.schedule, "node %" + std::to_string(id));
+  }
   Program program = lower_graph(graph, lo);
   std::string source = CRenderer().render(program);
   LoadedProgram loaded = load_program(source, options_);
@@ -71,23 +91,7 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   compiled_ = true;
 }
 
-std::vector<TuningChoice> CpuRuntime::tuning_space(const Graph& graph) const {
-  std::vector<TuningChoice> out = {TuningChoice{}};
-  Program program = lower_graph(graph);
-  bool has_matmul = false;
-  for (const Kernel& k : program.kernels) has_matmul = has_matmul || k.matmul.present;
-  if (!has_matmul) return out;
-  const int64_t tiles[][2] = {{4, 16}, {6, 16}, {8, 8}, {4, 24}, {2, 32}};
-  for (const auto& t : tiles) {
-    TuningChoice c;
-    c.params = {{"tile_m", t[0]}, {"tile_n", t[1]}, {"vector_width", 8}};
-    out.push_back(c);
-  }
-  TuningChoice deep;
-  deep.params = {{"tile_m", 6}, {"tile_n", 16}, {"tile_k", 512}, {"vector_width", 8}};
-  out.push_back(deep);
-  return out;
-}
+std::string CpuRuntime::rewrite_rules() const { return runtime_rules("cpu.rules"); }
 
 std::string CpuRuntime::input_desc(NodeId id) const {
   const Node& n = graph_.node(id);
@@ -132,7 +136,24 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
   inputs_[input] = std::move(d);
 }
 
-void CpuRuntime::execute(const DynMap& dyn_map) {
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void CpuRuntime::execute(const DynMap& dyn_map) { run(dyn_map, nullptr); }
+
+std::vector<std::pair<NodeId, double>> CpuRuntime::kernel_times(const DynMap& dyn_map) {
+  std::vector<double> seconds(program_.kernels.size(), 0.0);
+  run(dyn_map, seconds.data());
+  std::vector<std::pair<NodeId, double>> out;
+  for (size_t i = 0; i < seconds.size(); ++i) out.push_back({program_.kernels[i].root, seconds[i]});
+  return out;
+}
+
+void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
   if (!compiled_) throw ShapeError("execute: the runtime has no compiled graph");
   std::vector<int64_t> dims;
   DynMap env;
@@ -192,7 +213,7 @@ void CpuRuntime::execute(const DynMap& dyn_map) {
       pointers[b.id] = out.bytes.data();
     }
   }
-  loaded_.run(pointers.data(), dims.data(), options_.threads);
+  loaded_.run(pointers.data(), dims.data(), options_.threads, seconds, now_seconds);
 }
 
 const HostBuffer& CpuRuntime::get(NodeId output) const {

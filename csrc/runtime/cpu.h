@@ -24,12 +24,16 @@ class CpuRuntime : public Runtime {
   std::string name() const override { return "cpu"; }
   using Runtime::compile;
   void compile(const Graph& graph, const TuningChoice& choice) override;
-  std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
+  // The kernel-level alternatives (matmul tilings) come as rules (rules/cpu.rules); the
+  // program-wide tuning space is the default only.
+  std::string rewrite_rules() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   // Uses `data` in place until the next set_data of `input`; `owner` keeps it alive.
   void set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
                          std::shared_ptr<const void> owner);
   void execute(const DynMap& dyn_map) override;
+  bool can_time_kernels() const override { return true; }
+  std::vector<std::pair<NodeId, double>> kernel_times(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;
 
   const CpuOptions& options() const { return options_; }
@@ -47,6 +51,7 @@ class CpuRuntime : public Runtime {
     std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
   };
   void check_input(NodeId input, int64_t count, DType dtype) const;
+  void run(const DynMap& dyn_map, double* seconds);  // execute; seconds as in kernel_times
   std::string input_desc(NodeId id) const;
 
   CpuOptions options_;

@@ -1,0 +1,26 @@
+// Recognizes a matmul in the e-graph: SumReduce over axis k of Mul(a, b) where, over the Mul's
+// output axes without k, a is broadcast along the last (n) and b along the one before (m), and
+// neither view is padded; the same shape the lowering turns into a register-blocked kernel
+// (kernel/lower.cc detect_matmul). Rules use it as a condition and the cost model to price
+// tilings.
+#pragma once
+
+#include <optional>
+
+#include "egraph/egraph.h"
+
+namespace luminal::egraph {
+
+struct MatmulShape {
+  Expr batch = 1;  // product of the other output axes
+  Expr m, n, k;
+};
+
+// The matmul read by a SumReduce over `axis` of a Mul of edges `a` and `b` (in either order).
+std::optional<MatmulShape> matmul_shape(const EGraph& g, const EEdge& a, const EEdge& b,
+                                        int axis);
+
+// The same for an e-node: a SumReduce whose operand class holds such a Mul (identity view).
+std::optional<MatmulShape> matmul_shape(const EGraph& g, const ENode& reduce);
+
+}  // namespace luminal::egraph

@@ -265,6 +265,8 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
     }
     case ValueKind::kSelect:
       return "(" + v.valid.to_c() + ") ? " + arg(0) + " : " + zero_of(v.dtype);
+    case ValueKind::kCombine:
+      return reduce_combine(v, arg(0), arg(1));
     case ValueKind::kReduce:
       break;
   }
@@ -303,6 +305,9 @@ void CLikeRenderer::emit_body(const Kernel& kernel, CodeWriter& w) const {
       w.line("const int64_t " + loop.var + "_main = " + extent + " / " + l + " * " + l + ";");
       w.open("for (int64_t " + loop.var + "_b = 0; " + loop.var + "_b < " + loop.var +
              "_main; " + loop.var + "_b += " + l + ")");
+      // The lanes are independent; GCC does not vectorize the NaN-propagating select of a
+      // float max on its own (a sum it does), so say so.
+      if (red.op == OpKind::MaxReduce && is_float(red.dtype)) w.line("#pragma omp simd");
       w.open("for (int lm_u = 0; lm_u < " + l + "; lm_u++)");
       w.line("const int64_t " + loop.var + " = " + loop.var + "_b + lm_u;");
       emit_values(kernel, 0, kernel.reduce_at, w);

@@ -2,6 +2,8 @@
 // register-blocked GEMM. B is packed per (k block, n block) into panels tile_n wide; a
 // tile_m x tile_n block of C lives in vector registers (GCC vector extensions) while k runs.
 // Work is split over (batch, n block, m chunk) tasks across OpenMP threads.
+#include <map>
+#include <optional>
 #include <set>
 #include <tuple>
 
@@ -133,14 +135,49 @@ std::string matmul_prelude(const Program& program) {
 
 namespace {
 
-// Emits the batch-index unravel and the A, B, C base pointers for batch `lm_bt`.
-void emit_batch_bases(const Kernel& k, const std::string& a, const std::string& b,
+// The stride of `e` along loop variable `var` (e is affine in it), or nullopt.
+std::optional<Expr> stride_along(const Expr& e, const std::string& var) {
+  Expr s = e.substitute(var, 1) - e.substitute(var, 0);
+  Expr rest = e - s * Expr::symbol(var);
+  for (const std::string& name : rest.symbols()) {
+    if (name == var) return std::nullopt;
+  }
+  return s;
+}
+
+// How many batch loops just outside m fold into m: those along which B does not move and A
+// and C advance by exactly one block of rows (a Linear over (batch, seq, dim) is one matmul
+// of batch * seq rows, so B is packed once, not once per batch).
+int folded_batch_loops(const Kernel& k) {
+  const MatmulInfo& mm = k.matmul;
+  Expr rows = k.loops[mm.m_loop].extent;
+  Expr n = k.loops[mm.n_loop].extent;
+  int folded = 0;
+  for (int i = mm.m_loop - 1; i >= 0; --i) {
+    const std::string& var = k.loops[i].var;
+    auto sa = stride_along(k.values[mm.a].index, var);
+    auto sb = stride_along(k.values[mm.b].index, var);
+    auto sc = stride_along(k.out_index, var);
+    if (!sa || !sb || !sc) break;
+    if (sb->try_const() != std::optional<int64_t>(0)) break;
+    if ((*sa - mm.a_m * rows).try_const() != std::optional<int64_t>(0)) break;
+    if ((*sc - n * rows).try_const() != std::optional<int64_t>(0)) break;
+    rows = rows * k.loops[i].extent;
+    ++folded;
+  }
+  return folded;
+}
+
+// Emits the batch-index unravel and the A, B, C base pointers for batch `lm_bt`; the first
+// `outer` loops are batches, the loops from `outer` to m fold into the rows.
+void emit_batch_bases(const Kernel& k, int outer, const std::string& a, const std::string& b,
                       const std::string& c, CodeWriter& w) {
   const MatmulInfo& mm = k.matmul;
   std::map<std::string, Expr> zero = {
       {k.loops[mm.m_loop].var, 0}, {k.loops[mm.n_loop].var, 0}, {"r0", 0}};
+  for (int i = outer; i < mm.m_loop; ++i) zero[k.loops[i].var] = 0;
   Expr inner = 1;
-  for (int i = mm.m_loop - 1; i >= 0; --i) {
+  for (int i = outer - 1; i >= 0; --i) {
     const Loop& l = k.loops[i];
     w.line("const int64_t " + l.var + " = (lm_bt / (" + inner.to_c() + ")) % (" +
            l.extent.to_c() + ");");
@@ -202,9 +239,12 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   std::string a = buffer_name(k.values[mm.a].buffer);
   std::string b = buffer_name(k.values[mm.b].buffer);
   std::string c = buffer_name(k.out);
+  int outer = mm.m_loop - folded_batch_loops(k);
   Expr batches = 1;
-  for (int i = 0; i < mm.m_loop; ++i) batches = batches * k.loops[i].extent;
-  w.line("const int64_t M = " + ml.extent.to_c() + ";");
+  for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
+  Expr rows = ml.extent;
+  for (int i = outer; i < mm.m_loop; ++i) rows = rows * k.loops[i].extent;
+  w.line("const int64_t M = " + rows.to_c() + ";");
   w.line("const int64_t N = " + nl.extent.to_c() + ";");
   w.line("const int64_t K = " + k.reduce[0].extent.to_c() + ";");
   w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
@@ -217,8 +257,10 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
   w.line("const int64_t lm_mtiles = (M + " + mr + " - 1) / " + mr + ";");
   w.line("int64_t lm_mchunks = 1;");
-  w.line("if (lm_outer > 0 && lm_outer < 2 * lm_threads) lm_mchunks = (2 * lm_threads + "
-         "lm_outer - 1) / lm_outer;");
+  // Split rows only when the (batch, n block) tasks do not already share out evenly: each
+  // task of a split packs the same B panels again.
+  w.line("if (lm_outer > 0 && lm_outer % lm_threads != 0 && lm_outer < 2 * lm_threads) "
+         "lm_mchunks = (2 * lm_threads + lm_outer - 1) / lm_outer;");
   w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
   w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + mr + ";");
   w.line("#pragma omp parallel num_threads(lm_threads) if(M * N * K >= 32768)");
@@ -230,7 +272,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
   w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
   w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
-  emit_batch_bases(k, a, b, c, w);
+  emit_batch_bases(k, outer, a, b, c, w);
   w.line("const int64_t n0 = lm_jb * nc;");
   w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");
   w.line("const int64_t m0 = lm_mc * lm_mrows;");

@@ -17,6 +17,7 @@ const char* kind_name(ValueKind kind) {
     case ValueKind::kCast: return "cast";
     case ValueKind::kSelect: return "select";
     case ValueKind::kReduce: return "reduce";
+    case ValueKind::kCombine: return "combine";
   }
   return "?";
 }
@@ -47,6 +48,7 @@ std::string value_text(const Value& v) {
     case ValueKind::kUnary:
     case ValueKind::kBinary:
     case ValueKind::kReduce:
+    case ValueKind::kCombine:
       s += std::string(" ") + op_name(v.op);
       break;
     case ValueKind::kCast:

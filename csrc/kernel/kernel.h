@@ -52,13 +52,15 @@ enum class ValueKind : uint8_t {
   kCast,    // args[0] (of dtype `operand`) converted to `dtype`
   kSelect,  // `valid` != 0 ? args[0] : 0   (the padding mask of an inlined view)
   kReduce,  // op (SumReduce, MaxReduce) of args[0] over the kernel's reduction loop
+  kCombine, // one step of a reduction op (SumReduce, MaxReduce): args[0] (+ or max) args[1],
+            // for reductions over a few elements that lowering unrolls
 };
 
 struct Value {
   ValueKind kind = ValueKind::kConst;
   DType dtype = DType::F32;    // of the result; f16/bf16 values are computed in f32
   DType operand = DType::F32;  // kBinary, kCast: dtype of the inputs
-  OpKind op = OpKind::Add;     // kUnary, kBinary, kReduce
+  OpKind op = OpKind::Add;     // kUnary, kBinary, kReduce, kCombine
   std::vector<ValueId> args;
   BufferId buffer = -1;  // kLoad
   Expr index;            // kLoad: element of the buffer; kIndex: the value

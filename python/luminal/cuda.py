@@ -97,3 +97,12 @@ def render(graph, arch: str = "sm_90", choice: dict | None = None) -> str:
     tc = _core.TuningChoice()
     tc.params = sorted((choice or {}).items())
     return _core.cuda_render(graph._g, arch, tc)
+
+
+def rewrite_rules(arch: str = "sm_90") -> str:
+    """The lowering rules CudaRuntime adds to the search's e-graph on a device of ``arch``
+    (csrc/runtime/rules/cuda*.rules: reduction strategies, matmul mappings, tensor cores from
+    sm_80 on), readable without a GPU."""
+    if not arch.startswith("sm_") or not arch[3:].isdigit():
+        raise ValueError(f"arch '{arch}' is not sm_XX")
+    return _core.cuda_rewrite_rules(int(arch[3:]))

@@ -46,6 +46,23 @@ Program lower_checked(const Graph& graph) {
   }
   return lower_graph(graph);
 }
+
+struct Rendered {
+  Program program;
+  CudaSource src;
+};
+
+// `graph` lowered and rendered for `sm`: each kernel with `choice`, overridden by its node's
+// schedule, overridden by `fixed`.
+Rendered render_graph(const Graph& graph, int sm, const TuningChoice& choice,
+                      const TuningChoice& fixed) {
+  Rendered r;
+  CudaSchedule base = cuda_schedule(choice);
+  CudaSchedule over = cuda_schedule(fixed);
+  r.program = lower_checked(graph);
+  r.src = CudaRenderer(base, sm, over).render_program(r.program);
+  return r;
+}
 }  // namespace
 
 CudaSchedule cuda_schedule(const TuningChoice& choice) {
@@ -67,16 +84,15 @@ std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
   return source;
 }
 
-std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice) {
-  Program program = lower_checked(graph);
-  return CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program).source;
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice,
+                        const TuningChoice& fixed) {
+  return render_graph(graph, sm_of(arch), choice, fixed).src.source;
 }
 
 CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
                                 const TuningChoice& choice, const DynMap& dyn_map,
                                 int multiprocessors) {
-  Program program = lower_checked(graph);
-  CudaSource src = CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program);
+  auto [program, src] = render_graph(graph, sm_of(arch), choice, TuningChoice{});
   DynMap dims;
   CudaLaunchPlan plan;
   for (size_t k = 0; k < program.dims.size(); ++k) {
@@ -193,10 +209,7 @@ CUdeviceptr CudaRuntime::alloc(int64_t bytes) {
 
 void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   make_current();
-  CudaSchedule base = cuda_schedule(choice);
-  CudaSchedule fixed = cuda_schedule(fixed_);
-  Program program = lower_checked(graph);
-  CudaSource src = CudaRenderer(base, sm_, fixed).render_program(program);
+  auto [program, src] = render_graph(graph, sm_, choice, fixed_);
   std::string cubin = compile_cached(*nvrtc_, cache_, src.source, arch_);
   release_program();
   for (auto& [id, b] : inputs_) driver_->cuMemFree(b.ptr);

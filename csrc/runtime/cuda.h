@@ -44,8 +44,10 @@ std::string cuda_rewrite_rules(int sm);
 std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
                                const CudaOptions& options, const TuningChoice& choice);
 
-// The CUDA source of `graph` for `arch` under `choice`, without compiling it.
-std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice);
+// The CUDA source of `graph` for `arch` under `choice`, without compiling it; `fixed` as
+// CudaRuntime::fix_choice (over the nodes' schedules).
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice,
+                        const TuningChoice& fixed = {});
 
 // What the runtime would launch for `graph` under `dyn_map` on a device with `multiprocessors`:
 // per kernel its name, grid/block and parameter buffers; per buffer its role, node, dtype and

@@ -225,19 +225,22 @@ def test_cuda_offers_reductions_and_matmuls_and_tensor_cores_from_sm_80():
         cuda.rewrite_rules("gfx90a")
 
 
-@pytest.mark.parametrize("name", CUDA_RULE_NAMES)
-def test_cuda_rule_this_gives_that(name):
-    cx = lm.Graph()
-    rule = next(r for r in CUDA_RULES if r.name == name)
-    this = cuda_this(cx, rule)
-    that = scheduled(this, schedule_of(rule))
+def rewrites(rules, this, schedule):
+    """Whether `rules` make `this` and `this` with `schedule` one class (never without them)."""
+    that = scheduled(this, schedule)
     this.output()
     that.output()
-    g, (r_this, r_that), _ = saturate(cx, [])
-    assert not g.equivalent(r_this, r_that)
-    g, (r_this, r_that), report = saturate(cx, [rule])
-    assert g.equivalent(r_this, r_that), str(g)
+    g, roots, _ = saturate(this.graph, [])
+    assert not g.equivalent(*roots)
+    g, roots, report = saturate(this.graph, rules)
     assert report.rejected_merges == 0
+    return g.equivalent(*roots)
+
+
+@pytest.mark.parametrize("name", CUDA_RULE_NAMES)
+def test_cuda_rule_this_gives_that(name):
+    rule = next(r for r in CUDA_RULES if r.name == name)
+    assert rewrites([rule], cuda_this(lm.Graph(), rule), schedule_of(rule))
 
 
 @pytest.mark.parametrize("dtype,fires", [(lm.float32, False), (lm.float16, True),
@@ -246,14 +249,8 @@ def test_half_condition_this_gives_that(dtype, fires):
     """(half ?x): f16 and bf16 only. A rule under it, on a max of each dtype."""
     rule = _core.parse_rules("(rule half-only (MaxReduce:r ?x) (schedule ((cuda_block 64))"
                              " (MaxReduce:r ?x)) (if (half ?x)))", "test")
-    cx = lm.Graph()
-    x = cx.tensor((4, 8), dtype)
-    this = x.amax(-1)
-    that = scheduled(this, [("cuda_block", 64)])
-    this.output()
-    that.output()
-    g, (r_this, r_that), _ = saturate(cx, rule)
-    assert g.equivalent(r_this, r_that) == fires
+    x = lm.Graph().tensor((4, 8), dtype)
+    assert rewrites(rule, x.amax(-1), [("cuda_block", 64)]) == fires
 
 
 @pytest.mark.parametrize("dtype", [lm.float32, lm.float16, lm.bfloat16], ids=str)

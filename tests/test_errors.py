@@ -183,3 +183,34 @@ def test_lazy_tensor_has_no_truth_value():
     a = cx.tensor(2)
     with pytest.raises(TypeError, match="lazy"):
         bool(a < 1)
+
+
+def test_read_only_and_broadcast_arrays_are_accepted(runtime):
+    cx = lm.Graph()
+    a = cx.tensor((2, 3), name="a")
+    y = (a * 2.0).output()
+    rt = cx.search(runtime(), 1)
+    frozen = np.arange(6, dtype=np.float32).reshape(2, 3)
+    frozen.setflags(write=False)
+    rt.set_data(a, frozen)
+    rt.execute()
+    np.testing.assert_array_equal(rt.get(y), frozen * 2)
+    rt.set_data(a, np.broadcast_to(np.arange(3, dtype=np.float32), (2, 3)))
+    rt.execute()
+    np.testing.assert_array_equal(rt.get(y), np.tile(np.arange(3) * 2.0, (2, 1)))
+
+
+def test_set_storage_takes_raw_words_and_checks_them(runtime):
+    cx = lm.Graph()
+    w = cx.tensor((2, 2), lm.bfloat16, name="w")
+    y = (w.float() * 1.0).output()
+    rt = cx.search(runtime(), 1)
+    values = torch.tensor([[1.5, -2.0], [0.25, 3.0]], dtype=torch.bfloat16)
+    words = values.view(torch.int16).numpy().view(np.uint16)
+    rt.set_storage(w, words)
+    rt.execute()
+    np.testing.assert_array_equal(rt.get(y), values.float().numpy())
+    with pytest.raises(lm.DTypeError, match="set_storage: input 'w' \\(bfloat16\\) takes .*uint16"):
+        rt.set_storage(w, values.float().numpy())
+    with pytest.raises(lm.ShapeError, match="set_storage: input 'w' has shape \\(2, 2\\)"):
+        rt.set_storage(w, np.zeros((3, 2), np.uint16))

@@ -15,6 +15,13 @@ from conftest import CPU_CACHE
 
 CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(), "cpu.rules")
 CPU_RULE_NAMES = [r.name for r in CPU_RULES]
+MATMUL_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-matmul-")]
+INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
+INLINE_OPS = {
+    "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
+    "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
+    "add": lambda x, y: x + y, "mul": lambda x, y: x * y,
+}
 
 
 def schedule_of(rule):
@@ -45,15 +52,25 @@ def matmul(cx, m=5, k=7, n=9):
     return a, b, a @ b
 
 
-def test_cpu_offers_matmul_tilings():
-    assert len(CPU_RULES) >= 5
+def test_cpu_offers_matmul_tilings_and_inlining():
+    assert len(MATMUL_RULES) >= 5
+    assert sorted(r.name[len("cpu-inline-"):] for r in INLINE_RULES) == sorted(INLINE_OPS)
+    assert len(MATMUL_RULES) + len(INLINE_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
+
+
+def cpu_rule_case(cx, name):
+    """A tensor the rule applies to."""
+    if name.startswith("cpu-inline-"):
+        x, y = cx.tensor((3, 4)), cx.tensor((3, 4))
+        return INLINE_OPS[name[len("cpu-inline-"):]](x, y)
+    return matmul(cx)[2]
 
 
 @pytest.mark.parametrize("name", CPU_RULE_NAMES)
 def test_cpu_rule_this_gives_that(name):
     cx = lm.Graph()
-    _, _, this = matmul(cx)
+    this = cpu_rule_case(cx, name)
     rule = next(r for r in CPU_RULES if r.name == name)
     that = scheduled(this, schedule_of(rule))
     this.output()
@@ -65,11 +82,12 @@ def test_cpu_rule_this_gives_that(name):
     assert report.rejected_merges == 0
 
 
-def test_every_cpu_rule_fires_on_a_batched_transposed_matmul():
+def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     cx = lm.Graph()
     a = cx.tensor((2, 6, 4))
     b = cx.tensor((2, 5, 4))
-    (a @ b.transpose(1, 2)).output()
+    scores = a @ b.transpose(1, 2)
+    (scores.softmax(-1) + scores.sqrt().log2().sin()).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied
@@ -84,7 +102,7 @@ def test_no_tiling_for_reductions_that_are_not_matmuls(build):
     cx = lm.Graph()
     x = cx.tensor((6, 8))
     build(cx, x).output()
-    _, _, report = saturate(cx, CPU_RULES)
+    _, _, report = saturate(cx, MATMUL_RULES)
     assert all(r.applied == 0 for r in report.rules)
 
 
@@ -93,7 +111,7 @@ def test_matmul_with_padded_operand_is_not_tiled():
     a = cx.tensor((4, 3))
     b = cx.tensor((5, 6))
     (a.pad((0, 2)) @ b).output()  # a read through padding
-    _, _, report = saturate(cx, CPU_RULES)
+    _, _, report = saturate(cx, MATMUL_RULES)
     assert all(r.applied == 0 for r in report.rules)
 
 
@@ -181,14 +199,160 @@ def test_search_times_every_tiling_and_keeps_a_correct_one(tmp_path):
     rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 8, cache_dir=str(tmp_path))
     report = cx.last_search_report
     labels = {c.choice for c in report.candidates}
-    assert len(labels) >= 6, labels  # the default and one program per rule
+    assert len(labels) >= 6, labels  # the default and one program per tiling
     assert all(c.status == "ok" and c.seconds is not None for c in report.candidates)
     assert report.winner is not None
+    assert [what.split()[0] for _, what in report.winner_kernels] == ["SumReduce"]
+    assert "winner's kernels" in str(report)
     ad, bd = torch.randn(24, 32), torch.randn(32, 48)
     rt.set_data(a, ad)
     rt.set_data(b, bd)
     rt.execute()
     np.testing.assert_allclose(rt.get(y), (ad @ bd).numpy(), rtol=1e-4, atol=1e-4)
+
+
+# ---- combining the fastest kernels -----------------------------------------------------------
+
+def two_matmuls(cx):
+    a = cx.tensor((8, 16), name="a")
+    b = cx.tensor((16, 24), name="b")
+    c = cx.tensor((24, 32), name="c")
+    return a, b, c, (a @ b) @ c
+
+
+def test_kernel_times_name_every_kernel_by_its_node():
+    cx = lm.Graph()
+    a, b, c, y = two_matmuls(cx)
+    y = y.output()
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    rt._load(cx)
+    for t in (a, b, c):
+        rt.set_data(t, torch.randn(t.shape))
+    times = rt._rt.kernel_times({})
+    assert rt._rt.can_time_kernels()
+    roots = [n for n, _ in times]
+    assert len(set(roots)) == len(roots) and all(s >= 0 for _, s in times)
+    ops = [cx._g.node_op(n) for n in roots]
+    assert ops.count(lm._core.OpKind.SumReduce) == 2  # one kernel per matmul
+    np.testing.assert_allclose(rt.get(y), rt.get(y))  # and it ran: outputs are set
+    assert not lm.NativeRuntime()._rt.can_time_kernels()
+
+
+def test_combination_takes_each_class_fastest_schedule():
+    from luminal.search import _combine
+
+    cx = lm.Graph()
+    *_, y = two_matmuls(cx)
+    y.output()
+    space = _core.SearchSpace(cx._g, lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(),
+                              _core.RunnerLimits())
+    programs = space.extract(8, {})
+    reduces = {}  # class -> [(program, node, schedule)]
+    for p, prog in enumerate(programs):
+        for node in prog.graph.topo_order():
+            if prog.graph.node_op(node) == lm._core.OpKind.SumReduce:
+                reduces.setdefault(prog.node_class[node], []).append(
+                    (p, node, prog.graph.node_schedule(node)))
+    assert len(reduces) == 2
+    first, second = sorted(reduces)
+    # Made-up timings: in the first matmul's class the 8x8 kernel is fastest, in the second
+    # the 4x24 one.
+    def seconds(cls, schedule):
+        if cls == first:
+            return 1.0 if ("tile_m", 8) in schedule else 2.0
+        return 1.0 if ("tile_n", 24) in schedule else 2.0
+    kernel_times = []
+    for p, prog in enumerate(programs):
+        times = [(node, seconds(cls, sch)) for cls, uses in reduces.items()
+                 for q, node, sch in uses if q == p]
+        kernel_times.append((p, times))
+    chosen = _combine(programs, kernel_times)
+    assert chosen[first] == "(tile_m 8) (tile_n 8) (vector_width 8)"
+    assert chosen[second] == "(tile_m 4) (tile_n 24) (vector_width 8)"
+    combined = space.extract_choosing(chosen, {})
+    got = {combined.node_class[n]: combined.graph.node_schedule(n)
+           for n in combined.graph.topo_order()
+           if combined.graph.node_op(n) == lm._core.OpKind.SumReduce}
+    assert got[first] == [("tile_m", 8), ("tile_n", 8), ("vector_width", 8)]
+    assert got[second] == [("tile_m", 4), ("tile_n", 24), ("vector_width", 8)]
+
+
+def test_inlined_softmax_takes_fewer_kernels_and_matches_torch():
+    cx = lm.Graph()
+    x = cx.tensor((6, 40), name="x")
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    y = (e / e.sum(-1, keepdim=True)).output()
+    exp_node = next(n for n in cx._g.topo_order() if cx._g.node_op(n) == lm._core.OpKind.Exp2)
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    rt._load(cx)
+    stored = rt.source.count("#pragma omp")
+    inlined = lm.Graph()
+    # The same graph with the exp recomputed by its two readers: rebuild it from program text.
+    program = _core.identity_program(cx._g)
+    text = program.text()
+    line = next(l for l in text.splitlines() if l.strip().startswith("(Exp2"))
+    text = text.replace(line, line[:-1] + " (schedule (inline 1)))")
+    rewritten = _core.parse_program(text, cx._g)
+    assert any(rewritten.graph.node_schedule(n) == [("inline", 1)]
+               for n in rewritten.graph.topo_order())
+    rt._load(cx, rewritten)
+    assert rt.source.count("#pragma omp") < stored
+    data = torch.randn(6, 40)
+    rt.set_data(x, data)
+    rt.execute()
+    np.testing.assert_allclose(rt.get(y), torch.softmax(data, -1).numpy(), rtol=1e-5, atol=1e-6)
+    del inlined, exp_node
+
+
+# ---- random graphs: every program the CPU rules make computes the graph ----------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@st.composite
+def graphs_with_matmuls(draw):
+    """Elementwise chains whose nodes are read several times, reductions, and matmuls."""
+    cx = lm.Graph()
+    pool = [cx.tensor((4, 6)), cx.tensor((4, 6))]
+    for _ in range(draw(st.integers(2, 6))):
+        a, b = draw(st.sampled_from(pool)), draw(st.sampled_from(pool))
+        kind = draw(st.sampled_from(["add", "mul", "exp", "sqrt", "recip", "sum", "matmul"]))
+        if kind == "add":
+            pool.append(a + b)
+        elif kind == "mul":
+            pool.append(a * b)
+        elif kind == "exp":
+            pool.append((a * 0.5).exp())
+        elif kind == "sqrt":
+            pool.append((a * a + 1.0).sqrt())
+        elif kind == "recip":
+            pool.append((a * a + 1.0).reciprocal())
+        elif kind == "sum":
+            pool.append(a - a.sum(-1, keepdim=True))
+        else:
+            pool.append((a @ b.T) @ a * 0.1)
+    (pool[-1] + pool[-2]).output()
+    pool[-1].sum(0).output()
+    return cx
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs_with_matmuls(), st.integers(0, 2 ** 16))
+def test_every_cpu_program_computes_the_graph(cx, seed):
+    from luminal.search import _random_inputs, _run
+
+    feeds = _random_inputs(cx._g, {}, seed)
+    native = _core.NativeRuntime()
+    native.compile(cx._g)
+    want = _run(native, cx._g.inputs(), cx._g.outputs(), feeds, {})
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits())
+    for program in space.extract(5, {}):
+        rt._rt.compile(program.graph)
+        got = _run(rt._rt, program.inputs, program.outputs, feeds, {})
+        for w, g in zip(want, got):
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-4, err_msg=program.text())
 
 
 # ---- CUDA (csrc/runtime/rules/cuda*.rules): read through luminal.cuda, no GPU needed ----------

@@ -16,7 +16,7 @@ using namespace nb::literals;
 namespace luminal {
 
 namespace {
-using CpuArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+using CpuArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;  // read-only too
 
 void set_data_borrowed(CpuRuntime& rt, NodeId input, const CpuArray& data, DType dtype) {
   if (data.itemsize() != dtype_size(dtype)) {

@@ -83,6 +83,7 @@ void init_egraph(nb::module_& m) {
       .def_ro("inputs", &Program::inputs)
       .def_ro("outputs", &Program::outputs)
       .def_ro("cost", &Program::cost)
+      .def_ro("node_class", &Program::node_class)
       .def("text", [](const Program& p) { return program_text(p); });
   m.def("identity_program", &identity_program, "graph"_a);
   m.def("parse_program", &parse_program, "text"_a, "graph"_a);
@@ -93,6 +94,9 @@ void init_egraph(nb::module_& m) {
       .def(nb::init<const Graph&, const std::string&, const RunnerLimits&>(), "graph"_a,
            "runtime_rules"_a, "limits"_a, nb::call_guard<nb::gil_scoped_release>())
       .def("extract", &SearchSpace::extract, "k"_a, "dims"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("schedules", &SearchSpace::schedules)
+      .def("extract_choosing", &SearchSpace::extract_choosing, "choice"_a, "dims"_a,
            nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("report", &SearchSpace::report)
       .def_prop_ro("num_nodes", [](const SearchSpace& s) { return s.egraph().num_nodes(); })

@@ -19,7 +19,8 @@ using namespace nb::literals;
 namespace luminal {
 
 namespace {
-using CpuArray = nb::ndarray<nb::c_contig, nb::device::cpu>;
+// Read-only arrays too (memory-mapped weights, np.broadcast_to): runtimes only read inputs.
+using CpuArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
 void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
   if (data.itemsize() != dtype_size(dtype)) {
@@ -72,6 +73,9 @@ void init_runtime(nb::module_& m) {
       .def("rewrite_rules", &Runtime::rewrite_rules)
       .def("set_data", &set_data, "input"_a, "data"_a, "dtype"_a)
       .def("execute", &Runtime::execute, "dyn_map"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("can_time_kernels", &Runtime::can_time_kernels)
+      .def("kernel_times", &Runtime::kernel_times, "dyn_map"_a,
+           nb::call_guard<nb::gil_scoped_release>())
       .def("get", &get, "output"_a);
   nb::class_<NativeRuntime, Runtime>(m, "NativeRuntime").def(nb::init<>());
 }

@@ -76,16 +76,22 @@ void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
 
 std::string CRenderer::program_entry(const Program& program) const {
   CodeWriter w;
-  w.open("void lm_run(void** lm_buffers, const int64_t* lm_dims, int lm_threads)");
+  // lm_seconds (null, or one slot per kernel) receives each kernel's time by lm_now.
+  w.open("void lm_run(void** lm_buffers, const int64_t* lm_dims, int lm_threads, "
+         "double* lm_seconds, double (*lm_now)(void))");
   for (size_t k = 0; k < program.dims.size(); ++k) {
     w.line("const int64_t " + dim_name(k) + " = lm_dims[" + std::to_string(k) + "];");
   }
-  for (const Kernel& k : program.kernels) {
+  w.line("double lm_t = 0;");
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    const Kernel& k = program.kernels[i];
     std::vector<std::string> args = kernel_args(program, k, "lm_buffers");
     args.push_back("lm_threads");
     std::string call = k.name + "(";
-    for (size_t i = 0; i < args.size(); ++i) call += (i ? ", " : "") + args[i];
+    for (size_t a = 0; a < args.size(); ++a) call += (a ? ", " : "") + args[a];
+    w.line("if (lm_seconds) lm_t = lm_now();");
     w.line(call + ");");
+    w.line("if (lm_seconds) lm_seconds[" + std::to_string(i) + "] = lm_now() - lm_t;");
   }
   w.close();
   return w.str();

@@ -109,8 +109,13 @@ Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge
     }
     if (a && !a->schedule.empty()) id = p.graph.scheduled(id, a->schedule);
     made[g.find(cls)] = id;
+    if (n.op != OpKind::Input) {
+      p.node_class.resize(p.graph.size(), -1);
+      p.node_class[id] = g.find(cls);
+    }
   }
   for (const EEdge& r : roots) p.outputs.push_back(p.graph.output(edge(r)));
+  p.node_class.resize(p.graph.size(), -1);
   return p;
 }
 
@@ -119,6 +124,7 @@ Program identity_program(const Graph& original) {
   p.graph = original;
   p.inputs = original.inputs();
   p.outputs = original.outputs();
+  p.node_class.assign(original.size(), -1);
   return p;
 }
 

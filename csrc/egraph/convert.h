@@ -16,6 +16,9 @@ struct Program {
   std::vector<NodeId> inputs;   // graph's Input ids, by the original's input position
   std::vector<NodeId> outputs;  // graph's Output ids, in the original's output order
   double cost = 0;              // the cost model's estimate (0 when not extracted)
+  // Per node of graph: the e-class it was extracted from, or -1 (inputs, outputs, nodes not
+  // from an extraction). How kernel timings find their way back to the search space.
+  std::vector<int64_t> node_class;
 };
 
 // Adds `graph` to `g`; returns one root edge per output of graph, in order.

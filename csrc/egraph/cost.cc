@@ -67,10 +67,20 @@ double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
   return launch + blocks * size(shape->k) * cycles;
 }
 
-double CostModel::node_cost(const EGraph& g, const ENode& n) const {
+double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   double base = plain_cost(g, n);
-  if (prefer.empty() || n.attr < 0 || g.attr(n.attr).node.schedule != prefer) return base;
-  return base / 100;
+  static const ScheduleParams kNone;
+  const ScheduleParams& s = n.attr >= 0 ? g.attr(n.attr).node.schedule : kNone;
+  // Recomputing a node in each reader saves a store and a load per reader but repeats the
+  // work; the model cannot count readers, so it prices it a shade above storing (the model's
+  // pick keeps the default) and leaves the choice to timing.
+  for (const auto& [name, value] : s) {
+    if (name == "inline" && value == 1) base *= 1.01;
+  }
+  if (!prefer.empty() && s == prefer) return base / 100;
+  auto it = prefer_in_class.find(cls);
+  if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;
+  return base;
 }
 
 double CostModel::plain_cost(const EGraph& g, const ENode& n) const {

@@ -5,6 +5,9 @@
 // instead: an estimate that ranks tilings, which the search then times.
 #pragma once
 
+#include <map>
+#include <string>
+
 #include "egraph/egraph.h"
 
 namespace luminal::egraph {
@@ -16,9 +19,13 @@ struct CostModel {
   // Nodes carrying exactly this schedule cost a hundredth: extraction then uses it wherever
   // the e-graph offers it (how the search builds one program per runtime alternative).
   ScheduleParams prefer;
+  // The same per class: in class c, the node whose schedule prints as prefer_in_class[c]
+  // ("" = no schedule) costs a hundredth (how the search combines the fastest kernels).
+  std::map<Id, std::string> prefer_in_class;
 
   static constexpr int64_t kDefaultDim = 16;
-  double node_cost(const EGraph& g, const ENode& node) const;
+  // The cost of e-node `node` of class `cls` (canonical).
+  double node_cost(const EGraph& g, const ENode& node, Id cls) const;
   double elements(const std::vector<Expr>& dims) const;
   double size(const Expr& e) const { return elements({e}); }
 

@@ -105,7 +105,10 @@ Attr normalized(const Attr& attr) {
       out.node.axis = n.axis;
       out.node.dtype = DType::F32;  // the dtype follows the operand
       break;
+    case OpKind::Cast:
+      break;
     default:
+      out.node.dtype = DType::F32;  // elementwise: the dtype follows the operands
       break;
   }
   return out;

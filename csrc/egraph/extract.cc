@@ -43,7 +43,7 @@ Table make_table(const EGraph& g, const CostModel& model) {
   for (size_t i = 0; i < n; ++i) {
     for (const ENode& node : g.nodes(t.ids[i])) {
       t.nodes[i].push_back(&node);
-      t.local[i].push_back(model.node_cost(g, node));
+      t.local[i].push_back(model.node_cost(g, node, t.ids[i]));
       int c = static_cast<int>(t.canon[i].size());
       for (int j = 0; j < c; ++j) {
         if (commutation_equal(*t.nodes[i][j], node)) {
@@ -200,7 +200,7 @@ std::vector<Extracted> extract_best(const EGraph& g, const CostModel& model,
 
 double program_cost(const EGraph& g, const CostModel& model, const Extracted& program) {
   double cost = 0;
-  for (const auto& [cls, node] : program.order) cost += model.node_cost(g, node);
+  for (const auto& [cls, node] : program.order) cost += model.node_cost(g, node, g.find(cls));
   return cost;
 }
 

@@ -3,6 +3,8 @@
 
 #include <map>
 
+#include "core/errors.h"
+
 namespace luminal::egraph {
 
 SearchSpace::SearchSpace(const Graph& graph, const std::string& runtime_rules,
@@ -24,15 +26,7 @@ std::vector<Program> SearchSpace::extract(size_t k, const DynMap& dims) const {
     if (picked.size() < k) picked.push_back(std::move(ex));
   };
   if (!best.empty()) take(best[0]);
-  std::map<std::string, ScheduleParams> schedules;  // sorted by text: a stable order
-  for (Id c : egraph_.classes()) {
-    for (const ENode& n : egraph_.nodes(c)) {
-      if (n.attr < 0) continue;
-      const ScheduleParams& s = egraph_.attr(n.attr).node.schedule;
-      if (!s.empty()) schedules.emplace(schedule_to_string(s), s);
-    }
-  }
-  for (const auto& [text, schedule] : schedules) {
+  for (const ScheduleParams& schedule : schedules()) {
     CostModel preferring = model;
     preferring.prefer = schedule;
     std::vector<Extracted> one = extract_best(egraph_, preferring, roots_, 1);
@@ -44,6 +38,32 @@ std::vector<Program> SearchSpace::extract(size_t k, const DynMap& dims) const {
   std::vector<Program> out;
   for (const Extracted& ex : picked) out.push_back(to_program(egraph_, ex, roots_, graph_));
   return out;
+}
+
+std::vector<ScheduleParams> SearchSpace::schedules() const {
+  std::map<std::string, ScheduleParams> found;  // sorted by text: a stable order
+  for (Id c : egraph_.classes()) {
+    for (const ENode& n : egraph_.nodes(c)) {
+      if (n.attr < 0) continue;
+      const ScheduleParams& s = egraph_.attr(n.attr).node.schedule;
+      if (!s.empty()) found.emplace(schedule_to_string(s), s);
+    }
+  }
+  std::vector<ScheduleParams> out;
+  for (const auto& [text, s] : found) out.push_back(s);
+  return out;
+}
+
+Program SearchSpace::extract_choosing(const std::map<Id, std::string>& choice,
+                                      const DynMap& dims) const {
+  CostModel model;
+  model.dims = dims;
+  CostModel choosing = model;
+  for (const auto& [cls, text] : choice) choosing.prefer_in_class[egraph_.find(cls)] = text;
+  std::vector<Extracted> one = extract_best(egraph_, choosing, roots_, 1);
+  if (one.empty()) throw InternalError("extract_choosing: no program");
+  one[0].cost = program_cost(egraph_, model, one[0]);
+  return to_program(egraph_, one[0], roots_, graph_);
 }
 
 std::string all_rules_text(const std::string& runtime_rules) {

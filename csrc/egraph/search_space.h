@@ -3,6 +3,7 @@
 // what Graph.build_search_space makes and Graph.search reads (python/luminal/search.py).
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,12 @@ class SearchSpace {
   // (the alternatives the model cannot be trusted to rank, left to timing); then the model's
   // next best programs.
   std::vector<Program> extract(size_t k, const DynMap& dims) const;
+  // The best program once each class in `choice` prefers the node whose schedule prints as
+  // the given text ("" = the unscheduled node): the search's combination of the fastest
+  // kernel alternatives it timed.
+  // The distinct schedules the runtime's rules attached anywhere, sorted by their text.
+  std::vector<ScheduleParams> schedules() const;
+  Program extract_choosing(const std::map<Id, std::string>& choice, const DynMap& dims) const;
 
   const RunnerReport& report() const { return report_; }
   const EGraph& egraph() const { return egraph_; }

@@ -39,7 +39,7 @@ struct Edge {
 struct Node {
   OpKind op;
   std::vector<Edge> inputs;  // op_arity(op) of them
-  DType dtype;               // of the output
+  DType dtype = DType::F32;  // of the output
   std::vector<Expr> shape;   // of the output, which is contiguous
   // Attributes; each is meaningful only for the ops named.
   std::string name;          // Input: the user's name for it

@@ -102,6 +102,7 @@ struct MatmulInfo {
 
 struct Kernel {
   std::string name;              // "k0", "k1", ... in execution order
+  NodeId root = -1;              // the HLIR node whose value it computes
   std::vector<Loop> loops;       // output axes, outermost first (may be empty: a scalar)
   std::vector<Loop> reduce;      // zero or one loop; values before `reduce_at` run inside it
   int reduce_at = -1;            // index of the kReduce value, or -1

@@ -270,7 +270,7 @@ class Lowerer {
       } else if (is_reduce(n.op)) {
         add_buffer(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota)
-                        : (uses[id] > 1 || forced[id] || !n.schedule.empty())) {
+                        : ((uses[id] > 1 && !recomputed(n)) || forced[id] || roots_kernel(n))) {
         add_buffer(id, BufferRole::kTemp);
       }
     }
@@ -440,6 +440,7 @@ class Lowerer {
     k_ = Kernel{};
     cse_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
+    k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
     std::vector<Expr> idx;
     for (size_t k = 0; k < shape.size(); ++k) {
@@ -459,6 +460,23 @@ class Lowerer {
     apply_schedule(n.schedule);
     detect_matmul();
     p_.kernels.push_back(std::move(k_));
+  }
+
+  // Schedule parameter "inline" = 1: an elementwise node read by several kernels is
+  // recomputed in each instead of stored once (a fusion choice of the search).
+  static bool recomputed(const Node& n) {
+    for (const auto& [name, value] : n.schedule) {
+      if (name == "inline") return value == 1;
+    }
+    return false;
+  }
+
+  // Any other schedule parameter makes the node the root of its own kernel.
+  static bool roots_kernel(const Node& n) {
+    for (const auto& [name, value] : n.schedule) {
+      if (name != "inline") return true;
+    }
+    return false;
   }
 
   // A node's own schedule (from a runtime's rules) overrides the program-wide options.

@@ -2,6 +2,7 @@
 // arena for them (once per set of values), binds every buffer and calls lm_run.
 #include "runtime/cpu.h"
 
+#include <chrono>
 #include <cstring>
 
 #include "codegen/c.h"
@@ -21,9 +22,13 @@ void check_schedule(const ScheduleParams& params, const std::string& where) {
   int64_t tile_n = 0;
   int64_t width = 8;
   for (const auto& [name, value] : params) {
-    if (name != "tile_m" && name != "tile_n" && name != "tile_k" && name != "vector_width") {
+    if (name != "tile_m" && name != "tile_n" && name != "tile_k" && name != "vector_width" &&
+        name != "inline") {
       throw CompileError("cpu runtime: unknown schedule parameter '" + name + "' in " + where +
-                         " (known: tile_m, tile_n, tile_k, vector_width)");
+                         " (known: tile_m, tile_n, tile_k, vector_width, inline)");
+    }
+    if (name == "inline" && value != 0 && value != 1) {
+      throw CompileError("cpu runtime: schedule parameter inline must be 0 or 1 in " + where);
     }
     if (value < 0 || value > 4096) {
       throw CompileError("cpu runtime: schedule parameter " + name + " = " +
@@ -131,7 +136,24 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
   inputs_[input] = std::move(d);
 }
 
-void CpuRuntime::execute(const DynMap& dyn_map) {
+namespace {
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+void CpuRuntime::execute(const DynMap& dyn_map) { run(dyn_map, nullptr); }
+
+std::vector<std::pair<NodeId, double>> CpuRuntime::kernel_times(const DynMap& dyn_map) {
+  std::vector<double> seconds(program_.kernels.size(), 0.0);
+  run(dyn_map, seconds.data());
+  std::vector<std::pair<NodeId, double>> out;
+  for (size_t i = 0; i < seconds.size(); ++i) out.push_back({program_.kernels[i].root, seconds[i]});
+  return out;
+}
+
+void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
   if (!compiled_) throw ShapeError("execute: the runtime has no compiled graph");
   std::vector<int64_t> dims;
   DynMap env;
@@ -191,7 +213,7 @@ void CpuRuntime::execute(const DynMap& dyn_map) {
       pointers[b.id] = out.bytes.data();
     }
   }
-  loaded_.run(pointers.data(), dims.data(), options_.threads);
+  loaded_.run(pointers.data(), dims.data(), options_.threads, seconds, now_seconds);
 }
 
 const HostBuffer& CpuRuntime::get(NodeId output) const {

@@ -32,6 +32,8 @@ class CpuRuntime : public Runtime {
   void set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
                          std::shared_ptr<const void> owner);
   void execute(const DynMap& dyn_map) override;
+  bool can_time_kernels() const override { return true; }
+  std::vector<std::pair<NodeId, double>> kernel_times(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;
 
   const CpuOptions& options() const { return options_; }
@@ -49,6 +51,7 @@ class CpuRuntime : public Runtime {
     std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
   };
   void check_input(NodeId input, int64_t count, DType dtype) const;
+  void run(const DynMap& dyn_map, double* seconds);  // execute; seconds as in kernel_times
   std::string input_desc(NodeId id) const;
 
   CpuOptions options_;

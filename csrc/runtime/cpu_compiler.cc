@@ -146,7 +146,7 @@ bool try_load(const std::string& object_path, LoadedProgram& out) {
     return false;
   }
   out.handle = handle;
-  out.run = reinterpret_cast<void (*)(void**, const int64_t*, int)>(sym);
+  out.run = reinterpret_cast<decltype(out.run)>(sym);
   return true;
 }
 

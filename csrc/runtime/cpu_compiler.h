@@ -24,7 +24,9 @@ const std::vector<std::string>& cpu_compile_flags();
 // A loaded program: the dlopen handle and its entry point.
 struct LoadedProgram {
   void* handle = nullptr;
-  void (*run)(void** buffers, const int64_t* dims, int threads) = nullptr;
+  // seconds: null, or one slot per kernel for the time each took, measured with now().
+  void (*run)(void** buffers, const int64_t* dims, int threads, double* seconds,
+              double (*now)(void)) = nullptr;
   std::string object_path;  // the cached .so
   std::string source_path;  // the saved generated source
   bool compiled = false;    // false when the cache had it

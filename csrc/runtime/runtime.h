@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -48,6 +49,15 @@ class Runtime {
   virtual void execute(const DynMap& dyn_map) = 0;
   // The value of an Output node after execute.
   virtual const HostBuffer& get(NodeId output) const = 0;
+  // Whether kernel_times works on this runtime.
+  virtual bool can_time_kernels() const { return false; }
+  // Executes once (data set as for execute) and returns, per kernel of the compiled program,
+  // the HLIR node it computes and the seconds it took. The search uses it to combine the
+  // fastest alternative of every node into one program.
+  virtual std::vector<std::pair<NodeId, double>> kernel_times(const DynMap& dyn_map) {
+    (void)dyn_map;
+    return {};
+  }
 };
 
 }  // namespace luminal

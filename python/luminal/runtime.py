@@ -93,26 +93,46 @@ class Runtime:
 
     def set_data(self, tensor, data) -> None:
         """Gives input ``tensor`` its values (list, numpy array or torch tensor)."""
-        self._check_tensor(tensor, "set_data")
-        g = self._graph._g
-        if g.node_op(tensor.id) != OpKind.Input:
-            raise ShapeError(f"set_data: {tensor!r} is not an input (made by cx.tensor)")
-        name = g.node_name(tensor.id)
+        name = self._input_name(tensor, "set_data")
         array = _to_numpy(data)
-        declared = g.node_shape(tensor.id)
-        if array.ndim > 1 or (array.ndim == 1 and len(declared) == 1):
-            dims_ok = array.ndim == len(declared) and all(
-                not d.is_const() or d.as_const() == n for d, n in zip(declared, array.shape))
-            if not dims_ok:
-                shape = tuple(d.as_const() if d.is_const() else str(d) for d in declared)
-                raise ShapeError(f"set_data: input '{name}' has shape {shape}, "
-                                 f"got data of shape {array.shape}")
+        self._check_data_shape(tensor, name, array.shape, "set_data")
         if array.dtype.kind == "f" and not dt.is_float(tensor.dtype):
             if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
                 raise DTypeError(f"set_data: input '{name}' is {dt.name(tensor.dtype)}, "
                                  f"got non-integral float data")
         node = self._ids.get(tensor.id, tensor.id)
         self._rt.set_data(node, _to_storage(array.reshape(-1), tensor.dtype), tensor.dtype)
+
+    def set_storage(self, tensor, storage: np.ndarray) -> None:
+        """Like set_data, for a numpy array already in the input's storage format (bfloat16 as
+        its raw uint16 words, float16 as float16, ...): no conversion, and no copy where the
+        runtime can borrow it (memory-mapped weights stay mapped)."""
+        name = self._input_name(tensor, "set_storage")
+        want = np.dtype(dt.storage(tensor.dtype))
+        if not isinstance(storage, np.ndarray) or storage.dtype != want:
+            got = storage.dtype if isinstance(storage, np.ndarray) else type(storage).__name__
+            raise DTypeError(f"set_storage: input '{name}' ({dt.name(tensor.dtype)}) takes a "
+                             f"numpy array of {want}, got {got}")
+        self._check_data_shape(tensor, name, storage.shape, "set_storage")
+        node = self._ids.get(tensor.id, tensor.id)
+        self._rt.set_data(node, np.ascontiguousarray(storage).reshape(-1), tensor.dtype)
+
+    def _input_name(self, tensor, op: str) -> str:
+        self._check_tensor(tensor, op)
+        g = self._graph._g
+        if g.node_op(tensor.id) != OpKind.Input:
+            raise ShapeError(f"{op}: {tensor!r} is not an input (made by cx.tensor)")
+        return g.node_name(tensor.id)
+
+    def _check_data_shape(self, tensor, name: str, shape: tuple, op: str) -> None:
+        declared = self._graph._g.node_shape(tensor.id)
+        if len(shape) > 1 or (len(shape) == 1 and len(declared) == 1):
+            dims_ok = len(shape) == len(declared) and all(
+                not d.is_const() or d.as_const() == n for d, n in zip(declared, shape))
+            if not dims_ok:
+                want = tuple(d.as_const() if d.is_const() else str(d) for d in declared)
+                raise ShapeError(f"{op}: input '{name}' has shape {want}, "
+                                 f"got data of shape {tuple(shape)}")
 
     def execute(self, dyn_map: dict | None = None) -> None:
         """Runs the program; ``dyn_map`` gives the symbolic dims (usually ``cx.dyn_map``)."""

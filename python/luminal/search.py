@@ -82,6 +82,9 @@ class SearchReport:
     winner_program: str = ""   # program text of the winner
     wrong_rules: list = field(default_factory=list)
     seconds: float = 0.0
+    # The winner's kernels, slowest first, when the runtime times kernels one by one:
+    # (seconds, what the kernel computes: op, shape and schedule).
+    winner_kernels: list = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"search on {self.runtime}, budget {self.budget}: "
@@ -98,6 +101,12 @@ class SearchReport:
             lines.append(f"   checked against: {self.reference}")
         if self.saturation:
             lines.append("   " + self.saturation.splitlines()[0])
+        if self.winner_kernels:
+            total = sum(sec for sec, _ in self.winner_kernels)
+            lines.append(f"   winner's kernels ({len(self.winner_kernels)}, {total * 1e3:.3f} ms "
+                         f"in one run), slowest first:")
+            for sec, what in self.winner_kernels[:8]:
+                lines.append(f"     {sec * 1e3:9.3f} ms  {what}")
         return "\n".join(lines)
 
 
@@ -225,6 +234,35 @@ def _label(program, choice) -> str:
     return "; ".join(parts) or "default"
 
 
+def _kernel_desc(graph, node) -> str:
+    """What a kernel computes: its root node's op, shape and schedule."""
+    shape = "(" + ", ".join(str(d) for d in graph.node_shape(node)) + ")"
+    sched = " ".join(f"{n}={v}" for n, v in graph.node_schedule(node))
+    return f"{graph.node_op(node).name} {shape} {sched}".rstrip()
+
+
+def _best_time(results: list):
+    times = [r.seconds for r in results if r.status == "ok" and r.seconds is not None]
+    return min(times) if times else None
+
+
+def _combine(programs: list, kernel_times: list) -> dict:
+    """Per e-class, the schedule whose kernel ran fastest in any timed candidate: {class:
+    schedule text}, for the classes where the candidates tried more than one schedule."""
+    seen: dict = {}  # class -> {schedule text: fastest seconds}
+    for p, times in kernel_times:
+        graph, node_class = programs[p].graph, programs[p].node_class
+        for root, seconds in times:
+            cls = node_class[root] if 0 <= root < len(node_class) else -1
+            if cls < 0:
+                continue
+            text = " ".join(f"({n} {v})" for n, v in graph.node_schedule(root))
+            best = seen.setdefault(cls, {})
+            best[text] = min(seconds, best.get(text, seconds))
+    return {cls: min(opts, key=lambda t: (opts[t], t))
+            for cls, opts in sorted(seen.items()) if len(opts) > 1}
+
+
 def _order(programs: list, choices: list, budget: int) -> list:
     """(program index, choice) pairs, best programs and first choices first, diagonal by
     program rank + choice index, at most ``budget`` of them."""
@@ -295,7 +333,11 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
 
     space = spec.build(cx, rules)
     report.saturation = str(space.report)
-    programs = space.extract(budget, dims)
+    # With room to spare, one slot of the budget goes to the combination of the fastest
+    # kernels (see _combine), when the runtime can time its kernels one by one.
+    timing_kernels = budget > 1 and core_rt.can_time_kernels()
+    combine = budget >= 3 and timing_kernels
+    programs = space.extract(budget - 1 if combine else budget, dims)
     choices = [list(core_rt.tuning_space(p.graph)) or [_core.TuningChoice()] for p in programs]
     order = _order(programs, choices, budget)
     texts = [p.text() for p in programs]
@@ -321,20 +363,11 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
             programs, texts, order = [original], [original_text], [(0, _core.TuningChoice())]
             report.wrong_rules.append(f"not checked (reference failed on random inputs: {e})")
             need_check = False
+            combine = False
 
-    bar = _Progress(progress, len(order))
-    results = []
-    skipped = []
-    best_time = None
-    for done, (p, choice) in enumerate(order):
+    def attempt(p, choice, res):
+        """Compiles, checks and (budget > 1) times candidate p; fills res."""
         prog = programs[p]
-        res = CandidateResult(rank=p, choice=_label(prog, choice), cost=prog.cost)
-        if results and time_limit is not None and time.perf_counter() - start > time_limit:
-            res.status = "skipped"
-            res.detail = f"time limit {time_limit} s"
-            skipped.append(res)
-            continue
-        results.append(res)
         try:
             core_rt.compile(prog.graph, choice)
             t_check = None
@@ -347,7 +380,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
                     res.status = "wrong"
                     report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
                                               f"{texts[p]}")
-                    continue
+                    return
             if budget > 1:
                 if not need_check:
                     _run(core_rt, prog.inputs, prog.outputs, inputs, dims)
@@ -356,11 +389,44 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
                 else:
                     res.seconds = _time(core_rt, dims, warmup, repeats)
                 res.status = "ok"
-                best_time = res.seconds if best_time is None else min(best_time, res.seconds)
+                if timing_kernels:
+                    kernel_times.append((p, core_rt.kernel_times(dims)))
         except LuminalError as e:
             res.status = "failed"
             res.detail = f"{type(e).__name__}: {e}"
-        bar.update(done + 1, best_time)
+
+    bar = _Progress(progress, len(order) + combine)
+    results = []
+    skipped = []
+    kernel_times = []  # (program index, [(kernel root node, seconds)]) per timed candidate
+    # The combination follows the cost model's pick and one program per schedule (the head
+    # of the extraction), before the model's next-best programs.
+    combine_after = min(len(order), 1 + len(space.schedules())) if combine else -1
+    done = 0
+    combined = -1  # index in programs of the combination, once made
+    while done < len(order):
+        p, choice = order[done]
+        label = _label(programs[p], choice)
+        res = CandidateResult(rank=p, cost=programs[p].cost,
+                              choice=f"fastest kernels: {label}" if p == combined else label)
+        done += 1
+        if results and time_limit is not None and time.perf_counter() - start > time_limit:
+            res.status = "skipped"
+            res.detail = f"time limit {time_limit} s"
+            skipped.append(res)
+            continue
+        results.append(res)
+        attempt(p, choice, res)
+        bar.update(done, _best_time(results))
+        if done == combine_after and not skipped and len(kernel_times) > 1:
+            chosen = _combine(programs, kernel_times)
+            program = space.extract_choosing(chosen, dims) if chosen else None
+            if program is not None and program.text() not in texts:
+                programs.append(program)
+                texts.append(program.text())
+                combined = len(programs) - 1
+                order.insert(done, (combined, _core.TuningChoice()))
+    bar.update(len(order), _best_time(results))
     bar.close()
 
     usable = [i for i, r in enumerate(results) if r.status in ("ok", "untimed")]
@@ -384,6 +450,11 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         runtime._load(cx, win_program, win_choice)
     report.candidates = results + skipped
     report.winner_program = win_text
+    if report.winner is not None:
+        p_win = order[report.winner][0]
+        times = next((t for q, t in kernel_times if q == p_win), [])
+        report.winner_kernels = sorted(((sec, _kernel_desc(win_program.graph, root))
+                                        for root, sec in times), key=lambda t: -t[0])
     if cache and report.winner is not None:
         info = {"cost": win_program.cost, "candidates": len(results)}
         params = [[n, v] for n, v in win_choice.params]

@@ -137,19 +137,10 @@ class Module:
             if p.bound_in(graph) is None or name not in keys:
                 continue
             storage = to_parameter_storage(state_dict, name, p.shape, p.dtype, where)
-            _set_storage(runtime, p.bound_in(graph), storage, p.dtype)
+            runtime.set_storage(p.bound_in(graph), storage.reshape(p.shape))
         for _, b in self.named_buffers():
             if b.bound_in(graph) is not None:
                 runtime.set_data(b.bound_in(graph), b.value)
-
-
-def _set_storage(runtime, tensor, storage, dtype) -> None:
-    """set_data for an array already in ``dtype``'s storage layout (bf16 as its uint16 words,
-    which Runtime.set_data would read as values), so memory-mapped weights pass untouched.
-    The compiled program's input id may differ from the graph's (runtime._ids).
-    TODO(runtime): a public Runtime.set_storage would replace this."""
-    node = getattr(runtime, "_ids", {}).get(tensor.id, tensor.id)
-    runtime._rt.set_data(node, storage.reshape(-1), dtype)
 
 
 def _short_list(names, limit: int = 8) -> str:

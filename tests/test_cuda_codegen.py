@@ -1,8 +1,9 @@
 """CUDA codegen without a GPU: every graph of the conformance tables (each variant) is
 rendered as CUDA C and its kernels compiled by NVRTC to CUBIN for sm_90 and sm_80 (kernels
 that differ only in names and integer constants compile once), and under each of the CUDA
-renderer's tuning choices for sm_90. A kernel NVRTC rejects fails here. Needs the
-nvidia-cuda-nvrtc wheel (skipped without NVRTC)."""
+renderer's tuning choices for sm_90; and the programs the search builds from the CUDA rules
+(csrc/runtime/rules/cuda*.rules), one per schedule, for sm_90 and sm_80. A kernel NVRTC
+rejects fails here. Needs the nvidia-cuda-nvrtc wheel (skipped without NVRTC)."""
 
 import glob
 import importlib
@@ -80,7 +81,11 @@ def kernel_classes(graphs, arch, choice, seen=()):
     Returns (prelude, {class: (graph name, kernel text)})."""
     prelude, classes = "", {}
     for name, g in graphs:
-        head, *kernels = cuda.render(g, arch, choice).split("\n/* k")
+        if isinstance(g, _core.Graph):  # a program's graph, from the search space
+            src = _core.cuda_render(g, arch, _core.TuningChoice())
+        else:
+            src = cuda.render(g, arch, choice)
+        head, *kernels = src.split("\n/* k")
         prelude = prelude or head
         for k in kernels:
             key = KERNEL_NAMES.sub("N", k)
@@ -143,6 +148,51 @@ def test_conformance_compiles_under_each_choice(all_graphs):
         seen.update(classes)
     assert extra, "the choices change no kernel"
     compile_classes(prelude, extra, "sm_90", "the conformance tables under the choices")
+
+
+def rule_graphs():
+    """Graphs the CUDA rules apply to: reductions (softmax in f32 and bf16, a column sum, a
+    misaligned f16 row sum) and matmuls (f32, bf16 with b transposed, a batched f16 one)."""
+    out = []
+    for dtype in (lm.float32, lm.bfloat16):
+        cx = lm.Graph()
+        x = cx.tensor((4, 96), dtype)
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        (e / e.sum(-1, keepdim=True)).output()
+        out.append((f"softmax/{dtype}", cx))
+    cx = lm.Graph()
+    cx.tensor((100, 37)).sum(0).output()
+    cx.tensor((5, 203), lm.float16).sum(-1).output()
+    out.append(("sums", cx))
+    cx = lm.Graph()
+    (cx.tensor((70, 50)) @ cx.tensor((50, 90))).output()
+    (cx.tensor((33, 40), lm.bfloat16) @ cx.tensor((65, 40), lm.bfloat16).transpose(0, 1)).output()
+    (cx.tensor((2, 24, 32), lm.float16) @ cx.tensor((2, 32, 16), lm.float16)).output()
+    out.append(("matmuls", cx))
+    return out
+
+
+SCHEDULE = re.compile(r"\(schedule (?:\(\w+ -?\d+\) ?)+\)")
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_every_rule_schedule_compiles(arch):
+    """The search space over the CUDA rules offers a program per schedule; every schedule of
+    the rules appears in one, and their kernels compile."""
+    rules = cuda.rewrite_rules(arch)
+    # A rule writes "(schedule ((cuda_reduce 1)) (...))"; program text "(schedule (cuda_reduce 1))".
+    wanted = {"(schedule " + re.search(r"\(schedule \(((?:\(\w+ \d+\) ?)+)\)", r.text).group(1)
+              + ")" for r in _core.parse_rules(rules, "cuda")}
+    found, programs = set(), []
+    for name, cx in rule_graphs():
+        space = _core.SearchSpace(cx._g, rules, _core.RunnerLimits())
+        for i, p in enumerate(space.extract(len(wanted) + 1, {})):
+            found |= set(SCHEDULE.findall(p.text()))
+            programs.append((f"{name}/program {i}", p.graph))
+    assert found == wanted
+    prelude, classes = kernel_classes(programs, arch, {})
+    assert len(classes) > len(wanted)
+    compile_classes(prelude, classes, arch, f"the programs of the CUDA rules ({arch})")
 
 
 def test_source_is_deterministic(cache_dir):

@@ -1,13 +1,19 @@
 """The generated CUDA kernels run on the CPU through tests/cuda_emu.py and match torch: every
 thread mapping of the CUDA renderer (grid-stride elementwise, serial and warp-shuffle
 reductions with and without 16-byte loads, shared-memory tiled and tensor-core matmuls),
-at sizes that leave partial tiles and misaligned rows. No GPU needed; needs a C++20 compiler."""
+at sizes that leave partial tiles and misaligned rows; and every CUDA rule's schedule
+(csrc/runtime/rules/cuda*.rules) attached to the reductions and matmuls it applies to. No GPU
+needed; needs a C++20 compiler."""
+
+import re
 
 import numpy as np
 import pytest
 import torch
 
 import luminal as lm
+from luminal import _core, cuda
+from luminal.graph import GraphTensor
 
 import cuda_emu
 
@@ -127,19 +133,125 @@ CASES = {
 }
 
 
+# ---- every CUDA rule's schedule, on the node it rewrites -----------------------------------
+
+RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
+
+
+def _schedule(rule):
+    """The schedule a rule's right-hand side attaches, read from its text."""
+    params = re.findall(r"\((cuda_\w+) (\d+)\)", rule.text)
+    return [(n, int(v)) for n, v in params]
+
+
+def _scheduled(t, schedule):
+    if not schedule:
+        return t
+    return GraphTensor(t.graph, t.graph._g.scheduled(t.id, schedule), t.st, t.dtype)
+
+
+def _rows(shape, dtype, op, schedule, axis=-1):
+    """A sum or max over `axis` whose reduce node carries `schedule` (a half sum reduces an f32
+    Cast of its input, as hl_ops' sum does)."""
+    cx = lm.Graph()
+    x = cx.tensor(shape, dtype)
+    dx = _data(shape, dtype, 21)
+    if op == "max":
+        out = _scheduled(x.amax(axis), schedule).output()
+        return cx, {x: dx}, [out], [dx.amax(axis)], dtype
+    out = _scheduled(x.to(lm.float32).sum(axis), schedule).to(dtype).output()
+    return cx, {x: dx}, [out], [dx.sum(axis)], dtype
+
+
+def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False):
+    """a @ b with the reduce node carrying `schedule`, built as hl_ops' matmul builds it. As a
+    reduction (cuda_matmul 1) each half product rounds to its dtype (like torch's half mul)
+    before the f32 sum; the tiled and tensor-core kernels multiply exactly, like torch's
+    matmul."""
+    cx = lm.Graph()
+    a = cx.tensor((m, k), dtype)
+    b = cx.tensor((n, k) if transposed_b else (k, n), dtype)
+    bt = b.transpose(0, 1) if transposed_b else b
+    prod = a.unsqueeze(-1) * bt.unsqueeze(-3)
+    if dtype == lm.float32:
+        out = _scheduled(prod.sum(-2), schedule)
+    else:
+        out = _scheduled(prod.to(lm.float32).sum(-2), schedule).to(dtype)
+    out.output()
+    da, db = _data(a.shape, dtype, 22), _data(b.shape, dtype, 23)
+    dbt = db.t() if transposed_b else db
+    ref = da @ dbt
+    if dtype != lm.float32 and ("cuda_matmul", 1) in schedule:
+        t = TORCH[dtype]
+        ref = (da.to(t)[:, :, None] * dbt.to(t)[None, :, :]).float().sum(1)
+    return cx, {a: da, b: db}, [out], [ref], dtype
+
+
+def _rule_graphs(rule, s=None):
+    """(label, builder) for the graphs `rule` applies to, by the node its left side matches,
+    with the rule's schedule attached (or `s`)."""
+    s = _schedule(rule) if s is None else s
+    lhs = rule.text.split("(schedule")[0]
+    if "Cast" in lhs:  # a half matmul
+        return [("bf16", lambda: _scheduled_matmul(40, 64, 48, lm.bfloat16, s, True)),
+                ("f16_few_rows", lambda: _scheduled_matmul(8, 70, 24, lm.float16, s))]
+    if "Mul" in lhs:  # an f32 matmul
+        return [("f32", lambda: _scheduled_matmul(70, 50, 90, lm.float32, s)),
+                ("gemv", lambda: _scheduled_matmul(1, 96, 40, lm.float32, s, True))]
+    op = "max" if "MaxReduce" in lhs else "sum"
+    return [("f32", lambda: _rows((7, 100), lm.float32, op, s)),
+            ("bf16", lambda: _rows((6, 256), lm.bfloat16, op, s)),
+            ("f16_misaligned", lambda: _rows((5, 203), lm.float16, op, s)),
+            ("columns", lambda: _rows((100, 37), lm.float32, op, s, axis=0))]
+
+
+RULE_CASES = {f"{r.name}/{label}": (make, {}) for r in RULES for label, make in _rule_graphs(r)}
+ALL_CASES = {**CASES, **RULE_CASES}
+
+
+def _kernels(source):
+    return "".join(source.split("\n/* k")[1:])
+
+
+# What each schedule renders (in the kernels, not the prelude's helpers).
+MARKS = {
+    (("cuda_reduce", 1),): lambda k: "lm_lane" not in k,
+    (("cuda_reduce", 2),): lambda k: "a warp per output, shuffle reduction" in k,
+    (("cuda_reduce", 2), ("cuda_vector", 1)): lambda k: "shuffle reduction" in k
+    and "lm_raw" not in k,
+    (("cuda_reduce", 3),): lambda k: "8 warps split the reduction" in k,
+    (("cuda_matmul", 1),): lambda k: "lm_as" not in k and "lm_acc" not in k,
+    (("cuda_matmul", 2),): lambda k: "__shared__ float lm_as" in k,
+    (("cuda_matmul", 3),): lambda k: "mma.sync" in k and "(lm_acc[i][j], lm_af[i]" in k,
+}
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)
+def test_each_rule_schedule_renders_its_mapping(rule):
+    """The rule cases run the mapping their schedule names (so they cannot pass vacuously),
+    and differently from the automatic choice on at least one graph."""
+    mark = MARKS[tuple(_schedule(rule))]
+    changed = False
+    for (label, make), (_, plain) in zip(_rule_graphs(rule), _rule_graphs(rule, [])):
+        src = _kernels(cuda.render(make()[0], "sm_90"))
+        assert mark(src), f"{rule.name}/{label}:\n{src}"
+        changed = changed or src != _kernels(cuda.render(plain()[0], "sm_90"))
+    assert changed, f"{rule.name} renders every graph as the automatic choice does"
+
+
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory):
-    built = {name: make() for name, (make, _) in CASES.items()}
-    items = [(built[n][0], CASES[n][1], {}) for n in CASES]
+    built = {name: make() for name, (make, _) in ALL_CASES.items()}
+    items = [(built[n][0], ALL_CASES[n][1], {}) for n in ALL_CASES]
     emu = cuda_emu.Emulated(items, str(tmp_path_factory.mktemp("emu")))
     return emu, built
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", list(ALL_CASES))
 def test_emulated_kernels_match_torch(name, emulated):
     emu, built = emulated
     cx, feeds, outputs, refs, dtype = built[name]
-    i = list(CASES).index(name)
+    i = list(ALL_CASES).index(name)
     got = emu.run(i, feeds, outputs)
     for g, r in zip(got, refs):
         r = r.to(TORCH[dtype]).double().numpy()

@@ -1,6 +1,7 @@
 """The CUDA runtime on a real GPU (marked gpu; skipped without one): the conformance tables
 under every mapping of the CUDA renderer and in f16/bf16 against torch, large matmuls and
-GEMVs on tensor cores, symbolic dims replayed without recompiling, deterministic replays.
+GEMVs on tensor cores, the search timing every schedule of the CUDA rules, symbolic dims
+replayed without recompiling, deterministic replays.
 (The tables' default mapping in f32 runs through the `runtime` fixture, see conftest.py.)"""
 
 import glob
@@ -132,6 +133,36 @@ def test_bf16_matmul_matches_torch(m, k, n, bt, choice):
     want = (a.float() @ (b.float().t() if bt else b.float()))
     got = rt.get(out)
     err = np.linalg.norm(got - want.numpy()) / np.linalg.norm(want.numpy())
+    assert err < 1e-2, f"relative error {err}"
+
+
+def test_search_times_each_rule_schedule():
+    """The search over the CUDA rules (csrc/runtime/rules/cuda*.rules) compiles, checks and
+    times a program per schedule; every one agrees with the reference, the winner with torch."""
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(64, 512, generator=g).bfloat16()
+    a = torch.randn(128, 256, generator=g).bfloat16()
+    b = torch.randn(256, 192, generator=g).bfloat16()
+    cx = lm.Graph()
+    tx, ta, tb = (cx.tensor(tuple(t.shape), lm.bfloat16) for t in (x, a, b))
+    e = (tx - tx.amax(-1, keepdim=True)).exp()
+    soft = (e / e.sum(-1, keepdim=True)).output()
+    mm = (ta @ tb).output()
+    cx.build_search_space(lm.CudaRuntime)
+    rt = cx.search(lm.CudaRuntime(), 16)
+    report = cx.last_search_report
+    labels = " ".join(c.choice for c in report.candidates)
+    for s in ("cuda_reduce=1", "cuda_reduce=2", "cuda_reduce=3", "cuda_vector=1",
+              "cuda_matmul=1", "cuda_matmul=2", "cuda_matmul=3"):
+        assert s in labels, str(report)
+    assert all(c.status == "ok" for c in report.candidates), str(report)
+    for t, v in ((tx, x), (ta, a), (tb, b)):
+        rt.set_data(t, v)
+    rt.execute()
+    want = torch.softmax(x.float(), -1)
+    np.testing.assert_allclose(rt.get(soft), want.numpy(), rtol=6e-2, atol=1e-2)
+    want = a.float() @ b.float()
+    err = np.linalg.norm(rt.get(mm) - want.numpy()) / np.linalg.norm(want.numpy())
     assert err < 1e-2, f"relative error {err}"
 
 

@@ -180,7 +180,16 @@ std::string CudaRenderer::signature(const Program& program, const Kernel& kernel
 }
 
 std::string CudaRenderer::kernel_signature(const Program& program, const Kernel& kernel) const {
-  return signature(program, kernel, block());
+  return signature(program, kernel, block(kernel));
+}
+
+CudaSchedule CudaRenderer::schedule_of(const Kernel& kernel) const {
+  return schedule_.with(kernel.schedule.params).under(fixed_);
+}
+
+int CudaRenderer::block(const Kernel& kernel) const {
+  int b = schedule_of(kernel).block;
+  return b > 0 ? b : 256;
 }
 
 void emit_unravel(const std::vector<Loop>& loops, const std::string& item, CodeWriter& w) {
@@ -215,13 +224,30 @@ void CudaRenderer::close_output_loops(const Kernel& kernel, CodeWriter& w) const
   w.close();
 }
 
+CudaRenderer::Reduction CudaRenderer::reduction(const Kernel& kernel) const {
+  const Value& red = kernel.values[kernel.reduce_at];
+  return Reduction{red, kernel.reduce[0], compute_type(red.dtype), value_name(kernel.reduce_at),
+                   value_name(red.args[0])};
+}
+
+void CudaRenderer::finish_reduction(const Kernel& kernel, CodeWriter& w) const {
+  const Value& red = kernel.values[kernel.reduce_at];
+  const std::string acc = value_name(kernel.reduce_at);
+  if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
+    w.line(acc + " = " + round_to(red.dtype, acc) + ";");
+  }
+  emit_values(kernel, kernel.reduce_at + 1, static_cast<int>(kernel.values.size()), w);
+}
+
+std::string CudaRenderer::store_line(const Kernel& kernel) const {
+  ValueId last = static_cast<ValueId>(kernel.values.size()) - 1;
+  return buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
+         store_expr(kernel.values[last].dtype, value_name(last)) + ";";
+}
+
 std::string CudaRenderer::render_warp_kernel(const Program& program, const Kernel& kernel,
                                              KernelLaunch& launch) const {
-  const Value& red = kernel.values[kernel.reduce_at];
-  const Loop& loop = kernel.reduce[0];
-  const std::string t = compute_type(red.dtype);
-  const std::string acc = value_name(kernel.reduce_at);
-  const std::string x = value_name(red.args[0]);
+  const auto [red, loop, t, acc, x] = reduction(kernel);
   const std::string& r = loop.var;
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) +
@@ -234,8 +260,8 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   emit_unravel(kernel.loops, "lm_w", w);
   w.line(t + " " + acc + " = " + reduce_init(red) + ";");
   w.line("int64_t lm_r_done = 0;");
-  std::vector<VectorLoad> vec = schedule_.vector == 1 ? std::vector<VectorLoad>{}
-                                                      : vector_loads(kernel);
+  std::vector<VectorLoad> vec = schedule_of(kernel).vector == 1 ? std::vector<VectorLoad>{}
+                                                               : vector_loads(kernel);
   if (!vec.empty()) {
     int width = 8;
     for (const VectorLoad& v : vec) {
@@ -297,14 +323,9 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
                                                       : (is_float(red.dtype) ? "lm_warp_max"
                                                                              : "lm_warp_imax");
   w.line(acc + " = " + reduce_fn + "(" + acc + ");");
-  if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
-    w.line(acc + " = " + round_to(red.dtype, acc) + ";");
-  }
-  int n = static_cast<int>(kernel.values.size());
-  emit_values(kernel, kernel.reduce_at + 1, n, w);
+  finish_reduction(kernel, w);
   w.open("if (lm_lane == 0)");
-  w.line(buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
-         store_expr(kernel.values[n - 1].dtype, value_name(n - 1)) + ";");
+  w.line(store_line(kernel));
   w.close();
   w.close();
   w.close();
@@ -314,11 +335,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
 std::string CudaRenderer::render_split_kernel(const Program& program, const Kernel& kernel,
                                               KernelLaunch& launch) const {
   launch.block = 256;
-  const Value& red = kernel.values[kernel.reduce_at];
-  const Loop& loop = kernel.reduce[0];
-  const std::string t = compute_type(red.dtype);
-  const std::string acc = value_name(kernel.reduce_at);
-  const std::string x = value_name(red.args[0]);
+  const auto [red, loop, t, acc, x] = reduction(kernel);
   const std::string& r = loop.var;
   const std::string items = launch.items.to_c();
   CodeWriter w;
@@ -346,13 +363,8 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   w.line(acc + " = lm_part[0][lm_lane];");
   w.line("for (int lm_w = 1; lm_w < 8; lm_w++) " + acc + " = " +
          combine(red, acc, "lm_part[lm_w][lm_lane]") + ";");
-  if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
-    w.line(acc + " = " + round_to(red.dtype, acc) + ";");
-  }
-  int n = static_cast<int>(kernel.values.size());
-  emit_values(kernel, kernel.reduce_at + 1, n, w);
-  w.line(buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
-         store_expr(kernel.values[n - 1].dtype, value_name(n - 1)) + ";");
+  finish_reduction(kernel, w);
+  w.line(store_line(kernel));
   w.close();
   w.line("__syncthreads();");
   w.close();
@@ -363,11 +375,12 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
 LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMatmul>& mm,
                                 bool* tensor_cores) const {
   *tensor_cores = false;
+  const CudaSchedule s = schedule_of(kernel);
   if (mm) {
     const Expr& m = kernel.loops[mm->m_loop].extent;
     bool small_m = m.try_const() && *m.try_const() < 16;
     bool halves = mm->dtype == DType::F16 || mm->dtype == DType::BF16;
-    int want = schedule_.matmul;
+    int want = s.matmul;
     if (want == 0) want = small_m ? 1 : (halves && sm_ >= 80 ? 3 : 2);
     if (want == 3 && halves && sm_ >= 80) {
       *tensor_cores = true;
@@ -376,9 +389,9 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMa
     if (want == 2 || want == 3) return LaunchMode::kTile2D;
   }
   if (kernel.reduce_at < 0) return LaunchMode::kThreadPerItem;
-  if (schedule_.reduce == 1) return LaunchMode::kThreadPerItem;
-  if (schedule_.reduce == 2) return LaunchMode::kWarpPerItem;
-  if (schedule_.reduce == 3) return LaunchMode::kSplitReduce;
+  if (s.reduce == 1) return LaunchMode::kThreadPerItem;
+  if (s.reduce == 2) return LaunchMode::kWarpPerItem;
+  if (s.reduce == 3) return LaunchMode::kSplitReduce;
   // Automatic: a warp per output when some operand is contiguous along the reduction (the
   // lanes' reads coalesce), no operand is strided along it but contiguous across outputs
   // (those coalesce across threads instead), and the reduction is not tiny.
@@ -452,7 +465,7 @@ CudaSource CudaRenderer::render_program(const Program& program, bool with_prelud
     for (const Loop& l : k.loops) extents.push_back(l.extent);
     KernelLaunch launch;
     launch.name = k.name;
-    launch.block = block();
+    launch.block = block(k);
     launch.items = product(extents);
     std::optional<CudaMatmul> mm = detect_cuda_matmul(k);
     bool tensor_cores = false;

@@ -1,7 +1,10 @@
 // CudaRenderer: CUDA C for NVRTC from LLIR, as a subclass of the C-like renderer. Each kernel
 // gets one of a few thread mappings (a thread per output, a warp per output with a shuffle
 // reduction and 16-byte loads where aligned, a shared-memory tiled matmul, a tensor-core
-// mma.sync matmul for f16/bf16), chosen by CudaSchedule. Self-contained text: no headers.
+// mma.sync matmul for f16/bf16), chosen per kernel by its CudaSchedule: the renderer's base
+// schedule, overridden by the kernel's own schedule params (from a node's schedule, the
+// runtime's rules in runtime/rules/cuda*.rules), overridden by the user's fixed params.
+// Self-contained text: no headers.
 #pragma once
 
 #include <optional>
@@ -13,14 +16,26 @@
 
 namespace luminal {
 
-// The CUDA renderer's tuning choices (TuningChoice params "cuda_<field>"); 0 = automatic.
+// The CUDA renderer's choices for a kernel (schedule params "cuda_<field>"); 0 = automatic.
+// codegen/cuda_schedule.cc reads and checks them.
 struct CudaSchedule {
   int block = 0;   // threads per block of thread- and warp-per-output kernels (default 256)
   int reduce = 0;  // 1: a thread per output, serial; 2: a warp per output, shuffles;
                    // 3: 32 outputs per block (lanes), its warps splitting the reduction
   int matmul = 0;  // 1: as a reduction; 2: shared-memory tiled (f32 FMA); 3: tensor cores
+                   // (f16/bf16 on sm >= 80; otherwise as 2)
   int vector = 0;  // 1: no vector loads; 2: 16-byte loads where aligned (the default)
+
+  // This schedule with the "cuda_*" entries of `params` in place of its fields (other names
+  // are not the renderer's; check_cuda_schedule refuses them).
+  CudaSchedule with(const ScheduleParams& params) const;
+  // This schedule with the fields `top` sets (non-zero) in place of its own.
+  CudaSchedule under(const CudaSchedule& top) const;
 };
+
+// Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
+// other than cuda_block, cuda_reduce, cuda_matmul, cuda_vector or a value out of its range.
+void check_cuda_schedule(const ScheduleParams& params, const std::string& where);
 
 // A matmul-shaped kernel: out[batch.., m, n] = sum_k a * b, a and b plain loads of one float
 // dtype. Like kernel.h's MatmulInfo, for f16 and bf16 too.
@@ -47,7 +62,11 @@ struct CudaSource {
 class CudaRenderer : public CLikeRenderer {
  public:
   // `sm` is the target's compute capability times ten (80, 90); tensor cores need >= 80.
-  CudaRenderer(const CudaSchedule& schedule, int sm) : schedule_(schedule), sm_(sm) {}
+  // A kernel's schedule is `schedule` overridden by the kernel's own params, then by `fixed`.
+  CudaRenderer(const CudaSchedule& schedule, int sm, const CudaSchedule& fixed = {})
+      : schedule_(schedule), fixed_(fixed), sm_(sm) {}
+  // The schedule `kernel` is rendered with.
+  CudaSchedule schedule_of(const Kernel& kernel) const;
   // `with_prelude` = false leaves out the helpers, to put several programs in one unit.
   CudaSource render_program(const Program& program, bool with_prelude = true) const;
 
@@ -71,9 +90,22 @@ class CudaRenderer : public CLikeRenderer {
   std::string render_mma_matmul(const Program& program, const Kernel& kernel,
                                 const CudaMatmul& mm, cuda::KernelLaunch& launch) const;
   std::string signature(const Program& program, const Kernel& kernel, int block) const;
-  int block() const { return schedule_.block > 0 ? schedule_.block : 256; }
+  // What the reduction mappings share: the reduce value, its loop, its compute type, the
+  // accumulator's and the reduced value's names.
+  struct Reduction {
+    const Value& red;
+    const Loop& loop;
+    std::string type, acc, x;
+  };
+  Reduction reduction(const Kernel& kernel) const;
+  // After the reduction: a half accumulator rounded, the values after it emitted.
+  void finish_reduction(const Kernel& kernel, CodeWriter& w) const;
+  // "bN[index] = last value;"
+  std::string store_line(const Kernel& kernel) const;
+  int block(const Kernel& kernel) const;
 
   CudaSchedule schedule_;
+  CudaSchedule fixed_;
   int sm_;
 };
 

@@ -52,15 +52,64 @@ std::string load_f32(DType dtype, const std::string& raw) {
   return raw;
 }
 
-// The store of accumulator `acc` at output (m, n), bounds-checked.
-void store(const Kernel& k, const MatmulNames& n, const std::string& m, const std::string& col,
-           const std::string& stored, CodeWriter& w) {
+// The launch of a matmul kernel: 256 threads per tile x tile block of the output, a block row
+// per m tile, a block column per n tile, a grid layer per batch element.
+void tile_launch(const Kernel& k, const CudaMatmul& mm, int64_t tile, KernelLaunch& launch) {
+  launch.mode = LaunchMode::kTile2D;
+  launch.block = 256;
+  launch.tile_m = tile;
+  launch.tile_n = tile;
+  launch.m = k.loops[mm.m_loop].extent;
+  launch.n = k.loops[mm.n_loop].extent;
+  std::vector<Expr> batch;
+  for (int i = 0; i < mm.m_loop; ++i) batch.push_back(k.loops[i].extent);
+  launch.batch = product(batch);
+}
+
+// The epilogue: unrolled loops over i < counts[0], j < counts[1] (and c < counts[2]), each
+// storing `stored` (which names them) at output (m, col), bounds-checked.
+void store_tile(const Kernel& k, const MatmulNames& n, const std::vector<int>& counts,
+                const std::string& m, const std::string& col, const std::string& stored,
+                CodeWriter& w) {
+  const char* vars[] = {"i", "j", "c"};
+  for (size_t d = 0; d < counts.size(); ++d) {
+    std::string v = vars[d];
+    w.line("#pragma unroll");
+    w.open("for (int " + v + " = 0; " + v + " < " + std::to_string(counts[d]) + "; " + v + "++)");
+  }
   w.open("");
   w.line("const int64_t " + n.mv + " = " + m + ";");
   w.line("const int64_t " + n.nv + " = " + col + ";");
   w.open("if (" + n.mv + " < lm_M && " + n.nv + " < lm_N)");
-  w.line(CLikeRenderer::buffer_name(k.out) + "[" + k.out_index.to_c() + "] = " + stored + ";");
+  w.line(CLikeRenderer::buffer_name(k.out) + "[" + k.out_index.to_c() + "] = " +
+         stored + ";");
   w.close();
+  w.close();
+  for (size_t d = 0; d < counts.size(); ++d) w.close();
+}
+
+// Rows [lm_<r>0, lm_<r>0 + 128) x k [lm_k0, lm_k0 + 32) of a half operand into shared `tile`
+// ([row][k]), zero past the edges, with row variable lm_<r> (r: "m" or "n") and lm_k bound.
+// `vector`: 16-byte loads of 8 k at `ptr` + `at` (contiguous along k); else one element a
+// step at `ptr`[`at`].
+void load_rows(const std::string& tile, const std::string& r, const std::string& ptr,
+               const std::string& at, bool vector, CodeWriter& w) {
+  const std::string row = "lm_" + r;
+  const std::string upper = r == "m" ? "lm_M" : "lm_N";
+  const std::string in_bounds = row + " < " + upper + " && lm_k < lm_K";
+  w.open(std::string("for (int lm_e = threadIdx.x; lm_e < ") + (vector ? "512" : "4096") +
+         "; lm_e += 256)");
+  w.line(vector ? "const int lm_r = lm_e >> 2, lm_c = (lm_e & 3) * 8;"
+                : "const int lm_r = lm_e >> 5, lm_c = lm_e & 31;");
+  w.line("const int64_t " + row + " = " + row + "0 + lm_r, lm_k = lm_k0 + lm_c;");
+  if (vector) {
+    w.line("uint4 lm_v = make_uint4(0u, 0u, 0u, 0u);");
+    w.line("if (" + in_bounds + ") lm_v = *(const uint4*)(" + ptr + " + " + at + ");");
+    w.line("*(uint4*)&" + tile + "[lm_r][lm_c] = lm_v;");
+  } else {
+    w.line(tile + "[lm_r][lm_c] = (" + in_bounds + ") ? " + ptr + "[" + at +
+           "] : (uint16_t)0;");
+  }
   w.close();
 }
 }  // namespace
@@ -68,16 +117,7 @@ void store(const Kernel& k, const MatmulNames& n, const std::string& m, const st
 std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kernel& k,
                                               const CudaMatmul& mm, KernelLaunch& launch) const {
   constexpr int64_t kTile = 64;
-  launch.mode = LaunchMode::kTile2D;
-  launch.block = 256;
-  launch.tile_m = kTile;
-  launch.tile_n = kTile;
-  launch.m = k.loops[mm.m_loop].extent;
-  launch.n = k.loops[mm.n_loop].extent;
-  std::vector<Expr> batch;
-  for (int i = 0; i < mm.m_loop; ++i) batch.push_back(k.loops[i].extent);
-  launch.batch = product(batch);
-  const DType out_dtype = k.values[k.reduce_at].dtype;
+  tile_launch(k, mm, kTile, launch);
   CodeWriter w;
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) +
          "; matmul in 64x64 shared-memory tiles, f32 accumulators */");
@@ -119,13 +159,8 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.close();
   w.line("__syncthreads();");
   w.close();
-  w.line("#pragma unroll");
-  w.open("for (int i = 0; i < 4; i++)");
-  w.line("#pragma unroll");
-  w.open("for (int j = 0; j < 4; j++)");
-  store(k, n, "lm_m0 + lm_ty + 16 * i", "lm_n0 + lm_tx + 16 * j", store_expr(out_dtype, "lm_acc[i][j]"), w);
-  w.close();
-  w.close();
+  store_tile(k, n, {4, 4}, "lm_m0 + lm_ty + 16 * i", "lm_n0 + lm_tx + 16 * j",
+             store_expr(k.values[k.reduce_at].dtype, "lm_acc[i][j]"), w);
   w.close();
   return w.str();
 }
@@ -133,16 +168,7 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
 std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel& k,
                                             const CudaMatmul& mm, KernelLaunch& launch) const {
   constexpr int64_t kTile = 128;
-  launch.mode = LaunchMode::kTile2D;
-  launch.block = 256;
-  launch.tile_m = kTile;
-  launch.tile_n = kTile;
-  launch.m = k.loops[mm.m_loop].extent;
-  launch.n = k.loops[mm.n_loop].extent;
-  std::vector<Expr> batch;
-  for (int i = 0; i < mm.m_loop; ++i) batch.push_back(k.loops[i].extent);
-  launch.batch = product(batch);
-  const DType out_dtype = k.values[k.reduce_at].dtype;
+  tile_launch(k, mm, kTile, launch);
   const std::string mma = mm.dtype == DType::F16 ? "lm_mma_f16" : "lm_mma_bf16";
   CodeWriter w;
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) +
@@ -169,33 +195,14 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   w.open("for (int64_t lm_k0 = 0; lm_k0 < lm_K; lm_k0 += 32)");
   // A tile: 128 rows (m) x 32 k.
   w.open("if (lm_avec)");
-  w.open("for (int lm_e = threadIdx.x; lm_e < 512; lm_e += 256)");
-  w.line("const int lm_r = lm_e >> 2, lm_c = (lm_e & 3) * 8;");
-  w.line("const int64_t lm_m = lm_m0 + lm_r, lm_k = lm_k0 + lm_c;");
-  w.line("uint4 lm_v = make_uint4(0u, 0u, 0u, 0u);");
-  w.line("if (lm_m < lm_M && lm_k < lm_K) lm_v = *(const uint4*)(" + n.a +
-         " + lm_a0 + lm_m * lm_am + lm_k);");
-  w.line("*(uint4*)&lm_as[lm_r][lm_c] = lm_v;");
-  w.close();
+  load_rows("lm_as", "m", n.a, "lm_a0 + lm_m * lm_am + lm_k", true, w);
   w.close();
   w.open("else");
-  w.open("for (int lm_e = threadIdx.x; lm_e < 4096; lm_e += 256)");
-  w.line("const int lm_r = lm_e >> 5, lm_c = lm_e & 31;");
-  w.line("const int64_t lm_m = lm_m0 + lm_r, lm_k = lm_k0 + lm_c;");
-  w.line("lm_as[lm_r][lm_c] = (lm_m < lm_M && lm_k < lm_K) ? " + n.a +
-         "[lm_a0 + lm_m * lm_am + lm_k * lm_ak] : (uint16_t)0;");
-  w.close();
+  load_rows("lm_as", "m", n.a, "lm_a0 + lm_m * lm_am + lm_k * lm_ak", false, w);
   w.close();
   // B tile: 128 columns (n) x 32 k, stored [n][k].
   w.open("if (lm_bveck)");
-  w.open("for (int lm_e = threadIdx.x; lm_e < 512; lm_e += 256)");
-  w.line("const int lm_r = lm_e >> 2, lm_c = (lm_e & 3) * 8;");
-  w.line("const int64_t lm_n = lm_n0 + lm_r, lm_k = lm_k0 + lm_c;");
-  w.line("uint4 lm_v = make_uint4(0u, 0u, 0u, 0u);");
-  w.line("if (lm_n < lm_N && lm_k < lm_K) lm_v = *(const uint4*)(" + n.b +
-         " + lm_b0 + lm_n * lm_bn + lm_k);");
-  w.line("*(uint4*)&lm_bs[lm_r][lm_c] = lm_v;");
-  w.close();
+  load_rows("lm_bs", "n", n.b, "lm_b0 + lm_n * lm_bn + lm_k", true, w);
   w.close();
   w.open("else if (lm_bvecn)");
   w.open("for (int lm_e = threadIdx.x; lm_e < 512; lm_e += 256)");
@@ -210,12 +217,7 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   w.close();
   w.close();
   w.open("else");
-  w.open("for (int lm_e = threadIdx.x; lm_e < 4096; lm_e += 256)");
-  w.line("const int lm_r = lm_e >> 5, lm_c = lm_e & 31;");
-  w.line("const int64_t lm_n = lm_n0 + lm_r, lm_k = lm_k0 + lm_c;");
-  w.line("lm_bs[lm_r][lm_c] = (lm_n < lm_N && lm_k < lm_K) ? " + n.b +
-         "[lm_b0 + lm_k * lm_bk + lm_n * lm_bn] : (uint16_t)0;");
-  w.close();
+  load_rows("lm_bs", "n", n.b, "lm_b0 + lm_k * lm_bk + lm_n * lm_bn", false, w);
   w.close();
   w.line("__syncthreads();");
   w.line("#pragma unroll");
@@ -241,17 +243,9 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   w.close();
   w.line("__syncthreads();");
   w.close();
-  w.line("#pragma unroll");
-  w.open("for (int i = 0; i < 4; i++)");
-  w.line("#pragma unroll");
-  w.open("for (int j = 0; j < 4; j++)");
-  w.line("#pragma unroll");
-  w.open("for (int c = 0; c < 4; c++)");
-  store(k, n, "lm_m0 + lm_wm * 64 + i * 16 + lm_g + (c >> 1) * 8",
-        "lm_n0 + lm_wn * 32 + j * 8 + lm_t * 2 + (c & 1)", store_expr(out_dtype, "lm_acc[i][j][c]"), w);
-  w.close();
-  w.close();
-  w.close();
+  store_tile(k, n, {4, 4, 4}, "lm_m0 + lm_wm * 64 + i * 16 + lm_g + (c >> 1) * 8",
+             "lm_n0 + lm_wn * 32 + j * 8 + lm_t * 2 + (c & 1)",
+             store_expr(k.values[k.reduce_at].dtype, "lm_acc[i][j][c]"), w);
   w.close();
   return w.str();
 }

@@ -20,6 +20,7 @@ constexpr CondName kConds[] = {
     {"float", CondKind::Float, 1},       {"uniform", CondKind::Uniform, 1},
     {"not-const", CondKind::NotConst, 1}, {"same-dtype", CondKind::SameDtype, 2},
     {"matmul", CondKind::Matmul, 3},
+    {"half", CondKind::Half, 1},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -79,6 +80,9 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         break;
       case CondKind::SameDtype:
         ok = d.dtype == g.data(s.vars[c.y].cls).dtype;
+        break;
+      case CondKind::Half:
+        ok = d.dtype == DType::F16 || d.dtype == DType::BF16;
         break;
       case CondKind::Matmul: {
         AttrId attr = s.labels[c.label];

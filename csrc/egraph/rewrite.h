@@ -16,12 +16,13 @@ namespace luminal::egraph {
 //   (unmasked ?x)     x's view has no padding
 //   (nonneg ?x)       every element of x is >= 0 or NaN
 //   (int ?x)          x is Int or Bool;  (float ?x): x is f32, f16 or bf16
+//   (half ?x)         x is f16 or bf16
 //   (uniform ?x)      every element of x is one known value
 //   (not-const ?x)    x's class holds no Constant (nor a broadcast Cast of one)
 //   (same-dtype ?x ?y)
 //   (matmul ?a ?b l)  a SumReduce labelled l of Mul(?a, ?b) is a matmul (egraph/matmul_shape.h)
 enum class CondKind {
-  Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul
+  Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half
 };
 
 struct Condition {

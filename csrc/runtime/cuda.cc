@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "kernel/lower.h"
 #include "runtime/cuda_arena.h"
+#include "runtime/runtime_rules.h"
 
 namespace luminal {
 
@@ -37,46 +38,61 @@ std::string compile_cached(const Nvrtc& nvrtc, const CubinCache& cache,
   return cubin;
 }
 
-int64_t param(const TuningChoice& choice, const std::string& name) {
-  for (const auto& [k, v] : choice.params) {
-    if (k == name) return v;
+// The graph's nodes' schedules checked (CompileError naming the node), then lowered.
+Program lower_checked(const Graph& graph) {
+  for (NodeId id : graph.topo_order()) {
+    const Node& n = graph.node(id);
+    if (!n.schedule.empty()) check_cuda_schedule(n.schedule, "node %" + std::to_string(id));
   }
-  return 0;
+  return lower_graph(graph);
+}
+
+struct Rendered {
+  Program program;
+  CudaSource src;
+};
+
+// `graph` lowered and rendered for `sm`: each kernel with `choice`, overridden by its node's
+// schedule, overridden by `fixed`.
+Rendered render_graph(const Graph& graph, int sm, const TuningChoice& choice,
+                      const TuningChoice& fixed) {
+  Rendered r;
+  CudaSchedule base = cuda_schedule(choice);
+  CudaSchedule over = cuda_schedule(fixed);
+  r.program = lower_checked(graph);
+  r.src = CudaRenderer(base, sm, over).render_program(r.program);
+  return r;
 }
 }  // namespace
 
 CudaSchedule cuda_schedule(const TuningChoice& choice) {
-  CudaSchedule s;
-  s.block = static_cast<int>(param(choice, "cuda_block"));
-  s.reduce = static_cast<int>(param(choice, "cuda_reduce"));
-  s.matmul = static_cast<int>(param(choice, "cuda_matmul"));
-  s.vector = static_cast<int>(param(choice, "cuda_vector"));
-  if (s.block != 0 && (s.block < 32 || s.block > 1024 || s.block % 32 != 0)) {
-    throw CompileError("CUDA: cuda_block must be a multiple of 32 in [32, 1024], got " +
-                       std::to_string(s.block));
-  }
-  return s;
+  check_cuda_schedule(choice.params, "tuning choice " + choice.to_string());
+  return CudaSchedule{}.with(choice.params);
+}
+
+std::string cuda_rewrite_rules(int sm) {
+  std::string rules = runtime_rules("cuda.rules");
+  if (sm >= 80) rules += runtime_rules("cuda_sm80.rules");
+  return rules;
 }
 
 std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
                                const CudaOptions& options, const TuningChoice& choice) {
-  Program program = lower_graph(graph);
-  CudaSource src = CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program);
+  std::string source = cuda_render(graph, arch, choice);
   std::shared_ptr<Nvrtc> nvrtc = Nvrtc::load(options.nvrtc_library);
-  compile_cached(*nvrtc, CubinCache(options.cache_dir), src.source, arch);
-  return src.source;
+  compile_cached(*nvrtc, CubinCache(options.cache_dir), source, arch);
+  return source;
 }
 
-std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice) {
-  Program program = lower_graph(graph);
-  return CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program).source;
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice,
+                        const TuningChoice& fixed) {
+  return render_graph(graph, sm_of(arch), choice, fixed).src.source;
 }
 
 CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
                                 const TuningChoice& choice, const DynMap& dyn_map,
                                 int multiprocessors) {
-  Program program = lower_graph(graph);
-  CudaSource src = CudaRenderer(cuda_schedule(choice), sm_of(arch)).render_program(program);
+  auto [program, src] = render_graph(graph, sm_of(arch), choice, TuningChoice{});
   DynMap dims;
   CudaLaunchPlan plan;
   for (size_t k = 0; k < program.dims.size(); ++k) {
@@ -104,7 +120,7 @@ std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,
   CudaRenderer renderer(cuda_schedule(choice), sm_of(arch));
   std::string source;
   for (size_t i = 0; i < graphs.size(); ++i) {
-    Program program = lower_graph(*graphs[i]);
+    Program program = lower_checked(*graphs[i]);
     for (Kernel& k : program.kernels) k.name = "g" + std::to_string(i) + "_" + k.name;
     source += renderer.render_program(program, i == 0).source;
   }
@@ -193,20 +209,7 @@ CUdeviceptr CudaRuntime::alloc(int64_t bytes) {
 
 void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   make_current();
-  TuningChoice merged = choice;
-  for (const auto& [name, value] : fixed_.params) {
-    bool found = false;
-    for (auto& [k, v] : merged.params) {
-      if (k == name) {
-        v = value;
-        found = true;
-      }
-    }
-    if (!found) merged.params.push_back({name, value});
-  }
-  CudaSchedule schedule = cuda_schedule(merged);
-  Program program = lower_graph(graph);
-  CudaSource src = CudaRenderer(schedule, sm_).render_program(program);
+  auto [program, src] = render_graph(graph, sm_, choice, fixed_);
   std::string cubin = compile_cached(*nvrtc_, cache_, src.source, arch_);
   release_program();
   for (auto& [id, b] : inputs_) driver_->cuMemFree(b.ptr);
@@ -235,37 +238,11 @@ void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
 }
 
 std::vector<TuningChoice> CudaRuntime::tuning_space(const Graph& graph) const {
-  if (!fixed_.params.empty()) return {fixed_};
-  Program program = lower_graph(graph);
-  bool reduces = false;
-  bool matmul = false;
-  bool halves = false;
-  for (const Kernel& k : program.kernels) {
-    reduces = reduces || k.reduce_at >= 0;
-    if (auto mm = detect_cuda_matmul(k)) {
-      matmul = true;
-      halves = halves || mm->dtype != DType::F32;
-    }
-  }
-  std::vector<TuningChoice> out(1);
-  auto add = [&](const char* name, int64_t v) {
-    TuningChoice c;
-    c.params.push_back({name, v});
-    out.push_back(c);
-  };
-  if (reduces) {
-    add("cuda_reduce", 1);
-    add("cuda_reduce", 2);
-    add("cuda_reduce", 3);
-    add("cuda_vector", 1);
-  }
-  if (matmul) {
-    add("cuda_matmul", 1);
-    add("cuda_matmul", 2);
-    if (halves && sm_ >= 80) add("cuda_matmul", 3);
-  }
-  return out;
+  (void)graph;
+  return {fixed_};
 }
+
+std::string CudaRuntime::rewrite_rules() const { return cuda_rewrite_rules(sm_); }
 
 // ---- data ---------------------------------------------------------------------------
 

@@ -27,16 +27,27 @@ struct CudaOptions {
   int device = 0;
 };
 
-// The CUDA renderer's schedule from a TuningChoice's "cuda_*" params.
+// The CUDA renderer's schedule from a TuningChoice's "cuda_*" params; throws CompileError for
+// other names or values out of range.
 CudaSchedule cuda_schedule(const TuningChoice& choice);
 
+// The CUDA runtime's lowering rules for a device of compute capability `sm` (times ten):
+// rules/cuda.rules (reduction strategies, matmul mappings), and rules/cuda_sm80.rules (tensor
+// cores) from sm 80 on. What CudaRuntime::rewrite_rules() returns; a function of its own so the
+// rules can be read and tested without a GPU.
+std::string cuda_rewrite_rules(int sm);
+
+// The device-free entry points below check the graph's node schedules (check_cuda_schedule)
+// and render each kernel with `choice` overridden by its node's schedule.
 // Lowers, renders and compiles `graph` with NVRTC for `arch` ("sm_90") without a device.
 // Returns the CUDA source; throws CompileError when NVRTC rejects it.
 std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
                                const CudaOptions& options, const TuningChoice& choice);
 
-// The CUDA source of `graph` for `arch` under `choice`, without compiling it.
-std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice);
+// The CUDA source of `graph` for `arch` under `choice`, without compiling it; `fixed` as
+// CudaRuntime::fix_choice (over the nodes' schedules).
+std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice,
+                        const TuningChoice& fixed = {});
 
 // What the runtime would launch for `graph` under `dyn_map` on a device with `multiprocessors`:
 // per kernel its name, grid/block and parameter buffers; per buffer its role, node, dtype and
@@ -73,13 +84,17 @@ class CudaRuntime : public Runtime {
   std::string name() const override { return "cuda"; }
   using Runtime::compile;
   void compile(const Graph& graph, const TuningChoice& choice) override;
+  // The kernel-level alternatives (reduction strategies, matmul mappings) come as rules
+  // (cuda_rewrite_rules); the program-wide tuning space is the fixed params (or the default).
   std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
+  std::string rewrite_rules() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   void execute(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;
 
-  // Fixes tuning params (e.g. cuda_matmul 3): they override every compile's choice, and
-  // tuning_space offers only them. Empty = no fixed params.
+  // Fixes tuning params (e.g. cuda_matmul 3): they override every compile's choice and every
+  // node's schedule, and tuning_space offers only them. Empty = no fixed params. Checked at
+  // compile.
   void fix_choice(const TuningChoice& choice) { fixed_ = choice; }
 
   // Milliseconds per replay of the captured program (device events, after one warm-up).

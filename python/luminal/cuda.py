@@ -77,23 +77,36 @@ def codegen_check(graph, arch: str = "sm_90", choice: dict | None = None,
                   nvrtc_library: str | None = None, cache_dir: str | None = None) -> str:
     """Renders ``graph``'s CUDA program and compiles it with NVRTC for ``arch``, without a
     device. Returns the source; raises CompileError if NVRTC rejects it."""
-    tc = _core.TuningChoice()
-    tc.params = sorted((choice or {}).items())
     options = cuda_options(nvrtc_library, "" if cache_dir is None else cache_dir)
-    return _core.cuda_codegen_check(graph._g, arch, options, tc)
+    return _core.cuda_codegen_check(graph._g, arch, options, _tuning(choice))
 
 
 def codegen_check_batch(graphs, arch: str = "sm_90", choice: dict | None = None,
                         nvrtc_library: str | None = None, cache_dir: str | None = None) -> str:
     """codegen_check for many graphs in one NVRTC translation unit (one compile)."""
-    tc = _core.TuningChoice()
-    tc.params = sorted((choice or {}).items())
     options = cuda_options(nvrtc_library, "" if cache_dir is None else cache_dir)
-    return _core.cuda_codegen_check_batch([g._g for g in graphs], arch, options, tc)
+    return _core.cuda_codegen_check_batch([g._g for g in graphs], arch, options,
+                                          _tuning(choice))
 
 
-def render(graph, arch: str = "sm_90", choice: dict | None = None) -> str:
-    """The CUDA source of ``graph``'s program, not compiled."""
+def _tuning(params: dict | None) -> _core.TuningChoice:
     tc = _core.TuningChoice()
-    tc.params = sorted((choice or {}).items())
-    return _core.cuda_render(graph._g, arch, tc)
+    tc.params = sorted((params or {}).items())
+    return tc
+
+
+def render(graph, arch: str = "sm_90", choice: dict | None = None,
+           fixed: dict | None = None) -> str:
+    """The CUDA source of ``graph``'s program, not compiled: each kernel under ``choice``,
+    overridden by its node's schedule (the runtime's rules attach them), overridden by
+    ``fixed`` (what ``CudaRuntime(choice=...)`` fixes)."""
+    return _core.cuda_render(graph._g, arch, _tuning(choice), _tuning(fixed))
+
+
+def rewrite_rules(arch: str = "sm_90") -> str:
+    """The lowering rules CudaRuntime adds to the search's e-graph on a device of ``arch``
+    (csrc/runtime/rules/cuda*.rules: reduction strategies, matmul mappings, tensor cores from
+    sm_80 on), readable without a GPU."""
+    if not arch.startswith("sm_") or not arch[3:].isdigit():
+        raise ValueError(f"arch '{arch}' is not sm_XX")
+    return _core.cuda_rewrite_rules(int(arch[3:]))

@@ -233,16 +233,10 @@ class CudaRuntime(Runtime):
         self._rt = _core.CudaRuntime(options)
         self._graph = None
         self._ids = {}
-        if choice:  # fixed params: every compile (search's too) uses them
+        if choice:  # fixed params: every compile (search's too) uses them, over node schedules
             fixed = _core.TuningChoice()
             fixed.params = sorted(dict(choice).items())
             self._rt.fix_choice(fixed)
-
-    def _load(self, graph, program=None, choice=None) -> None:
-        if choice is None and self._choice:
-            choice = _core.TuningChoice()
-            choice.params = sorted(self._choice.items())
-        super()._load(graph, program, choice)
 
     @property
     def device(self) -> str:

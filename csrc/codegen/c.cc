@@ -4,6 +4,7 @@
 #include "codegen/c.h"
 
 #include <map>
+#include <set>
 
 #include "core/hash.h"
 
@@ -144,7 +145,7 @@ CSplitProgram CRenderer::render_split(const Program& program) const {
   CRenderer unit;
   unit.split_ = true;
   CSplitProgram out;
-  std::map<std::string, size_t> seen;  // unit name -> index in out.kernels
+  std::set<std::string> seen;  // names of the units made so far
   std::string prototypes;
   Program named = program;  // the kernels under their unit names, for lm_run
   for (Kernel& k : named.kernels) {
@@ -153,8 +154,7 @@ CSplitProgram CRenderer::render_split(const Program& program) const {
     std::string draft = unit.prelude(alone) + "\n" + unit.render_kernel(alone, alone.kernels[0]);
     std::string name = "lm_k" + hex64(fnv1a(draft));
     k.name = name;
-    if (seen.count(name)) continue;
-    seen[name] = out.kernels.size();
+    if (!seen.insert(name).second) continue;
     alone.kernels[0].name = name;
     std::string text = unit.prelude(alone) + "\n" + unit.render_kernel(alone, alone.kernels[0]);
     out.kernels.push_back({name, kHeader + text});

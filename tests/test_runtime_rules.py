@@ -17,6 +17,7 @@ CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules()
 CPU_RULE_NAMES = [r.name for r in CPU_RULES]
 MATMUL_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-matmul-")]
 INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
+STORE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-store-")]
 INLINE_OPS = {
     "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
     "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
@@ -55,15 +56,16 @@ def matmul(cx, m=5, k=7, n=9):
 def test_cpu_offers_matmul_tilings_and_inlining():
     assert len(MATMUL_RULES) >= 5
     assert sorted(r.name[len("cpu-inline-"):] for r in INLINE_RULES) == sorted(INLINE_OPS)
-    assert len(MATMUL_RULES) + len(INLINE_RULES) == len(CPU_RULES)
+    assert sorted(r.name[len("cpu-store-"):] for r in STORE_RULES) == sorted(INLINE_OPS)
+    assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
 def cpu_rule_case(cx, name):
     """A tensor the rule applies to."""
-    if name.startswith("cpu-inline-"):
+    if name.startswith(("cpu-inline-", "cpu-store-")):
         x, y = cx.tensor((3, 4)), cx.tensor((3, 4))
-        return INLINE_OPS[name[len("cpu-inline-"):]](x, y)
+        return INLINE_OPS[name.split("-", 2)[2]](x, y)
     return matmul(cx)[2]
 
 

@@ -71,11 +71,11 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   double base = plain_cost(g, n);
   static const ScheduleParams kNone;
   const ScheduleParams& s = n.attr >= 0 ? g.attr(n.attr).node.schedule : kNone;
-  // Recomputing a node in each reader saves a store and a load per reader but repeats the
-  // work; the model cannot count readers, so it prices it a shade above storing (the model's
-  // pick keeps the default) and leaves the choice to timing.
+  // Recomputing a node in each reader (inline 1) saves a store and a load per reader but
+  // repeats the work; the model cannot count readers, so either fixed choice is priced a shade
+  // above the lowering's default (the model's pick keeps the default) and timing decides.
   for (const auto& [name, value] : s) {
-    if (name == "inline" && value == 1) base *= 1.01;
+    if (name == "inline") base *= 1.01;
   }
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);

@@ -94,31 +94,8 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
 
 std::string CpuRuntime::rewrite_rules() const { return runtime_rules("cpu.rules"); }
 
-std::string CpuRuntime::input_desc(NodeId id) const {
-  const Node& n = graph_.node(id);
-  return "input '" + n.name + "' of shape " + dims_to_string(n.shape) + " and dtype " +
-         dtype_name(n.dtype);
-}
-
-void CpuRuntime::check_input(NodeId input, int64_t count, DType dtype) const {
-  if (!compiled_) throw ShapeError("set_data: the runtime has no compiled graph");
-  if (input < 0 || static_cast<size_t>(input) >= graph_.size() ||
-      graph_.node(input).op != OpKind::Input) {
-    throw ShapeError("set_data: node %" + std::to_string(input) + " is not an input");
-  }
-  const Node& n = graph_.node(input);
-  if (dtype != n.dtype) {
-    throw DTypeError("set_data: " + input_desc(input) + " got data of dtype " +
-                     dtype_name(dtype));
-  }
-  if (auto expected = product(n.shape).try_const(); expected && *expected != count) {
-    throw ShapeError("set_data: " + input_desc(input) + " needs " + std::to_string(*expected) +
-                     " elements, got " + std::to_string(count));
-  }
-}
-
 void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
-  check_input(input, count, dtype);
+  check_set_data(graph_, compiled_, input, count, dtype);
   InputData d;
   d.count = count;
   d.copy.resize(static_cast<size_t>(count) * dtype_size(dtype));
@@ -129,7 +106,7 @@ void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType d
 
 void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
                                    std::shared_ptr<const void> owner) {
-  check_input(input, count, dtype);
+  check_set_data(graph_, compiled_, input, count, dtype);
   InputData d;
   d.count = count;
   d.data = data;
@@ -184,11 +161,13 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
     numel[b.id] = count;
     if (b.role != BufferRole::kInput) continue;
     auto it = inputs_.find(b.node);
-    if (it == inputs_.end()) throw ShapeError("execute: no data set for " + input_desc(b.node));
+    if (it == inputs_.end()) {
+      throw ShapeError("execute: no data set for " + input_desc(graph_, b.node));
+    }
     if (it->second.count != count) {
-      throw ShapeError("execute: " + input_desc(b.node) + " needs " + std::to_string(count) +
-                       " elements with the current dims, but its data has " +
-                       std::to_string(it->second.count));
+      throw ShapeError("execute: " + input_desc(graph_, b.node) + " needs " +
+                       std::to_string(count) + " elements with the current dims, but its data " +
+                       "has " + std::to_string(it->second.count));
     }
     pointers[b.id] = const_cast<void*>(it->second.data);
   }
@@ -218,12 +197,7 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
 }
 
 const HostBuffer& CpuRuntime::get(NodeId output) const {
-  auto it = outputs_.find(output);
-  if (it == outputs_.end()) {
-    throw ShapeError("get: output %" + std::to_string(output) +
-                     " has no value; call execute first");
-  }
-  return it->second;
+  return output_value(outputs_, output);
 }
 
 }  // namespace luminal

@@ -51,9 +51,7 @@ class CpuRuntime : public Runtime {
     std::vector<uint8_t> copy;           // owned data (set_data)
     std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
   };
-  void check_input(NodeId input, int64_t count, DType dtype) const;
   void run(const DynMap& dyn_map, double* seconds);  // execute; seconds as in kernel_times
-  std::string input_desc(NodeId id) const;
 
   CpuOptions options_;
   Graph graph_;

@@ -11,12 +11,6 @@
 
 namespace luminal {
 
-int64_t HostBuffer::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 namespace {
 
 // A view with every expression evaluated.
@@ -241,16 +235,6 @@ int64_t binary_i(OpKind op, int64_t a, int64_t b, DType dtype) {
 
 }  // namespace
 
-std::string TuningChoice::to_string() const {
-  if (params.empty()) return "default";
-  std::string out;
-  for (const auto& [name, value] : params) {
-    if (!out.empty()) out += " ";
-    out += "(" + name + " " + std::to_string(value) + ")";
-  }
-  return out;
-}
-
 void NativeRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   if (!choice.params.empty()) {
     throw CompileError("native runtime has no tuning parameters, got " + choice.to_string());
@@ -266,28 +250,8 @@ void NativeRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   compiled_ = true;
 }
 
-std::string NativeRuntime::input_desc(NodeId id) const {
-  const Node& n = graph_.node(id);
-  return "input '" + n.name + "' of shape " + dims_to_string(n.shape) + " and dtype " +
-         dtype_name(n.dtype);
-}
-
 void NativeRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
-  if (!compiled_) throw ShapeError("set_data: the runtime has no compiled graph");
-  if (input < 0 || static_cast<size_t>(input) >= graph_.size() ||
-      graph_.node(input).op != OpKind::Input) {
-    throw ShapeError("set_data: node %" + std::to_string(input) + " is not an input");
-  }
-  const Node& n = graph_.node(input);
-  if (dtype != n.dtype) {
-    throw DTypeError("set_data: " + input_desc(input) + " got data of dtype " +
-                     dtype_name(dtype));
-  }
-  Expr numel = product(n.shape);
-  if (auto expected = numel.try_const(); expected && *expected != count) {
-    throw ShapeError("set_data: " + input_desc(input) + " needs " + std::to_string(*expected) +
-                     " elements, got " + std::to_string(count));
-  }
+  check_set_data(graph_, compiled_, input, count, dtype);
   HostBuffer b;
   b.dtype = dtype;
   b.shape = {count};
@@ -308,10 +272,12 @@ void NativeRuntime::check_ready(const DynMap& dyn_map) const {
     const Node& n = graph_.node(id);
     if (n.op != OpKind::Input) continue;
     auto it = inputs_.find(id);
-    if (it == inputs_.end()) throw ShapeError("execute: no data set for " + input_desc(id));
+    if (it == inputs_.end()) {
+      throw ShapeError("execute: no data set for " + input_desc(graph_, id));
+    }
     int64_t expected = product(n.shape).eval(dyn_map);
     if (it->second.numel() != expected) {
-      throw ShapeError("execute: " + input_desc(id) + " needs " + std::to_string(expected) +
+      throw ShapeError("execute: " + input_desc(graph_, id) + " needs " + std::to_string(expected) +
                        " elements with the current dims, but its data has " +
                        std::to_string(it->second.numel()));
     }
@@ -456,12 +422,7 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
 }
 
 const HostBuffer& NativeRuntime::get(NodeId output) const {
-  auto it = outputs_.find(output);
-  if (it == outputs_.end()) {
-    throw ShapeError("get: output %" + std::to_string(output) +
-                     " has no value; call execute first");
-  }
-  return it->second;
+  return output_value(outputs_, output);
 }
 
 }  // namespace luminal

@@ -24,7 +24,6 @@ class NativeRuntime : public Runtime {
 
  private:
   void check_ready(const DynMap& dyn_map) const;
-  std::string input_desc(NodeId id) const;
   Graph graph_;
   bool compiled_ = false;
   std::vector<NodeId> order_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,5 +60,15 @@ class Runtime {
     return {};
   }
 };
+
+// Shared by the runtimes' set_data / execute / get, so every runtime words its errors alike.
+// "input 'x' of shape (2, 3) and dtype f32"
+std::string input_desc(const Graph& graph, NodeId id);
+// set_data's checks: a compiled graph, an Input node, its dtype, and its element count where
+// the shape is known. Throws ShapeError / DTypeError.
+void check_set_data(const Graph& graph, bool compiled, NodeId input, int64_t count,
+                    DType dtype);
+// The value of Output `output` in a runtime's outputs; ShapeError before execute.
+const HostBuffer& output_value(const std::map<NodeId, HostBuffer>& outputs, NodeId output);
 
 }  // namespace luminal

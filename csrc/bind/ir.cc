@@ -22,6 +22,7 @@ void init_ir(nb::module_& m) {
       .value("Bool", DType::Bool);
   m.def("dtype_name", &dtype_name);
   m.def("dtype_size", &dtype_size);
+  m.def("schedule_to_string", &schedule_to_string, "schedule"_a);
 
   nb::enum_<OpKind> ops(m, "OpKind");
 #define LUMINAL_OP(name, arity) ops.value(#name, OpKind::name);

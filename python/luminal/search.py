@@ -219,6 +219,11 @@ class _Progress:
             sys.stderr.flush()
 
 
+def _schedule_words(schedule) -> str:
+    """A schedule for people: "tile_m=4 tile_n=16"."""
+    return " ".join(f"{name}={value}" for name, value in schedule)
+
+
 def _label(program, choice) -> str:
     """What sets a candidate apart: the schedules its runtime's rules attached (how many nodes
     carry each) and the runtime's program-wide tuning choice."""
@@ -226,7 +231,7 @@ def _label(program, choice) -> str:
     for node in program.graph.topo_order():
         sched = program.graph.node_schedule(node)
         if sched:
-            text = " ".join(f"{name}={value}" for name, value in sched)
+            text = _schedule_words(sched)
             counts[text] = counts.get(text, 0) + 1
     parts = [f"{n}x {text}" if n > 1 else text for text, n in sorted(counts.items())]
     if choice.params:
@@ -237,7 +242,7 @@ def _label(program, choice) -> str:
 def _kernel_desc(graph, node) -> str:
     """What a kernel computes: its root node's op, shape and schedule."""
     shape = "(" + ", ".join(str(d) for d in graph.node_shape(node)) + ")"
-    sched = " ".join(f"{n}={v}" for n, v in graph.node_schedule(node))
+    sched = _schedule_words(graph.node_schedule(node))
     return f"{graph.node_op(node).name} {shape} {sched}".rstrip()
 
 
@@ -256,7 +261,8 @@ def _combine(programs: list, kernel_times: list) -> dict:
             cls = node_class[root] if 0 <= root < len(node_class) else -1
             if cls < 0:
                 continue
-            text = " ".join(f"({n} {v})" for n, v in graph.node_schedule(root))
+            # The core's own spelling: extract_choosing matches schedules by this text.
+            text = _core.schedule_to_string(graph.node_schedule(root))
             best = seen.setdefault(cls, {})
             best[text] = min(seconds, best.get(text, seconds))
     return {cls: min(opts, key=lambda t: (opts[t], t))

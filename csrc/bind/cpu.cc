@@ -72,6 +72,7 @@ void init_cpu(nb::module_& m) {
       .def_prop_ro("threads", [](const CpuRuntime& rt) { return rt.options().threads; })
       .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });
   m.def("cpu_compile_flags", &cpu_compile_flags);
+  m.def("cpu_render", &cpu_render, "graph"_a, "choice"_a = TuningChoice{});
 }
 
 }  // namespace luminal

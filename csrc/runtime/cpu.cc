@@ -70,13 +70,24 @@ CpuRuntime::CpuRuntime(CpuOptions options) : options_(std::move(options)) {
 
 CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
 
-void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
+namespace {
+// The program CpuRuntime runs for `graph` under `choice`, its schedules checked.
+Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
   LowerOptions lo = lower_options(choice);
   for (NodeId id : graph.topo_order()) {
     const Node& n = graph.node(id);
     if (!n.schedule.empty()) check_schedule(n.schedule, "node %" + std::to_string(id));
   }
-  Program program = lower_graph(graph, lo);
+  return lower_graph(graph, lo);
+}
+}  // namespace
+
+std::string cpu_render(const Graph& graph, const TuningChoice& choice) {
+  return CRenderer().render_split(lower_for_cpu(graph, choice)).text();
+}
+
+void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
+  Program program = lower_for_cpu(graph, choice);
   CSplitProgram units = CRenderer().render_split(program);
   LoadedProgram loaded = load_program(units, options_);
   std::string source = units.text();

@@ -14,6 +14,10 @@
 
 namespace luminal {
 
+// The C that CpuRuntime would compile for `graph` under `choice`: every unit of the split
+// program (CSplitProgram::text), rendered without compiling (codegen checks and diffs).
+std::string cpu_render(const Graph& graph, const TuningChoice& choice);
+
 class CpuRuntime : public Runtime {
  public:
   explicit CpuRuntime(CpuOptions options);

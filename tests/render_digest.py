@@ -6,6 +6,11 @@ the space does not depend on timing) and, for CUDA, under each program-wide choi
 
     python tests/render_digest.py --out /tmp/before.json
     python tests/render_digest.py --out /tmp/after.json --compare /tmp/before.json
+    python tests/render_digest.py --out /tmp/after.json --compare /tmp/before.json --sets
+
+``--sets`` compares, per row, runtime (c, cuda arch) and program-wide choice, the sorted list of
+digests over the programs: the same renders in another order count as equal (a change of the
+cost model that only reorders the extracted programs).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import hashlib
 import importlib
 import json
 import os
+import re
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,7 +34,8 @@ from harness import _inputs, _make_input, _symbolic_dims  # noqa: E402
 CUDA_CHOICES = [{}, {"cuda_reduce": 1}, {"cuda_reduce": 2}, {"cuda_reduce": 3},
                 {"cuda_matmul": 1}, {"cuda_matmul": 2}, {"cuda_vector": 1}, {"cuda_block": 64}]
 PROGRAMS = 6  # programs extracted per search space
-CPU_RULES = lm.CpuRuntime().rewrite_rules()
+CPU_RUNTIME = lm.CpuRuntime()._rt  # its rules and its KernelCost shape the CPU spaces
+CPU_RULES = CPU_RUNTIME.rewrite_rules()
 
 
 def tables():
@@ -67,9 +74,9 @@ def limits():
     return lim
 
 
-def programs(cx, rules):
+def programs(cx, rules, runtime=None):
     dims = {s: int(cx.dyn_map.get(s, 16)) for s in cx._g.symbols()}
-    space = _core.SearchSpace(cx._g, rules, limits())
+    space = _core.SearchSpace(cx._g, rules, limits(), runtime)
     return [_core.identity_program(cx._g)] + list(space.extract(PROGRAMS, dims))
 
 
@@ -84,7 +91,7 @@ def render_all(cx, key, out):
         except lm.LuminalError as e:
             out[f"{key} {name}"] = f"error {type(e).__name__}: {e}"[:200]
 
-    for k, p in enumerate(programs(cx, CPU_RULES)):
+    for k, p in enumerate(programs(cx, CPU_RULES, CPU_RUNTIME)):
         put(f"c p{k}", lambda: _core.cpu_render(p.graph, _core.TuningChoice()))
     for arch in ("sm_90", "sm_80"):
         for k, p in enumerate(programs(cx, lm.cuda.rewrite_rules(arch))):
@@ -95,10 +102,44 @@ def render_all(cx, key, out):
                                               _core.TuningChoice()))
 
 
+# "<row> c p3" and "<row> cuda sm_90 p3 <choice>": the program index is the p<k>.
+KEY = re.compile(r"^(?P<row>.*) (?P<runtime>c|cuda sm_\d+) p\d+(?P<choice> \S+)?$")
+
+
+def by_set(digests: dict) -> dict:
+    """{row, runtime and choice: sorted digests over the programs}; other keys as they are."""
+    out = {}
+    for key, value in digests.items():
+        m = KEY.match(key)
+        group = f"{m['row']} {m['runtime']}{m['choice'] or ''}" if m else key
+        out.setdefault(group, []).append(value)
+    return {group: sorted(values) for group, values in out.items()}
+
+
+def compare(old: dict, new: dict, sets: bool) -> int:
+    differ = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    for k in differ[:40]:
+        print(f"differs: {k}: {old.get(k)} -> {new.get(k)}")
+    print(f"{len(new)} digests, {len(differ)} differ")
+    if not sets:
+        return len(differ)
+    kinds = sorted({KEY.match(k)["runtime"] if KEY.match(k) else "other" for k in differ})
+    print(f"differing keys by runtime: {', '.join(kinds) or 'none'}")
+    old_sets, new_sets = by_set(old), by_set(new)
+    set_differ = sorted(g for g in set(old_sets) | set(new_sets)
+                        if old_sets.get(g) != new_sets.get(g))
+    for g in set_differ[:40]:
+        print(f"set differs: {g}")
+    print(f"{len(new_sets)} sets, {len(set_differ)} differ")
+    return len(set_differ)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--compare")
+    ap.add_argument("--sets", action="store_true",
+                    help="with --compare: equal when only the order of the programs changed")
     ap.add_argument("--only", help="substring of the table name")
     args = ap.parse_args()
     out = {}
@@ -120,11 +161,7 @@ def main():
     if args.compare:
         with open(args.compare) as f:
             old = json.load(f)
-        differ = sorted(k for k in set(old) | set(out) if old.get(k) != out.get(k))
-        for k in differ[:40]:
-            print(f"differs: {k}: {old.get(k)} -> {out.get(k)}")
-        print(f"{len(out)} digests, {len(differ)} differ")
-        sys.exit(1 if differ else 0)
+        sys.exit(1 if compare(old, out, args.sets) else 0)
     print(f"{len(out)} digests")
 
 

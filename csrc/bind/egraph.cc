@@ -1,6 +1,6 @@
-// Bindings of the e-graph and search space (csrc/egraph). Programs own their Graph; a
-// Program's `graph` is a reference kept alive by the Program. Saturation and extraction
-// release the GIL.
+// Bindings of the e-graph and search space (csrc/egraph). Candidates own their Graph; a
+// Candidate's `graph` is a reference kept alive by the Candidate. A SearchSpace shares its
+// runtime's KernelCost, not the runtime. Saturation and extraction release the GIL.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
@@ -9,6 +9,7 @@
 
 #include "egraph/program_text.h"
 #include "egraph/search_space.h"
+#include "runtime/runtime.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -78,21 +79,24 @@ void init_egraph(nb::module_& m) {
       .def_prop_ro("num_classes", &EGraph::num_classes)
       .def("__str__", &EGraph::to_string);
 
-  nb::class_<Program>(m, "Program")
-      .def_ro("graph", &Program::graph)
-      .def_ro("inputs", &Program::inputs)
-      .def_ro("outputs", &Program::outputs)
-      .def_ro("cost", &Program::cost)
-      .def_ro("node_class", &Program::node_class)
-      .def("text", [](const Program& p) { return program_text(p); });
+  nb::class_<Candidate>(m, "Candidate")
+      .def_ro("graph", &Candidate::graph)
+      .def_ro("inputs", &Candidate::inputs)
+      .def_ro("outputs", &Candidate::outputs)
+      .def_ro("cost", &Candidate::cost)
+      .def_ro("node_class", &Candidate::node_class)
+      .def("text", [](const Candidate& c) { return program_text(c); });
   m.def("identity_program", &identity_program, "graph"_a);
   m.def("parse_program", &parse_program, "text"_a, "graph"_a);
   m.def("parse_expr", &parse_expr, "text"_a);
   m.def("graph_work", &graph_work, "graph"_a, "dims"_a);
 
   nb::class_<SearchSpace>(m, "SearchSpace")
-      .def(nb::init<const Graph&, const std::string&, const RunnerLimits&>(), "graph"_a,
-           "runtime_rules"_a, "limits"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("__init__", [](SearchSpace* space, const Graph& graph, const std::string& rules,
+                          const RunnerLimits& limits, const Runtime* runtime) {
+        new (space) SearchSpace(graph, rules, limits, runtime ? runtime->kernel_cost() : nullptr);
+      }, "graph"_a, "runtime_rules"_a, "limits"_a, "runtime"_a.none() = nb::none(),
+           nb::call_guard<nb::gil_scoped_release>())
       .def("extract", &SearchSpace::extract, "k"_a, "dims"_a,
            nb::call_guard<nb::gil_scoped_release>())
       .def("schedules", &SearchSpace::schedules)

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "codegen/c_schedule.h"
 #include "core/hash.h"
 
 namespace luminal {
@@ -59,8 +60,7 @@ int CRenderer::reduce_lanes(const Kernel& kernel) const {
   if (red.dtype != DType::F32) return 1;
   auto extent = kernel.reduce[0].extent.try_const();
   if (extent && *extent < 32) return 1;
-  int width = kernel.schedule.vector_width;
-  return width > 0 ? width : 8;
+  return static_cast<int>(cpu_schedule(kernel).vector_width);
 }
 
 void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {

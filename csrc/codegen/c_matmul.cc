@@ -8,27 +8,29 @@
 #include <tuple>
 
 #include "codegen/c.h"
+#include "codegen/c_schedule.h"
 
 namespace luminal {
 
 namespace {
 
+// The kernel's CpuSchedule (c_schedule.h) in the micro-kernel's terms.
 struct Tiles {
-  int64_t mr = 6;   // rows of the register block
-  int64_t nr = 16;  // columns of the register block
-  int64_t vw = 8;   // floats per vector
-  int64_t kc = 256; // depth of a packed k block
-  int64_t nc = 256; // columns of a packed n block (a multiple of nr)
+  int64_t mr = 0;  // rows of the register block
+  int64_t nr = 0;  // columns of the register block
+  int64_t vw = 0;  // floats per vector
+  int64_t kc = 0;  // depth of a packed k block
+  int64_t nc = 0;  // columns of a packed n block (a multiple of nr)
 };
 
 Tiles tiles_of(const Kernel& k) {
+  CpuSchedule s = cpu_schedule(k);
   Tiles t;
-  const Schedule& s = k.schedule;
-  if (s.vector_width > 0) t.vw = s.vector_width;
-  if (s.tile_m > 0) t.mr = s.tile_m;
-  if (s.tile_n > 0) t.nr = s.tile_n;
+  t.vw = s.vector_width;
+  t.mr = s.tile_m;
+  t.nr = s.tile_n;
   if (t.nr % t.vw != 0) t.nr = t.vw * 2;
-  if (s.tile_k > 0) t.kc = s.tile_k;
+  t.kc = s.tile_k;
   t.nc = (256 + t.nr - 1) / t.nr * t.nr;
   return t;
 }

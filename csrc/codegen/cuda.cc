@@ -184,7 +184,7 @@ std::string CudaRenderer::kernel_signature(const Program& program, const Kernel&
 }
 
 CudaSchedule CudaRenderer::schedule_of(const Kernel& kernel) const {
-  return schedule_.with(kernel.schedule.params).under(fixed_);
+  return schedule_.with(kernel.schedule).under(fixed_);
 }
 
 int CudaRenderer::block(const Kernel& kernel) const {

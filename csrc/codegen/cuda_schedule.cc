@@ -1,6 +1,7 @@
-// CudaSchedule: reading the CUDA renderer's "cuda_*" schedule params (a node's, from the
-// runtime's rules, or a program-wide tuning choice), layering them, and checking them. What
-// each choice renders lives in cuda.cc and cuda_matmul.cc.
+// CudaSchedule, the CUDA renderer's typed view of a ScheduleParams (as CpuSchedule is the C
+// renderer's, codegen/c_schedule.h): reading its "cuda_*" params (a node's, from the runtime's
+// rules, or a program-wide tuning choice), layering them, and checking them. What each choice
+// renders lives in cuda.cc and cuda_matmul.cc.
 #include <string>
 
 #include "codegen/cuda.h"
@@ -20,6 +21,12 @@ constexpr Param kParams[] = {
     {"cuda_matmul", &CudaSchedule::matmul, 3},
     {"cuda_vector", &CudaSchedule::vector, 2},
 };
+
+std::string known_names() {
+  std::string out;
+  for (const Param& p : kParams) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
 }  // namespace
 
 CudaSchedule CudaSchedule::with(const ScheduleParams& params) const {
@@ -48,7 +55,7 @@ void check_cuda_schedule(const ScheduleParams& params, const std::string& where)
     }
     if (!known) {
       throw CompileError("CUDA: unknown schedule parameter '" + name + "' in " + where +
-                         " (known: cuda_block, cuda_reduce, cuda_matmul, cuda_vector)");
+                         " (known: " + known_names() + ")");
     }
     bool block_ok = value == 0 || (value >= 32 && value <= 1024 && value % 32 == 0);
     bool ok = known->field == &CudaSchedule::block ? block_ok : value >= 0 && value <= known->max;

@@ -61,9 +61,9 @@ std::vector<EEdge> add_graph(EGraph& g, const Graph& graph) {
   return roots;
 }
 
-Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge>& roots,
-                   const Graph& original) {
-  Program p;
+Candidate to_candidate(const EGraph& g, const Extracted& ex, const std::vector<EEdge>& roots,
+                       const Graph& original) {
+  Candidate p;
   p.cost = ex.cost;
   for (NodeId id : original.inputs()) {
     const Node& n = original.node(id);
@@ -119,8 +119,8 @@ Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge
   return p;
 }
 
-Program identity_program(const Graph& original) {
-  Program p;
+Candidate identity_program(const Graph& original) {
+  Candidate p;
   p.graph = original;
   p.inputs = original.inputs();
   p.outputs = original.outputs();

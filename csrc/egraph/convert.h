@@ -1,7 +1,7 @@
 // Between the HLIR and the e-graph: seeding an e-graph with a Graph (each node an e-node,
-// each Output a root edge), and turning an extracted program back into a new luminal::Graph
-// with the same Input nodes (created first, in the original's input order) and the same
-// Output order, so that runtimes compile it unchanged.
+// each Output a root edge), and turning an extracted program back into a Candidate: a new
+// luminal::Graph with the same Input nodes (created first, in the original's input order) and
+// the same Output order, so that runtimes compile it unchanged.
 #pragma once
 
 #include <vector>
@@ -10,8 +10,9 @@
 
 namespace luminal::egraph {
 
-// A runnable program and how it lines up with the graph the user built.
-struct Program {
+// One program the search may run, as an HLIR graph, and how it lines up with the graph the
+// user built. Not luminal::Program (kernel/kernel.h), the LLIR that a runtime lowers it to.
+struct Candidate {
   Graph graph;
   std::vector<NodeId> inputs;   // graph's Input ids, by the original's input position
   std::vector<NodeId> outputs;  // graph's Output ids, in the original's output order
@@ -24,11 +25,11 @@ struct Program {
 // Adds `graph` to `g`; returns one root edge per output of graph, in order.
 std::vector<EEdge> add_graph(EGraph& g, const Graph& graph);
 
-// The extracted program `ex` for `roots` as a Graph; `original` gives the inputs.
-Program to_program(const EGraph& g, const Extracted& ex, const std::vector<EEdge>& roots,
-                   const Graph& original);
+// The extracted program `ex` for `roots` as a Candidate; `original` gives the inputs.
+Candidate to_candidate(const EGraph& g, const Extracted& ex, const std::vector<EEdge>& roots,
+                       const Graph& original);
 
-// The original graph itself as a Program (no rewrites).
-Program identity_program(const Graph& original);
+// The original graph itself as a Candidate (no rewrites).
+Candidate identity_program(const Graph& original);
 
 }  // namespace luminal::egraph

@@ -1,11 +1,10 @@
 // CostModel::node_cost: per-op weights (transcendentals cost more than adds) times elements,
 // plus reads priced by their view: contiguous 1, strided 1.5, padded 2, a broadcast scalar 0.1.
-// An f32 matmul is priced in cycles of a register-blocked micro-kernel on a machine with two
-// FMA and two load ports, 4-cycle FMA latency and 16 vector registers (see matmul_cost).
+// An f32 matmul is priced by the runtime's KernelCost where one is given (the CPU's: a
+// register-blocking estimate, codegen/c_schedule.cc).
 #include "egraph/cost.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "egraph/matmul_shape.h"
 
@@ -38,33 +37,17 @@ double op_weight(OpKind op) {
 }
 }  // namespace
 
-namespace {
-int64_t param(const ScheduleParams& s, const char* name, int64_t fallback) {
-  for (const auto& [k, v] : s) {
-    if (k == name && v > 0) return v;
-  }
-  return fallback;
-}
-}  // namespace
-
-// Per k step a tile_m x tile_n block issues tile_m * tile_n / w FMAs and tile_n / w + tile_m
-// loads; it takes max(FMAs / 2, loads / 2, 4) cycles (two ports each; each accumulator waits
-// out the FMA latency), half again when the block needs more than 16 registers. Edge blocks
-// cost a whole block. Unscheduled matmuls use the C renderer's default tile (6 x 16, w = 8).
+// A matmul under the runtime's KernelCost, or -1 (no KernelCost, or not a matmul).
 double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
+  if (!kernel_cost) return -1;
   auto shape = matmul_shape(g, n);
   if (!shape) return -1;
-  const ScheduleParams& s = g.attr(n.attr).node.schedule;
-  double w = static_cast<double>(param(s, "vector_width", 8));
-  double tm = static_cast<double>(param(s, "tile_m", 6));
-  double tn = static_cast<double>(param(s, "tile_n", 16));
-  double vecs = std::max(1.0, tn / w);
-  double fmas = tm * vecs;
-  double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
-  if (fmas + vecs + 1 > 16) cycles *= 1.5;
-  double blocks = size(shape->batch) * std::ceil(size(shape->m) / tm) *
-                  std::ceil(size(shape->n) / tn);
-  return launch + blocks * size(shape->k) * cycles;
+  MatmulSize sized;
+  sized.batch = size(shape->batch);
+  sized.m = size(shape->m);
+  sized.n = size(shape->n);
+  sized.k = size(shape->k);
+  return launch + kernel_cost->matmul(sized, g.attr(n.attr).node.schedule);
 }
 
 double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
@@ -74,9 +57,7 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   // Recomputing a node in each reader (inline 1) saves a store and a load per reader but
   // repeats the work; the model cannot count readers, so either fixed choice is priced a shade
   // above the lowering's default (the model's pick keeps the default) and timing decides.
-  for (const auto& [name, value] : s) {
-    if (name == "inline") base *= 1.01;
-  }
+  if (schedule_param(s, kInlineParam)) base *= 1.01;
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);
   if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;

@@ -1,20 +1,41 @@
 // The cost model that ranks programs before any timing: a fixed launch cost per materialized
 // e-node plus work proportional to the elements it reads and writes, with strided, padded and
 // broadcast reads priced differently. Sizes are evaluated with representative symbol values.
-// A matmul (egraph/matmul_shape.h) is priced by a register-blocking model of its tile schedule
-// instead: an estimate that ranks tilings, which the search then times.
+// A matmul (egraph/matmul_shape.h) is priced by the runtime's KernelCost when it has one (an
+// estimate of its kernel under the node's schedule, which ranks tilings the search then
+// times). The model knows no runtime: a runtime hands its KernelCost in (Runtime::kernel_cost).
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 
 #include "egraph/egraph.h"
 
 namespace luminal::egraph {
 
+// A matmul's extents with the model's symbol values in place: out[batch, m, n] = sum over k.
+struct MatmulSize {
+  double batch = 1;
+  double m = 1;
+  double n = 1;
+  double k = 1;
+};
+
+// A runtime's prices for the kernels whose cost depends on its schedule parameters, in the
+// model's units (about an element's worth of work each), without the launch.
+struct KernelCost {
+  virtual ~KernelCost() = default;
+  // An f32 matmul of `size` built with the node's own `schedule` (ir/graph.h).
+  virtual double matmul(const MatmulSize& size, const ScheduleParams& schedule) const = 0;
+};
+
 struct CostModel {
   DynMap dims;           // a value for every symbol (missing ones count as kDefaultDim)
   double launch = 64.0;  // per materialized node: a kernel launch / a pass over memory
+  // The runtime's prices of its scheduled kernels; null: a matmul is priced as the reduction
+  // it is written as, like any other node.
+  std::shared_ptr<const KernelCost> kernel_cost;
 
   // Nodes carrying exactly this schedule cost a hundredth: extraction then uses it wherever
   // the e-graph offers it (how the search builds one program per runtime alternative).

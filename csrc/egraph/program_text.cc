@@ -34,8 +34,8 @@ std::string view_text(const ShapeTracker& v) {
 }
 }  // namespace
 
-std::string program_text(const Program& program) {
-  const Graph& graph = program.graph;
+std::string program_text(const Candidate& candidate) {
+  const Graph& graph = candidate.graph;
   std::unordered_map<NodeId, int> number;
   std::string out = "(program\n";
   auto emit = [&](NodeId id, const std::string& line) {
@@ -77,7 +77,7 @@ std::string program_text(const Program& program) {
     emit(id, line + ")");
   };
   // One line per output position, repeats included, so parse_program rebuilds the same list.
-  for (NodeId id : program.outputs) {
+  for (NodeId id : candidate.outputs) {
     const Edge& e = graph.node(id).inputs.at(0);
     visit(e.node);
     out += " (Output (e " + std::to_string(number.at(e.node)) + " " + view_text(e.view) + "))\n";
@@ -238,13 +238,13 @@ int int_of(const SExpr& e) {
 }
 }  // namespace
 
-Program parse_program(const std::string& text, const Graph& original) {
+Candidate parse_program(const std::string& text, const Graph& original) {
   std::vector<SExpr> top = read_sexprs(text, "program text");
   if (top.size() != 1 || !top[0].is_list || top[0].items.empty() ||
       top[0].items[0].atom != "program") {
     throw CompileError("program text: expected one (program ...)");
   }
-  Program p;
+  Candidate p;
   std::vector<NodeId> ids;
   auto edge = [&](const SExpr& e) {
     if (!e.is_list || e.items.size() != 7 || atom(e.items[0]) != "e") bad(e, "expected (e ...)");

@@ -1,6 +1,6 @@
-// Programs as text, for the search cache and for hashing. Nodes are numbered by a DFS from the
-// outputs (inputs first, by input position), so the text of a graph does not depend on its
-// node numbering or its input names: it is the graph's canonical form. Symbolic expressions
+// Candidates as program text, for the search cache and for hashing. Nodes are numbered by a
+// DFS from the outputs (inputs first, by input position), so the text of a graph does not
+// depend on its node numbering or its input names: it is the graph's canonical form. Symbolic expressions
 // are written in braces in Expr::to_string's Python syntax and parsed back by parse_expr.
 #pragma once
 
@@ -10,13 +10,13 @@
 
 namespace luminal::egraph {
 
-// The text of a program; program_text(identity_program(g)) is g's canonical form.
-std::string program_text(const Program& program);
+// The text of a candidate's graph; program_text(identity_program(g)) is g's canonical form.
+std::string program_text(const Candidate& candidate);
 
-// Rebuilds a program from program_text output, checking it against `original`: the same
+// Rebuilds a candidate from program_text output, checking it against `original`: the same
 // inputs (shape, dtype) and outputs (shape, dtype), in order. Throws CompileError when the
 // text is malformed or does not fit; the builders' ShapeError/DTypeError pass through.
-Program parse_program(const std::string& text, const Graph& original);
+Candidate parse_program(const std::string& text, const Graph& original);
 
 // Parses Expr::to_string's syntax: ints, symbols, + - * // %, min/max, < == !=, and, or.
 Expr parse_expr(const std::string& text);

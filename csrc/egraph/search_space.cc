@@ -2,21 +2,30 @@
 #include "egraph/search_space.h"
 
 #include <map>
+#include <utility>
 
 #include "core/errors.h"
 
 namespace luminal::egraph {
 
 SearchSpace::SearchSpace(const Graph& graph, const std::string& runtime_rules,
-                         const RunnerLimits& limits)
-    : graph_(graph), rules_(load_rules(runtime_rules, "runtime rules")) {
+                         const RunnerLimits& limits, std::shared_ptr<const KernelCost> kernel_cost)
+    : graph_(graph),
+      kernel_cost_(std::move(kernel_cost)),
+      rules_(load_rules(runtime_rules, "runtime rules")) {
   roots_ = add_graph(egraph_, graph_);
   report_ = run_rules(egraph_, rules_, limits);
 }
 
-std::vector<Program> SearchSpace::extract(size_t k, const DynMap& dims) const {
+CostModel SearchSpace::cost_model(const DynMap& dims) const {
   CostModel model;
   model.dims = dims;
+  model.kernel_cost = kernel_cost_;
+  return model;
+}
+
+std::vector<Candidate> SearchSpace::extract(size_t k, const DynMap& dims) const {
+  CostModel model = cost_model(dims);
   std::vector<Extracted> best = extract_best(egraph_, model, roots_, k);
   std::vector<Extracted> picked;
   auto take = [&](Extracted ex) {
@@ -35,8 +44,8 @@ std::vector<Program> SearchSpace::extract(size_t k, const DynMap& dims) const {
     take(std::move(one[0]));
   }
   for (size_t i = 1; i < best.size(); ++i) take(best[i]);
-  std::vector<Program> out;
-  for (const Extracted& ex : picked) out.push_back(to_program(egraph_, ex, roots_, graph_));
+  std::vector<Candidate> out;
+  for (const Extracted& ex : picked) out.push_back(to_candidate(egraph_, ex, roots_, graph_));
   return out;
 }
 
@@ -54,16 +63,15 @@ std::vector<ScheduleParams> SearchSpace::schedules() const {
   return out;
 }
 
-Program SearchSpace::extract_choosing(const std::map<Id, std::string>& choice,
-                                      const DynMap& dims) const {
-  CostModel model;
-  model.dims = dims;
+Candidate SearchSpace::extract_choosing(const std::map<Id, std::string>& choice,
+                                        const DynMap& dims) const {
+  CostModel model = cost_model(dims);
   CostModel choosing = model;
   for (const auto& [cls, text] : choice) choosing.prefer_in_class[egraph_.find(cls)] = text;
   std::vector<Extracted> one = extract_best(egraph_, choosing, roots_, 1);
   if (one.empty()) throw InternalError("extract_choosing: no program");
   one[0].cost = program_cost(egraph_, model, one[0]);
-  return to_program(egraph_, one[0], roots_, graph_);
+  return to_candidate(egraph_, one[0], roots_, graph_);
 }
 
 std::string all_rules_text(const std::string& runtime_rules) {

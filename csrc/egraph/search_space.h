@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,20 +15,22 @@ namespace luminal::egraph {
 
 class SearchSpace {
  public:
-  // Seeds and saturates. `runtime_rules` is Runtime::rewrite_rules() text ("" for none).
-  SearchSpace(const Graph& graph, const std::string& runtime_rules, const RunnerLimits& limits);
+  // Seeds and saturates. `runtime_rules` is Runtime::rewrite_rules() text ("" for none);
+  // `kernel_cost` is Runtime::kernel_cost() (null: the cost model's generic estimate).
+  SearchSpace(const Graph& graph, const std::string& runtime_rules, const RunnerLimits& limits,
+              std::shared_ptr<const KernelCost> kernel_cost = nullptr);
 
-  // Up to k distinct programs: the cost model's pick (symbols bound to `dims`); then, for each
-  // schedule the runtime's rules attached anywhere, the program that uses it wherever it can
-  // (the alternatives the model cannot be trusted to rank, left to timing); then the model's
-  // next best programs.
-  std::vector<Program> extract(size_t k, const DynMap& dims) const;
-  // The best program once each class in `choice` prefers the node whose schedule prints as
-  // the given text ("" = the unscheduled node): the search's combination of the fastest
-  // kernel alternatives it timed.
+  // Up to k distinct candidates: the cost model's pick (symbols bound to `dims`); then, for
+  // each schedule the runtime's rules attached anywhere, the candidate that uses it wherever it
+  // can (the alternatives the model cannot be trusted to rank, left to timing); then the
+  // model's next best candidates.
+  std::vector<Candidate> extract(size_t k, const DynMap& dims) const;
   // The distinct schedules the runtime's rules attached anywhere, sorted by their text.
   std::vector<ScheduleParams> schedules() const;
-  Program extract_choosing(const std::map<Id, std::string>& choice, const DynMap& dims) const;
+  // The best candidate once each class in `choice` prefers the node whose schedule prints as
+  // the given text ("" = the unscheduled node): the search's combination of the fastest
+  // kernel alternatives it timed.
+  Candidate extract_choosing(const std::map<Id, std::string>& choice, const DynMap& dims) const;
 
   const RunnerReport& report() const { return report_; }
   const EGraph& egraph() const { return egraph_; }
@@ -35,7 +38,10 @@ class SearchSpace {
   const Graph& graph() const { return graph_; }
 
  private:
+  CostModel cost_model(const DynMap& dims) const;
+
   Graph graph_;
+  std::shared_ptr<const KernelCost> kernel_cost_;
   std::vector<Rewrite> rules_;
   EGraph egraph_;
   std::vector<EEdge> roots_;

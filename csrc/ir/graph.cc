@@ -32,6 +32,13 @@ std::string schedule_to_string(const ScheduleParams& schedule) {
   return out;
 }
 
+std::optional<int64_t> schedule_param(const ScheduleParams& schedule, const std::string& name) {
+  for (const auto& [key, value] : schedule) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+
 void Graph::check_edge(const Edge& e, const char* what) const {
   if (e.node < 0 || static_cast<size_t>(e.node) >= nodes_.size()) {
     throw ShapeError(std::string(what) + ": node %" + std::to_string(e.node) +

@@ -25,10 +25,20 @@ using NodeId = int32_t;
 // strategy...). Parameter names belong to the runtime; values are small integers. A schedule
 // never changes a node's value: interpreters ignore it, and nodes that differ only in their
 // schedule are different nodes (so the search can tell them apart).
+// The one spelling of an untyped schedule: a node's (here), a program-wide tuning choice's
+// (runtime/runtime.h TuningChoice::params) and a kernel's (kernel/kernel.h Kernel::schedule).
+// A runtime reads it through its typed view, which names, checks and defaults its parameters:
+// CpuSchedule (codegen/c_schedule.h), CudaSchedule (codegen/cuda.h).
 using ScheduleParams = std::vector<std::pair<std::string, int64_t>>;
+
+// The one parameter the lowering itself reads, whatever the runtime (kernel/lower.cc):
+// "inline" 1 recomputes an elementwise node in each of its readers, 0 stores it once.
+inline constexpr char kInlineParam[] = "inline";
 
 // "(tile_m 4) (tile_n 16)"; "" when empty.
 std::string schedule_to_string(const ScheduleParams& schedule);
+// The value of the first entry of `schedule` named `name`, if any.
+std::optional<int64_t> schedule_param(const ScheduleParams& schedule, const std::string& name);
 
 // An input of a node: which node, read through which view.
 struct Edge {

@@ -75,20 +75,6 @@ struct Loop {
   Expr extent;
 };
 
-// Kernel-level tuning parameters. 0 means "renderer's default". Set by the default lowering
-// or by a TuningChoice (the names of TuningChoice params are the field names).
-struct Schedule {
-  int parallel_loop = 0;   // index into Kernel::loops of the loop split across threads
-  int vector_width = 0;    // elements per SIMD lane group of the innermost output loop
-  int64_t tile_m = 0;      // matmul: rows of the register block
-  int64_t tile_n = 0;      // matmul: columns of the register block (a multiple of vector_width)
-  int64_t tile_k = 0;      // matmul: depth of a k block (cache blocking)
-  std::vector<int> loop_order;  // permutation of output loops, outermost first; empty = as is
-  // The root node's schedule as written by a runtime's rule (ir/graph.h), including names the
-  // fields above do not know (a renderer's own choices, e.g. the CUDA reduction strategy).
-  ScheduleParams params;
-};
-
 // A matmul-shaped kernel: out[..., m, n] = sum_k a[...m, k] * b[...k, n], with a and b plain
 // loads (no mask, affine index) of one float dtype. Filled by lowering when the shape fits;
 // the renderer may then emit a register-blocked version instead of the generic loop nest.
@@ -111,7 +97,10 @@ struct Kernel {
   std::vector<Value> values;     // the body; the last value is stored
   BufferId out = -1;             // the buffer stored to, at `out_index`
   Expr out_index;                // over the output loop variables
-  Schedule schedule;
+  // The program-wide choice's params, then the root node's own (a later entry of a name
+  // overrides an earlier one): raw, as lowering found them; each renderer reads its typed view
+  // (codegen/c_schedule.h CpuSchedule, codegen/cuda.h CudaSchedule).
+  ScheduleParams schedule;
   MatmulInfo matmul;
 
   // Buffers read by this kernel, sorted, without `out`.

@@ -207,7 +207,8 @@ std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
 
 class Lowerer {
  public:
-  Lowerer(const Graph& graph, const LowerOptions& options) : g_(graph), options_(options) {}
+  Lowerer(const Graph& graph, const ScheduleParams& program_schedule)
+      : g_(graph), program_schedule_(program_schedule) {}
 
   Program run() {
     p_.dims = g_.symbols();
@@ -546,43 +547,32 @@ class Lowerer {
     std::vector<Expr> rs = row_major_strides(shape);
     k_.out_index = 0;
     for (size_t k = 0; k < idx.size(); ++k) k_.out_index = k_.out_index + idx[k] * rs[k];
-    k_.schedule.vector_width = options_.vector_width;
-    k_.schedule.tile_m = options_.tile_m;
-    k_.schedule.tile_n = options_.tile_n;
-    k_.schedule.tile_k = options_.tile_k;
     apply_schedule(n.schedule);
     detect_matmul();
     p_.kernels.push_back(std::move(k_));
   }
 
-  // Schedule parameter "inline" = 1: an elementwise node read by several kernels is
-  // recomputed in each instead of stored once (a fusion choice of the search); "inline" = 0
-  // stores it. Without the parameter, cheap nodes are recomputed (cheap_to_recompute).
+  // Schedule parameter kInlineParam = 1: an elementwise node read by several kernels is
+  // recomputed in each instead of stored once (a fusion choice of the search); = 0 stores it.
+  // Without the parameter, cheap nodes are recomputed (cheap_to_recompute).
   bool recomputed(NodeId id) const {
-    for (const auto& [name, value] : g_.node(id).schedule) {
-      if (name == "inline") return value == 1;
-    }
-    return cheap_to_recompute(id);
+    std::optional<int64_t> choice = schedule_param(g_.node(id).schedule, kInlineParam);
+    return choice ? *choice == 1 : cheap_to_recompute(id);
   }
 
   // Any other schedule parameter makes the node the root of its own kernel.
   static bool roots_kernel(const Node& n) {
     for (const auto& [name, value] : n.schedule) {
-      if (name != "inline") return true;
+      if (name != kInlineParam) return true;
     }
     return false;
   }
 
-  // A node's own schedule (from a runtime's rules) overrides the program-wide options.
-  void apply_schedule(const ScheduleParams& params) {
-    Schedule& s = k_.schedule;
-    s.params = params;
-    for (const auto& [name, value] : params) {
-      if (name == "vector_width") s.vector_width = static_cast<int>(value);
-      if (name == "tile_m") s.tile_m = value;
-      if (name == "tile_n") s.tile_n = value;
-      if (name == "tile_k") s.tile_k = value;
-    }
+  // The kernel's schedule: the program-wide one, then its root node's own (from a runtime's
+  // rules), so that a renderer reading the entries in order lets the node's override.
+  void apply_schedule(const ScheduleParams& own) {
+    k_.schedule = program_schedule_;
+    k_.schedule.insert(k_.schedule.end(), own.begin(), own.end());
   }
 
   // Marks a kernel of the form sum_k a[..m..k] * b[..k..n] (f32, plain loads) as a matmul.
@@ -630,7 +620,7 @@ class Lowerer {
   }
 
   const Graph& g_;
-  LowerOptions options_;
+  ScheduleParams program_schedule_;
   Program p_;
   std::map<std::string, Expr> rename_;
   std::vector<BufferId> buffer_of_;
@@ -641,8 +631,8 @@ class Lowerer {
 
 }  // namespace
 
-Program lower_graph(const Graph& graph, const LowerOptions& options) {
-  return Lowerer(graph, options).run();
+Program lower_graph(const Graph& graph, const ScheduleParams& program_schedule) {
+  return Lowerer(graph, program_schedule).run();
 }
 
 }  // namespace luminal

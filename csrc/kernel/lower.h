@@ -9,15 +9,10 @@
 
 namespace luminal {
 
-// Options of the lowering that a TuningChoice sets (see Schedule for their meaning).
-struct LowerOptions {
-  int64_t tile_m = 0;
-  int64_t tile_n = 0;
-  int64_t tile_k = 0;
-  int vector_width = 0;
-};
-
-Program lower_graph(const Graph& graph, const LowerOptions& options = {});
+// `program_schedule` is a program-wide tuning choice (TuningChoice::params): every kernel's
+// schedule is it, then its root node's own (Kernel::schedule). The lowering itself reads only
+// the nodes' kInlineParam (ir/graph.h); the rest is the renderer's.
+Program lower_graph(const Graph& graph, const ScheduleParams& program_schedule = {});
 
 // The symbol a dim of the graph is renamed to inside a program: "d<k>" for the k-th of
 // Program::dims.

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "codegen/c.h"
+#include "codegen/c_schedule.h"
 #include "core/errors.h"
 #include "kernel/lower.h"
 #include "runtime/runtime_rules.h"
@@ -14,51 +15,6 @@ namespace luminal {
 
 namespace {
 constexpr int64_t kArenaAlign = 64;
-
-// Checks a schedule (a node's, from the rules, or a program-wide TuningChoice) against the
-// parameters the C renderer knows; `where` names it in messages.
-void check_schedule(const ScheduleParams& params, const std::string& where) {
-  int64_t tile_m = 0;
-  int64_t tile_n = 0;
-  int64_t width = 8;
-  for (const auto& [name, value] : params) {
-    if (name != "tile_m" && name != "tile_n" && name != "tile_k" && name != "vector_width" &&
-        name != "inline") {
-      throw CompileError("cpu runtime: unknown schedule parameter '" + name + "' in " + where +
-                         " (known: tile_m, tile_n, tile_k, vector_width, inline)");
-    }
-    if (name == "inline" && value != 0 && value != 1) {
-      throw CompileError("cpu runtime: schedule parameter inline must be 0 or 1 in " + where);
-    }
-    if (value < 0 || value > 4096) {
-      throw CompileError("cpu runtime: schedule parameter " + name + " = " +
-                         std::to_string(value) + " is out of range in " + where);
-    }
-    if (name == "tile_m") tile_m = value;
-    if (name == "tile_n") tile_n = value;
-    if (name == "vector_width" && value > 0) width = value;
-  }
-  if (tile_m > 16) throw CompileError("cpu runtime: tile_m must be at most 16 in " + where);
-  if (width != 4 && width != 8 && width != 16) {
-    throw CompileError("cpu runtime: vector_width must be 4, 8 or 16 in " + where);
-  }
-  if (tile_n % width != 0 || tile_n > 64) {
-    throw CompileError("cpu runtime: tile_n must be a multiple of the vector width, at most 64, "
-                       "in " + where);
-  }
-}
-
-LowerOptions lower_options(const TuningChoice& choice) {
-  check_schedule(choice.params, choice.to_string());
-  LowerOptions o;
-  for (const auto& [name, value] : choice.params) {
-    if (name == "tile_m") o.tile_m = value;
-    if (name == "tile_n") o.tile_n = value;
-    if (name == "tile_k") o.tile_k = value;
-    if (name == "vector_width") o.vector_width = static_cast<int>(value);
-  }
-  return o;
-}
 }  // namespace
 
 CpuRuntime::CpuRuntime(CpuOptions options) : options_(std::move(options)) {
@@ -71,14 +27,15 @@ CpuRuntime::CpuRuntime(CpuOptions options) : options_(std::move(options)) {
 CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
 
 namespace {
-// The program CpuRuntime runs for `graph` under `choice`, its schedules checked.
+// The program CpuRuntime runs for `graph` under `choice`, its schedules checked
+// (codegen/c_schedule.h).
 Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
-  LowerOptions lo = lower_options(choice);
+  check_cpu_schedule(choice.params, choice.to_string());
   for (NodeId id : graph.topo_order()) {
     const Node& n = graph.node(id);
-    if (!n.schedule.empty()) check_schedule(n.schedule, "node %" + std::to_string(id));
+    if (!n.schedule.empty()) check_cpu_schedule(n.schedule, "node %" + std::to_string(id));
   }
-  return lower_graph(graph, lo);
+  return lower_graph(graph, choice.params);
 }
 }  // namespace
 
@@ -104,6 +61,10 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
 }
 
 std::string CpuRuntime::rewrite_rules() const { return runtime_rules("cpu.rules"); }
+
+std::shared_ptr<const egraph::KernelCost> CpuRuntime::kernel_cost() const {
+  return std::make_shared<CpuKernelCost>();
+}
 
 void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
   check_set_data(graph_, compiled_, input, count, dtype);

@@ -31,6 +31,8 @@ class CpuRuntime : public Runtime {
   // The kernel-level alternatives (matmul tilings) come as rules (rules/cpu.rules); the
   // program-wide tuning space is the default only.
   std::string rewrite_rules() const override;
+  // The register-blocking estimate of its matmul tilings (codegen/c_schedule.h CpuKernelCost).
+  std::shared_ptr<const egraph::KernelCost> kernel_cost() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   // Uses `data` in place until the next set_data of `input`; `owner` keeps it alive.
   void set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,

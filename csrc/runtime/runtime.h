@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,10 @@
 
 namespace luminal {
 
+namespace egraph {
+struct KernelCost;
+}  // namespace egraph
+
 // A dense row-major host tensor in a dtype's storage format (bf16/f16 as 16-bit words).
 struct HostBuffer {
   DType dtype = DType::F32;
@@ -23,10 +28,11 @@ struct HostBuffer {
   int64_t numel() const;
 };
 
-// One point of a runtime's kernel-level choices for a program (tile sizes, vector width, loop
-// order, ...): stable parameter names with small integer values. Empty = the runtime's default.
+// One point of a runtime's kernel-level choices for a whole program (tile sizes, vector
+// width, ...): a ScheduleParams (ir/graph.h) under every kernel's own, node schedule, read
+// through the runtime's typed view (CpuSchedule, CudaSchedule). Empty = the runtime's default.
 struct TuningChoice {
-  std::vector<std::pair<std::string, int64_t>> params;
+  ScheduleParams params;
 
   std::string to_string() const;  // "(tile_m 4) (tile_n 16)", or "default"
 };
@@ -45,6 +51,9 @@ class Runtime {
   }
   // Rewrite rules this runtime adds to the e-graph, in the rule language (csrc/egraph).
   virtual std::string rewrite_rules() const { return ""; }
+  // How the search's cost model prices the kernels this runtime's schedules build
+  // (egraph/cost.h); null: the model's generic estimate.
+  virtual std::shared_ptr<const egraph::KernelCost> kernel_cost() const { return nullptr; }
   // Copies `count` elements of `input`'s dtype from `data`.
   virtual void set_data(NodeId input, const void* data, int64_t count, DType dtype) = 0;
   virtual void execute(const DynMap& dyn_map) = 0;

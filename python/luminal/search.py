@@ -120,9 +120,9 @@ class SpaceSpec:
         self.core = None
         self.rules = None  # the runtime rules the core space was built with
 
-    def build(self, graph, rules: str):
+    def build(self, graph, rules: str, runtime=None):
         if self.core is None or self.rules != rules:
-            self.core = _core.SearchSpace(graph._g, rules, self.limits.core())
+            self.core = _core.SearchSpace(graph._g, rules, self.limits.core(), runtime)
             self.rules = rules
         return self.core
 
@@ -337,7 +337,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
                     print(report, file=sys.stderr)
                 return runtime
 
-    space = spec.build(cx, rules)
+    space = spec.build(cx, rules, core_rt)
     report.saturation = str(space.report)
     # With room to spare, one slot of the budget goes to the combination of the fastest
     # kernels (see _combine), when the runtime can time its kernels one by one.

@@ -1,0 +1,115 @@
+// CpuSchedule: the table of the C renderer's schedule parameters, and what reads it: the
+// layering, the check (CpuRuntime's messages) and the matmul estimate of a tile.
+#include "codegen/c_schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/errors.h"
+
+namespace luminal {
+
+namespace {
+struct Param {
+  const char* name;
+  int64_t CpuSchedule::*field;  // null: the lowering's own parameter, read from the node
+  int64_t fallback;             // the C renderer's default, for a field at 0
+};
+constexpr Param kParams[] = {
+    {"tile_m", &CpuSchedule::tile_m, 6},
+    {"tile_n", &CpuSchedule::tile_n, 16},
+    {"tile_k", &CpuSchedule::tile_k, 256},
+    {"vector_width", &CpuSchedule::vector_width, 8},
+    {kInlineParam, nullptr, 0},
+};
+constexpr int64_t kMaxValue = 4096;  // of any parameter
+constexpr int64_t kMaxTileM = 16;
+constexpr int64_t kMaxTileN = 64;
+
+const Param* find_param(const std::string& name) {
+  for (const Param& p : kParams) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
+std::string known_names() {
+  std::string out;
+  for (const Param& p : kParams) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
+}  // namespace
+
+CpuSchedule CpuSchedule::with(const ScheduleParams& params) const {
+  CpuSchedule s = *this;
+  for (const auto& [name, value] : params) {
+    const Param* p = find_param(name);
+    if (p && p->field) s.*p->field = value;
+  }
+  return s;
+}
+
+CpuSchedule CpuSchedule::or_defaults() const {
+  CpuSchedule s = *this;
+  for (const Param& p : kParams) {
+    if (p.field && s.*p.field <= 0) s.*p.field = p.fallback;
+  }
+  return s;
+}
+
+CpuSchedule cpu_schedule(const Kernel& kernel) {
+  return CpuSchedule{}.with(kernel.schedule).or_defaults();
+}
+
+void check_cpu_schedule(const ScheduleParams& params, const std::string& where) {
+  const std::string prefix = "cpu runtime: ";
+  for (const auto& [name, value] : params) {
+    const Param* known = find_param(name);
+    if (!known) {
+      throw CompileError(prefix + "unknown schedule parameter '" + name + "' in " + where +
+                         " (known: " + known_names() + ")");
+    }
+    if (!known->field && value != 0 && value != 1) {
+      throw CompileError(prefix + "schedule parameter " + name + " must be 0 or 1 in " + where);
+    }
+    if (value < 0 || value > kMaxValue) {
+      throw CompileError(prefix + "schedule parameter " + name + " = " + std::to_string(value) +
+                         " is out of range in " + where);
+    }
+  }
+  CpuSchedule s = CpuSchedule{}.with(params);
+  int64_t width = s.or_defaults().vector_width;
+  if (s.tile_m > kMaxTileM) {
+    throw CompileError(prefix + "tile_m must be at most " + std::to_string(kMaxTileM) + " in " +
+                       where);
+  }
+  if (width != 4 && width != 8 && width != 16) {
+    throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);
+  }
+  if (s.tile_n % width != 0 || s.tile_n > kMaxTileN) {
+    throw CompileError(prefix + "tile_n must be a multiple of the vector width, at most " +
+                       std::to_string(kMaxTileN) + ", in " + where);
+  }
+}
+
+// In cycles of the register-blocked micro-kernel (c_matmul.cc) on a machine with two FMA and
+// two load ports, 4-cycle FMA latency and 16 vector registers. Per k step a tile_m x tile_n
+// block issues tile_m * tile_n / w FMAs and tile_n / w + tile_m loads; it takes
+// max(FMAs / 2, loads / 2, 4) cycles (two ports each; each accumulator waits out the FMA
+// latency), half again when the block needs more than 16 registers. Edge blocks cost a whole
+// block. An unscheduled matmul has the default tile.
+double CpuKernelCost::matmul(const egraph::MatmulSize& size,
+                             const ScheduleParams& schedule) const {
+  CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults();
+  double w = static_cast<double>(tile.vector_width);
+  double tm = static_cast<double>(tile.tile_m);
+  double tn = static_cast<double>(tile.tile_n);
+  double vecs = std::max(1.0, tn / w);
+  double fmas = tm * vecs;
+  double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
+  if (fmas + vecs + 1 > 16) cycles *= 1.5;
+  double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
+  return blocks * size.k * cycles;
+}
+
+}  // namespace luminal

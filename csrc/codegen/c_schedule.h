@@ -1,0 +1,49 @@
+// CpuSchedule: the C renderer's schedule parameters (so CpuRuntime's) as one table: their
+// names, ranges and defaults, the check of a raw schedule, the layering of a kernel's, and the
+// register-blocking estimate of a matmul under a tile, which CpuRuntime hands the search as
+// its KernelCost. What a tile renders lives in c_matmul.cc, not here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "egraph/cost.h"
+#include "kernel/kernel.h"
+
+namespace luminal {
+
+// The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
+// renderer's: parameters "tile_m", "tile_n", "tile_k" and "vector_width" as fields, 0 for the
+// default. The lowering's own kInlineParam (ir/graph.h) is a CPU parameter too, checked here,
+// but no field: the lowering reads it from the node.
+struct CpuSchedule {
+  int64_t tile_m = 0;        // matmul: rows of the register block (default 6, at most 16)
+  int64_t tile_n = 0;        // matmul: columns of the register block, a multiple of
+                             // vector_width (default 16, at most 64)
+  int64_t tile_k = 0;        // matmul: depth of a packed k block, cache blocking (default 256)
+  int64_t vector_width = 0;  // floats per vector of matmul blocks and reduction lanes: 4, 8
+                             // (the default) or 16
+
+  // This schedule with the entries of `params` in place of its fields, in order (a later entry
+  // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
+  // unknown ones.
+  CpuSchedule with(const ScheduleParams& params) const;
+  // This schedule with every field at 0 (or below) set to the C renderer's default.
+  CpuSchedule or_defaults() const;
+};
+
+// What the C renderer builds `kernel` with: its schedule (the program-wide choice's params,
+// then its root node's; kernel/kernel.h) over the defaults. No field is 0.
+CpuSchedule cpu_schedule(const Kernel& kernel);
+
+// Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
+// the CPU does not know or a value out of its range.
+void check_cpu_schedule(const ScheduleParams& params, const std::string& where);
+
+// CpuRuntime's prices for the search's cost model (Runtime::kernel_cost).
+class CpuKernelCost final : public egraph::KernelCost {
+ public:
+  double matmul(const egraph::MatmulSize& size, const ScheduleParams& schedule) const override;
+};
+
+}  // namespace luminal

@@ -10,7 +10,7 @@
 
 #include "runtime/cuda.h"
 #include "runtime/cuda_arena.h"
-#include "runtime/cuda_launch.h"
+#include "codegen/cuda_launch.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "codegen/c_like.h"
-#include "runtime/cuda_launch.h"
+#include "codegen/cuda_launch.h"
 
 namespace luminal {
 

@@ -36,8 +36,8 @@ struct CudaSchedule {
 // other than cuda_block, cuda_reduce, cuda_matmul, cuda_vector or a value out of its range.
 void check_cuda_schedule(const ScheduleParams& params, const std::string& where);
 
-// A helper of the CUDA kernels.
-// "const int64_t iK = ...;" lines: the row-major unravel of flat `item` over `loops`.
+// A helper of the CUDA kernels: "const int64_t iK = ...;" lines, the row-major unravel of
+// flat `item` over `loops`.
 void emit_unravel(const std::vector<Loop>& loops, const std::string& item, CodeWriter& w);
 
 struct CudaSource {

@@ -61,6 +61,22 @@ def test_batched_matmuls_that_must_not_fold_rows(case):
     assert_close(rt.get(y), lhs_ref @ bd, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_a_matmul_is_matched_once_and_the_c_gemm_takes_f32(dtype):
+    # lowering marks both as matmuls (kernel/match.h); the C GEMM takes f32 operands only
+    cx = lm.Graph()
+    a, b = cx.tensor((8, 16), getattr(lm, dtype)), cx.tensor((16, 12), getattr(lm, dtype))
+    y = (a @ b).output()
+    ad = torch.randn(8, 16).to(getattr(torch, dtype))
+    bd = torch.randn(16, 12).to(getattr(torch, dtype))
+    rt = _run(cx, {a: ad, b: bd})
+    assert "(matmul m=i0 n=i1)" in rt._rt.program_text()
+    assert ("lm_mm_" in rt.source) == (dtype == "float32")
+    want = (ad.float() @ bd.float()).to(ad.dtype).float()
+    got = torch.from_numpy(np.asarray(rt.get(y))).float()
+    assert_close(got, want, rtol=1e-2, atol=1e-2)
+
+
 SPECIAL = torch.tensor([[-0.0, 0.0, float("nan"), -1.5, 2.5, float("inf"), -float("inf"), 3.0],
                         [1.0, -0.0, -2.0, float("nan"), 0.0, 7.0, -3.0, -0.0]])
 

@@ -1,5 +1,6 @@
 // Bindings of the CUDA runtime, the device-free codegen check, and the pure pieces its tests
-// check without a GPU (launch dimensions, arena layout, NVRTC facts). No logic lives here.
+// check without a GPU (launch dimensions, arena layout, NVRTC facts): .def lines and
+// conversions to Python tuples only.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
@@ -7,10 +8,9 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
-#include "kernel/lower.h"
 #include "runtime/cuda.h"
 #include "runtime/cuda_arena.h"
-#include "runtime/cuda_launch.h"
+#include "codegen/cuda_launch.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -38,15 +38,10 @@ std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, bool> launch_dims_py(
 // Per buffer: (role, offset, bytes, first kernel, last kernel), and the arena's total bytes.
 std::pair<std::vector<std::tuple<int, int64_t, int64_t, int, int>>, int64_t> arena_layout_py(
     const Graph& graph, const DynMap& dyn_map) {
-  Program p = lower_graph(graph);
-  Liveness live = buffer_liveness(p);
-  DynMap dims;
-  for (size_t k = 0; k < p.dims.size(); ++k) dims[CLikeRenderer::dim_name(k)] = dyn_map.at(p.dims[k]);
-  cuda::ArenaLayout a = cuda::arena_layout(p, live, dims);
+  cuda::GraphArena a = cuda::graph_arena_layout(graph, dyn_map);
   std::vector<std::tuple<int, int64_t, int64_t, int, int>> rows;
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    rows.emplace_back(static_cast<int>(p.buffers[b].role), a.offsets[b], a.bytes[b],
-                      live.first[b], live.last[b]);
+  for (const cuda::ArenaRow& r : a.rows) {
+    rows.emplace_back(static_cast<int>(r.role), r.offset, r.bytes, r.first, r.last);
   }
   return {rows, a.total};
 }

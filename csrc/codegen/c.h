@@ -20,10 +20,11 @@ struct CUnit {
   std::string source;  // a whole translation unit
 };
 
-// A program split for separate compilation. A kernel unit holds the prelude and one kernel,
-// whose buffers are renumbered from 0 (its output, then its reads) so that its text, and so
-// its name, depends only on the kernel itself: the same kernel in two programs (or twice in
-// one) is one unit. The driver declares the kernels and defines lm_run, which calls them.
+// A program split for separate compilation. A kernel unit holds the prelude and one kernel in
+// its canonical form (kernel/canonical.h: buffers renumbered from 0, its output then its reads)
+// so that its text, and so its name, depends only on the kernel itself: the same kernel in two
+// programs (or twice in one) is one unit. The driver declares the kernels and defines lm_run,
+// which calls them.
 struct CSplitProgram {
   std::vector<CUnit> kernels;  // distinct, in the order of their first call
   CUnit driver;                // name "lm_run"

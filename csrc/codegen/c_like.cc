@@ -1,5 +1,6 @@
-// The shared part of every C-like renderer: helpers, scalar bodies, loads/stores with dtype
-// conversions, generic loop nests with an optional reduction loop. Text only.
+// The shared part of every C-like renderer: the op -> text table (literals, binary ops,
+// reductions), helpers, scalar bodies, loads/stores with dtype conversions, generic loop nests
+// with an optional reduction loop. Text only.
 #include "codegen/c_like.h"
 
 #include <cmath>
@@ -34,11 +35,7 @@ std::string CLikeRenderer::buffer_name(BufferId id) { return "b" + std::to_strin
 std::string CLikeRenderer::dim_name(size_t k) { return "d" + std::to_string(k); }
 std::string CLikeRenderer::value_name(ValueId id) { return "v" + std::to_string(id); }
 
-namespace {
-
-bool is_one(const Expr& e) { return e.try_const() == std::optional<int64_t>(1); }
-
-std::string float_literal(double v) {
+std::string CLikeRenderer::float_literal(double v) {
   if (std::isnan(v)) return "(0.0f / 0.0f)";
   if (std::isinf(v)) return v > 0 ? "(1.0f / 0.0f)" : "(-1.0f / 0.0f)";
   char buf[48];
@@ -48,28 +45,28 @@ std::string float_literal(double v) {
   return (v < 0 ? "(" + s + "f)" : s + "f");
 }
 
-std::string int_literal(int64_t v) {
+std::string CLikeRenderer::int_literal(int64_t v) {
   if (v == -2147483648LL) return "(-2147483647 - 1)";
   return v < 0 ? "(" + std::to_string(v) + ")" : std::to_string(v);
 }
 
-// Rounds a float computed in f32 to the precision of a 16-bit dtype.
-std::string round_to(DType dtype, const std::string& x) {
+std::string CLikeRenderer::zero_of(DType dtype) { return is_float(dtype) ? "0.0f" : "0"; }
+
+std::string CLikeRenderer::round_to(DType dtype, const std::string& x) {
   if (dtype == DType::F16) return "lm_f16_to_f32(lm_f32_to_f16(" + x + "))";
   if (dtype == DType::BF16) return "lm_bf16_to_f32(lm_f32_to_bf16(" + x + "))";
   return x;
 }
 
-std::string zero_of(DType dtype) { return is_float(dtype) ? "0.0f" : "0"; }
-
-std::string reduce_init(const Value& v) {
+std::string CLikeRenderer::reduce_init(const Value& v) const {
   if (v.op == OpKind::SumReduce) return zero_of(v.dtype);
   if (is_float(v.dtype)) return "(-1.0f / 0.0f)";
   if (v.dtype == DType::Bool) return "0";
   return "(-2147483647 - 1)";
 }
 
-std::string reduce_combine(const Value& v, const std::string& acc, const std::string& x) {
+std::string CLikeRenderer::reduce_combine(const Value& v, const std::string& acc,
+                                          const std::string& x) const {
   if (v.op == OpKind::SumReduce) {
     if (is_float(v.dtype)) return acc + " + " + x;
     return "(int32_t)((uint32_t)" + acc + " + (uint32_t)" + x + ")";
@@ -78,7 +75,22 @@ std::string reduce_combine(const Value& v, const std::string& acc, const std::st
   return x + " > " + acc + " ? " + x + " : " + acc;
 }
 
-}  // namespace
+std::string CLikeRenderer::binary_expr(const Value& v, const std::string& a,
+                                       const std::string& b) const {
+  if (v.op == OpKind::LessThan) return "(int32_t)(" + a + " < " + b + ")";
+  if (is_float(v.operand)) {
+    if (v.op == OpKind::Add) return round_to(v.dtype, a + " + " + b);
+    if (v.op == OpKind::Mul) return round_to(v.dtype, a + " * " + b);
+    return round_to(v.dtype, "fmodf(" + a + ", " + b + ")");
+  }
+  if (v.operand == DType::Bool) {
+    if (v.op == OpKind::Add) return a + " | " + b;
+    if (v.op == OpKind::Mul) return a + " & " + b;
+  }
+  if (v.op == OpKind::Add) return "(int32_t)((uint32_t)" + a + " + (uint32_t)" + b + ")";
+  if (v.op == OpKind::Mul) return "(int32_t)((uint32_t)" + a + " * (uint32_t)" + b + ")";
+  return "lm_imod(" + a + ", " + b + ")";
+}
 
 std::string CLikeRenderer::type_prelude() const {
   return "typedef long long int64_t;\n"
@@ -193,7 +205,10 @@ int CLikeRenderer::reduce_lanes(const Kernel& kernel) const {
 
 std::string CLikeRenderer::load_expr(DType dtype, const std::string& buffer,
                                      const std::string& index) const {
-  std::string raw = buffer + "[" + index + "]";
+  return to_compute(dtype, buffer + "[" + index + "]");
+}
+
+std::string CLikeRenderer::to_compute(DType dtype, const std::string& raw) const {
   switch (dtype) {
     case DType::F16: return "lm_f16_to_f32(" + raw + ")";
     case DType::BF16: return "lm_bf16_to_f32(" + raw + ")";
@@ -236,21 +251,8 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
     }
     case ValueKind::kUnary:
       return round_to(v.dtype, math_call(v.op, arg(0)));
-    case ValueKind::kBinary: {
-      if (v.op == OpKind::LessThan) return "(int32_t)(" + arg(0) + " < " + arg(1) + ")";
-      if (is_float(v.operand)) {
-        if (v.op == OpKind::Add) return round_to(v.dtype, arg(0) + " + " + arg(1));
-        if (v.op == OpKind::Mul) return round_to(v.dtype, arg(0) + " * " + arg(1));
-        return round_to(v.dtype, "fmodf(" + arg(0) + ", " + arg(1) + ")");
-      }
-      if (v.operand == DType::Bool) {
-        if (v.op == OpKind::Add) return arg(0) + " | " + arg(1);
-        if (v.op == OpKind::Mul) return arg(0) + " & " + arg(1);
-      }
-      if (v.op == OpKind::Add) return "(int32_t)((uint32_t)" + arg(0) + " + (uint32_t)" + arg(1) + ")";
-      if (v.op == OpKind::Mul) return "(int32_t)((uint32_t)" + arg(0) + " * (uint32_t)" + arg(1) + ")";
-      return "lm_imod(" + arg(0) + ", " + arg(1) + ")";
-    }
+    case ValueKind::kBinary:
+      return binary_expr(v, arg(0), arg(1));
     case ValueKind::kCast: {
       if (is_float(v.operand)) {
         if (is_float(v.dtype)) return round_to(v.dtype, arg(0));
@@ -275,14 +277,23 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
 
 void CLikeRenderer::emit_values(const Kernel& kernel, int begin, int end, CodeWriter& w) const {
   std::set<std::string> bound;
-  for (int i = begin; i < end; ++i) {
-    const Value& v = kernel.values[i];
-    for (const Bind& b : v.binds) {
-      if (!bound.insert(b.symbol).second) continue;
-      w.line("const int64_t " + b.symbol + " = (int64_t)" + value_name(b.value) + ";");
-    }
-    w.line(compute_type(v.dtype) + " " + value_name(i) + " = " + value_expr(kernel, i) + ";");
+  for (int i = begin; i < end; ++i) emit_value(kernel, i, bound, w);
+}
+
+void CLikeRenderer::emit_value(const Kernel& kernel, ValueId id, std::set<std::string>& bound,
+                               CodeWriter& w) const {
+  const Value& v = kernel.values[id];
+  for (const Bind& b : v.binds) {
+    if (!bound.insert(b.symbol).second) continue;
+    w.line("const int64_t " + b.symbol + " = (int64_t)" + value_name(b.value) + ";");
   }
+  w.line(compute_type(v.dtype) + " " + value_name(id) + " = " + value_expr(kernel, id) + ";");
+}
+
+std::string CLikeRenderer::store_statement(const Kernel& kernel) const {
+  ValueId last = static_cast<ValueId>(kernel.values.size()) - 1;
+  return buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
+         store_expr(kernel.values[last].dtype, value_name(last)) + ";";
 }
 
 void CLikeRenderer::emit_body(const Kernel& kernel, CodeWriter& w) const {
@@ -329,9 +340,7 @@ void CLikeRenderer::emit_body(const Kernel& kernel, CodeWriter& w) const {
     start = kernel.reduce_at + 1;
   }
   emit_values(kernel, start, n, w);
-  const Value& last = kernel.values[n - 1];
-  w.line(buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
-         store_expr(last.dtype, value_name(n - 1)) + ";");
+  w.line(store_statement(kernel));
 }
 
 std::vector<std::string> CLikeRenderer::kernel_params(const Program& program,

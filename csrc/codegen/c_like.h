@@ -4,6 +4,7 @@
 // kernel signature, how output loops map to threads, type names and math builtins.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,22 @@ class CLikeRenderer {
   // "restrict" in C, "__restrict__" in CUDA.
   virtual std::string restrict_keyword() const { return "restrict"; }
 
+  // ---- the op -> text table (C spellings; a backend overrides the entries it spells apart)
+  // A binary op (Add, Mul, Mod, LessThan) of `a` and `b`, computed as `v` says (float, int
+  // or bool operands; a half result rounded).
+  virtual std::string binary_expr(const Value& v, const std::string& a,
+                                  const std::string& b) const;
+  // The start value of reduction `v` (a kReduce or kCombine): 0, or the lowest of its dtype.
+  virtual std::string reduce_init(const Value& v) const;
+  // One step of reduction `v`: `acc` (+ or max) `x`, NaN-propagating for a float max.
+  virtual std::string reduce_combine(const Value& v, const std::string& acc,
+                                     const std::string& x) const;
+  static std::string float_literal(double v);  // "1.5f", "(-2.0f)", "(0.0f / 0.0f)"
+  static std::string int_literal(int64_t v);   // "3", "(-3)", "(-2147483647 - 1)"
+  static std::string zero_of(DType dtype);     // "0.0f" or "0"
+  // Rounds `x`, a float computed in f32, to the precision of a 16-bit `dtype` (else x).
+  static std::string round_to(DType dtype, const std::string& x);
+
   // ---- shared pieces subclasses may call -------------------------------------------
   // The parameters of a kernel: the stored buffer, the read buffers (sorted), then every dim.
   std::vector<std::string> kernel_params(const Program& program, const Kernel& kernel) const;
@@ -77,13 +94,20 @@ class CLikeRenderer {
                                        const std::string& buffers) const;
   // The body statements of values [begin, end) as "T vN = ...;" lines.
   void emit_values(const Kernel& kernel, int begin, int end, CodeWriter& w) const;
+  // The statement of value `id`, after its run-time symbols not yet in `bound` (Gather).
+  void emit_value(const Kernel& kernel, ValueId id, std::set<std::string>& bound,
+                  CodeWriter& w) const;
   // The whole loop body of a generic kernel: reduction loop (if any), epilogue and store.
   void emit_body(const Kernel& kernel, CodeWriter& w) const;
   // Reads buffer element `index` of `dtype` as its compute type.
   std::string load_expr(DType dtype, const std::string& buffer, const std::string& index) const;
+  // A stored element `raw` of `dtype` as its compute type.
+  std::string to_compute(DType dtype, const std::string& raw) const;
   // Converts expression `x` of compute type for `dtype` to its storage.
   std::string store_expr(DType dtype, const std::string& x) const;
   std::string value_expr(const Kernel& kernel, ValueId id) const;  // right-hand side of vN
+  // "bN[index] = last value;": the store of a kernel's result.
+  std::string store_statement(const Kernel& kernel) const;
 };
 
 }  // namespace luminal

@@ -3,7 +3,6 @@
 // tile_m x tile_n block of C lives in vector registers (GCC vector extensions) while k runs.
 // Work is split over (batch, n block, m chunk) tasks across OpenMP threads.
 #include <map>
-#include <optional>
 #include <set>
 #include <tuple>
 
@@ -104,6 +103,13 @@ std::string micro_kernel(const Tiles& t) {
   return w.str();
 }
 
+// The GEMM here takes f32 operands summed in f32 (no widening cast) of a matched matmul.
+bool renders_gemm(const Kernel& k) {
+  const MatmulInfo& mm = k.matmul;
+  if (!mm.present || mm.dtype != DType::F32 || mm.widened) return false;
+  return k.values[k.reduce_at].dtype == DType::F32;
+}
+
 bool uses_loop_vars(const Expr& e, const Kernel& k) {
   for (const std::string& s : e.symbols()) {
     for (const Loop& l : k.loops) {
@@ -121,7 +127,7 @@ std::string matmul_prelude(const Program& program) {
   std::set<int64_t> widths;
   std::string s;
   for (const Kernel& k : program.kernels) {
-    if (!k.matmul.present) continue;
+    if (!renders_gemm(k)) continue;
     Tiles t = tiles_of(k);
     if (widths.insert(t.vw).second) {
       std::string bytes = std::to_string(t.vw * 4);
@@ -137,16 +143,6 @@ std::string matmul_prelude(const Program& program) {
 
 namespace {
 
-// The stride of `e` along loop variable `var` (e is affine in it), or nullopt.
-std::optional<Expr> stride_along(const Expr& e, const std::string& var) {
-  Expr s = e.substitute(var, 1) - e.substitute(var, 0);
-  Expr rest = e - s * Expr::symbol(var);
-  for (const std::string& name : rest.symbols()) {
-    if (name == var) return std::nullopt;
-  }
-  return s;
-}
-
 // How many batch loops just outside m fold into m: those along which B does not move and A
 // and C advance by exactly one block of rows (a Linear over (batch, seq, dim) is one matmul
 // of batch * seq rows, so B is packed once, not once per batch).
@@ -157,13 +153,13 @@ int folded_batch_loops(const Kernel& k) {
   int folded = 0;
   for (int i = mm.m_loop - 1; i >= 0; --i) {
     const std::string& var = k.loops[i].var;
-    auto sa = stride_along(k.values[mm.a].index, var);
-    auto sb = stride_along(k.values[mm.b].index, var);
-    auto sc = stride_along(k.out_index, var);
+    auto sa = affine_stride(k.values[mm.a].index, var);
+    auto sb = affine_stride(k.values[mm.b].index, var);
+    auto sc = affine_stride(k.out_index, var);
     if (!sa || !sb || !sc) break;
-    if (sb->try_const() != std::optional<int64_t>(0)) break;
-    if ((*sa - mm.a_m * rows).try_const() != std::optional<int64_t>(0)) break;
-    if ((*sc - n * rows).try_const() != std::optional<int64_t>(0)) break;
+    if (!is_zero(*sb)) break;
+    if (!is_zero(*sa - mm.a_m * rows)) break;
+    if (!is_zero(*sc - n * rows)) break;
     rows = rows * k.loops[i].extent;
     ++folded;
   }
@@ -227,6 +223,7 @@ void emit_row_tile(const Tiles& t, CodeWriter& w) {
 // shrink until there are enough tasks; m chunks split the rows when there still are not.
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
+  if (!renders_gemm(k)) return false;
   const MatmulInfo& mm = k.matmul;
   for (const Expr* e : {&mm.a_m, &mm.a_k, &mm.b_k, &mm.b_n}) {
     if (uses_loop_vars(*e, k)) return false;

@@ -4,41 +4,17 @@
 // cuda_matmul.cc.
 #include "codegen/cuda.h"
 
-#include <cctype>
 #include <map>
 #include <set>
 
 #include "core/errors.h"
+#include "kernel/canonical.h"
 
 namespace luminal {
 
 namespace {
 using cuda::KernelLaunch;
 using cuda::LaunchMode;
-
-bool is_const(const Expr& e, int64_t v) { return e.try_const() == std::optional<int64_t>(v); }
-
-std::string reduce_init(const Value& v) {
-  if (v.op == OpKind::SumReduce) return is_float(v.dtype) ? "0.0f" : "0";
-  if (is_float(v.dtype)) return "(-1.0f / 0.0f)";
-  if (v.dtype == DType::Bool) return "0";
-  return "(-2147483647 - 1)";
-}
-
-std::string combine(const Value& v, const std::string& acc, const std::string& x) {
-  if (v.op == OpKind::SumReduce) {
-    if (is_float(v.dtype)) return acc + " + " + x;
-    return "(int32_t)((uint32_t)" + acc + " + (uint32_t)" + x + ")";
-  }
-  if (is_float(v.dtype)) return "lm_fmax_nan(" + acc + ", " + x + ")";
-  return "(" + x + " > " + acc + " ? " + x + " : " + acc + ")";
-}
-
-std::string round_to(DType dtype, const std::string& x) {
-  if (dtype == DType::F16) return "lm_f16_to_f32(lm_f32_to_f16(" + x + "))";
-  if (dtype == DType::BF16) return "lm_bf16_to_f32(lm_f32_to_bf16(" + x + "))";
-  return x;
-}
 
 // Loads inside the reduction loop that read consecutive elements along r0: 16-byte loads.
 struct VectorLoad {
@@ -60,73 +36,6 @@ std::vector<VectorLoad> vector_loads(const Kernel& kernel) {
   return out;
 }
 }  // namespace
-
-std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
-  Expr s = e.substitute(var, 1) - e.substitute(var, 0);
-  Expr rest = e - s * Expr::symbol(var);
-  for (const std::string& name : rest.symbols()) {
-    if (name == var) return std::nullopt;
-  }
-  for (const std::string& name : s.symbols()) {
-    if (name == var) return std::nullopt;
-  }
-  return s;
-}
-
-std::optional<CudaMatmul> detect_cuda_matmul(const Kernel& k) {
-  // values: load a, load b, a * b, [cast to f32 of a half product], sum; nothing after.
-  const std::vector<Value>& vals = k.values;
-  const int r = k.reduce_at;
-  if ((r != 3 && r != 4) || static_cast<int>(vals.size()) != r + 1 || k.loops.size() < 2 ||
-      k.reduce.size() != 1) {
-    return std::nullopt;
-  }
-  const Value& red = vals[r];
-  if (red.op != OpKind::SumReduce || !is_float(red.dtype) || red.args[0] != r - 1) {
-    return std::nullopt;
-  }
-  if (r == 4) {
-    const Value& c = vals[3];
-    if (c.kind != ValueKind::kCast || c.dtype != DType::F32 || c.args[0] != 2) return std::nullopt;
-  }
-  const Value& mul = vals[2];
-  if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul) return std::nullopt;
-  DType dtype = vals[mul.args[0]].dtype;
-  for (ValueId a : mul.args) {
-    const Value& l = vals[a];
-    if (l.kind != ValueKind::kLoad || l.dtype != dtype || !l.binds.empty()) return std::nullopt;
-    if (!is_const(l.valid, 1)) return std::nullopt;
-  }
-  CudaMatmul mm;
-  mm.dtype = dtype;
-  mm.m_loop = static_cast<int>(k.loops.size()) - 2;
-  mm.n_loop = mm.m_loop + 1;
-  const std::string& mv = k.loops[mm.m_loop].var;
-  const std::string& nv = k.loops[mm.n_loop].var;
-  const std::string& kv = k.reduce[0].var;
-  ValueId x = mul.args[0];
-  ValueId y = mul.args[1];
-  auto xn = affine_stride(vals[x].index, nv);
-  if (!xn) return std::nullopt;
-  if (!is_const(*xn, 0)) std::swap(x, y);
-  auto am = affine_stride(vals[x].index, mv);
-  auto an = affine_stride(vals[x].index, nv);
-  auto ak = affine_stride(vals[x].index, kv);
-  auto bm = affine_stride(vals[y].index, mv);
-  auto bn = affine_stride(vals[y].index, nv);
-  auto bk = affine_stride(vals[y].index, kv);
-  if (!am || !an || !ak || !bm || !bn || !bk) return std::nullopt;
-  if (!is_const(*an, 0) || !is_const(*bm, 0)) return std::nullopt;
-  // The out index must be affine in m and n too (it is row-major over the loops).
-  if (!affine_stride(k.out_index, mv) || !affine_stride(k.out_index, nv)) return std::nullopt;
-  mm.a = x;
-  mm.b = y;
-  mm.a_m = *am;
-  mm.a_k = *ak;
-  mm.b_k = *bk;
-  mm.b_n = *bn;
-  return mm;
-}
 
 std::string CudaRenderer::prelude(const Program& program) const {
   std::string q = helper_qualifiers() + " ";
@@ -239,10 +148,11 @@ void CudaRenderer::finish_reduction(const Kernel& kernel, CodeWriter& w) const {
   emit_values(kernel, kernel.reduce_at + 1, static_cast<int>(kernel.values.size()), w);
 }
 
-std::string CudaRenderer::store_line(const Kernel& kernel) const {
-  ValueId last = static_cast<ValueId>(kernel.values.size()) - 1;
-  return buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
-         store_expr(kernel.values[last].dtype, value_name(last)) + ";";
+std::string CudaRenderer::lane_combine(const Value& v, const std::string& acc,
+                                       const std::string& x) const {
+  std::string step = reduce_combine(v, acc, x);
+  bool int_max = v.op == OpKind::MaxReduce && !is_float(v.dtype);
+  return int_max ? "(" + step + ")" : step;
 }
 
 std::string CudaRenderer::render_warp_kernel(const Program& program, const Kernel& kernel,
@@ -291,23 +201,16 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
       bool is_vec = false;
       for (const VectorLoad& v : vec) is_vec = is_vec || v.value == i;
       if (!is_vec) {
-        const Value& v = kernel.values[i];
-        for (const Bind& b : v.binds) {
-          if (!bound.insert(b.symbol).second) continue;
-          w.line("const int64_t " + b.symbol + " = (int64_t)" + value_name(b.value) + ";");
-        }
-        w.line(compute_type(v.dtype) + " " + value_name(i) + " = " + value_expr(kernel, i) + ";");
+        emit_value(kernel, i, bound, w);
         continue;
       }
       const Value& lv = kernel.values[i];
       std::string raw = "((const " + storage_type(lv.dtype) + "*)&lm_raw" + std::to_string(i) +
                         ")[lm_u]";
-      std::string val = lv.dtype == DType::F16    ? "lm_f16_to_f32(" + raw + ")"
-                        : lv.dtype == DType::BF16 ? "lm_bf16_to_f32(" + raw + ")"
-                                                  : raw;
-      w.line(compute_type(lv.dtype) + " " + value_name(i) + " = " + val + ";");
+      w.line(compute_type(lv.dtype) + " " + value_name(i) + " = " + to_compute(lv.dtype, raw) +
+             ";");
     }
-    w.line(acc + " = " + combine(red, acc, x) + ";");
+    w.line(acc + " = " + lane_combine(red, acc, x) + ";");
     w.close();
     w.close();
     w.line("lm_r_done = lm_r_extent;");
@@ -316,7 +219,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   w.open("for (int64_t " + r + " = lm_r_done + lm_lane; " + r + " < lm_r_extent; " + r +
          " += 32)");
   emit_values(kernel, 0, kernel.reduce_at, w);
-  w.line(acc + " = " + combine(red, acc, x) + ";");
+  w.line(acc + " = " + lane_combine(red, acc, x) + ";");
   w.close();
   std::string reduce_fn = red.op == OpKind::SumReduce ? (is_float(red.dtype) ? "lm_warp_sum"
                                                                              : "lm_warp_isum")
@@ -325,7 +228,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   w.line(acc + " = " + reduce_fn + "(" + acc + ");");
   finish_reduction(kernel, w);
   w.open("if (lm_lane == 0)");
-  w.line(store_line(kernel));
+  w.line(store_statement(kernel));
   w.close();
   w.close();
   w.close();
@@ -353,7 +256,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   emit_unravel(kernel.loops, "lm_o", w);
   w.open("for (int64_t " + r + " = lm_warp; " + r + " < lm_r_extent; " + r + " += 8)");
   emit_values(kernel, 0, kernel.reduce_at, w);
-  w.line(acc + " = " + combine(red, acc, x) + ";");
+  w.line(acc + " = " + lane_combine(red, acc, x) + ";");
   w.close();
   w.close();
   w.line("lm_part[lm_warp][lm_lane] = " + acc + ";");
@@ -362,9 +265,9 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   emit_unravel(kernel.loops, "lm_o", w);
   w.line(acc + " = lm_part[0][lm_lane];");
   w.line("for (int lm_w = 1; lm_w < 8; lm_w++) " + acc + " = " +
-         combine(red, acc, "lm_part[lm_w][lm_lane]") + ";");
+         lane_combine(red, acc, "lm_part[lm_w][lm_lane]") + ";");
   finish_reduction(kernel, w);
-  w.line(store_line(kernel));
+  w.line(store_statement(kernel));
   w.close();
   w.line("__syncthreads();");
   w.close();
@@ -372,14 +275,14 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   return w.str();
 }
 
-LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMatmul>& mm,
-                                bool* tensor_cores) const {
+LaunchMode CudaRenderer::choose(const Kernel& kernel, bool* tensor_cores) const {
   *tensor_cores = false;
   const CudaSchedule s = schedule_of(kernel);
-  if (mm) {
-    const Expr& m = kernel.loops[mm->m_loop].extent;
+  const MatmulInfo& mm = kernel.matmul;
+  if (mm.present) {
+    const Expr& m = kernel.loops[mm.m_loop].extent;
     bool small_m = m.try_const() && *m.try_const() < 16;
-    bool halves = mm->dtype == DType::F16 || mm->dtype == DType::BF16;
+    bool halves = mm.dtype == DType::F16 || mm.dtype == DType::BF16;
     int want = s.matmul;
     if (want == 0) want = small_m ? 1 : (halves && sm_ >= 80 ? 3 : 2);
     if (want == 3 && halves && sm_ >= 80) {
@@ -419,37 +322,23 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, const std::optional<CudaMa
   return along_r ? LaunchMode::kWarpPerItem : LaunchMode::kThreadPerItem;
 }
 
-namespace {
-// A kernel's text with its name and buffer names replaced by their order of appearance, so
-// kernels that differ only in which buffers they touch (the layers of a model) compare equal.
-std::string canonical(const std::string& text, const std::string& name) {
-  std::string out;
-  std::map<std::string, int> ids;
-  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  size_t i = 0;
-  while (i < text.size()) {
-    if (ident(text[i]) && (i == 0 || !ident(text[i - 1]))) {
-      size_t j = i;
-      while (j < text.size() && ident(text[j])) ++j;
-      std::string word = text.substr(i, j - i);
-      bool buffer = word.size() > 1 && word[0] == 'b' &&
-                    word.find_first_not_of("0123456789", 1) == std::string::npos;
-      if (word == name) {
-        out += "K";
-      } else if (buffer) {
-        auto it = ids.emplace(word, static_cast<int>(ids.size())).first;
-        out += "p" + std::to_string(it->second);
-      } else {
-        out += word;
-      }
-      i = j;
-      continue;
-    }
-    out += text[i++];
+std::string CudaRenderer::render_mapped(const Program& program, const Kernel& k,
+                                        KernelLaunch& launch) const {
+  std::vector<Expr> extents;
+  for (const Loop& l : k.loops) extents.push_back(l.extent);
+  launch.name = k.name;
+  launch.block = block(k);
+  launch.items = product(extents);
+  bool tensor_cores = false;
+  launch.mode = choose(k, &tensor_cores);
+  if (launch.mode == LaunchMode::kTile2D) {
+    return tensor_cores ? render_mma_matmul(program, k, launch)
+                        : render_tiled_matmul(program, k, launch);
   }
-  return out;
+  if (launch.mode == LaunchMode::kWarpPerItem) return render_warp_kernel(program, k, launch);
+  if (launch.mode == LaunchMode::kSplitReduce) return render_split_kernel(program, k, launch);
+  return render_kernel(program, k);
 }
-}  // namespace
 
 CudaSource CudaRenderer::render_program(const Program& program, bool with_prelude) const {
   CudaSource out;
@@ -459,30 +348,14 @@ CudaSource CudaRenderer::render_program(const Program& program, bool with_prelud
         "). Deterministic: same program, same text. */\n";
     s += prelude(program);
   }
-  std::map<std::string, std::string> seen;  // canonical text -> the kernel emitted for it
+  std::map<std::string, std::string> seen;  // canonical form's text -> the kernel emitted for it
   for (const Kernel& k : program.kernels) {
-    std::vector<Expr> extents;
-    for (const Loop& l : k.loops) extents.push_back(l.extent);
     KernelLaunch launch;
-    launch.name = k.name;
-    launch.block = block(k);
-    launch.items = product(extents);
-    std::optional<CudaMatmul> mm = detect_cuda_matmul(k);
-    bool tensor_cores = false;
-    launch.mode = choose(k, mm, &tensor_cores);
-    std::string text;
-    if (launch.mode == LaunchMode::kTile2D) {
-      text = tensor_cores ? render_mma_matmul(program, k, *mm, launch)
-                          : render_tiled_matmul(program, k, *mm, launch);
-    } else if (launch.mode == LaunchMode::kWarpPerItem) {
-      text = render_warp_kernel(program, k, launch);
-    } else if (launch.mode == LaunchMode::kSplitReduce) {
-      text = render_split_kernel(program, k, launch);
-    } else {
-      text = render_kernel(program, k);
-    }
+    std::string text = render_mapped(program, k, launch);
     // Identical kernels (up to buffer names) are emitted once; launches reuse the first.
-    auto [it, fresh] = seen.emplace(canonical(text, k.name), k.name);
+    Program alone = canonical_kernel(program, k);
+    KernelLaunch unused;
+    auto [it, fresh] = seen.emplace(render_mapped(alone, alone.kernels[0], unused), k.name);
     if (fresh) {
       s += "\n" + text;
     } else {

@@ -7,12 +7,11 @@
 // Self-contained text: no headers.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "codegen/c_like.h"
-#include "runtime/cuda_launch.h"
+#include "codegen/cuda_launch.h"
 
 namespace luminal {
 
@@ -37,21 +36,8 @@ struct CudaSchedule {
 // other than cuda_block, cuda_reduce, cuda_matmul, cuda_vector or a value out of its range.
 void check_cuda_schedule(const ScheduleParams& params, const std::string& where);
 
-// A matmul-shaped kernel: out[batch.., m, n] = sum_k a * b, a and b plain loads of one float
-// dtype. Like kernel.h's MatmulInfo, for f16 and bf16 too.
-struct CudaMatmul {
-  int m_loop = -1;
-  int n_loop = -1;
-  ValueId a = -1;
-  ValueId b = -1;
-  Expr a_m, a_k, b_k, b_n;
-  DType dtype = DType::F32;
-};
-std::optional<CudaMatmul> detect_cuda_matmul(const Kernel& kernel);
-
-// Helpers of the CUDA kernels. The stride of `e` along symbol `var` when `e` is affine in it.
-std::optional<Expr> affine_stride(const Expr& e, const std::string& var);
-// "const int64_t iK = ...;" lines: the row-major unravel of flat `item` over `loops`.
+// A helper of the CUDA kernels: "const int64_t iK = ...;" lines, the row-major unravel of
+// flat `item` over `loops`.
 void emit_unravel(const std::vector<Loop>& loops, const std::string& item, CodeWriter& w);
 
 struct CudaSource {
@@ -79,16 +65,18 @@ class CudaRenderer : public CLikeRenderer {
   std::string restrict_keyword() const override { return "__restrict__"; }
 
  private:
-  cuda::LaunchMode choose(const Kernel& kernel, const std::optional<CudaMatmul>& mm,
-                          bool* tensor_cores) const;
+  cuda::LaunchMode choose(const Kernel& kernel, bool* tensor_cores) const;
+  // `kernel` in the thread mapping choose() picks for it, `launch` filled in to match.
+  std::string render_mapped(const Program& program, const Kernel& kernel,
+                            cuda::KernelLaunch& launch) const;
   std::string render_warp_kernel(const Program& program, const Kernel& kernel,
                                  cuda::KernelLaunch& launch) const;
   std::string render_split_kernel(const Program& program, const Kernel& kernel,
                                   cuda::KernelLaunch& launch) const;
   std::string render_tiled_matmul(const Program& program, const Kernel& kernel,
-                                  const CudaMatmul& mm, cuda::KernelLaunch& launch) const;
+                                  cuda::KernelLaunch& launch) const;
   std::string render_mma_matmul(const Program& program, const Kernel& kernel,
-                                const CudaMatmul& mm, cuda::KernelLaunch& launch) const;
+                                cuda::KernelLaunch& launch) const;
   std::string signature(const Program& program, const Kernel& kernel, int block) const;
   // What the reduction mappings share: the reduce value, its loop, its compute type, the
   // accumulator's and the reduced value's names.
@@ -100,8 +88,8 @@ class CudaRenderer : public CLikeRenderer {
   Reduction reduction(const Kernel& kernel) const;
   // After the reduction: a half accumulator rounded, the values after it emitted.
   void finish_reduction(const Kernel& kernel, CodeWriter& w) const;
-  // "bN[index] = last value;"
-  std::string store_line(const Kernel& kernel) const;
+  // reduce_combine as the warp and split kernels write it: an int max in parentheses.
+  std::string lane_combine(const Value& v, const std::string& acc, const std::string& x) const;
   int block(const Kernel& kernel) const;
 
   CudaSchedule schedule_;

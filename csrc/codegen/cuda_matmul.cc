@@ -11,15 +11,13 @@ namespace {
 using cuda::KernelLaunch;
 using cuda::LaunchMode;
 
-bool is_const(const Expr& e, int64_t v) { return e.try_const() == std::optional<int64_t>(v); }
-
 // The common preamble: batch vars from blockIdx.z, sizes, tile origin, operand bases/strides.
 struct MatmulNames {
   std::string mv, nv, kv;  // loop variable names
   std::string a, b;        // buffer names
 };
 
-MatmulNames preamble(const Kernel& k, const CudaMatmul& mm, int64_t tile_m, int64_t tile_n,
+MatmulNames preamble(const Kernel& k, const MatmulInfo& mm, int64_t tile_m, int64_t tile_n,
                      CodeWriter& w) {
   MatmulNames n;
   n.mv = k.loops[mm.m_loop].var;
@@ -46,15 +44,9 @@ MatmulNames preamble(const Kernel& k, const CudaMatmul& mm, int64_t tile_m, int6
   return n;
 }
 
-std::string load_f32(DType dtype, const std::string& raw) {
-  if (dtype == DType::F16) return "lm_f16_to_f32(" + raw + ")";
-  if (dtype == DType::BF16) return "lm_bf16_to_f32(" + raw + ")";
-  return raw;
-}
-
 // The launch of a matmul kernel: 256 threads per tile x tile block of the output, a block row
 // per m tile, a block column per n tile, a grid layer per batch element.
-void tile_launch(const Kernel& k, const CudaMatmul& mm, int64_t tile, KernelLaunch& launch) {
+void tile_launch(const Kernel& k, const MatmulInfo& mm, int64_t tile, KernelLaunch& launch) {
   launch.mode = LaunchMode::kTile2D;
   launch.block = 256;
   launch.tile_m = tile;
@@ -115,7 +107,8 @@ void load_rows(const std::string& tile, const std::string& r, const std::string&
 }  // namespace
 
 std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kernel& k,
-                                              const CudaMatmul& mm, KernelLaunch& launch) const {
+                                              KernelLaunch& launch) const {
+  const MatmulInfo& mm = k.matmul;
   constexpr int64_t kTile = 64;
   tile_launch(k, mm, kTile, launch);
   CodeWriter w;
@@ -141,9 +134,9 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.line("const int64_t lm_m = lm_m0 + lm_mm, lm_ka = lm_k0 + lm_kk;");
   w.line("const int64_t lm_n = lm_n0 + lm_nn, lm_kbb = lm_k0 + lm_kb;");
   w.line("lm_as[lm_kk][lm_mm] = (lm_m < lm_M && lm_ka < lm_K) ? " +
-         load_f32(mm.dtype, n.a + "[lm_a0 + lm_m * lm_am + lm_ka * lm_ak]") + " : 0.0f;");
+         to_compute(mm.dtype, n.a + "[lm_a0 + lm_m * lm_am + lm_ka * lm_ak]") + " : 0.0f;");
   w.line("lm_bs[lm_kb][lm_nn] = (lm_n < lm_N && lm_kbb < lm_K) ? " +
-         load_f32(mm.dtype, n.b + "[lm_b0 + lm_kbb * lm_bk + lm_n * lm_bn]") + " : 0.0f;");
+         to_compute(mm.dtype, n.b + "[lm_b0 + lm_kbb * lm_bk + lm_n * lm_bn]") + " : 0.0f;");
   w.close();
   w.line("__syncthreads();");
   w.line("#pragma unroll");
@@ -166,7 +159,8 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
 }
 
 std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel& k,
-                                            const CudaMatmul& mm, KernelLaunch& launch) const {
+                                            KernelLaunch& launch) const {
+  const MatmulInfo& mm = k.matmul;
   constexpr int64_t kTile = 128;
   tile_launch(k, mm, kTile, launch);
   const std::string mma = mm.dtype == DType::F16 ? "lm_mma_f16" : "lm_mma_bf16";

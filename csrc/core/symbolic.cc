@@ -225,6 +225,21 @@ Expr product(const std::vector<Expr>& dims) {
   return p;
 }
 
+bool is_const(const Expr& e, int64_t value) {
+  return e.try_const() == std::optional<int64_t>(value);
+}
+
+std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
+  Expr stride = e.substitute(var, 1) - e.substitute(var, 0);
+  Expr rest = e - stride * Expr::symbol(var);
+  for (const Expr* part : {&rest, &stride}) {
+    for (const std::string& name : part->symbols()) {
+      if (name == var) return std::nullopt;
+    }
+  }
+  return stride;
+}
+
 size_t Expr::hash() const { return node_->hash; }
 
 bool Expr::operator==(const Expr& other) const {

@@ -81,6 +81,16 @@ class Expr {
 // Product of a list of dims (1 for an empty list).
 Expr product(const std::vector<Expr>& dims);
 
+// Whether `e` is the constant `value` (false for any expression with a free symbol).
+bool is_const(const Expr& e, int64_t value);
+inline bool is_zero(const Expr& e) { return is_const(e, 0); }
+inline bool is_one(const Expr& e) { return is_const(e, 1); }
+
+// The stride s of `e` along symbol `var` when e = s * var + rest with neither s nor rest
+// depending on var (an index affine in a loop variable); nullopt otherwise. Strides of an
+// index over the loops are what the kernel renderers read a load by.
+std::optional<Expr> affine_stride(const Expr& e, const std::string& var);
+
 }  // namespace luminal
 
 template <>

@@ -75,15 +75,19 @@ struct Loop {
   Expr extent;
 };
 
-// A matmul-shaped kernel: out[..., m, n] = sum_k a[...m, k] * b[...k, n], with a and b plain
-// loads (no mask, affine index) of one float dtype. Filled by lowering when the shape fits;
-// the renderer may then emit a register-blocked version instead of the generic loop nest.
+// A matmul-shaped kernel: out[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with a and b
+// plain loads (no mask, no run-time symbols, affine index) of one dtype, the product summed
+// as is or widened to f32 first (a half product). Found by match_matmul (kernel/match.h) at
+// lowering; each renderer then decides whether it emits its own matmul kernel for it (the C
+// renderer only for f32 without a cast, the CUDA renderer for any float dtype).
 struct MatmulInfo {
-  bool present = false;
-  int m_loop = -1;  // index into Kernel::loops
-  int n_loop = -1;
-  ValueId a = -1;   // the kLoad values of the two operands
+  bool present = false;  // the fields below are set only when it is
+  int m_loop = -1;       // index into Kernel::loops: the next-to-last loop
+  int n_loop = -1;       // the last loop
+  ValueId a = -1;        // the kLoad values of the two operands: a moves along m, b along n
   ValueId b = -1;
+  DType dtype = DType::F32;  // of both loads
+  bool widened = false;      // the product is cast to f32 before the sum
   // Element strides of a and b along m, n, k (constant or symbolic), from their index Exprs.
   Expr a_m, a_k, b_k, b_n;
 };

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "kernel/match.h"
 
 namespace luminal {
 
@@ -28,9 +29,6 @@ std::vector<Expr> row_major_strides(const std::vector<Expr>& shape) {
   }
   return out;
 }
-
-bool is_one(const Expr& e) { return e.try_const() == std::optional<int64_t>(1); }
-bool is_zero(const Expr& e) { return e.try_const() == std::optional<int64_t>(0); }
 
 // The valid-region condition of a view at logical index `idx` (1 when unmasked).
 Expr mask_of(const ShapeTracker& v, const std::vector<Expr>& idx) {
@@ -194,15 +192,6 @@ double constant_value(double v, DType dtype) {
       return (v != 0 || std::isnan(v)) ? 1 : 0;
   }
   return v;
-}
-
-std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
-  Expr s = e.substitute(var, 1) - e.substitute(var, 0);
-  Expr rest = e - s * Expr::symbol(var);
-  for (const std::string& name : rest.symbols()) {
-    if (name == var) return std::nullopt;
-  }
-  return s;
 }
 
 class Lowerer {
@@ -548,7 +537,7 @@ class Lowerer {
     k_.out_index = 0;
     for (size_t k = 0; k < idx.size(); ++k) k_.out_index = k_.out_index + idx[k] * rs[k];
     apply_schedule(n.schedule);
-    detect_matmul();
+    k_.matmul = match_matmul(k_);
     p_.kernels.push_back(std::move(k_));
   }
 
@@ -573,50 +562,6 @@ class Lowerer {
   void apply_schedule(const ScheduleParams& own) {
     k_.schedule = program_schedule_;
     k_.schedule.insert(k_.schedule.end(), own.begin(), own.end());
-  }
-
-  // Marks a kernel of the form sum_k a[..m..k] * b[..k..n] (f32, plain loads) as a matmul.
-  void detect_matmul() {
-    const std::vector<Value>& vals = k_.values;
-    if (k_.reduce_at != 3 || vals.size() != 4 || k_.loops.size() < 2) return;
-    const Value& red = vals[3];
-    const Value& mul = vals[2];
-    if (red.op != OpKind::SumReduce || red.dtype != DType::F32) return;
-    if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul || mul.args.size() != 2) return;
-    if (red.args[0] != 2) return;
-    for (ValueId a : mul.args) {
-      const Value& l = vals[a];
-      if (l.kind != ValueKind::kLoad || l.dtype != DType::F32 || !l.binds.empty()) return;
-      if (!is_one(l.valid)) return;
-    }
-    int m = static_cast<int>(k_.loops.size()) - 2;
-    int nl = m + 1;
-    const std::string& mv = k_.loops[m].var;
-    const std::string& nv = k_.loops[nl].var;
-    ValueId x = mul.args[0];
-    ValueId y = mul.args[1];
-    auto xn = affine_stride(vals[x].index, nv);
-    auto ym = affine_stride(vals[y].index, mv);
-    if (!xn || !ym) return;
-    if (!is_zero(*xn) || !is_zero(*ym)) std::swap(x, y);
-    auto am = affine_stride(vals[x].index, mv);
-    auto an = affine_stride(vals[x].index, nv);
-    auto ak = affine_stride(vals[x].index, "r0");
-    auto bm = affine_stride(vals[y].index, mv);
-    auto bn = affine_stride(vals[y].index, nv);
-    auto bk = affine_stride(vals[y].index, "r0");
-    if (!am || !an || !ak || !bm || !bn || !bk) return;
-    if (!is_zero(*an) || !is_zero(*bm)) return;
-    MatmulInfo& info = k_.matmul;
-    info.present = true;
-    info.m_loop = m;
-    info.n_loop = nl;
-    info.a = x;
-    info.b = y;
-    info.a_m = *am;
-    info.a_k = *ak;
-    info.b_k = *bk;
-    info.b_n = *bn;
   }
 
   const Graph& g_;

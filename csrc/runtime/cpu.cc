@@ -104,19 +104,10 @@ std::vector<std::pair<NodeId, double>> CpuRuntime::kernel_times(const DynMap& dy
 }
 
 void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
-  if (!compiled_) throw ShapeError("execute: the runtime has no compiled graph");
+  check_compiled(compiled_, "execute");
+  check_symbols(program_.dims, dyn_map);
   std::vector<int64_t> dims;
-  DynMap env;
-  for (size_t k = 0; k < program_.dims.size(); ++k) {
-    const std::string& s = program_.dims[k];
-    auto it = dyn_map.find(s);
-    if (it == dyn_map.end()) {
-      throw ShapeError("execute: symbol '" + s + "' has no value; set it with cx.set_dim('" + s +
-                       "', n)");
-    }
-    dims.push_back(it->second);
-    env["d" + std::to_string(k)] = it->second;
-  }
+  for (const std::string& s : program_.dims) dims.push_back(dyn_map.at(s));
   std::vector<int64_t> numel(program_.buffers.size());
   std::vector<void*> pointers(program_.buffers.size(), nullptr);
   for (const Buffer& b : program_.buffers) {
@@ -133,14 +124,7 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
     numel[b.id] = count;
     if (b.role != BufferRole::kInput) continue;
     auto it = inputs_.find(b.node);
-    if (it == inputs_.end()) {
-      throw ShapeError("execute: no data set for " + input_desc(graph_, b.node));
-    }
-    if (it->second.count != count) {
-      throw ShapeError("execute: " + input_desc(graph_, b.node) + " needs " +
-                       std::to_string(count) + " elements with the current dims, but its data " +
-                       "has " + std::to_string(it->second.count));
-    }
+    check_input_count(graph_, b.node, it == inputs_.end() ? -1 : it->second.count, count);
     pointers[b.id] = const_cast<void*>(it->second.data);
   }
   if (!plan_valid_ || dims != plan_dims_) {

@@ -247,16 +247,7 @@ std::string CudaRuntime::rewrite_rules() const { return cuda_rewrite_rules(sm_);
 // ---- data ---------------------------------------------------------------------------
 
 void CudaRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
-  if (!compiled_) throw ShapeError("set_data: the CUDA runtime has no program; compile first");
-  if (input < 0 || static_cast<size_t>(input) >= graph_.size() ||
-      graph_.node(input).op != OpKind::Input) {
-    throw ShapeError("set_data: node " + std::to_string(input) + " is not an input");
-  }
-  const Node& n = graph_.node(input);
-  if (dtype != n.dtype) {
-    throw DTypeError("set_data: input '" + n.name + "' is " + dtype_name(n.dtype) + ", got " +
-                     dtype_name(dtype) + " data");
-  }
+  check_set_data(graph_, compiled_, input, count, dtype);
   auto it = input_buffer_.find(input);
   if (it == input_buffer_.end()) return;  // the program never reads this input
   make_current();
@@ -278,12 +269,7 @@ void CudaRuntime::set_data(NodeId input, const void* data, int64_t count, DType 
 DynMap CudaRuntime::program_dims(const DynMap& dyn_map) const {
   DynMap out;
   for (size_t k = 0; k < program_.dims.size(); ++k) {
-    auto it = dyn_map.find(program_.dims[k]);
-    if (it == dyn_map.end()) {
-      throw ShapeError("execute: symbolic dim '" + program_.dims[k] +
-                       "' has no value; call cx.set_dim('" + program_.dims[k] + "', n)");
-    }
-    out[CLikeRenderer::dim_name(k)] = it->second;
+    out[CLikeRenderer::dim_name(k)] = dyn_map.at(program_.dims[k]);
   }
   return out;
 }
@@ -349,20 +335,13 @@ void CudaRuntime::prepare(const DynMap& dims) {
 }
 
 void CudaRuntime::execute(const DynMap& dyn_map) {
-  if (!compiled_) throw ShapeError("execute: the CUDA runtime has no program; compile first");
+  check_compiled(compiled_, "execute");
+  check_symbols(program_.dims, dyn_map);
   DynMap dims = program_dims(dyn_map);
   for (const auto& [node, buffer] : input_buffer_) {
-    const Node& n = graph_.node(node);
     auto it = inputs_.find(buffer);
-    if (it == inputs_.end() || it->second.count < 0) {
-      throw ShapeError("execute: input '" + n.name + "' has no data; call set_data first");
-    }
-    int64_t want = program_.buffers[buffer].numel.eval(dims);
-    if (it->second.count != want) {
-      throw ShapeError("execute: input '" + n.name + "' of shape " + dims_to_string(n.shape) +
-                       " needs " + std::to_string(want) + " elements, has " +
-                       std::to_string(it->second.count));
-    }
+    int64_t count = it == inputs_.end() ? -1 : it->second.count;
+    check_input_count(graph_, node, count, program_.buffers[buffer].numel.eval(dims));
   }
   make_current();
   prepare(dims);
@@ -374,10 +353,10 @@ void CudaRuntime::execute(const DynMap& dyn_map) {
 
 const HostBuffer& CudaRuntime::get(NodeId output) const {
   auto it = output_buffer_.find(output);
-  if (!compiled_ || it == output_buffer_.end()) {
-    throw ShapeError("get: node " + std::to_string(output) + " is not an output of the program");
+  if (!compiled_ || it == output_buffer_.end() || !captured_) {
+    static const std::map<NodeId, HostBuffer> kNone;
+    output_value(kNone, output);  // throws the shared "has no value" error
   }
-  if (!captured_) throw ShapeError("get: call execute before reading outputs");
   if (outputs_stale_) {
     outputs_.clear();
     outputs_stale_ = false;

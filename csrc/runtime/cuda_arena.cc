@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+#include "codegen/c_like.h"
+#include "kernel/lower.h"
+
 namespace luminal::cuda {
 
 namespace {
@@ -30,6 +33,23 @@ ArenaLayout arena_layout(const Program& program, const Liveness& live, const Dyn
     }
   }
   return a;
+}
+
+GraphArena graph_arena_layout(const Graph& graph, const DynMap& dyn_map) {
+  Program p = lower_graph(graph);
+  Liveness live = buffer_liveness(p);
+  DynMap dims;
+  for (size_t k = 0; k < p.dims.size(); ++k) {
+    dims[CLikeRenderer::dim_name(k)] = dyn_map.at(p.dims[k]);
+  }
+  ArenaLayout a = arena_layout(p, live, dims);
+  GraphArena out;
+  for (size_t b = 0; b < p.buffers.size(); ++b) {
+    out.rows.push_back(ArenaRow{p.buffers[b].role, a.offsets[b], a.bytes[b], live.first[b],
+                                live.last[b]});
+  }
+  out.total = a.total;
+  return out;
 }
 
 }  // namespace luminal::cuda

@@ -23,4 +23,17 @@ struct ArenaLayout {
 // `dims` binds the program's dims ("d0", ...).
 ArenaLayout arena_layout(const Program& program, const Liveness& live, const DynMap& dims);
 
+// The layout of a graph's default program, for checks without a device: per buffer its role,
+// offset, bytes and live range; `dyn_map` binds the graph's symbols.
+struct ArenaRow {
+  BufferRole role;
+  int64_t offset, bytes;
+  int first, last;  // kernels that first and last touch it
+};
+struct GraphArena {
+  std::vector<ArenaRow> rows;
+  int64_t total = 0;
+};
+GraphArena graph_arena_layout(const Graph& graph, const DynMap& dyn_map);
+
 }  // namespace luminal::cuda

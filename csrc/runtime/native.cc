@@ -261,26 +261,14 @@ void NativeRuntime::set_data(NodeId input, const void* data, int64_t count, DTyp
 }
 
 void NativeRuntime::check_ready(const DynMap& dyn_map) const {
-  if (!compiled_) throw ShapeError("execute: the runtime has no compiled graph");
-  for (const std::string& s : graph_.symbols()) {
-    if (!dyn_map.count(s)) {
-      throw ShapeError("execute: symbol '" + s + "' has no value; set it with cx.set_dim('" +
-                       s + "', n)");
-    }
-  }
+  check_compiled(compiled_, "execute");
+  check_symbols(graph_.symbols(), dyn_map);
   for (NodeId id : order_) {
     const Node& n = graph_.node(id);
     if (n.op != OpKind::Input) continue;
     auto it = inputs_.find(id);
-    if (it == inputs_.end()) {
-      throw ShapeError("execute: no data set for " + input_desc(graph_, id));
-    }
-    int64_t expected = product(n.shape).eval(dyn_map);
-    if (it->second.numel() != expected) {
-      throw ShapeError("execute: " + input_desc(graph_, id) + " needs " + std::to_string(expected) +
-                       " elements with the current dims, but its data has " +
-                       std::to_string(it->second.numel()));
-    }
+    int64_t count = it == inputs_.end() ? -1 : it->second.numel();
+    check_input_count(graph_, id, count, product(n.shape).eval(dyn_map));
   }
 }
 

@@ -22,9 +22,31 @@ std::string input_desc(const Graph& graph, NodeId id) {
          dtype_name(n.dtype);
 }
 
+void check_compiled(bool compiled, const char* fn) {
+  if (!compiled) throw ShapeError(std::string(fn) + ": the runtime has no compiled graph");
+}
+
+void check_symbols(const std::vector<std::string>& symbols, const DynMap& dyn_map) {
+  for (const std::string& s : symbols) {
+    if (!dyn_map.count(s)) {
+      throw ShapeError("execute: symbol '" + s + "' has no value; set it with cx.set_dim('" +
+                       s + "', n)");
+    }
+  }
+}
+
+void check_input_count(const Graph& graph, NodeId input, int64_t count, int64_t expected) {
+  if (count < 0) throw ShapeError("execute: no data set for " + input_desc(graph, input));
+  if (count != expected) {
+    throw ShapeError("execute: " + input_desc(graph, input) + " needs " +
+                     std::to_string(expected) + " elements with the current dims, but its data " +
+                     "has " + std::to_string(count));
+  }
+}
+
 void check_set_data(const Graph& graph, bool compiled, NodeId input, int64_t count,
                     DType dtype) {
-  if (!compiled) throw ShapeError("set_data: the runtime has no compiled graph");
+  check_compiled(compiled, "set_data");
   if (input < 0 || static_cast<size_t>(input) >= graph.size() ||
       graph.node(input).op != OpKind::Input) {
     throw ShapeError("set_data: node %" + std::to_string(input) + " is not an input");

@@ -79,5 +79,10 @@ void check_set_data(const Graph& graph, bool compiled, NodeId input, int64_t cou
                     DType dtype);
 // The value of Output `output` in a runtime's outputs; ShapeError before execute.
 const HostBuffer& output_value(const std::map<NodeId, HostBuffer>& outputs, NodeId output);
+// execute's checks: a compiled graph, a value for every symbol in `symbols`, and for an input,
+// data of the element count its shape has under the dims (`count` < 0: no data set).
+void check_compiled(bool compiled, const char* fn);
+void check_symbols(const std::vector<std::string>& symbols, const DynMap& dyn_map);
+void check_input_count(const Graph& graph, NodeId input, int64_t count, int64_t expected);
 
 }  // namespace luminal

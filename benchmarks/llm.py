@@ -1,0 +1,272 @@
+"""LLM decode at real size: a Llama-3.2-1B-shaped model (vocab 128256, hidden 2048, 16 layers,
+32/8 heads, intermediate 8192, tied embeddings, llama3 rope) with random bf16 weights saved by
+transformers, run by luminal (after search) and by transformers in f32 and bf16, each in its own
+process so peak RSS is its own. One table: decode tok/s over --decode tokens, time to first
+token for a --prompt-token prompt, compile time cold (empty caches) and cached, peak RSS, and
+decode as a fraction of the bandwidth bound (weight bytes read per token / read bandwidth
+measured in the same run). Greedy tokens of every engine are checked against transformers' f32.
+
+    python benchmarks/llm.py                      # the 1B shape
+    python benchmarks/llm.py --layers 2 --hidden 512 --vocab 8192   # a quick look
+    python benchmarks/llm.py --preset 3b
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+PRESETS = {
+    # name: (vocab, hidden, layers, heads, kv heads, intermediate)
+    "1b": (128256, 2048, 16, 32, 8, 8192),
+    "3b": (128256, 3072, 28, 24, 8, 8192),
+}
+
+
+def build_model(path: str, args) -> dict:
+    """Writes the model directory (random bf16 weights, a word-level tokenizer); returns facts."""
+    import torch
+    import transformers
+
+    vocab, hidden, layers, heads, kv, inter = PRESETS[args.preset]
+    vocab = args.vocab or vocab
+    hidden = args.hidden or hidden
+    layers = args.layers or layers
+    inter = args.intermediate or (inter if not args.hidden else 4 * hidden)
+    heads = heads if hidden % heads == 0 and not args.hidden else max(1, hidden // 64)
+    kv = min(kv, heads)
+    config = transformers.LlamaConfig(
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
+        num_attention_heads=heads, num_key_value_heads=kv, head_dim=hidden // heads,
+        max_position_embeddings=131072, rope_theta=500000.0, tie_word_embeddings=True,
+        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+        bos_token_id=None, eos_token_id=None, pad_token_id=None, torch_dtype="bfloat16")
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
+        for p in model.parameters():  # random weights of a trained model's scale
+            p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
+    model.save_pretrained(path, safe_serialization=True)
+    write_tokenizer(path, vocab)
+    params = sum(p.numel() for p in model.parameters())
+    # Per decode token every weight is read once: the tied embedding as the LM head's matrix
+    # (the embedding lookup itself reads one row more, left out).
+    return {"vocab": vocab, "hidden": hidden, "layers": layers, "heads": heads, "kv_heads": kv,
+            "intermediate": inter, "params": params, "weights_read_per_token": params,
+            "file_bytes": sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
+                              if f.endswith(".safetensors"))}
+
+
+def write_tokenizer(path: str, vocab: int) -> None:
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    words = {f"w{i}": i for i in range(vocab - 1)}
+    words["[UNK]"] = vocab - 1
+    tok = Tokenizer(models.WordLevel(words, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(os.path.join(path, "tokenizer.json"))
+
+
+def read_bandwidth(threads: int) -> float:
+    """Bytes/s of a large torch.sum (1 GiB of f32), best of 5: the read limit decode meets."""
+    import torch
+
+    torch.set_num_threads(threads)
+    x = torch.ones(1 << 28, dtype=torch.float32)
+    x.sum()
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        x.sum()
+        best = min(best, time.perf_counter() - t0)
+    return x.numel() * 4 / best
+
+
+def warm(path: str) -> None:
+    """Reads every weight file once so no engine pays for the first read from disk."""
+    for f in os.listdir(path):
+        if f.endswith(".safetensors"):
+            with open(os.path.join(path, f), "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
+
+
+def prompt_ids(n: int, vocab: int) -> list:
+    import numpy as np
+
+    return [int(t) for t in np.random.default_rng(0).integers(0, vocab - 1, n)]
+
+
+def run_torch(path: str, dtype_name: str, args) -> dict:
+    import torch
+    import transformers
+
+    torch.set_num_threads(args.threads)
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
+    t0 = time.perf_counter()
+    model = transformers.LlamaForCausalLM.from_pretrained(path, torch_dtype=dtype).eval()
+    load = time.perf_counter() - t0
+    vocab = model.config.vocab_size
+    ids = torch.tensor([prompt_ids(args.prompt_tokens, vocab)])
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        model(ids, use_cache=True)
+        ttft = time.perf_counter() - t0
+        short = torch.tensor([prompt_ids(args.short_prompt, vocab)])
+        model.generate(short, max_new_tokens=2, do_sample=False)  # warm-up
+        t0 = time.perf_counter()
+        out = model.generate(short, max_new_tokens=1, do_sample=False)
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        out = model.generate(short, max_new_tokens=args.decode, do_sample=False,
+                             min_new_tokens=args.decode)
+        total = time.perf_counter() - t0
+    tokens = out[0, short.shape[1]:].tolist()
+    decode = (args.decode - 1) / max(total - first, 1e-9)
+    return {"engine": f"torch {dtype_name}", "tokens": tokens, "decode_tok_s": decode,
+            "ttft_s": ttft, "load_s": load}
+
+
+def run_luminal(path: str, args) -> dict:
+    import numpy as np
+
+    import luminal as lm
+    from luminal.models import CausalLMSession, LlamaForCausalLM
+    from luminal.models.generation import GenerationStats, generate
+
+    t0 = time.perf_counter()
+    model = LlamaForCausalLM.from_pretrained(path, max_context=args.prompt_tokens + args.decode + 8)
+    rt = lm.CpuRuntime(threads=args.threads, cache_dir=args.cache_dir)
+    session = CausalLMSession(model, rt, search=args.search)
+    compile_s = time.perf_counter() - t0
+    vocab = model.config.vocab_size
+    long_prompt = np.array([prompt_ids(args.prompt_tokens, vocab)], np.int32)
+    session.reset()
+    session.step(long_prompt)  # warm-up of the prefill shape
+    session.reset()
+    t0 = time.perf_counter()
+    session.step(long_prompt)
+    ttft = time.perf_counter() - t0
+    stats = GenerationStats()
+    short = prompt_ids(args.short_prompt, vocab)
+    list(generate(session, short, 2))  # warm-up of the decode shape
+    tokens = list(generate(session, short, args.decode, stats=stats))
+    report = session.graph.last_search_report
+    return {"engine": "luminal cpu", "tokens": tokens, "decode_tok_s": stats.tokens_per_second,
+            "ttft_s": ttft, "compile_s": compile_s,
+            "search": str(report).splitlines()[0] if report else ""}
+
+
+def peak_rss() -> int:
+    """This process's peak resident bytes (VmHWM: unlike ru_maxrss, not inherited across exec
+    from the parent that spawned it)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def child(args) -> None:
+    warm(args.model_dir)
+    if args.engine == "luminal":
+        out = run_luminal(args.model_dir, args)
+    else:
+        out = run_torch(args.model_dir, args.engine.split("-")[1], args)
+    out["peak_rss_bytes"] = peak_rss()
+    print("RESULT " + json.dumps(out))
+
+
+def spawn(engine: str, model_dir: str, args, cache_dir: str) -> dict:
+    cmd = [sys.executable, __file__, "--engine", engine, "--model-dir", model_dir,
+           "--cache-dir", cache_dir, "--threads", str(args.threads), "--decode", str(args.decode),
+           "--prompt-tokens", str(args.prompt_tokens), "--short-prompt", str(args.short_prompt),
+           "--search", str(args.search)]
+    env = dict(os.environ, LUMINAL_SEARCH_CACHE=os.path.join(cache_dir, "search"))
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+    return {"engine": engine, "error": f"exit {done.returncode}"}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="1b")
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--intermediate", type=int)
+    ap.add_argument("--vocab", type=int)
+    ap.add_argument("--decode", type=int, default=32, help="tokens timed per engine")
+    ap.add_argument("--prompt-tokens", type=int, default=128, help="prompt of the TTFT row")
+    ap.add_argument("--short-prompt", type=int, default=10, help="prompt before decode")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--search", type=int, default=4, help="luminal's search budget")
+    ap.add_argument("--skip", default="", help="engines to leave out, e.g. torch-f32")
+    # internal: one engine in a child process
+    ap.add_argument("--engine", help=argparse.SUPPRESS)
+    ap.add_argument("--model-dir", help=argparse.SUPPRESS)
+    ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.engine:
+        child(args)
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = os.path.join(tmp, "model")
+        t0 = time.perf_counter()
+        facts = build_model(model_dir, args)
+        print(f"model: {facts['layers']} layers, hidden {facts['hidden']}, vocab {facts['vocab']},"
+              f" {facts['params'] / 1e9:.2f} B params, {facts['file_bytes'] / 1e9:.2f} GB of bf16"
+              f" (made in {time.perf_counter() - t0:.0f} s); {args.threads} threads")
+        bandwidth = read_bandwidth(args.threads)
+        print(f"read bandwidth (torch.sum of 1 GiB): {bandwidth / 1e9:.1f} GB/s")
+        cache = os.path.join(tmp, "cache")
+        rows = []
+        for engine in ("luminal", "luminal-cached", "torch-f32", "torch-bf16"):
+            if engine in args.skip.split(","):
+                continue
+            r = spawn("luminal" if engine.startswith("luminal") else engine, model_dir, args,
+                      cache)
+            if engine == "luminal-cached":
+                r["engine"] = "luminal cpu (caches warm)"
+            rows.append(r)
+            print(f"  {engine}: done", file=sys.stderr)
+    want = next((r["tokens"] for r in rows if r.get("engine") == "torch f32"), None)
+    print(f"\n{'engine':28} {'decode tok/s':>12} {'of bound':>9} {'TTFT ms':>8} {'compile s':>9}"
+          f" {'peak RSS GB':>11}  tokens")
+    for r in rows:
+        if "error" in r:
+            print(f"{r['engine']:28} failed: {r['error']}")
+            continue
+        wbytes = facts["weights_read_per_token"] * (4 if r["engine"] == "torch f32" else 2)
+        bound = bandwidth / wbytes
+        same = "" if want is None else ("= torch f32" if r["tokens"] == want else
+                                         f"DIFFER ({sum(a == b for a, b in zip(r['tokens'], want))}"
+                                         f"/{len(want)} equal)")
+        compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
+        print(f"{r['engine']:28} {r['decode_tok_s']:12.2f} {r['decode_tok_s'] / bound:8.0%} "
+              f"{r['ttft_s'] * 1e3:8.0f} {compile_s:>9} {r['peak_rss_bytes'] / 1e9:11.2f}  {same}")
+    print("\nof bound: decode tok/s over (read bandwidth / weight bytes per token), with the "
+          "bytes of the weights as the engine stores them (luminal's bound assumes 16-bit "
+          "weights; it keeps f32 copies today, which caps it at half)")
+    by_name = {r["engine"]: r for r in rows if "error" not in r}
+    ours = by_name.get("luminal cpu (caches warm)")
+    if ours and "torch bf16" in by_name:
+        print(f"luminal / torch bf16 decode: "
+              f"{ours['decode_tok_s'] / by_name['torch bf16']['decode_tok_s']:.2f}x")
+    if ours and "torch f32" in by_name:
+        print(f"TTFT luminal / torch f32: {ours['ttft_s'] / by_name['torch f32']['ttft_s']:.2f}x")
+
+if __name__ == "__main__":
+    main()

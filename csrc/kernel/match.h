@@ -1,0 +1,21 @@
+// Kernel patterns: shapes of a kernel's value graph that renderers emit with kernels of their
+// own. Each pattern is a struct in kernel/kernel.h, held by Kernel, and one match_* function
+// here that reads the value graph (which value feeds which), never value positions. Lowering
+// runs the matchers once per kernel; every renderer reads the result from the Kernel and only
+// adds its own conditions (dtypes it handles). Not a rewrite: a match changes no value.
+// Next patterns (a GEMV for small M, a matmul with a fused epilogue, attention) slot in
+// beside match_matmul as their own struct and matcher.
+#pragma once
+
+#include "kernel/kernel.h"
+
+namespace luminal {
+
+// The matmul of `kernel`: its stored value is its reduction, a SumReduce of a float dtype of
+// the Mul of two distinct plain loads (optionally through a Cast of the product to f32), the
+// body holds nothing else, and the loads' indices are affine in the last two output loops
+// (m, n) and the reduction loop (k) with a not moving along n and b not along m (the Mul's
+// operands are taken in either order, the written one first). `present` is false otherwise.
+MatmulInfo match_matmul(const Kernel& kernel);
+
+}  // namespace luminal

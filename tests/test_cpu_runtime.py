@@ -372,7 +372,7 @@ def test_matmul_tilings_match_torch(a_shape, b_shape, transpose):
     ad, bd = torch.randn(a_shape), torch.randn(b_shape)
     expected = ad @ (bd.T if transpose else bd)
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
-    space = lm._core.SearchSpace(cx._g, rt.rewrite_rules(), lm._core.RunnerLimits())
+    space = lm._core.SearchSpace(cx._g, rt.rewrite_rules(), lm._core.RunnerLimits(), rt._rt)
     programs = space.extract(16, {})
     tiled = 0 not in a_shape  # an empty product is no matmul kernel
     schedules = {str(p.graph.node_schedule(n)) for p in programs for n in p.graph.topo_order()}

@@ -248,8 +248,8 @@ def test_combination_takes_each_class_fastest_schedule():
     cx = lm.Graph()
     *_, y = two_matmuls(cx)
     y.output()
-    space = _core.SearchSpace(cx._g, lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(),
-                              _core.RunnerLimits())
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits(), rt._rt)
     programs = space.extract(8, {})
     reduces = {}  # class -> [(program, node, schedule)]
     for p, prog in enumerate(programs):
@@ -279,6 +279,25 @@ def test_combination_takes_each_class_fastest_schedule():
            if combined.graph.node_op(n) == lm._core.OpKind.SumReduce}
     assert got[first] == [("tile_m", 8), ("tile_n", 8), ("vector_width", 8)]
     assert got[second] == [("tile_m", 4), ("tile_n", 24), ("vector_width", 8)]
+
+
+def test_cpu_space_prices_tilings_with_the_runtime_kernel_cost():
+    """The space asks the runtime it was built with what a tiling costs (its KernelCost);
+    without one, every tiling of a matmul costs what the reduction as written costs."""
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    cx = lm.Graph()
+    matmul(cx, m=96, k=64, n=96)[2].output()
+
+    def costs(runtime):
+        space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits(), runtime)
+        found = space.extract(16, {})
+        square = [p.cost for p in found if "(tile_m 8) (tile_n 8)" in p.text()]
+        return found[0].cost, square[0]
+
+    default, square = costs(rt._rt)
+    assert square > default  # an 8 x 8 block waits on its loads (c_schedule.cc)
+    default, square = costs(None)
+    assert square == pytest.approx(default)
 
 
 def test_inlined_softmax_takes_fewer_kernels_and_matches_torch():
@@ -350,7 +369,7 @@ def test_every_cpu_program_computes_the_graph(cx, seed):
     native.compile(cx._g)
     want = _run(native, cx._g.inputs(), cx._g.outputs(), feeds, {})
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
-    space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits())
+    space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits(), rt._rt)
     for program in space.extract(5, {}):
         rt._rt.compile(program.graph)
         got = _run(rt._rt, program.inputs, program.outputs, feeds, {})

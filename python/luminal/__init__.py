@@ -32,7 +32,7 @@ from .errors import (
 )
 from .errors import WeightsError
 from .graph import Graph, GraphTensor
-from .hl_ops.compose import where
+from .hl_ops.tensor_utils import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
 from .runtime import CpuRuntime, CudaRuntime, NativeRuntime, Runtime

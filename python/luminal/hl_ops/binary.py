@@ -11,7 +11,7 @@ from .._core import OpKind
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from .compare import CompareOps
-from .compose import (HALF_TYPES, as_tensors, blend, choose, full_like, is_scalar, order_flip,
+from .tensor_utils import (HALF_TYPES, as_tensors, blend, choose, full_like, is_scalar, order_flip,
                       result_type, round_to_int, stack_last, where)
 
 

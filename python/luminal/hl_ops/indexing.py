@@ -9,7 +9,8 @@ from __future__ import annotations
 from .._core import Expr
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
-from .shape_utils import const, product
+from .joining import cat
+from .shape_utils import broadcast_shapes, const, product
 
 
 def _contiguous_strides(dims) -> list:
@@ -73,8 +74,6 @@ def gather_axes(x, axes: list, indices: list):
     """PyTorch advanced indexing of ``x`` at the sorted positions ``axes`` by int tensors
     ``indices`` (which broadcast together): their dims replace the indexed axes in place when
     the axes are adjacent, else they come first."""
-    from .movement import broadcast_shapes
-
     if axes != list(range(axes[0], axes[0] + len(axes))):
         rest = [a for a in range(x.ndim) if a not in axes]
         x = x.permute(axes + rest)
@@ -103,8 +102,6 @@ def gather_axes(x, axes: list, indices: list):
 def select(cond, a, b):
     """``where(cond, a, b)`` exactly (no 0 * inf): one Gather from ``a`` and ``b`` laid end
     to end. ``b`` may be a Python scalar."""
-    from .movement import broadcast_shapes
-
     g = a.graph
     if not hasattr(b, "graph"):
         b = g.constant(b, a.dtype)
@@ -118,8 +115,6 @@ def select(cond, a, b):
         # data = (a..., b): false picks element n.
         data = a_flat.pad_zeros((0, 1)) + b.reshape(1).pad_zeros((n, 0))
         return data._gather(i * take + g.constant(n, dt.int32) * (1 - take))
-    from .joining import cat
-
     data = cat([a_flat, b.expand(shape).reshape(-1)])
     return data._gather(i + g.constant(n, dt.int32) * (1 - take))
 
@@ -217,8 +212,6 @@ class IndexOps:
         indices = _check_index(self, indices, "take_along_dim")
         if dim is None:
             return self.reshape(-1).gather(0, indices.reshape(-1))
-        from .movement import broadcast_shapes
-
         axis = self._axis(dim, "take_along_dim")
         if indices.ndim != self.ndim:
             raise ShapeError(f"take_along_dim: indices of shape {indices.shape} must have as "

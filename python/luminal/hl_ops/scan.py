@@ -9,18 +9,12 @@ import collections
 
 from .._core import Expr, OpKind
 from .. import dtype as dt
-from .compose import HALF_TYPES, blend, full_like, order_flip, round_to_int
+from .shape_utils import product
+from .tensor_utils import HALF_TYPES, blend, full_like, order_flip, round_to_int
 
 ValuesIndices = collections.namedtuple("ValuesIndices", ["values", "indices"])
 
 INT32_MIN = -(2 ** 31)
-
-
-def _product(dims) -> Expr:
-    out = Expr(1)
-    for d in dims:
-        out = out * d
-    return out
 
 
 def move_last(x, axis: int):
@@ -46,7 +40,7 @@ def prefix_table(x, fill):
     j <= i and ``fill`` elsewhere."""
     dims = list(x.st.dims)
     n = dims[-1]
-    outer = _product(dims[:-1])
+    outer = product(dims[:-1])
     data = append_last(x, fill)
     g = x.graph
     rows = g.iota(Expr("z"), n).reshape(n, 1)

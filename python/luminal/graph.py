@@ -100,7 +100,8 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
     def _new(self, node_id: int, dims=None) -> GraphTensor:
         g = self.graph._g
         shape = g.node_shape(node_id) if dims is None else dims
-        return GraphTensor(self.graph, node_id, ShapeTracker.contiguous(shape), g.node_dtype(node_id))
+        view = ShapeTracker.contiguous(shape)
+        return GraphTensor(self.graph, node_id, view, g.node_dtype(node_id))
 
     def _with_view(self, view: ShapeTracker) -> GraphTensor:
         return GraphTensor(self.graph, self.id, view, self.dtype)

@@ -11,6 +11,7 @@ import functools
 from .._core import Expr, OpKind
 from .. import dtype as dt
 from ..errors import DTypeError
+from .joining import stack
 from .shape_utils import broadcast_shapes
 
 _CATEGORY = {dt.bool_: 0, dt.int32: 1, dt.float16: 2, dt.bfloat16: 2, dt.float32: 2}
@@ -92,23 +93,10 @@ def full_like(x, value, dtype=None):
     return c.expand(list(x.st.dims)) if x.ndim else c
 
 
-def stack_last(tensors):
-    """Same-shape, same-dtype tensors stacked on a new last axis: each is padded with zeros
-    into its own slot and the slots are added, so every value is kept exactly."""
-    k = len(tensors)
-    rank = tensors[0].ndim
-    out = None
-    for i, t in enumerate(tensors):
-        view = t.st.insert_axis(rank, Expr(1)).pad(rank, Expr(i), Expr(k - 1 - i))
-        slot = t._with_view(view)
-        out = slot if out is None else out._binary(OpKind.Add, slot)
-    return out
-
-
 def choose(index, options):
     """``options[index]`` elementwise: ``index`` is an int tensor with values in
     [0, len(options)), all of one shape; exact for any values (inf and NaN included)."""
-    stacked = stack_last(options)
+    stacked = stack(options, -1)
     k = len(options)
     dims = list(index.st.dims)
     numel = index.st.numel()

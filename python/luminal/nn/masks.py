@@ -1,6 +1,7 @@
-"""Additive attention masks for the nn attention layers: causal with a past offset (a KV
-cache) and padding from a 1/0 attention mask. Each is 0 where a key is seen and NEG_INF where
-it is not. Not here: scaled_dot_product_attention's own masks (sdpa.py, -inf as torch)."""
+"""Additive masks, 0 where a value counts: for the nn attention layers, causal with a past
+offset (a KV cache) and padding from a 1/0 attention mask, NEG_INF where a key is not seen;
+and -inf where a mask is false, as torch's scaled_dot_product_attention and max pooling use.
+Not here: sdpa's causal mask (sdpa.py, top-left aligned as torch)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,12 @@ from .._core import Expr
 from ..hl_ops.shape_utils import as_expr
 
 NEG_INF = -1e30  # additive mask value: exp() of it is exactly 0, and no inf - inf NaNs
+
+
+def neg_inf_where_false(mask):
+    """0 where ``mask`` is True (or 1) and -inf where False (log2 of 1 and of 0), so that
+    adding it masks scores exactly."""
+    return mask.to(dt.float32).log2()
 
 
 def causal_bias(graph, s, past):

@@ -10,6 +10,7 @@ from .._core import Expr
 from ..errors import ShapeError
 from ..hl_ops.shape_utils import const_int, int_tuple
 from ._grid import gather_grid, grid_coords, iota_grid
+from .masks import neg_inf_where_false
 
 
 def _out_size(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
@@ -79,8 +80,8 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     # Ints go through f32 (exact below 2**24) so that padding can hold -inf.
     x = input if dt.is_float(input.dtype) else input.to(dt.float32)
     windows, geometry = _windows(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op)
-    # Places outside the input must lose to every real value: add -inf there (log2(0)).
-    outside = _inside(input.graph, geometry, nd, lo_pad=False).to(dt.float32).log2()
+    # Places outside the input must lose to every real value: add -inf there.
+    outside = neg_inf_where_false(_inside(input.graph, geometry, nd, lo_pad=False))
     windows = windows + outside.to(windows.dtype)
     axes = tuple(range(windows.ndim - nd, windows.ndim))
     return windows.amax(axes).to(input.dtype)

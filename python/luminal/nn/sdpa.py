@@ -11,6 +11,7 @@ from .. import dtype as dt
 from ..errors import ShapeError
 from ..hl_ops.shape_utils import as_expr, const_int
 from ._grid import grid_coords, iota_grid
+from .masks import neg_inf_where_false
 
 _F32_LOWEST = -3.4028234663852886e38
 
@@ -25,16 +26,10 @@ def _repeat_heads(t, heads: int, op: str, name: str):
     return expanded.reshape(dims[:-3] + [heads] + dims[-2:])
 
 
-def _neg_inf_where_false(mask):
-    """0 where ``mask`` is True and -inf where False (log2 of 1 and of 0), so that adding it
-    masks scores exactly."""
-    return mask.to(dt.float32).log2()
-
-
 def _causal_bias(graph, length, keys):
     """(L, S): 0 where key j <= query i, -inf above the diagonal."""
     c = grid_coords([length, keys])
-    return _neg_inf_where_false(iota_grid(graph, [length, keys], c[1].le(c[0])))
+    return neg_inf_where_false(iota_grid(graph, [length, keys], c[1].le(c[0])))
 
 
 def safe_softmax(scores):
@@ -76,7 +71,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         scores = scores + _causal_bias(q.graph, q.st.dims[-2], k.st.dims[-2])
     elif attn_mask is not None:
         if attn_mask.dtype == dt.bool_:
-            bias = _neg_inf_where_false(attn_mask)
+            bias = neg_inf_where_false(attn_mask)
         else:
             bias = attn_mask.to(dt.float32)
         scores = scores + bias

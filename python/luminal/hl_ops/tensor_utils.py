@@ -1,6 +1,6 @@
-"""Helpers on tensors the elementwise, reduction and sorting ops share: PyTorch result types
-with Python scalars, operands brought to one dtype and one broadcast shape, stacking along a
-new last axis, exact selection (``choose``, ``where``) and the cheaper arithmetic ``blend``,
+"""Helpers on tensors the elementwise, reduction, indexing and sorting ops share: PyTorch
+result types with Python scalars, operands brought to one dtype and one broadcast shape, exact
+selection (``choose``, and ``where``, torch.where itself) and the cheaper arithmetic ``blend``,
 and running half-precision math in f32. Plain functions over GraphTensors; no GraphTensor
 methods live here, and helpers on dims alone live in shape_utils.py."""
 
@@ -95,7 +95,8 @@ def full_like(x, value, dtype=None):
 
 def choose(index, options):
     """``options[index]`` elementwise: ``index`` is an int tensor with values in
-    [0, len(options)), all of one shape; exact for any values (inf and NaN included)."""
+    [0, len(options)), all of one shape; one Gather from the options stacked on a new last
+    axis, so exact for any values (inf and NaN included)."""
     stacked = stack(options, -1)
     k = len(options)
     dims = list(index.st.dims)

@@ -29,6 +29,7 @@ from . import _core
 from . import dtype as dt
 from . import search_cache
 from .errors import LuminalError
+from .runtime import NativeRuntime, _from_storage, _to_storage
 
 DEFAULT_DIM = 16
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
@@ -141,8 +142,6 @@ def _choice(params) -> _core.TuningChoice:
 
 def _random_inputs(g, dims: dict, seed: int) -> list:
     """One storage array per input of g, by position, deterministic for the seed."""
-    from .runtime import _to_storage
-
     rng = np.random.default_rng(seed)
     out = []
     for node in g.inputs():
@@ -166,8 +165,6 @@ def _run(core_rt, input_ids, output_ids, inputs, dims) -> list:
 
 
 def _disagreement(got: list, want: list, dtypes: list) -> str:
-    from .runtime import _from_storage
-
     for i, (a, b, dtype) in enumerate(zip(got, want, dtypes)):
         a = _from_storage(a, dtype).astype(np.float64).reshape(-1)
         b = _from_storage(b, dtype).astype(np.float64).reshape(-1)
@@ -384,8 +381,6 @@ class _SearchRun:
         "auto" picks by AUTO_NATIVE_WORK). Nothing to check when ``verify`` is off, or for
         budget 1 on NativeRuntime with the graph as written. When the reference fails on the
         random inputs, no candidate can be checked: the graph as written is the only one."""
-        from .runtime import NativeRuntime
-
         g = self.g
         self.want = None
         self.inputs = _random_inputs(g, self.dims, self.seed)

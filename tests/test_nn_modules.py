@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.nn.modules import (
+from luminal.nn import (
     MLP,
     Conv1d,
     Conv2d,
@@ -207,13 +207,13 @@ def test_attention_padding_bias_matches_torch():
     sd = {"q_proj.weight": wq, "k_proj.weight": wk, "v_proj.weight": wv,
           "q_proj.bias": bq, "k_proj.bias": bk, "v_proj.bias": bv,
           "o_proj.weight": ref.out_proj.weight, "o_proj.bias": ref.out_proj.bias}
-    from luminal.nn import _ops
+    from luminal.nn import masks
 
     mha = MultiHeadAttention(dim, heads, bias=True)
     cx = lm.Graph()
     x = cx.tensor((2, 4, dim))
     mask = cx.tensor((2, 4), lm.int32)
-    y = mha(x, bias=_ops.padding_bias(mask)).output()
+    y = mha(x, bias=masks.padding_bias(mask)).output()
     rt = cx.search(lm.NativeRuntime())
     mha.load_state_dict(rt, sd)
     xv = torch.randn(2, 4, dim)

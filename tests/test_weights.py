@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
-from luminal.nn.modules import Linear, Module
+from luminal.nn import Linear, Module
 from luminal.weights import GGUFFile, load_gguf, load_safetensors
 
 torch = pytest.importorskip("torch")

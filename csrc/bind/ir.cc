@@ -25,9 +25,18 @@ void init_ir(nb::module_& m) {
   m.def("schedule_to_string", &schedule_to_string, "schedule"_a);
 
   nb::enum_<OpKind> ops(m, "OpKind");
-#define LUMINAL_OP(name, arity) ops.value(#name, OpKind::name);
+#define LUMINAL_OP(name, ...) ops.value(#name, OpKind::name);
 #include "ir/ops.def"
 #undef LUMINAL_OP
+  nb::enum_<OpCategory>(m, "OpCategory")
+      .value("Source", OpCategory::Source)
+      .value("Unary", OpCategory::Unary)
+      .value("Binary", OpCategory::Binary)
+      .value("Reduce", OpCategory::Reduce)
+      .value("Other", OpCategory::Other)
+      .value("Sink", OpCategory::Sink);
+  m.def("op_arity", &op_arity, "op"_a);
+  m.def("op_category", &op_category, "op"_a);
 
   nb::class_<ShapeTracker>(m, "ShapeTracker")
       .def_static("contiguous", &ShapeTracker::contiguous, "dims"_a)

@@ -1,85 +1,17 @@
 // Facts of an e-node from its children: shape and dtype as the HLIR builders give them, a
-// folded uniform value computed exactly as the interpreter would (double arithmetic, rounded
-// to the dtype on store; Int wraps to 32 bits; Bool Add/Mul are or/and), and non-negativity.
+// folded uniform value computed exactly as the interpreter would (the scalar semantics of
+// ir/scalar_ops.h, rounded to the dtype as a store rounds), and non-negativity.
 #include "egraph/analysis.h"
 
 #include <cmath>
-#include <cstdint>
-#include <limits>
 
 #include "egraph/egraph.h"
 
 namespace luminal::egraph {
 
 namespace {
-double float_to_int(double f) {
-  if (std::isnan(f)) return 0;
-  if (f >= 2147483647.0) return 2147483647.0;
-  if (f <= -2147483648.0) return -2147483648.0;
-  return std::trunc(f);
-}
-
-double unary(OpKind op, double x) {
-  switch (op) {
-    case OpKind::Log2:
-      return std::log2(x);
-    case OpKind::Exp2:
-      return std::exp2(x);
-    case OpKind::Sin:
-      return std::sin(x);
-    case OpKind::Sqrt:
-      return std::sqrt(x);
-    default:
-      return 1.0 / x;
-  }
-}
-
-double binary(OpKind op, double a, double b, DType operand) {
-  if (is_float(operand)) {
-    switch (op) {
-      case OpKind::Add:
-        return a + b;
-      case OpKind::Mul:
-        return a * b;
-      case OpKind::Mod:
-        return std::fmod(a, b);
-      default:
-        return a < b ? 1.0 : 0.0;
-    }
-  }
-  auto x = static_cast<int64_t>(a);
-  auto y = static_cast<int64_t>(b);
-  bool boolean = operand == DType::Bool;
-  switch (op) {
-    case OpKind::Add:
-      return static_cast<double>(boolean ? (x || y) : x + y);
-    case OpKind::Mul:
-      return static_cast<double>(boolean ? (x && y) : x * y);
-    case OpKind::Mod:
-      return static_cast<double>(y == 0 ? 0 : x % y);
-    default:
-      return x < y ? 1.0 : 0.0;
-  }
-}
-
 bool is_nonneg(double v) { return std::isnan(v) || v >= 0; }
 }  // namespace
-
-double round_to_dtype(double v, DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return static_cast<float>(v);
-    case DType::F16:
-      return f16_to_f32(f32_to_f16(static_cast<float>(v)));
-    case DType::BF16:
-      return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
-    case DType::Int:
-      return static_cast<int32_t>(static_cast<uint32_t>(static_cast<int64_t>(v)));
-    case DType::Bool:
-      return (v != 0 || std::isnan(v)) ? 1.0 : 0.0;
-  }
-  return v;
-}
 
 ClassData node_facts(const EGraph& g, const ENode& n) {
   ClassData d;
@@ -101,8 +33,7 @@ ClassData node_facts(const EGraph& g, const ENode& n) {
       d.dtype = a.dtype;
       d.has_constant = true;
       if (!a.expr) {
-        double v = is_float(a.dtype) ? a.value : float_to_int(a.value);
-        d.uniform = round_to_dtype(v, a.dtype);
+        d.uniform = round_to_dtype(a.value, a.dtype);
         d.nonneg = is_nonneg(*d.uniform);
       }
       break;
@@ -118,7 +49,7 @@ ClassData node_facts(const EGraph& g, const ENode& n) {
     case OpKind::Recip:
       d.dtype = child(0).dtype;
       d.shape = view(0).dims;
-      if (auto u = uni(0)) d.uniform = round_to_dtype(unary(n.op, *u), d.dtype);
+      if (auto u = uni(0)) d.uniform = round_to_dtype(unary_eval(n.op, *u), d.dtype);
       d.nonneg = n.op == OpKind::Exp2 || n.op == OpKind::Sqrt ||
                  (n.op == OpKind::Recip && child(0).nonneg);
       break;
@@ -131,7 +62,7 @@ ClassData node_facts(const EGraph& g, const ENode& n) {
       d.shape = view(0).dims;
       auto a = uni(0);
       auto b = uni(1);
-      if (a && b) d.uniform = round_to_dtype(binary(n.op, *a, *b, operand), d.dtype);
+      if (a && b) d.uniform = round_to_dtype(binary_eval(n.op, operand, *a, *b), d.dtype);
       bool both = child(0).nonneg && child(1).nonneg;
       bool square = n.op == OpKind::Mul && is_float(operand) && n.children[0] == n.children[1];
       if (n.op == OpKind::LessThan) {
@@ -166,11 +97,7 @@ ClassData node_facts(const EGraph& g, const ENode& n) {
       d.dtype = n.op == OpKind::Cast ? g.attr(n.attr).node.dtype : child(0).dtype;
       d.shape = view(0).dims;
       DType from = child(0).dtype;
-      if (auto u = uni(0)) {
-        double v = *u;
-        if (is_float(from) && !is_float(d.dtype) && d.dtype != DType::Bool) v = float_to_int(v);
-        d.uniform = round_to_dtype(v, d.dtype);
-      }
+      if (auto u = uni(0)) d.uniform = round_to_dtype(*u, d.dtype);
       d.nonneg = child(0).nonneg;
       d.has_constant = child(0).has_constant && from == d.dtype;
       break;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "egraph/enode.h"
+#include "ir/scalar_ops.h"  // round_to_dtype: how a uniform value is rounded to its dtype
 
 namespace luminal::egraph {
 
@@ -21,13 +22,11 @@ struct ClassData {
 };
 
 // The facts of `node` from its children's current facts. Shape and dtype follow the HLIR
-// builders (csrc/ir/graph.cc); uniform values fold with the interpreter's arithmetic.
+// builders (csrc/ir/graph.cc); uniform values fold with the scalar semantics the interpreter
+// runs (ir/scalar_ops.h).
 ClassData node_facts(const EGraph& g, const ENode& node);
 
 // Joins b into a; false when they disagree on shape or dtype. `changed` reports growth.
 bool join_facts(ClassData& a, const ClassData& b, bool* changed);
-
-// A value rounded the way a store into `dtype` rounds it (csrc/runtime/native.cc).
-double round_to_dtype(double value, DType dtype);
 
 }  // namespace luminal::egraph

@@ -18,23 +18,8 @@ double CostModel::elements(const std::vector<Expr>& shape) const {
 }
 
 namespace {
-double op_weight(OpKind op) {
-  switch (op) {
-    case OpKind::Exp2:
-    case OpKind::Log2:
-    case OpKind::Sin:
-      return 4;
-    case OpKind::Sqrt:
-    case OpKind::Recip:
-    case OpKind::Mod:
-    case OpKind::Gather:
-      return 2;
-    case OpKind::Cast:
-      return 0.5;
-    default:
-      return 1;
-  }
-}
+// Per-op work per element: ops.def's cost column.
+double op_weight(OpKind op) { return op_cost_weight(op); }
 }  // namespace
 
 // A matmul under the runtime's KernelCost, or -1 (no KernelCost, or not a matmul).

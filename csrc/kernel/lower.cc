@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "ir/scalar_ops.h"
 #include "kernel/match.h"
 
 namespace luminal {
@@ -169,31 +170,6 @@ bool unrolled_reduce(const Node& n) {
   return extent && *extent >= 1 && *extent <= kUnrollReduce;
 }
 
-// Native's float -> int: truncate, saturate, NaN -> 0.
-double float_to_int(double f) {
-  if (std::isnan(f)) return 0;
-  if (f >= 2147483647.0) return 2147483647.0;
-  if (f <= -2147483648.0) return -2147483648.0;
-  return std::trunc(f);
-}
-
-// A constant as the value the native runtime stores for it in `dtype`.
-double constant_value(double v, DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return static_cast<float>(v);
-    case DType::F16:
-      return f16_to_f32(f32_to_f16(static_cast<float>(v)));
-    case DType::BF16:
-      return bf16_to_f32(f32_to_bf16(static_cast<float>(v)));
-    case DType::Int:
-      return float_to_int(v);
-    case DType::Bool:
-      return (v != 0 || std::isnan(v)) ? 1 : 0;
-  }
-  return v;
-}
-
 class Lowerer {
  public:
   Lowerer(const Graph& graph, const ScheduleParams& program_schedule)
@@ -300,20 +276,16 @@ class Lowerer {
   bool cheap_to_recompute(NodeId id) const { return inline_cost(id, kRecomputeCost) >= 0; }
 
   // The cost of computing node `id` where it is read (0 for a buffer), or -1 when over `budget`
-  // or not recomputable (a reduction loop, a gather, an output).
+  // or not recomputable (a reduction loop, a gather, an output). Weights: ops.def's recompute.
   int inline_cost(NodeId id, int budget) const {
     const Node& n = g_.node(id);
     if (buffer_of_[id] >= 0 || n.op == OpKind::Constant) return 0;
-    int own = 0;
-    if (is_unary(n.op)) {
-      own = (n.op == OpKind::Exp2 || n.op == OpKind::Log2 || n.op == OpKind::Sin) ? 4 : 2;
-    } else if (is_binary(n.op) || n.op == OpKind::Cast || n.op == OpKind::Iota) {
-      own = 1;
-    } else if (unrolled_reduce(n)) {
-      own = static_cast<int>(*n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const());
-    } else {
-      return -1;
+    int own = op_recompute_weight(n.op);
+    if (is_reduce(n.op)) {
+      auto extent = n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const();
+      own = unrolled_reduce(n) ? own * static_cast<int>(*extent) : -1;
     }
+    if (own < 0) return -1;
     int total = own;
     for (const Edge& e : n.inputs) {
       if (total > budget) return -1;
@@ -409,7 +381,7 @@ class Lowerer {
           v.index = e;
         } else {
           v.kind = ValueKind::kConst;
-          v.number = constant_value(n.value, n.dtype);
+          v.number = round_to_dtype(n.value, n.dtype);
         }
         return add(std::move(v));
       case OpKind::Iota: {

@@ -1,6 +1,6 @@
 // The reference interpreter. Each node is evaluated in topological order into a dense
 // buffer; inputs are read through their views with concrete (dyn_map-evaluated) strides.
-// Buffers are freed after their last reader.
+// Buffers are freed after their last reader. Elementwise arithmetic is ir/scalar_ops.h's.
 #include "runtime/native.h"
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "ir/scalar_ops.h"
 
 namespace luminal {
 
@@ -40,14 +41,6 @@ std::vector<int64_t> evaluate(const std::vector<Expr>& dims, const DynMap& env) 
     out.push_back(v);
   }
   return out;
-}
-
-// Float to int truncates toward zero; NaN gives 0 and out-of-range values saturate.
-int64_t float_to_int(double f) {
-  if (std::isnan(f)) return 0;
-  if (f >= 2147483647.0) return std::numeric_limits<int32_t>::max();
-  if (f <= -2147483648.0) return std::numeric_limits<int32_t>::min();
-  return static_cast<int64_t>(f);
 }
 
 double load_f(const HostBuffer& b, int64_t i) {
@@ -117,18 +110,16 @@ void store_i(HostBuffer& b, int64_t i, int64_t v) {
     return;
   }
   if (b.dtype != DType::Int) throw InternalError("store_i on a float buffer");
-  int32_t w = static_cast<int32_t>(static_cast<uint32_t>(v));  // wraps like i32 arithmetic
+  int32_t w = wrap_to_i32(v);
   std::memcpy(b.bytes.data() + 4 * i, &w, 4);
 }
 
-// Stores a value computed in double into any dtype (casts included).
+// Stores a value computed in double into any dtype (casts included), as round_to_dtype rounds.
 void store_any(HostBuffer& b, int64_t i, double v) {
   if (is_float(b.dtype)) {
     store_f(b, i, v);
-  } else if (b.dtype == DType::Bool) {
-    b.bytes[i] = v != 0 || std::isnan(v);
   } else {
-    store_i(b, i, float_to_int(v));
+    store_i(b, i, static_cast<int64_t>(round_to_dtype(v, b.dtype)));
   }
 }
 
@@ -184,53 +175,6 @@ int64_t read_i(const HostBuffer& src, const ConcreteView& v, const std::vector<i
   if (p < 0) return 0;
   check_in_bounds(p, src, "read");
   return load_i(src, p);
-}
-
-double unary_f(OpKind op, double x) {
-  switch (op) {
-    case OpKind::Log2:
-      return std::log2(x);
-    case OpKind::Exp2:
-      return std::exp2(x);
-    case OpKind::Sin:
-      return std::sin(x);
-    case OpKind::Sqrt:
-      return std::sqrt(x);
-    case OpKind::Recip:
-      return 1.0 / x;
-    default:
-      throw InternalError("not a unary op");
-  }
-}
-
-double binary_f(OpKind op, double a, double b) {
-  switch (op) {
-    case OpKind::Add:
-      return a + b;
-    case OpKind::Mul:
-      return a * b;
-    case OpKind::Mod:
-      return std::fmod(a, b);
-    case OpKind::LessThan:
-      return a < b ? 1.0 : 0.0;
-    default:
-      throw InternalError("not a binary op");
-  }
-}
-
-int64_t binary_i(OpKind op, int64_t a, int64_t b, DType dtype) {
-  switch (op) {
-    case OpKind::Add:
-      return dtype == DType::Bool ? (a || b) : a + b;
-    case OpKind::Mul:
-      return dtype == DType::Bool ? (a && b) : a * b;
-    case OpKind::Mod:
-      return b == 0 ? 0 : a % b;
-    case OpKind::LessThan:
-      return a < b ? 1 : 0;
-    default:
-      throw InternalError("not a binary op");
-  }
 }
 
 }  // namespace
@@ -305,7 +249,7 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
       case OpKind::Sqrt:
       case OpKind::Recip:
         for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
-          store_f(out, flat, unary_f(n.op, read_f(in(0), views[0], idx)));
+          store_f(out, flat, unary_eval(n.op, read_f(in(0), views[0], idx)));
         });
         break;
       case OpKind::Add:
@@ -315,12 +259,13 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
         DType operand = in(0).dtype;
         for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
           if (is_float(operand)) {
-            double r = binary_f(n.op, read_f(in(0), views[0], idx), read_f(in(1), views[1], idx));
-            store_any(out, flat, r);
+            double a = read_f(in(0), views[0], idx);
+            double b = read_f(in(1), views[1], idx);
+            store_any(out, flat, binary_float(n.op, a, b));
           } else {
             int64_t a = read_i(in(0), views[0], idx);
             int64_t b = read_i(in(1), views[1], idx);
-            store_i(out, flat, binary_i(n.op, a, b, operand));
+            store_i(out, flat, binary_int(n.op, a, b, operand));
           }
         });
         break;

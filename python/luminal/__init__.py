@@ -29,10 +29,10 @@ from .errors import (
     InternalError,
     LuminalError,
     ShapeError,
+    WeightsError,
 )
-from .errors import WeightsError
 from .graph import Graph, GraphTensor
-from .hl_ops.compose import where
+from .hl_ops.tensor_utils import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
 from .runtime import CpuRuntime, CudaRuntime, NativeRuntime, Runtime
@@ -41,12 +41,9 @@ from .precision import to_half
 __version__ = "0.1.0"
 
 __all__ = [
-    "CompileError", "DType", "DTypeError", "DeviceError", "Expr", "Graph", "GraphTensor",
-    "CpuRuntime", "InternalError", "LuminalError", "NativeRuntime", "Runtime", "ShapeError", "ShapeTracker",
-    "CudaRuntime",
-    "bf16", "bfloat16", "get_include", "get_library_dir", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
-    "to_half",
-    "WeightsError",
-    "where",
+    "CompileError", "CpuRuntime", "CudaRuntime", "DType", "DTypeError", "DeviceError", "Expr",
+    "Graph", "GraphTensor", "InternalError", "LuminalError", "NativeRuntime", "Runtime",
+    "ShapeError", "ShapeTracker", "WeightsError",
+    "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
+    "cat", "einsum", "get_include", "get_library_dir", "stack", "to_half", "where",
 ]
-__all__ += ["cat", "einsum", "stack"]

@@ -14,9 +14,9 @@ from . import _core
 from . import dtype as dt
 from ._core import DType, Expr, OpKind, ShapeTracker
 from .errors import ShapeError
-from .hl_ops.creation import CreationOps
 from .hl_ops import (
     BinaryOps,
+    CreationOps,
     IndexOps,
     MatmulOps,
     MovementOps,
@@ -25,6 +25,7 @@ from .hl_ops import (
     SortingOps,
     UnaryOps,
 )
+from .hl_ops.shape_utils import py_dim
 
 Dim = Union[int, str, Expr]
 
@@ -39,11 +40,6 @@ def _to_expr(d: Dim, what: str) -> Expr:
             raise ShapeError(f"{what}: {d!r} is not a usable symbol name ('z' is reserved)")
         return Expr(d)
     return Expr(d) if isinstance(d, int) else d
-
-
-def _py_dim(e: Expr):
-    """An Expr as a Python int when constant, else the Expr itself."""
-    return e.as_const() if e.is_const() else e
 
 
 class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps,
@@ -61,7 +57,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
     # ---- facts -------------------------------------------------------------------------
     @property
     def shape(self) -> tuple:
-        return tuple(_py_dim(d) for d in self.st.dims)
+        return tuple(py_dim(d) for d in self.st.dims)
 
     @property
     def ndim(self) -> int:
@@ -74,7 +70,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
         return self.shape if dim is None else self.shape[self._axis(dim, "size")]
 
     def numel(self):
-        return _py_dim(self.st.numel())
+        return py_dim(self.st.numel())
 
     @property
     def name(self) -> str:
@@ -104,7 +100,8 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
     def _new(self, node_id: int, dims=None) -> GraphTensor:
         g = self.graph._g
         shape = g.node_shape(node_id) if dims is None else dims
-        return GraphTensor(self.graph, node_id, ShapeTracker.contiguous(shape), g.node_dtype(node_id))
+        view = ShapeTracker.contiguous(shape)
+        return GraphTensor(self.graph, node_id, view, g.node_dtype(node_id))
 
     def _with_view(self, view: ShapeTracker) -> GraphTensor:
         return GraphTensor(self.graph, self.id, view, self.dtype)

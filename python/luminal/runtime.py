@@ -56,14 +56,14 @@ def _id_map(g, program) -> dict:
 
 
 class Runtime:
-    """The Python face of a C++ runtime. Subclasses set ``_core_type``."""
+    """The Python face of a C++ runtime. Subclasses set ``_core_type`` or pass the C++ runtime
+    they made to ``__init__``."""
 
     _core_type = None
-    _ids: dict = {}  # user input/output node id -> the compiled program's, after search
 
-    def __init__(self):
-        self._rt = self._core_type()
-        self._graph = None
+    def __init__(self, core_runtime=None):
+        self._rt = self._core_type() if core_runtime is None else core_runtime
+        self._graph = None  # the user graph whose program the runtime holds (None: no program)
         self._ids = {}  # user graph node id -> compiled program node id (search's rewrites)
 
     @property
@@ -72,12 +72,18 @@ class Runtime:
 
     def _load(self, graph, program=None, choice=None) -> None:
         """Compiles ``program`` (a search result, default: the graph as written) for
-        ``graph``; user tensors keep addressing inputs and outputs by their own ids."""
+        ``graph`` and adopts it."""
         compiled = graph._g if program is None else program.graph
         if choice is None:
             self._rt.compile(compiled)
         else:
             self._rt.compile(compiled, choice)
+        self._adopt(graph, program)
+
+    def _adopt(self, graph, program=None) -> None:
+        """Makes ``program`` (default: the graph as written), which the C++ runtime has just
+        compiled, this runtime's program for ``graph``: user tensors keep addressing inputs
+        and outputs by their own ids."""
         self._ids = {} if program is None else _id_map(graph._g, program)
         self._graph = graph
 
@@ -201,11 +207,9 @@ class CpuRuntime(Runtime):
                                          or not isinstance(compile_jobs, int) or compile_jobs < 1):
             raise ValueError(f"CpuRuntime: compile_jobs must be a positive int, "
                              f"got {compile_jobs!r}")
-        self._rt = _core.CpuRuntime(compiler, list(extra_flags or []),
-                                    os.path.abspath(os.fspath(cache_dir)), threads,
-                                    compile_jobs or 0)
-        self._graph = None
-        self._ids = {}
+        super().__init__(_core.CpuRuntime(compiler, list(extra_flags or []),
+                                          os.path.abspath(os.fspath(cache_dir)), threads,
+                                          compile_jobs or 0))
 
     @property
     def source(self) -> str:
@@ -230,9 +234,7 @@ class CudaRuntime(Runtime):
         from .cuda import cuda_options
 
         options = cuda_options(nvrtc_library, cache_dir, device, driver_library)
-        self._rt = _core.CudaRuntime(options)
-        self._graph = None
-        self._ids = {}
+        super().__init__(_core.CudaRuntime(options))
         if choice:  # fixed params: every compile (search's too) uses them, over node schedules
             fixed = _core.TuningChoice()
             fixed.params = sorted(dict(choice).items())

@@ -5,9 +5,11 @@ runtime's rules and extracts distinct programs best-first by a cost model. Here 
 (program x tuning choice) is compiled on the runtime, checked against the reference interpreter
 (NativeRuntime on the graph as written; for graphs too big for the interpreter, the runtime
 itself on the graph as written, see AUTO_NATIVE_WORK) on random inputs, and timed (warm-up,
-repeats, median); the runtime comes back loaded with the fastest. A candidate that disagrees is dropped
-and reported as a wrong rule. Budget 1 takes the cost model's pick without timing (still
-checked, unless it is the graph as written on NativeRuntime).
+repeats, median); the runtime comes back loaded with the fastest. A candidate that disagrees is
+dropped and reported as a wrong rule. Budget 1 takes the cost model's pick without timing
+(still checked, unless it is the graph as written on NativeRuntime). search() runs as named
+steps, the methods of _SearchRun: cache lookup, candidates, reference, attempt each, pick,
+store.
 
 Symbolic dims are bound, for costing, checking and timing, to their value in ``cx.dyn_map``
 or else to DEFAULT_DIM. Candidates, their order and the check data are deterministic for a
@@ -27,6 +29,7 @@ from . import _core
 from . import dtype as dt
 from . import search_cache
 from .errors import LuminalError
+from .runtime import NativeRuntime, _from_storage, _to_storage
 
 DEFAULT_DIM = 16
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
@@ -139,8 +142,6 @@ def _choice(params) -> _core.TuningChoice:
 
 def _random_inputs(g, dims: dict, seed: int) -> list:
     """One storage array per input of g, by position, deterministic for the seed."""
-    from .runtime import _to_storage
-
     rng = np.random.default_rng(seed)
     out = []
     for node in g.inputs():
@@ -164,8 +165,6 @@ def _run(core_rt, input_ids, output_ids, inputs, dims) -> list:
 
 
 def _disagreement(got: list, want: list, dtypes: list) -> str:
-    from .runtime import _from_storage
-
     for i, (a, b, dtype) in enumerate(zip(got, want, dtypes)):
         a = _from_storage(a, dtype).astype(np.float64).reshape(-1)
         b = _from_storage(b, dtype).astype(np.float64).reshape(-1)
@@ -299,174 +298,247 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
            cache_dir: str | None = None, verify: bool = True, verbose: bool = False,
            time_limit: float | None = None, reference: str = "auto", warmup: int = 1,
            repeats: int = 5):
-    """See Graph.search."""
-    from . import __version__
-    from .runtime import NativeRuntime
-
+    """See Graph.search. The steps, in order: look the graph up in the cache; extract the
+    candidates; run the reference they are checked against; attempt (compile, check, time)
+    each; pick the winner, which the runtime adopts; store it in the cache."""
     if reference not in ("auto", "native", "runtime"):
         raise ValueError(f"search: reference must be 'auto', 'native' or 'runtime', "
                          f"got {reference!r}")
-    start = time.perf_counter()
-    spec = cx._search_space
-    g = cx._g
-    core_rt = runtime._rt
-    rules = runtime.rewrite_rules()
-    dims = representative_dims(cx)
-    report = SearchReport(runtime=core_rt.name, budget=budget)
-    original = _core.identity_program(g)
-    original_text = original.text()
-    key = search_cache.make_key(original_text, core_rt.name, search_cache.device_name(runtime),
-                                __version__, _core.all_rules_text(rules))
-    directory = cache_dir or search_cache.default_dir()
+    run = _SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats)
+    if not (cache and run.load_cached()):
+        run.extract_candidates()
+        run.run_reference(verify, reference)
+        run.attempt_each(progress, time_limit)
+        run.pick_winner()
+        if cache:
+            run.store()
+    return run.finish(verbose)
 
-    if cache:
-        entry = search_cache.load(directory, key)
-        if entry is not None and entry["budget"] >= budget:
-            try:
-                program = _core.parse_program(entry["program"], g)
-                runtime._load(cx, program, _choice(entry["choice"]))
-            except (LuminalError, ValueError, TypeError):
-                program = None  # not trustworthy: search again and overwrite it
-            if program is not None:
-                report.cache_hit = True
-                report.cache_path = f"{directory}/{key}.json"
-                report.winner_program = entry["program"]
-                report.seconds = time.perf_counter() - start
-                cx.last_search_report = report
-                if verbose:
-                    print(report, file=sys.stderr)
-                return runtime
 
-    space = spec.build(cx, rules, core_rt)
-    report.saturation = str(space.report)
-    # With room to spare, one slot of the budget goes to the combination of the fastest
-    # kernels (see _combine), when the runtime can time its kernels one by one.
-    timing_kernels = budget > 1 and core_rt.can_time_kernels()
-    combine = budget >= 3 and timing_kernels
-    programs = space.extract(budget - 1 if combine else budget, dims)
-    choices = [list(core_rt.tuning_space(p.graph)) or [_core.TuningChoice()] for p in programs]
-    order = _order(programs, choices, budget)
-    texts = [p.text() for p in programs]
+class _SearchRun:
+    """One call of search(): the state its steps share. The steps are the public methods, in
+    the order search() calls them; each reads what the ones before it set."""
 
-    want = None
-    inputs = _random_inputs(g, dims, seed)
-    out_dtypes = [g.node_dtype(o) for o in g.outputs()]
-    need_check = verify and (budget > 1 or texts[order[0][0]] != original_text
-                             or not isinstance(runtime, NativeRuntime))
-    if reference == "auto":
-        small = _core.graph_work(g, dims) <= AUTO_NATIVE_WORK
-        reference = "native" if small or isinstance(runtime, NativeRuntime) else "runtime"
-    if need_check:
-        report.reference = "native" if reference == "native" else \
-            f"{core_rt.name} running the graph as written"
-        ref_rt = _core.NativeRuntime() if reference == "native" else core_rt
+    def __init__(self, cx, runtime, budget: int, seed: int, cache_dir, warmup: int,
+                 repeats: int):
+        from . import __version__
+
+        self.start = time.perf_counter()
+        self.cx = cx
+        self.g = cx._g
+        self.runtime = runtime
+        self.core_rt = runtime._rt
+        self.rules = runtime.rewrite_rules()
+        self.budget = budget
+        self.seed = seed
+        self.warmup = warmup
+        self.repeats = repeats
+        self.dims = representative_dims(cx)
+        self.report = SearchReport(runtime=self.core_rt.name, budget=budget)
+        self.original = _core.identity_program(self.g)  # the graph as written
+        self.original_text = self.original.text()
+        self.key = search_cache.make_key(self.original_text, self.core_rt.name,
+                                         search_cache.device_name(runtime), __version__,
+                                         _core.all_rules_text(self.rules))
+        self.directory = cache_dir or search_cache.default_dir()
+
+    def load_cached(self) -> bool:
+        """Cache lookup: the winner stored for this graph, runtime, device and rules by a
+        search of at least this budget is loaded into the runtime. False on a miss; an entry
+        that does not load is not trusted (the search runs again and overwrites it)."""
+        entry = search_cache.load(self.directory, self.key)
+        if entry is None or entry["budget"] < self.budget:
+            return False
+        try:
+            program = _core.parse_program(entry["program"], self.g)
+            self.runtime._load(self.cx, program, _choice(entry["choice"]))
+        except (LuminalError, ValueError, TypeError):
+            return False
+        self.report.cache_hit = True
+        self.report.cache_path = f"{self.directory}/{self.key}.json"
+        self.report.winner_program = entry["program"]
+        return True
+
+    def extract_candidates(self) -> None:
+        """Candidates: the search space's programs, best-first by the cost model, times the
+        runtime's tuning choices, in the order they are tried (_order), at most the budget.
+        With room to spare, one slot of the budget goes to the combination of the fastest
+        kernels (see _combine), when the runtime can time its kernels one by one."""
+        self.space = self.cx._search_space.build(self.cx, self.rules, self.core_rt)
+        self.report.saturation = str(self.space.report)
+        self.timing_kernels = self.budget > 1 and self.core_rt.can_time_kernels()
+        self.combine = self.budget >= 3 and self.timing_kernels
+        count = self.budget - 1 if self.combine else self.budget
+        self.programs = self.space.extract(count, self.dims)
+        choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
+                   for p in self.programs]
+        self.order = _order(self.programs, choices, self.budget)  # (program index, choice)
+        self.texts = [p.text() for p in self.programs]
+
+    def run_reference(self, verify: bool, reference: str) -> None:
+        """Reference: the outputs every candidate must match on random inputs (``seed``),
+        from the interpreter or from the runtime running the graph as written (``reference``;
+        "auto" picks by AUTO_NATIVE_WORK). Nothing to check when ``verify`` is off, or for
+        budget 1 on NativeRuntime with the graph as written. When the reference fails on the
+        random inputs, no candidate can be checked: the graph as written is the only one."""
+        g = self.g
+        self.want = None
+        self.inputs = _random_inputs(g, self.dims, self.seed)
+        self.out_dtypes = [g.node_dtype(o) for o in g.outputs()]
+        on_native = isinstance(self.runtime, NativeRuntime)
+        self.need_check = verify and (self.budget > 1
+                                      or self.texts[self.order[0][0]] != self.original_text
+                                      or not on_native)
+        if reference == "auto":
+            small = _core.graph_work(g, self.dims) <= AUTO_NATIVE_WORK
+            reference = "native" if small or on_native else "runtime"
+        if not self.need_check:
+            return
+        self.report.reference = "native" if reference == "native" else \
+            f"{self.core_rt.name} running the graph as written"
+        ref_rt = _core.NativeRuntime() if reference == "native" else self.core_rt
         try:
             ref_rt.compile(g)
-            want = _run(ref_rt, g.inputs(), g.outputs(), inputs, dims)
+            self.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
         except LuminalError as e:
-            # The graph cannot run on random data (e.g. Gather indices out of range), so no
-            # candidate can be checked: keep the graph as written.
-            programs, texts, order = [original], [original_text], [(0, _core.TuningChoice())]
-            report.wrong_rules.append(f"not checked (reference failed on random inputs: {e})")
-            need_check = False
-            combine = False
+            # E.g. Gather indices out of range: keep the graph as written.
+            self.programs = [self.original]
+            self.texts = [self.original_text]
+            self.order = [(0, _core.TuningChoice())]
+            self.report.wrong_rules.append(f"not checked (reference failed on random inputs: "
+                                           f"{e})")
+            self.need_check = False
+            self.combine = False
 
-    def attempt(p, choice, res):
-        """Compiles, checks and (budget > 1) times candidate p; fills res."""
-        prog = programs[p]
+    def attempt_each(self, progress, time_limit: float | None) -> None:
+        """Attempt each candidate in order (_attempt), showing ``progress``. Once
+        ``time_limit`` is spent the rest are skipped (at least one is tried). The combination
+        of the fastest kernels joins the order after the cost model's pick and one program
+        per schedule (the head of the extraction), before the model's next-best programs."""
+        bar = _Progress(progress, len(self.order) + self.combine)
+        self.results = []
+        self.skipped = []
+        self.kernel_times = []  # (program index, [(kernel root node, seconds)]) per timed one
+        combine_after = -1
+        if self.combine:
+            combine_after = min(len(self.order), 1 + len(self.space.schedules()))
+        done = 0
+        combined = -1  # index in programs of the combination, once made
+        while done < len(self.order):
+            p, choice = self.order[done]
+            label = _label(self.programs[p], choice)
+            if p == combined:
+                label = f"fastest kernels: {label}"
+            res = CandidateResult(rank=p, cost=self.programs[p].cost, choice=label)
+            done += 1
+            if self.results and time_limit is not None and \
+                    time.perf_counter() - self.start > time_limit:
+                res.status = "skipped"
+                res.detail = f"time limit {time_limit} s"
+                self.skipped.append(res)
+                continue
+            self.results.append(res)
+            self._attempt(p, choice, res)
+            bar.update(done, _best_time(self.results))
+            if done == combine_after and not self.skipped and len(self.kernel_times) > 1:
+                combined = self._insert_combination(done)
+        bar.update(len(self.order), _best_time(self.results))
+        bar.close()
+
+    def _attempt(self, p: int, choice, res: CandidateResult) -> None:
+        """Compiles candidate ``p`` with ``choice``, checks it against the reference and
+        (budget > 1) times it; fills ``res``. A wrong result is reported as a wrong rule."""
+        prog = self.programs[p]
+        core_rt = self.core_rt
         try:
             core_rt.compile(prog.graph, choice)
             t_check = None
-            if need_check:
+            if self.need_check:
                 t0 = time.perf_counter()
-                got = _run(core_rt, prog.inputs, prog.outputs, inputs, dims)
+                got = _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
                 t_check = time.perf_counter() - t0
-                res.detail = _disagreement(got, want, out_dtypes)
+                res.detail = _disagreement(got, self.want, self.out_dtypes)
                 if res.detail:
                     res.status = "wrong"
-                    report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
-                                              f"{texts[p]}")
+                    self.report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
+                                                   f"{self.texts[p]}")
                     return
-            if budget > 1:
-                if not need_check:
-                    _run(core_rt, prog.inputs, prog.outputs, inputs, dims)
+            if self.budget > 1:
+                if not self.need_check:
+                    _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
                 if t_check is not None and t_check > SLOW_RUN:
                     res.seconds = t_check  # one slow run is its own sample: no more repeats
                 else:
-                    res.seconds = _time(core_rt, dims, warmup, repeats)
+                    res.seconds = _time(core_rt, self.dims, self.warmup, self.repeats)
                 res.status = "ok"
-                if timing_kernels:
-                    kernel_times.append((p, core_rt.kernel_times(dims)))
+                if self.timing_kernels:
+                    self.kernel_times.append((p, core_rt.kernel_times(self.dims)))
         except LuminalError as e:
             res.status = "failed"
             res.detail = f"{type(e).__name__}: {e}"
 
-    bar = _Progress(progress, len(order) + combine)
-    results = []
-    skipped = []
-    kernel_times = []  # (program index, [(kernel root node, seconds)]) per timed candidate
-    # The combination follows the cost model's pick and one program per schedule (the head
-    # of the extraction), before the model's next-best programs.
-    combine_after = min(len(order), 1 + len(space.schedules())) if combine else -1
-    done = 0
-    combined = -1  # index in programs of the combination, once made
-    while done < len(order):
-        p, choice = order[done]
-        label = _label(programs[p], choice)
-        res = CandidateResult(rank=p, cost=programs[p].cost,
-                              choice=f"fastest kernels: {label}" if p == combined else label)
-        done += 1
-        if results and time_limit is not None and time.perf_counter() - start > time_limit:
-            res.status = "skipped"
-            res.detail = f"time limit {time_limit} s"
-            skipped.append(res)
-            continue
-        results.append(res)
-        attempt(p, choice, res)
-        bar.update(done, _best_time(results))
-        if done == combine_after and not skipped and len(kernel_times) > 1:
-            chosen = _combine(programs, kernel_times)
-            program = space.extract_choosing(chosen, dims) if chosen else None
-            if program is not None and program.text() not in texts:
-                programs.append(program)
-                texts.append(program.text())
-                combined = len(programs) - 1
-                order.insert(done, (combined, _core.TuningChoice()))
-    bar.update(len(order), _best_time(results))
-    bar.close()
+    def _insert_combination(self, position: int) -> int:
+        """Extracts the program that takes, per e-class, the schedule whose kernel ran
+        fastest (_combine) and puts it at ``position`` in the order, unless it is a candidate
+        already. Returns its index in programs, or -1."""
+        chosen = _combine(self.programs, self.kernel_times)
+        program = self.space.extract_choosing(chosen, self.dims) if chosen else None
+        if program is None or program.text() in self.texts:
+            return -1
+        self.programs.append(program)
+        self.texts.append(program.text())
+        combined = len(self.programs) - 1
+        self.order.insert(position, (combined, _core.TuningChoice()))
+        return combined
 
-    usable = [i for i, r in enumerate(results) if r.status in ("ok", "untimed")]
-    if not usable:
-        win_program, win_choice, win_text = original, _core.TuningChoice(), original_text
-        report.winner = None
-    else:
-        timed = [i for i in usable if results[i].seconds is not None]
-        best = min(timed, key=lambda i: (results[i].seconds, i)) if timed else usable[0]
-        report.winner = best
-        p, win_choice = order[best]
-        win_program, win_text = programs[p], texts[p]
-    last = order[len(results) - 1] if results else None
-    if report.winner is not None and report.winner == len(results) - 1 and \
-            results[-1].status != "failed" and last is not None:
-        # The runtime already holds the winner (it was compiled last): only map the ids.
-        from .runtime import _id_map
+    def pick_winner(self) -> None:
+        """Pick: the fastest timed candidate that matched (untimed: the first usable one),
+        else the graph as written; the runtime adopts it. The candidate attempted last is
+        still compiled in the runtime, so when it wins the runtime only maps its ids."""
+        usable = [i for i, r in enumerate(self.results) if r.status in ("ok", "untimed")]
+        if not usable:
+            self.report.winner = None
+            self.win_program = self.original
+            self.win_choice = _core.TuningChoice()
+            self.win_text = self.original_text
+        else:
+            timed = [i for i in usable if self.results[i].seconds is not None]
+            best = min(timed, key=lambda i: (self.results[i].seconds, i)) if timed else usable[0]
+            self.report.winner = best
+            p, self.win_choice = self.order[best]
+            self.win_program = self.programs[p]
+            self.win_text = self.texts[p]
+        if self.report.winner is not None and self.report.winner == len(self.results) - 1:
+            self.runtime._adopt(self.cx, self.win_program)
+        else:
+            self.runtime._load(self.cx, self.win_program, self.win_choice)
+        self.report.candidates = self.results + self.skipped
+        self.report.winner_program = self.win_text
+        if self.report.winner is not None:
+            self.report.winner_kernels = self._winner_kernels()
 
-        runtime._graph, runtime._ids = cx, _id_map(g, win_program)
-    else:
-        runtime._load(cx, win_program, win_choice)
-    report.candidates = results + skipped
-    report.winner_program = win_text
-    if report.winner is not None:
-        p_win = order[report.winner][0]
-        times = next((t for q, t in kernel_times if q == p_win), [])
-        report.winner_kernels = sorted(((sec, _kernel_desc(win_program.graph, root))
-                                        for root, sec in times), key=lambda t: -t[0])
-    if cache and report.winner is not None:
-        info = {"cost": win_program.cost, "candidates": len(results)}
-        params = [[n, v] for n, v in win_choice.params]
-        report.cache_path = search_cache.store(directory, key, win_text, params, budget, info)
-    report.seconds = time.perf_counter() - start
-    cx.last_search_report = report
-    if verbose:
-        print(report, file=sys.stderr)
-    return runtime
+    def _winner_kernels(self) -> list:
+        """(seconds, what the kernel computes) for the winner's kernels, slowest first."""
+        p_win = self.order[self.report.winner][0]
+        times = next((t for q, t in self.kernel_times if q == p_win), [])
+        kernels = [(sec, _kernel_desc(self.win_program.graph, root)) for root, sec in times]
+        return sorted(kernels, key=lambda t: -t[0])
+
+    def store(self) -> None:
+        """Store: the winner's program text and tuning choice go to the search cache (not
+        when no candidate was usable)."""
+        if self.report.winner is None:
+            return
+        info = {"cost": self.win_program.cost, "candidates": len(self.results)}
+        params = [[n, v] for n, v in self.win_choice.params]
+        self.report.cache_path = search_cache.store(self.directory, self.key, self.win_text,
+                                                    params, self.budget, info)
+
+    def finish(self, verbose: bool):
+        """The report goes to ``cx.last_search_report`` (and stderr, if ``verbose``); returns
+        the runtime, loaded."""
+        self.report.seconds = time.perf_counter() - self.start
+        self.cx.last_search_report = self.report
+        if verbose:
+            print(self.report, file=sys.stderr)
+        return self.runtime

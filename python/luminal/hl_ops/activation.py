@@ -11,7 +11,7 @@ from .._core import Expr, OpKind
 from .. import dtype as dt
 from ..errors import DTypeError
 from . import approx
-from .compose import float_math, float_only, no_bool
+from .tensor_utils import float_math, float_only, no_bool
 
 SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from .compose import blend, horner
+from .tensor_utils import blend, horner
 
 FLT_MAX = 3.4028234663852886e38
 

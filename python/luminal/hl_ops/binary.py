@@ -11,15 +11,16 @@ from .._core import OpKind
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from .compare import CompareOps
-from .compose import (HALF_TYPES, as_tensors, blend, choose, full_like, is_scalar, order_flip,
-                      result_type, round_to_int, stack_last, where)
+from .joining import stack
+from .tensor_utils import (HALF_TYPES, as_tensors, blend, choose, full_like, is_scalar, order_flip,
+                      result_type, round_to_int, where)
 
 
 def _max_pair(a, b):
     """Elementwise max of two same-shape tensors; NaN wins, as torch.maximum."""
     if a.dtype == dt.bool_:
         return a._binary(OpKind.Add, b)
-    return stack_last([a, b])._reduce(OpKind.MaxReduce, a.ndim)
+    return stack([a, b], -1)._reduce(OpKind.MaxReduce, a.ndim)
 
 
 def _min_pair(a, b):

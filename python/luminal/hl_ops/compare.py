@@ -9,7 +9,7 @@ import math
 from .._core import OpKind
 from .. import dtype as dt
 from ..errors import DTypeError
-from .compose import as_tensors, full_like, is_scalar
+from .tensor_utils import as_tensors, full_like, is_scalar
 
 
 def _ordered(x):

@@ -10,6 +10,7 @@ import math
 from .._core import Expr
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
+from .joining import cat
 from .random_bits import normal, uniform
 from .shape_utils import check_dim_arg, dims_tuple
 
@@ -97,8 +98,6 @@ class CreationOps:
         i = self.iota(Expr("z"), steps).to(dt.float32)
         up = i * float(step) + float(start)
         down = (i - float(steps - 1)) * float(step) + float(end)
-        from .joining import cat
-
         out = cat([up[:half], down[half:]])
         return out.to(dtype)
 

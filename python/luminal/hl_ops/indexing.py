@@ -9,7 +9,8 @@ from __future__ import annotations
 from .._core import Expr
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
-from .shape_utils import const, product
+from .shape_utils import broadcast_shapes, const, product
+from .tensor_utils import where
 
 
 def _contiguous_strides(dims) -> list:
@@ -73,8 +74,6 @@ def gather_axes(x, axes: list, indices: list):
     """PyTorch advanced indexing of ``x`` at the sorted positions ``axes`` by int tensors
     ``indices`` (which broadcast together): their dims replace the indexed axes in place when
     the axes are adjacent, else they come first."""
-    from .movement import broadcast_shapes
-
     if axes != list(range(axes[0], axes[0] + len(axes))):
         rest = [a for a in range(x.ndim) if a not in axes]
         x = x.permute(axes + rest)
@@ -98,30 +97,6 @@ def gather_axes(x, axes: list, indices: list):
         inner = g.iota(Expr("z"), product(post))
         flat = flat + inner.reshape([Expr(1)] * (p + nb) + post)
     return x._gather(flat)
-
-
-def select(cond, a, b):
-    """``where(cond, a, b)`` exactly (no 0 * inf): one Gather from ``a`` and ``b`` laid end
-    to end. ``b`` may be a Python scalar."""
-    from .movement import broadcast_shapes
-
-    g = a.graph
-    if not hasattr(b, "graph"):
-        b = g.constant(b, a.dtype)
-    shape = broadcast_shapes([cond.st.dims, a.st.dims, b.st.dims], "where",
-                             [cond.shape, a.shape, b.shape])
-    a_flat = a.expand(shape).reshape(-1)
-    n = a_flat.st.dims[0]
-    i = g.iota(Expr("z"), n).reshape(shape)
-    take = cond.expand(shape).to(dt.int32)
-    if b.st.numel() == Expr(1):
-        # data = (a..., b): false picks element n.
-        data = a_flat.pad_zeros((0, 1)) + b.reshape(1).pad_zeros((n, 0))
-        return data._gather(i * take + g.constant(n, dt.int32) * (1 - take))
-    from .joining import cat
-
-    data = cat([a_flat, b.expand(shape).reshape(-1)])
-    return data._gather(i + g.constant(n, dt.int32) * (1 - take))
 
 
 class IndexOps:
@@ -217,8 +192,6 @@ class IndexOps:
         indices = _check_index(self, indices, "take_along_dim")
         if dim is None:
             return self.reshape(-1).gather(0, indices.reshape(-1))
-        from .movement import broadcast_shapes
-
         axis = self._axis(dim, "take_along_dim")
         if indices.ndim != self.ndim:
             raise ShapeError(f"take_along_dim: indices of shape {indices.shape} must have as "
@@ -268,7 +241,8 @@ class IndexOps:
         n = self.st.dims[axis]
         targets = g.iota(Expr("z"), n).reshape([Expr(1)] * self.ndim + [n])
         onehot = index.unsqueeze(-1) == targets  # index dims + (n,)
-        values = select(onehot, src.expand(idims).unsqueeze(-1), 0)
+        zero = g.constant(0, src.dtype)
+        values = where(onehot, src.expand(idims).unsqueeze(-1), zero)
         pad = []
         for e in reversed(range(self.ndim)):
             pad += [0, 0] if e == axis else [0, self.st.dims[e] - idims[e]]
@@ -281,7 +255,7 @@ class IndexOps:
             raise ShapeError(f"scatter: pass exactly one of src and value (self shape "
                              f"{self.shape})")
         sent, count = self._scatter_sum(dim, index, src if value is None else value, "scatter")
-        return select(count > 0, sent, self)
+        return where(count > 0, sent, self)
 
     def scatter_add(self, dim: int, index, src):
         sent, _ = self._scatter_sum(dim, index, src, "scatter_add")
@@ -312,7 +286,7 @@ class IndexOps:
             keep = col < g.iota(Expr("z") + (diagonal + 1), n).reshape(n, 1)
         else:  # keep col - row >= diagonal, i.e. row + diagonal - 1 < col
             keep = g.iota(Expr("z") + (diagonal - 1), n).reshape(n, 1) < col
-        return select(keep, self, 0)
+        return where(keep, self, g.constant(0, self.dtype))
 
     def tril(self, diagonal: int = 0):
         return self._triangle(diagonal, True, "tril")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..errors import ShapeError
 from .. import dtype as dt
+from .shape_utils import broadcast_shapes
 
 
 def _check_rank(op: str, a, b, ranks) -> None:
@@ -27,8 +28,6 @@ class MatmulOps:
         if a.st.dims[-1] != b.st.dims[-2]:
             raise ShapeError(f"matmul: shapes {self.shape} and {other.shape} are not aligned "
                              f"({a.shape[-1]} != {b.shape[-2]})")
-        from .movement import broadcast_shapes
-
         batch = broadcast_shapes([a.st.dims[:-2], b.st.dims[:-2]], "matmul",
                                  [self.shape, other.shape])
         a = a.expand(batch + list(a.st.dims[-2:]))
@@ -75,16 +74,15 @@ class MatmulOps:
     ger = outer
 
 
-def linear(x, weight, bias=None):
-    """F.linear: ``x @ weight.T + bias`` with weight of shape (out_features, in_features)."""
-    if not hasattr(x, "graph") or not hasattr(weight, "graph"):
+def linear(input, weight, bias=None):
+    """torch.nn.functional.linear: ``input @ weight.T + bias``, weight (out_features,
+    in_features) or (in_features,)."""
+    if not hasattr(input, "graph") or not hasattr(weight, "graph"):
         raise ShapeError("linear: input and weight must be GraphTensors")
     if weight.ndim not in (1, 2):
         raise ShapeError(f"linear: weight must be 1-D or 2-D, got shape {weight.shape}")
-    if x.ndim == 0 or x.st.dims[-1] != weight.st.dims[-1]:
-        raise ShapeError(f"linear: input shape {x.shape} does not end in weight's "
-                         f"in_features (weight shape {weight.shape})")
-    out = x.matmul(weight.t())
-    if bias is not None:
-        out = out + bias
-    return out
+    if input.ndim == 0 or input.st.dims[-1] != weight.st.dims[-1]:
+        raise ShapeError(f"linear: input of shape {input.shape} does not match weight of shape "
+                         f"{weight.shape} (in_features {weight.shape[-1]})")
+    out = input.matmul(weight.t())
+    return out if bias is None else out + bias

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from .._core import Expr
 from ..errors import ShapeError
-from .indexing import IndexOps  # noqa: F401  (GraphTensor's bases import it from here)
 from .joining import JoinOps
-from .shape_utils import as_expr, check_int, clamp_index, const, dims_tuple, product, same
+from .shape_utils import (as_expr, broadcast_shapes, check_int, clamp_index, const, dims_tuple,
+                          product, same)
 
 
 class MovementOps(JoinOps):
@@ -43,9 +43,6 @@ class MovementOps(JoinOps):
             copy = self.contiguous()
             return copy._with_view(copy.st.reshape(dims))
         return self._with_view(view)
-
-    # No ``view(*shape)``: GraphTensor.st is the tensor's ShapeTracker. Use reshape.
-
 
     def view(self, *shape):
         """torch's Tensor.view: the same as reshape (a copy only where no view can express it)."""
@@ -282,23 +279,3 @@ def _resolve(sizes, total: Expr, op: str, shape) -> list:
                          f"{shape})")
     return dims
 
-
-def broadcast_shapes(shapes, op: str, shown=None) -> list:
-    """The PyTorch broadcast of several shapes (lists of Exprs)."""
-    n = max(len(s) for s in shapes)
-    padded = [[Expr(1)] * (n - len(s)) + list(s) for s in shapes]
-    out = []
-    for axis in range(n):
-        size = Expr(1)
-        for s in padded:
-            d = s[axis]
-            if d == Expr(1) or d == size:
-                continue
-            if size == Expr(1):
-                size = d
-                continue
-            shown = shown or [tuple(str(x) for x in s) for s in shapes]
-            listed = ", ".join(str(s) for s in shown[:-1]) + f" and {shown[-1]}"
-            raise ShapeError(f"{op}: shapes {listed} do not broadcast (dims {size} and {d})")
-        out.append(size)
-    return out

@@ -9,6 +9,7 @@ import math
 
 from .._core import Expr
 from .. import dtype as dt
+from ..errors import ShapeError
 from .shape_utils import product
 
 _GOLDEN = 0x9E3779B1
@@ -79,7 +80,5 @@ def normal(graph, shape: list, seed: int):
 
 
 def _check_seed(seed) -> None:
-    from ..errors import ShapeError
-
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ShapeError(f"rand: seed must be an int, got {seed!r}")

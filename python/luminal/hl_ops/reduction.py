@@ -10,8 +10,9 @@ import math
 from .._core import Expr, OpKind
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
-from .compose import HALF_TYPES, blend, choose, full_like, is_tensor, order_flip
+from .tensor_utils import HALF_TYPES, blend, choose, full_like, is_tensor, order_flip
 from .scan import ScanOps, ValuesIndices, move_last, product_last
+from .shape_utils import product
 
 
 class ReductionOps(ScanOps):
@@ -42,10 +43,7 @@ class ReductionOps(ScanOps):
         return out
 
     def _count(self, axes) -> Expr:
-        count = Expr(1)
-        for axis in axes:
-            count = count * self.st.dims[axis]
-        return count
+        return product(self.st.dims[axis] for axis in axes)
 
     def _float_reduction_input(self, op: str, dtype=None):
         """The input of mean/var/std/norm: float only (as torch), halves widened to f32."""

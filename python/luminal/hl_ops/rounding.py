@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..errors import DTypeError
-from .compose import float_math, no_bool
+from .tensor_utils import float_math, no_bool
 
 _INTEGRAL_FROM = 2.0 ** 23  # every f32 at least this large is an integer
 

@@ -9,18 +9,13 @@ import collections
 
 from .._core import Expr, OpKind
 from .. import dtype as dt
-from .compose import HALF_TYPES, blend, full_like, order_flip, round_to_int
+from .joining import cat
+from .shape_utils import product
+from .tensor_utils import HALF_TYPES, blend, full_like, order_flip, round_to_int
 
 ValuesIndices = collections.namedtuple("ValuesIndices", ["values", "indices"])
 
 INT32_MIN = -(2 ** 31)
-
-
-def _product(dims) -> Expr:
-    out = Expr(1)
-    for d in dims:
-        out = out * d
-    return out
 
 
 def move_last(x, axis: int):
@@ -31,14 +26,9 @@ def move_last(x, axis: int):
 
 
 def append_last(x, value):
-    """x with one more element, ``value``, at the end of its last axis (pad + Add, exact)."""
-    rank = x.ndim
-    n = x.st.dims[-1]
-    padded = x._with_view(x.st.pad(rank - 1, Expr(0), Expr(1)))
+    """x with one more element, ``value``, at the end of its last axis (exact)."""
     dims = list(x.st.dims[:-1]) + [Expr(1)]
-    tail = x.graph.constant(value, x.dtype).expand(dims)
-    tail = tail._with_view(tail.st.pad(rank - 1, n, Expr(0)))
-    return padded._binary(OpKind.Add, tail)
+    return cat([x, x.graph.constant(value, x.dtype).expand(dims)], -1)
 
 
 def prefix_table(x, fill):
@@ -46,7 +36,7 @@ def prefix_table(x, fill):
     j <= i and ``fill`` elsewhere."""
     dims = list(x.st.dims)
     n = dims[-1]
-    outer = _product(dims[:-1])
+    outer = product(dims[:-1])
     data = append_last(x, fill)
     g = x.graph
     rows = g.iota(Expr("z"), n).reshape(n, 1)

@@ -1,6 +1,7 @@
-"""Small helpers on dims shared by the movement, indexing and creation ops: Python ints and
-symbolic Exprs as one kind of dim, products, and PyTorch's argument spellings (``f(2, 3)`` or
-``f((2, 3))``). No ops are emitted here."""
+"""Small helpers on dims shared by the ops of hl_ops and luminal.nn: Python ints and symbolic
+Exprs as one kind of dim, products, PyTorch's broadcasting of shapes, and PyTorch's argument
+spellings (``f(2, 3)`` or ``f((2, 3))``, ``stride=2`` or ``stride=(2, 1)``). No ops are
+emitted here: helpers on tensors live in tensor_utils.py."""
 
 from __future__ import annotations
 
@@ -30,6 +31,15 @@ def const(d):
     return e.as_const() if e.is_const() else None
 
 
+def const_int(d, op: str, what: str) -> int:
+    """The int value of a dim that must be concrete; a symbolic one raises a ShapeError
+    naming ``op`` and ``what`` the dim is."""
+    e = as_expr(d)
+    if not e.is_const():
+        raise ShapeError(f"{op}: {what} must be a concrete size, got symbolic {e}")
+    return e.as_const()
+
+
 def py_dim(e):
     """An Expr as a Python int when constant, else the Expr itself."""
     e = as_expr(e)
@@ -41,6 +51,49 @@ def product(dims) -> Expr:
     for d in dims:
         out = out * as_expr(d)
     return out
+
+
+def shape_str(dims) -> str:
+    """A shape as PyTorch prints it: (3, 4), (s, 4), (5,)."""
+    text = ", ".join(str(d) for d in dims)
+    return f"({text},)" if len(dims) == 1 else f"({text})"
+
+
+def broadcast_shapes(shapes, op: str, shown=None) -> list:
+    """The PyTorch broadcast of several shapes (sequences of dims), as a list of Exprs.
+    ``shown``: the shapes the error message names, when they are not ``shapes`` themselves
+    (matmul broadcasts only the batch dims of its operands, say)."""
+    n = max((len(s) for s in shapes), default=0)
+    padded = [[Expr(1)] * (n - len(s)) + [as_expr(d) for d in s] for s in shapes]
+    out = []
+    for axis in range(n):
+        size = Expr(1)
+        for s in padded:
+            d = s[axis]
+            if d == Expr(1) or d == size:
+                continue
+            if size == Expr(1):
+                size = d
+                continue
+            named = [shape_str(s) for s in (shown or shapes)]
+            listed = ", ".join(named[:-1]) + f" and {named[-1]}"
+            raise ShapeError(f"{op}: shapes {listed} do not broadcast (dims {size} and {d})")
+        out.append(size)
+    return out
+
+
+def int_tuple(value, n: int, name: str, op: str, one_for_all: bool = False) -> tuple:
+    """PyTorch's "an int or n ints" argument (``stride=2`` or ``stride=(2, 1)``) as n ints.
+    ``one_for_all``: a one-element sequence also stands for every axis (pooling's rule)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    value = tuple(value)
+    if one_for_all and len(value) == 1 and n > 1:
+        value = value * n
+    if len(value) != n or not all(isinstance(v, int) and not isinstance(v, bool)
+                                  for v in value):
+        raise ShapeError(f"{op}: {name} must be an int or {n} ints, got {value}")
+    return value
 
 
 def check_int(value, op: str, what: str) -> int:

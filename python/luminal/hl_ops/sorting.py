@@ -8,6 +8,7 @@ from .._core import Expr
 from .. import dtype as dt
 from ..errors import ShapeError
 from .scan import ValuesIndices, move_last
+from .shape_utils import product
 
 
 def _ranks(x, descending: bool):
@@ -39,9 +40,7 @@ def _sorted_last(x, descending: bool):
     sources = g.iota(Expr("z"), n).reshape(1, n)         # (1, n) input element i
     lands = ranks.unsqueeze(-2) == targets               # (..., n_r, n_i)
     indices = (lands.to(dt.int32) * sources).sum(-1)     # (..., n_r)
-    outer = Expr(1)
-    for d in x.st.dims[:-1]:
-        outer = outer * d
+    outer = product(x.st.dims[:-1])
     dims = list(x.st.dims)
     base = g.iota(Expr("z") * n, outer).reshape(dims[:-1] + [Expr(1)])
     values = x._gather(indices + base)

@@ -12,7 +12,7 @@ from .. import dtype as dt
 from ..errors import DTypeError
 from . import approx
 from .activation import ActivationOps
-from .compose import choose, float_math, full_like, no_bool
+from .tensor_utils import choose, float_math, full_like, no_bool
 from .rounding import RoundingOps
 
 LN2 = math.log(2.0)

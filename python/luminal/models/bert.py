@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .. import dtype as dt
 from ..errors import WeightsError
 from ..graph import Graph
-from ..nn import _ops
+from ..nn import masks
 from ..nn import functional as F
 from ..nn.layers import Embedding, LayerNorm
 from ..nn.module import Module, ModuleList
@@ -82,7 +82,7 @@ class BertModel(Module):
 
     def forward(self, ids, attention_mask, token_type_ids):
         x = self.embeddings(ids, token_type_ids)
-        bias = _ops.padding_bias(attention_mask)
+        bias = masks.padding_bias(attention_mask)
         for layer in self.layers:
             x = layer(x, bias)
         return x

@@ -7,12 +7,12 @@ Not here: the GGUF format itself (weights/gguf.py)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 import numpy as np
 
 from ..errors import WeightsError
 from ..weights.gguf import GGUFFile
+from ..weights.renamed import RenamedWeights
 
 _GLOBAL = {
     "token_embd.weight": "model.embed_tokens.weight",
@@ -78,18 +78,12 @@ def config_dict(f: GGUFFile) -> dict:
     }
 
 
-class GGUFLlamaWeights(Mapping):
-    """The tensors of a llama GGUF under Hugging Face names, q/k rows un-permuted."""
+class GGUFLlamaWeights(RenamedWeights):
+    """The tensors of a llama GGUF under Hugging Face names (hf_name), q/k rows un-permuted."""
 
     def __init__(self, f: GGUFFile, heads: int, kv_heads: int):
-        self._file = f
-        self.source = f.path
+        super().__init__(f, hf_name)
         self._heads = {"self_attn.q_proj.weight": heads, "self_attn.k_proj.weight": kv_heads}
-        self._to_file = {}
-        for name in f:
-            new = hf_name(name)
-            if new is not None:
-                self._to_file[new] = name
 
     def _heads_of(self, name: str):
         for suffix, heads in self._heads.items():
@@ -97,24 +91,12 @@ class GGUFLlamaWeights(Mapping):
                 return heads
         return None
 
-    def locate(self, name: str):
-        return self._file.path, self._to_file[name]
-
     def storage(self, name: str):
         if self._heads_of(name) is not None:
             return None  # reordered on read: no zero-copy view
-        return self._file.storage(self._to_file[name])
+        return super().storage(name)
 
     def __getitem__(self, name):
-        array = self._file[self._to_file[name]]
+        array = super().__getitem__(name)
         heads = self._heads_of(name)
         return array if heads is None else unpermute(array, heads)
-
-    def __iter__(self):
-        return iter(self._to_file)
-
-    def __len__(self):
-        return len(self._to_file)
-
-    def __contains__(self, name):
-        return name in self._to_file

@@ -1,8 +1,19 @@
 """luminal.nn: neural-network building blocks. ``luminal.nn.functional`` holds
-torch.nn.functional's ops by the same names; modules with parameters may join it here."""
+torch.nn.functional's ops by the same names; the modules with parameters are re-exported here
+from their files, one concept each: module.py (the Module base class, Parameter, Buffer,
+ModuleList), layers.py, mlp.py, rotary.py, attention.py, transformer.py."""
 
 from . import functional
-from .modules import *  # noqa: F401,F403  (Linear, Embedding, ..., the nn modules)
-from .modules import __all__ as _modules_all
+from .attention import KVCache, MultiHeadAttention
+from .layers import Conv1d, Conv2d, Embedding, LayerNorm, Linear, RMSNorm
+from .mlp import MLP, SwiGLU
+from .module import Buffer, Module, ModuleList, Parameter
+from .rotary import RotaryEmbedding, default_inv_freq, llama3_inv_freq
+from .transformer import TransformerDecoderLayer, TransformerEncoderLayer
 
-__all__ = ["functional"] + _modules_all
+__all__ = [
+    "functional",
+    "Buffer", "Conv1d", "Conv2d", "Embedding", "KVCache", "LayerNorm", "Linear", "MLP", "Module",
+    "ModuleList", "MultiHeadAttention", "Parameter", "RMSNorm", "RotaryEmbedding", "SwiGLU",
+    "TransformerDecoderLayer", "TransformerEncoderLayer", "default_inv_freq", "llama3_inv_freq",
+]

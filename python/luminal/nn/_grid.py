@@ -6,7 +6,7 @@ Private to ``luminal.nn``."""
 from __future__ import annotations
 
 from .._core import Expr
-from ._compose import as_expr
+from ..hl_ops.shape_utils import as_expr, product
 
 
 def grid_coords(sizes):
@@ -24,18 +24,11 @@ def grid_coords(sizes):
     return coords
 
 
-def _total(sizes) -> Expr:
-    total = Expr(1)
-    for s in sizes:
-        total = total * as_expr(s)
-    return total
-
-
 def iota_grid(graph, sizes, expr: Expr):
     """An int tensor of shape ``sizes`` whose element is ``expr`` (an Expr of z, usually built
     from ``grid_coords(sizes)``)."""
     sizes = [as_expr(s) for s in sizes]
-    return graph.iota(expr, _total(sizes)).reshape(sizes)
+    return graph.iota(expr, product(sizes)).reshape(sizes)
 
 
 def gather_grid(x, sizes, source_coords):
@@ -47,5 +40,5 @@ def gather_grid(x, sizes, source_coords):
         flat = flat + coord * stride
         stride = stride * dim
     sizes = [as_expr(s) for s in sizes]
-    index = x.graph.iota(flat, _total(sizes))
+    index = x.graph.iota(flat, product(sizes))
     return x._gather(index).reshape(sizes)

@@ -13,7 +13,8 @@ import math
 from .. import dtype as dt
 from .._core import Expr
 from ..errors import ShapeError
-from . import _ops
+from ..hl_ops.joining import cat
+from . import masks
 from .layers import Linear
 from .module import Module
 
@@ -73,12 +74,12 @@ class MultiHeadAttention(Module):
             q = rope(q, past)
             k = rope(k, past)
         if cache is not None:
-            k = _ops.cat2(cache.k, k, 2).output()
-            v = _ops.cat2(cache.v, v, 2).output()
+            k = cat([cache.k, k], 2).output()
+            v = cat([cache.v, v], 2).output()
             cache.k_out, cache.v_out = k, v
         scores = (q @ k.unsqueeze(2).transpose(-1, -2)) * self.scale  # (b, kvh, rep, s, t)
         if causal:
-            scores = scores + _ops.causal_bias(x.graph, s, past)
+            scores = scores + masks.causal_bias(x.graph, s, past)
         if bias is not None:
             scores = scores + self._grouped(bias)
         probs = scores.softmax(-1)

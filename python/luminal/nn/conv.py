@@ -7,18 +7,8 @@ from __future__ import annotations
 
 from .._core import Expr
 from ..errors import ShapeError
-from ._compose import as_expr, const_int
+from ..hl_ops.shape_utils import as_expr, const_int, int_tuple, product
 from ._grid import gather_grid, grid_coords
-
-
-def _tuple(value, n: int, name: str, op: str):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,) * n
-    value = tuple(value)
-    if len(value) != n or not all(isinstance(v, int) and not isinstance(v, bool)
-                                  for v in value):
-        raise ShapeError(f"{op}: {name} must be an int or {n} ints, got {value}")
-    return value
 
 
 def _batched(input, nd: int, op: str):
@@ -35,13 +25,6 @@ def _check_weight(weight, nd: int, op: str):
     if weight.ndim != nd + 2:
         raise ShapeError(f"{op}: weight must have {nd + 2} dims, got shape {weight.shape}")
     return [const_int(d, op, "weight dims") for d in weight.st.dims]
-
-
-def _product(values) -> Expr:
-    out = Expr(1)
-    for v in values:
-        out = out * as_expr(v)
-    return out
 
 
 def _finish(cols, wmat, bias, n, groups, out_per_group, out_sizes, unbatched, op):
@@ -70,15 +53,15 @@ def _padding(padding, nd, kernel, dilation, stride, op: str):
         return pads
     if isinstance(padding, str):
         raise ShapeError(f"{op}: padding must be ints, 'valid' or 'same', got {padding!r}")
-    return [(p, p) for p in _tuple(padding, nd, "padding", op)]
+    return [(p, p) for p in int_tuple(padding, nd, "padding", op)]
 
 
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op: str):
     x, unbatched = _batched(input, nd, op)
     w_dims = _check_weight(weight, nd, op)
     out_channels, per_group, kernel = w_dims[0], w_dims[1], w_dims[2:]
-    stride = _tuple(stride, nd, "stride", op)
-    dilation = _tuple(dilation, nd, "dilation", op)
+    stride = int_tuple(stride, nd, "stride", op)
+    dilation = int_tuple(dilation, nd, "dilation", op)
     if groups < 1 or out_channels % groups:
         raise ShapeError(f"{op}: {out_channels} output channels (weight shape {weight.shape}) "
                          f"do not split into groups={groups}")
@@ -110,8 +93,8 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
     for j in range(nd):
         src.append(c[3 + nd + j] * stride[j] + c[3 + j] * dilation[j])
     cols = gather_grid(xp, sizes, src)
-    cols = cols.reshape([n, Expr(g), Expr(per_group) * _product(kernel), _product(out_sizes)])
-    wmat = weight.reshape([g, out_channels // g, per_group * _product(kernel).as_const()])
+    cols = cols.reshape([n, Expr(g), Expr(per_group) * product(kernel), product(out_sizes)])
+    wmat = weight.reshape([g, out_channels // g, per_group * product(kernel).as_const()])
     return _finish(cols, wmat, bias, n, g, out_channels // g, out_sizes, unbatched, op)
 
 
@@ -121,10 +104,10 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     x, unbatched = _batched(input, nd, op)
     w_dims = _check_weight(weight, nd, op)
     in_channels, out_per_group, kernel = w_dims[0], w_dims[1], w_dims[2:]
-    stride = _tuple(stride, nd, "stride", op)
-    dilation = _tuple(dilation, nd, "dilation", op)
-    padding = _tuple(padding, nd, "padding", op)
-    output_padding = _tuple(output_padding, nd, "output_padding", op)
+    stride = int_tuple(stride, nd, "stride", op)
+    dilation = int_tuple(dilation, nd, "dilation", op)
+    padding = int_tuple(padding, nd, "padding", op)
+    output_padding = int_tuple(output_padding, nd, "output_padding", op)
     dims = x.st.dims
     if as_expr(dims[1]) != Expr(in_channels):
         raise ShapeError(f"{op}: input of shape {input.shape} has {dims[1]} channels, but weight "
@@ -164,11 +147,11 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
             hit = hit.logical_and((r % stride[j]).eq(0))
         src.append(hit * (r // stride[j] + 1))
     cols = gather_grid(xp, sizes, src)
-    cols = cols.reshape([n, Expr(g), Expr(per_group) * _product(kernel), _product(out_sizes)])
+    cols = cols.reshape([n, Expr(g), Expr(per_group) * product(kernel), product(out_sizes)])
     # w (G*Cg, Og, *K) -> (G, Og, Cg * K)
     w = weight.reshape([g, per_group, out_per_group] + kernel)
     w = w.permute([0, 2, 1] + list(range(3, 3 + nd)))
-    wmat = w.reshape([g, out_per_group, per_group * _product(kernel).as_const()])
+    wmat = w.reshape([g, out_per_group, per_group * product(kernel).as_const()])
     return _finish(cols, wmat, bias, n, g, out_per_group, out_sizes, unbatched, op)
 
 

@@ -1,7 +1,8 @@
 """luminal.nn.functional: torch.nn.functional's ops by the same names and signatures, each
 built from GraphTensor methods (so from the 14 primitives). The larger families live in
-their own files (normalization, conv, pooling, interpolate, sdpa, loss); this file holds
-the small ones and the re-exports of elementwise ops.
+their own files (normalization, conv, pooling, interpolate, sdpa, loss) and ``linear`` is
+hl_ops.matmul's; this file holds the small ones and the elementwise ops, which call the
+GraphTensor methods of the same names.
 
     import luminal.nn.functional as F
     y = F.conv2d(x, w, padding=1).relu()
@@ -11,8 +12,7 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
-from . import _compose
-from .sdpa import scaled_dot_product_attention
+from ..hl_ops.matmul import linear
 from .conv import (
     conv1d,
     conv2d,
@@ -35,6 +35,7 @@ from .pooling import (
     max_pool2d,
     max_pool3d,
 )
+from .sdpa import scaled_dot_product_attention
 
 
 # ---- softmax family (GraphTensor methods) ---------------------------------------------
@@ -75,63 +76,35 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     return weight.index_select_tensor(0, input)
 
 
-def linear(input, weight, bias=None):
-    """input @ weight.T + bias, weight (out_features, in_features) or (in_features,)."""
-    if weight.ndim not in (1, 2):
-        raise ShapeError(f"linear: weight must be 1-D or 2-D, got shape {weight.shape}")
-    if input.ndim == 0 or input.st.dims[-1] != weight.st.dims[-1]:
-        raise ShapeError(f"linear: input of shape {input.shape} does not match weight of shape "
-                         f"{weight.shape} (in_features {weight.shape[-1]})")
-    out = input.matmul(weight.transpose(0, 1) if weight.ndim == 2 else weight)
-    return out if bias is None else out + bias
-
-
 def pad(input, pad, mode: str = "constant", value=None):
     """torch.nn.functional.pad. Constant padding is a view; other modes come from
     GraphTensor.pad."""
     if mode == "constant" and not value:
         return input.pad_zeros(pad)
-    if hasattr(type(input), "pad"):
-        return input.pad(pad, mode=mode, value=value)
-    if mode != "constant":
-        raise NotImplementedError(f"pad: mode '{mode}' is not available yet")
-    inside = _compose.full(input.graph, input.shape, 1.0).pad_zeros(pad)
-    return input.pad_zeros(pad) + (1.0 - inside) * float(value)
+    return input.pad(pad, mode=mode, value=value)
 
 
 # ---- elementwise activations (GraphTensor methods, same names) -------------------------
-# relu, sigmoid, tanh, silu and gelu fall back to private compositions while the tensor
-# methods are not there yet; once they are, the methods are used (and the fallbacks can go).
-def _method(input, name):
-    fn = getattr(type(input), name, None)
-    return None if fn is None else fn.__get__(input)
-
-
 def relu(input, inplace: bool = False):
-    m = _method(input, "relu")
-    return m() if m else _compose.relu(input)
+    return input.relu()
 
 
 def sigmoid(input):
-    m = _method(input, "sigmoid")
-    return m() if m else _compose.sigmoid(input)
+    return input.sigmoid()
 
 
 def tanh(input):
-    m = _method(input, "tanh")
-    return m() if m else _compose.tanh(input)
+    return input.tanh()
 
 
 def silu(input, inplace: bool = False):
-    m = _method(input, "silu")
-    return m() if m else _compose.silu(input)
+    return input.silu()
 
 
 def gelu(input, approximate: str = "none"):
     if approximate not in ("none", "tanh"):
         raise ShapeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
-    m = _method(input, "gelu")
-    return m(approximate=approximate) if m else _compose.gelu(input, approximate)
+    return input.gelu(approximate=approximate)
 
 
 def relu6(input, inplace: bool = False):

@@ -10,8 +10,9 @@ import math
 import numpy as np
 
 from .. import dtype as dt
+from .._core import Expr
 from ..errors import ShapeError
-from ._compose import const_int, minimum
+from ..hl_ops.shape_utils import const_int
 from .pooling import _adaptive_avg_pool
 
 _LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
@@ -51,15 +52,13 @@ def _nearest_axis(x, axis: int, length: int, out: int, scale, exact: bool):
     if not exact and out == length:
         return x
     if not exact and out == 2 * length:
-        from .._core import Expr
-
         return x.index_select_tensor(axis, g.iota(Expr("z") // 2, out))
     s = float(_scale(length, out, scale, False))
     pos = g.iota("z", out).to(dt.float32)
     if exact:
         pos = pos + 0.5
     src = (pos * s).to(dt.int32)  # non-negative, so truncation is floor
-    return x.index_select_tensor(axis, minimum(src, length - 1))
+    return x.index_select_tensor(axis, src.minimum(length - 1))
 
 
 def _linear_axis(x, axis: int, length: int, out: int, scale, align_corners: bool):
@@ -72,7 +71,7 @@ def _linear_axis(x, axis: int, length: int, out: int, scale, align_corners: bool
         src = (pos + 0.5) * s - 0.5
         src = src * (src > 0).to(dt.float32)  # negative positions clamp to 0
     i0 = src.to(dt.int32)
-    i1 = minimum(i0 + 1, length - 1)
+    i1 = (i0 + 1).minimum(length - 1)
     lam1 = src - i0.to(dt.float32)
     lam0 = 1.0 - lam1
     shape = [1] * x.ndim

@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from .._core import Expr
 from ..errors import DTypeError, ShapeError
-from ._compose import as_expr, const_int
+from ..hl_ops.shape_utils import as_expr, const_int
 
 
 def _reduce(loss, reduction: str, op: str):

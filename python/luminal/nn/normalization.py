@@ -7,7 +7,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from .._core import Expr
 from ..errors import ShapeError
-from ._compose import as_expr
+from ..hl_ops.shape_utils import as_expr
 
 
 def _shape_tuple(normalized_shape):

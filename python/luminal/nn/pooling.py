@@ -8,20 +8,9 @@ from __future__ import annotations
 from .. import dtype as dt
 from .._core import Expr
 from ..errors import ShapeError
-from ._compose import const_int
+from ..hl_ops.shape_utils import const_int, int_tuple
 from ._grid import gather_grid, grid_coords, iota_grid
-
-
-def _tuple(value, n: int, name: str, op: str):
-    if isinstance(value, int) and not isinstance(value, bool):
-        return (value,) * n
-    value = tuple(value)
-    if len(value) == 1 and n > 1:
-        value = value * n
-    if len(value) != n or not all(isinstance(v, int) and not isinstance(v, bool)
-                                  for v in value):
-        raise ShapeError(f"{op}: {name} must be an int or {n} ints, got {value}")
-    return value
+from .masks import neg_inf_where_false
 
 
 def _out_size(length: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
@@ -40,11 +29,11 @@ def _windows(input, nd: int, kernel_size, stride, padding, dilation, ceil_mode, 
     if input.ndim < nd + 1:
         raise ShapeError(f"{op}: expected an input with at least {nd + 1} dims, got shape "
                          f"{input.shape}")
-    kernel = _tuple(kernel_size, nd, "kernel_size", op)
+    kernel = int_tuple(kernel_size, nd, "kernel_size", op, one_for_all=True)
     stride = kernel if stride is None or stride == [] or stride == () else \
-        _tuple(stride, nd, "stride", op)
-    padding = _tuple(padding, nd, "padding", op)
-    dilation = _tuple(dilation, nd, "dilation", op)
+        int_tuple(stride, nd, "stride", op, one_for_all=True)
+    padding = int_tuple(padding, nd, "padding", op, one_for_all=True)
+    dilation = int_tuple(dilation, nd, "dilation", op, one_for_all=True)
     lead = list(input.st.dims[:input.ndim - nd])
     lengths = [const_int(d, op, "spatial dims") for d in input.st.dims[input.ndim - nd:]]
     if min(kernel) < 1 or min(stride) < 1 or min(dilation) < 1:
@@ -91,8 +80,8 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     # Ints go through f32 (exact below 2**24) so that padding can hold -inf.
     x = input if dt.is_float(input.dtype) else input.to(dt.float32)
     windows, geometry = _windows(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op)
-    # Places outside the input must lose to every real value: add -inf there (log2(0)).
-    outside = _inside(input.graph, geometry, nd, lo_pad=False).to(dt.float32).log2()
+    # Places outside the input must lose to every real value: add -inf there.
+    outside = neg_inf_where_false(_inside(input.graph, geometry, nd, lo_pad=False))
     windows = windows + outside.to(windows.dtype)
     axes = tuple(range(windows.ndim - nd, windows.ndim))
     return windows.amax(axes).to(input.dtype)

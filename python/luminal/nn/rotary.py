@@ -11,7 +11,7 @@ import numpy as np
 
 from .._core import Expr
 from ..errors import ShapeError
-from . import _ops
+from ..hl_ops.joining import cat
 from .module import Buffer, Module
 
 
@@ -37,7 +37,7 @@ def llama3_inv_freq(inv_freq: np.ndarray, factor: float, low_freq_factor: float,
 
 def rotate_half(x):
     half = x.shape[-1] // 2
-    return _ops.cat2(-x[..., half:], x[..., :half], -1)
+    return cat([-x[..., half:], x[..., :half]], -1)
 
 
 class RotaryEmbedding(Module):

@@ -9,8 +9,9 @@ import math
 
 from .. import dtype as dt
 from ..errors import ShapeError
-from ._compose import as_expr, const_int, maximum, neg_inf_where_false
+from ..hl_ops.shape_utils import as_expr, const_int
 from ._grid import grid_coords, iota_grid
+from .masks import neg_inf_where_false
 
 _F32_LOWEST = -3.4028234663852886e38
 
@@ -33,7 +34,7 @@ def _causal_bias(graph, length, keys):
 
 def safe_softmax(scores):
     """softmax over the last dim in which an all -inf row gives zeros instead of NaN."""
-    m = maximum(scores.amax(-1, keepdim=True), _F32_LOWEST)
+    m = scores.amax(-1, keepdim=True).maximum(_F32_LOWEST)
     e = (scores - m).exp()
     total = e.sum(-1, keepdim=True)
     return e / (total + (total == 0).to(total.dtype))

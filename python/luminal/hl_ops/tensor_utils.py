@@ -1,7 +1,8 @@
-"""Building blocks the elementwise, reduction and sorting ops share: PyTorch result types with
-Python scalars, broadcasting, stacking along a new last axis, exact selection (Gather) and the
-cheaper arithmetic blend, and running half-precision math in f32. Plain functions over
-GraphTensors; no GraphTensor methods live here."""
+"""Helpers on tensors the elementwise, reduction, indexing and sorting ops share: PyTorch
+result types with Python scalars, operands brought to one dtype and one broadcast shape, exact
+selection (``choose``, and ``where``, torch.where itself) and the cheaper arithmetic ``blend``,
+and running half-precision math in f32. Plain functions over GraphTensors; no GraphTensor
+methods live here, and helpers on dims alone live in shape_utils.py."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import functools
 
 from .._core import Expr, OpKind
 from .. import dtype as dt
-from ..errors import DTypeError, ShapeError
+from ..errors import DTypeError
+from .joining import stack
+from .shape_utils import broadcast_shapes
 
 _CATEGORY = {dt.bool_: 0, dt.int32: 1, dt.float16: 2, dt.bfloat16: 2, dt.float32: 2}
 _SCALAR_DEFAULT = {0: dt.bool_, 1: dt.int32, 2: dt.float32}
@@ -65,31 +68,6 @@ def graph_of(*operands, op: str = "op"):
     return graph
 
 
-def shape_str(dims) -> str:
-    """A shape as PyTorch prints it: (3, 4), (s, 4), (5,)."""
-    text = ", ".join(str(d) for d in dims)
-    return f"({text},)" if len(dims) == 1 else f"({text})"
-
-
-def broadcast_shape(shapes, op: str) -> list:
-    """The PyTorch broadcast of several shapes (lists of Expr)."""
-    n = max((len(s) for s in shapes), default=0)
-    out = []
-    for k in range(n):
-        size = Expr(1)
-        for s in shapes:
-            d = s[k - n + len(s)] if k - n + len(s) >= 0 else Expr(1)
-            if d == Expr(1) or d == size:
-                continue
-            if size == Expr(1):
-                size = d
-                continue
-            shown = " and ".join(shape_str(s) for s in shapes)
-            raise ShapeError(f"{op}: shapes {shown} do not broadcast (dims {size} and {d})")
-        out.append(size)
-    return out
-
-
 def to_tensor(x, graph, dtype):
     """A Python scalar as a constant of ``dtype``, or a tensor converted to ``dtype``."""
     return graph.constant(x, dtype) if is_scalar(x) else x.to(dtype)
@@ -97,7 +75,7 @@ def to_tensor(x, graph, dtype):
 
 def broadcast_all(tensors, op: str):
     """Tensors expanded (as views) to their common broadcast shape."""
-    shape = broadcast_shape([list(t.st.dims) for t in tensors], op)
+    shape = broadcast_shapes([t.st.dims for t in tensors], op)
     return [t if list(t.st.dims) == shape else t.expand(shape) for t in tensors]
 
 
@@ -115,23 +93,11 @@ def full_like(x, value, dtype=None):
     return c.expand(list(x.st.dims)) if x.ndim else c
 
 
-def stack_last(tensors):
-    """Same-shape, same-dtype tensors stacked on a new last axis: each is padded with zeros
-    into its own slot and the slots are added, so every value is kept exactly."""
-    k = len(tensors)
-    rank = tensors[0].ndim
-    out = None
-    for i, t in enumerate(tensors):
-        view = t.st.insert_axis(rank, Expr(1)).pad(rank, Expr(i), Expr(k - 1 - i))
-        slot = t._with_view(view)
-        out = slot if out is None else out._binary(OpKind.Add, slot)
-    return out
-
-
 def choose(index, options):
     """``options[index]`` elementwise: ``index`` is an int tensor with values in
-    [0, len(options)), all of one shape; exact for any values (inf and NaN included)."""
-    stacked = stack_last(options)
+    [0, len(options)), all of one shape; one Gather from the options stacked on a new last
+    axis, so exact for any values (inf and NaN included)."""
+    stacked = stack(options, -1)
     k = len(options)
     dims = list(index.st.dims)
     numel = index.st.numel()

@@ -1,7 +1,8 @@
 // Candidates as program text, for the search cache and for hashing. Nodes are numbered by a
 // DFS from the outputs (inputs first, by input position), so the text of a graph does not
-// depend on its node numbering or its input names: it is the graph's canonical form. Symbolic expressions
-// are written in braces in Expr::to_string's Python syntax and parsed back by parse_expr.
+// depend on its node numbering or its input names: it is the graph's canonical form. Symbolic
+// expressions are written in braces in Expr::to_string's Python syntax and parsed back by
+// parse_expr.
 #pragma once
 
 #include <string>

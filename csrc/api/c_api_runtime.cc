@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "api/c_api_handles.h"
-#include "runtime/native.h"
+#include "runtime/native/native.h"
 
 using namespace luminal;
 using namespace luminal::capi;

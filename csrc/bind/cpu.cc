@@ -8,7 +8,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/errors.h"
-#include "runtime/cpu.h"
+#include "runtime/cpu/cpu.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -8,8 +8,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
-#include "runtime/cuda.h"
-#include "runtime/cuda_arena.h"
+#include "runtime/cuda/cuda.h"
+#include "runtime/cuda/cuda_arena.h"
 #include "codegen/cuda_launch.h"
 
 namespace nb = nanobind;

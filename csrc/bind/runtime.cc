@@ -11,7 +11,7 @@
 #include <cstring>
 
 #include "core/errors.h"
-#include "runtime/native.h"
+#include "runtime/native/native.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -1,6 +1,6 @@
 // The scalar meaning of each elementwise primitive: what one element of a unary op, a binary op
 // or a Cast computes, on values held in double. The one definition that the interpreter
-// (runtime/native.cc), constant folding (egraph/analysis.cc) and the lowering's constants
+// (runtime/native/native.cc), constant folding (egraph/analysis.cc) and the lowering's constants
 // (kernel/lower.cc) call; the renderers' C prelude is tested against it
 // (tests/test_scalar_semantics.py). Not here: bytes in buffers, reductions, index arithmetic.
 #pragma once

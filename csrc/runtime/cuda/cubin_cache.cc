@@ -1,5 +1,5 @@
 // CubinCache: FNV-1a keys and atomic file writes, both from runtime/disk_cache.h.
-#include "runtime/cubin_cache.h"
+#include "runtime/cuda/cubin_cache.h"
 
 #include "runtime/disk_cache.h"
 

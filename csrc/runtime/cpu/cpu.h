@@ -1,5 +1,5 @@
 // CpuRuntime: runs a graph as generated C kernels compiled by the system compiler (see
-// runtime/cpu_compiler.h), with temporaries in one planned arena. Inputs may be borrowed
+// runtime/cpu/cpu_compiler.h), with temporaries in one planned arena. Inputs may be borrowed
 // (no copy) from the caller's memory; changing a dim's value reuses the compiled code.
 // Gather with an out-of-range index reads 0 (NativeRuntime raises instead).
 #pragma once
@@ -9,7 +9,7 @@
 
 #include "kernel/kernel.h"
 #include "kernel/memory_plan.h"
-#include "runtime/cpu_compiler.h"
+#include "runtime/cpu/cpu_compiler.h"
 #include "runtime/runtime.h"
 
 namespace luminal {

@@ -1,14 +1,14 @@
 // CudaRuntime: device setup, compile (lower, render, NVRTC with the CUBIN cache, load),
 // inputs in their own allocations, temps and outputs in one arena, the program captured as a
 // CUDA graph per set of dim values and replayed, outputs copied back on first read.
-#include "runtime/cuda.h"
+#include "runtime/cuda/cuda.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "core/errors.h"
 #include "kernel/lower.h"
-#include "runtime/cuda_arena.h"
+#include "runtime/cuda/cuda_arena.h"
 #include "runtime/runtime_rules.h"
 
 namespace luminal {

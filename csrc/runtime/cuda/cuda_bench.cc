@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/errors.h"
-#include "runtime/cuda.h"
+#include "runtime/cuda/cuda.h"
 
 namespace luminal {
 

@@ -13,8 +13,8 @@
 #include "codegen/cuda.h"
 #include "kernel/kernel.h"
 #include "kernel/memory_plan.h"
-#include "runtime/cubin_cache.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cubin_cache.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "runtime/runtime.h"
 
 namespace luminal {

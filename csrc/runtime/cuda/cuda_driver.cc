@@ -1,6 +1,6 @@
 // dlopen/dlsym of libcuda and NVRTC, and the checked NVRTC compile to CUBIN. Versioned driver
 // entry points (cuMemAlloc_v2, ...) are resolved by the names the driver exports for them.
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_driver.h"
 
 #include <dlfcn.h>
 

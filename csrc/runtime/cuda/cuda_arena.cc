@@ -1,5 +1,5 @@
 // arena_layout: the memory plan's temp offsets, then aligned output slots.
-#include "runtime/cuda_arena.h"
+#include "runtime/cuda/cuda_arena.h"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 // run_commands: spawns up to N children with posix_spawnp, output to a log file each, then
 // polls them with waitpid(pid, WNOHANG) (never waitpid(-1), which could reap others' children).
-#include "runtime/process_pool.h"
+#include "runtime/cpu/process_pool.h"
 
 #include <fcntl.h>
 #include <spawn.h>

@@ -1,7 +1,7 @@
 // The reference interpreter. Each node is evaluated in topological order into a dense
 // buffer; inputs are read through their views with concrete (dyn_map-evaluated) strides.
 // Buffers are freed after their last reader. Elementwise arithmetic is ir/scalar_ops.h's.
-#include "runtime/native.h"
+#include "runtime/native/native.h"
 
 #include <cmath>
 #include <cstring>

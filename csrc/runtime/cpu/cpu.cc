@@ -1,6 +1,6 @@
 // CpuRuntime: lower -> render C -> compile/cache/load; execute evaluates the dims, plans the
 // arena for them (once per set of values), binds every buffer and calls lm_run.
-#include "runtime/cpu.h"
+#include "runtime/cpu/cpu.h"
 
 #include <chrono>
 #include <cstring>

@@ -3,7 +3,7 @@
 // toolchain is the compiler's identity (real path, size and mtime: no process is started on a
 // cache hit; Python resolves a bare name on PATH first), the flags and the CPU model and flags.
 // Compiler processes run through process_pool (posix_spawn, output captured).
-#include "runtime/cpu_compiler.h"
+#include "runtime/cpu/cpu_compiler.h"
 
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -18,7 +18,7 @@
 
 #include "core/errors.h"
 #include "runtime/disk_cache.h"
-#include "runtime/process_pool.h"
+#include "runtime/cpu/process_pool.h"
 
 namespace luminal {
 

@@ -1,0 +1,136 @@
+// The default lowering's fusion decisions (buffer_plan.h).
+#include "kernel/buffer_plan.h"
+
+#include <optional>
+
+#include "kernel/view_index.h"
+
+namespace luminal {
+
+namespace {
+constexpr int64_t kUnrollReduce = 4;  // the most elements an unrolled reduction combines
+}  // namespace
+
+bool unrolled_reduce(const Node& n) {
+  if (!is_reduce(n.op) || (n.dtype != DType::F32 && n.dtype != DType::Int)) return false;
+  auto extent = n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const();
+  return extent && *extent >= 1 && *extent <= kUnrollReduce;
+}
+
+namespace {
+
+class Planner {
+ public:
+  explicit Planner(const Graph& graph) : g_(graph) {}
+
+  BufferPlan run(const std::vector<NodeId>& order) {
+    p_.buffer_of.assign(g_.size(), -1);
+    std::vector<int> uses(g_.size(), 0);
+    std::vector<bool> forced(g_.size(), false);
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const Edge& e = n.inputs[k];
+        uses[e.node]++;
+        if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
+        if (broadcasts(e.view)) forced[e.node] = true;
+        if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
+          forced[e.node] = true;
+        }
+      }
+    }
+    // An Output that is the only reader of a computed node, through an identity view, takes
+    // over that node's kernel: the node stores straight into the output buffer.
+    std::vector<NodeId> output_of(g_.size(), -1);
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op != OpKind::Output) continue;
+      const Edge& e = n.inputs[0];
+      OpKind src = g_.node(e.node).op;
+      if (src == OpKind::Input || uses[e.node] != 1 || forced[e.node]) continue;
+      if (!is_identity_view(e.view, g_.node(e.node).shape)) continue;
+      output_of[e.node] = id;
+      p_.skipped.insert(id);
+    }
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
+      if (p_.skipped.count(id)) continue;
+      if (output_of[id] >= 0) {
+        add(output_of[id], BufferRole::kOutput);
+        p_.buffer_of[id] = p_.buffer_of[output_of[id]];
+      } else if (n.op == OpKind::Input) {
+        add(id, BufferRole::kInput);
+      } else if (n.op == OpKind::Output) {
+        add(id, BufferRole::kOutput);
+      } else if (is_reduce(n.op) && !unrolled_reduce(n)) {
+        add(id, BufferRole::kTemp);
+      } else if (source ? (forced[id] && n.op == OpKind::Iota)
+                        : ((uses[id] > 1 && !recomputed(id)) || forced[id] || roots_kernel(n))) {
+        add(id, BufferRole::kTemp);
+      }
+    }
+    return std::move(p_);
+  }
+
+ private:
+  void add(NodeId id, BufferRole role) {
+    p_.buffer_of[id] = static_cast<int>(p_.buffers.size());
+    p_.buffers.push_back(PlannedBuffer{id, role});
+  }
+
+  // Fusion of nodes read by several kernels: an elementwise node whose inlined cone (up to
+  // buffers) costs at most kRecomputeCost is recomputed by each reader instead of stored once
+  // and loaded by each: a few flops are cheaper than a pass over memory and a kernel launch.
+  static constexpr int kRecomputeCost = 16;
+
+  bool cheap_to_recompute(NodeId id) const { return inline_cost(id, kRecomputeCost) >= 0; }
+
+  // The cost of computing node `id` where it is read (0 for a buffer), or -1 when over `budget`
+  // or not recomputable (a reduction loop, a gather, an output). Weights: ops.def's recompute.
+  int inline_cost(NodeId id, int budget) const {
+    const Node& n = g_.node(id);
+    if (p_.buffer_of[id] >= 0 || n.op == OpKind::Constant) return 0;
+    int own = op_recompute_weight(n.op);
+    if (is_reduce(n.op)) {
+      auto extent = n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const();
+      own = unrolled_reduce(n) ? own * static_cast<int>(*extent) : -1;
+    }
+    if (own < 0) return -1;
+    int total = own;
+    for (const Edge& e : n.inputs) {
+      if (total > budget) return -1;
+      int c = inline_cost(e.node, budget - total);
+      if (c < 0) return -1;
+      total += c;
+    }
+    return total > budget ? -1 : total;
+  }
+
+  // Schedule parameter kInlineParam = 1: an elementwise node read by several kernels is
+  // recomputed in each instead of stored once (a fusion choice of the search); = 0 stores it.
+  // Without the parameter, cheap nodes are recomputed (cheap_to_recompute).
+  bool recomputed(NodeId id) const {
+    std::optional<int64_t> choice = schedule_param(g_.node(id).schedule, kInlineParam);
+    return choice ? *choice == 1 : cheap_to_recompute(id);
+  }
+
+  // Any other schedule parameter makes the node the root of its own kernel.
+  static bool roots_kernel(const Node& n) {
+    for (const auto& [name, value] : n.schedule) {
+      if (name != kInlineParam) return true;
+    }
+    return false;
+  }
+
+  const Graph& g_;
+  BufferPlan p_;
+};
+
+}  // namespace
+
+BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order) {
+  return Planner(graph).run(order);
+}
+
+}  // namespace luminal

@@ -1,0 +1,35 @@
+// The default lowering's fusion decisions: which HLIR nodes get a buffer (so a kernel that
+// writes it) and which are computed inline wherever they are read. A node is stored when it
+// is an input or output, a reduction loop, read through a broadcast or by a Gather, empty,
+// scheduled as its own kernel, or read by several kernels and not cheap to recompute (a
+// node's kInlineParam schedule overrides that last choice either way). Not the kernels
+// themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
+#pragma once
+
+#include <set>
+#include <vector>
+
+#include "ir/graph.h"
+#include "kernel/kernel.h"
+
+namespace luminal {
+
+struct PlannedBuffer {
+  NodeId node;  // the node whose value it holds (an Output taking over its producer's kernel)
+  BufferRole role;
+};
+
+struct BufferPlan {
+  std::vector<PlannedBuffer> buffers;  // in the order the program numbers them
+  std::vector<int> buffer_of;          // per node: index into buffers, -1 computed inline
+  std::set<NodeId> skipped;            // Outputs whose producer writes their buffer
+};
+
+BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order);
+
+// A reduction over a few elements (a constant extent of at most 4), as the max of a stacked
+// pair is (maximum, relu, clamp), lowers to an unrolled chain of combines: no loop, so it
+// fuses into its consumers like an elementwise op.
+bool unrolled_reduce(const Node& n);
+
+}  // namespace luminal

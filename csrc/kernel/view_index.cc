@@ -1,0 +1,144 @@
+// Views as index arithmetic (view_index.h).
+#include "kernel/view_index.h"
+
+#include <string>
+
+namespace luminal {
+
+namespace {
+// An exact multiple c with a == c * b: an integer, or a non-negative expression over the dims
+// (a stride d1 * 64 is d1 rows of 64).
+std::optional<Expr> stride_ratio(const Expr& a, const Expr& b) {
+  auto ca = a.try_const();
+  auto cb = b.try_const();
+  if (ca && cb) {
+    if (*cb == 0 || *ca % *cb != 0) return std::nullopt;
+    return Expr(*ca / *cb);
+  }
+  if (a == b) return Expr(1);
+  if (a == -b) return Expr(-1);
+  if (is_zero(b)) return std::nullopt;
+  Expr q = a / b;
+  if (q * b != a || ge(q, 0).try_const() != std::optional<int64_t>(1)) return std::nullopt;
+  return q;
+}
+
+}  // namespace
+
+std::vector<Expr> row_major_strides(const std::vector<Expr>& shape) {
+  std::vector<Expr> out(shape.size());
+  Expr s = 1;
+  for (size_t m = shape.size(); m-- > 0;) {
+    out[m] = s;
+    s = s * shape[m];
+  }
+  return out;
+}
+
+Expr mask_of(const ShapeTracker& v, const std::vector<Expr>& idx) {
+  Expr valid = 1;
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (!v.axis_masked(k)) continue;
+    valid = logical_and(valid, logical_and(ge(idx[k], v.mask_lo[k]), lt(idx[k], v.mask_hi[k])));
+  }
+  return valid;
+}
+
+Expr physical_index(const ShapeTracker& v, const std::vector<Expr>& idx) {
+  Expr p = v.offset;
+  for (size_t k = 0; k < v.rank(); ++k) p = p + idx[k] * v.strides[k];
+  return p;
+}
+
+std::vector<Expr> unravel(const Expr& flat, const std::vector<Expr>& shape) {
+  std::vector<Expr> rs = row_major_strides(shape);
+  std::vector<Expr> out(shape.size());
+  for (size_t m = 0; m < shape.size(); ++m) {
+    out[m] = m == 0 ? flat / rs[m] : (flat / rs[m]) % shape[m];
+  }
+  return out;
+}
+
+std::optional<std::vector<Expr>> compose_affine(const ShapeTracker& v,
+                                                const std::vector<Expr>& idx,
+                                                const std::vector<Expr>& shape) {
+  std::vector<Expr> rs = row_major_strides(shape);
+  size_t rank = shape.size();
+  std::vector<Expr> lo_sum(rank), hi_sum(rank), term(rank);
+  // Offset split over producer axes, truncating toward zero from the outermost.
+  Expr rest = v.offset;
+  for (size_t m = 0; m < rank; ++m) {
+    if (is_zero(rest)) break;
+    auto r = rest.try_const();
+    auto s = rs[m].try_const();
+    if (r && s) {
+      if (*s == 0) return std::nullopt;
+      int64_t q = *r / *s;
+      term[m] = q;
+      rest = *r - q * *s;
+    } else {
+      if (is_zero(rs[m])) return std::nullopt;
+      Expr q = rest / rs[m];
+      term[m] = q;
+      rest = rest - q * rs[m];
+    }
+  }
+  if (!is_zero(rest)) return std::nullopt;
+  for (size_t m = 0; m < rank; ++m) {
+    lo_sum[m] = term[m];
+    hi_sum[m] = term[m];
+  }
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (is_one(v.dims[k]) || is_zero(v.strides[k])) continue;
+    // The outermost producer axis whose stride divides the view's: the smallest multiple,
+    // the only one that can stay inside its axis (an inner one would overrun it).
+    std::optional<size_t> axis;
+    Expr c = 0;
+    for (size_t m = 0; m < rank; ++m) {
+      if (is_one(shape[m])) continue;
+      auto ratio = stride_ratio(v.strides[k], rs[m]);
+      if (ratio && !is_zero(*ratio)) {
+        axis = m;
+        c = *ratio;
+        break;
+      }
+    }
+    if (!axis) return std::nullopt;
+    bool negative = c.try_const() && *c.try_const() < 0;
+    Expr lo = v.axis_masked(k) ? max(v.mask_lo[k], Expr(0)) : Expr(0);
+    Expr hi = v.axis_masked(k) ? min(v.mask_hi[k], v.dims[k]) - 1 : v.dims[k] - 1;
+    term[*axis] = term[*axis] + idx[k] * c;
+    lo_sum[*axis] = lo_sum[*axis] + (negative ? hi : lo) * c;
+    hi_sum[*axis] = hi_sum[*axis] + (negative ? lo : hi) * c;
+  }
+  for (size_t m = 0; m < rank; ++m) {
+    if (ge(lo_sum[m], 0).try_const() != std::optional<int64_t>(1)) return std::nullopt;
+    if (lt(hi_sum[m], shape[m]).try_const() != std::optional<int64_t>(1)) return std::nullopt;
+  }
+  return term;
+}
+
+bool is_identity_view(const ShapeTracker& v, const std::vector<Expr>& shape) {
+  if (v.rank() != shape.size() || v.has_mask() || !is_zero(v.offset)) return false;
+  std::vector<Expr> rs = row_major_strides(shape);
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (v.dims[k] != shape[k]) return false;
+    if (v.strides[k] != rs[k] && !is_one(shape[k])) return false;
+  }
+  return true;
+}
+
+bool broadcasts(const ShapeTracker& v) {
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (!is_zero(v.strides[k]) || is_one(v.dims[k])) continue;
+    if (v.axis_masked(k)) {
+      Expr width = min(v.mask_hi[k], v.dims[k]) - max(v.mask_lo[k], Expr(0));
+      auto w = width.try_const();
+      if (w && *w <= 1) continue;
+    }
+    return true;
+  }
+  return false;
+}
+
+}  // namespace luminal

@@ -72,7 +72,7 @@ std::string CLikeRenderer::reduce_combine(const Value& v, const std::string& acc
     return "(int32_t)((uint32_t)" + acc + " + (uint32_t)" + x + ")";
   }
   if (is_float(v.dtype)) return "lm_fmax_nan(" + acc + ", " + x + ")";
-  return x + " > " + acc + " ? " + x + " : " + acc;
+  return "(" + x + " > " + acc + " ? " + x + " : " + acc + ")";
 }
 
 std::string CLikeRenderer::binary_expr(const Value& v, const std::string& a,

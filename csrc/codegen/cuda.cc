@@ -148,13 +148,6 @@ void CudaRenderer::finish_reduction(const Kernel& kernel, CodeWriter& w) const {
   emit_values(kernel, kernel.reduce_at + 1, static_cast<int>(kernel.values.size()), w);
 }
 
-std::string CudaRenderer::lane_combine(const Value& v, const std::string& acc,
-                                       const std::string& x) const {
-  std::string step = reduce_combine(v, acc, x);
-  bool int_max = v.op == OpKind::MaxReduce && !is_float(v.dtype);
-  return int_max ? "(" + step + ")" : step;
-}
-
 std::string CudaRenderer::render_warp_kernel(const Program& program, const Kernel& kernel,
                                              KernelLaunch& launch) const {
   const auto [red, loop, t, acc, x] = reduction(kernel);
@@ -210,7 +203,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
       w.line(compute_type(lv.dtype) + " " + value_name(i) + " = " + to_compute(lv.dtype, raw) +
              ";");
     }
-    w.line(acc + " = " + lane_combine(red, acc, x) + ";");
+    w.line(acc + " = " + reduce_combine(red, acc, x) + ";");
     w.close();
     w.close();
     w.line("lm_r_done = lm_r_extent;");
@@ -219,7 +212,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   w.open("for (int64_t " + r + " = lm_r_done + lm_lane; " + r + " < lm_r_extent; " + r +
          " += 32)");
   emit_values(kernel, 0, kernel.reduce_at, w);
-  w.line(acc + " = " + lane_combine(red, acc, x) + ";");
+  w.line(acc + " = " + reduce_combine(red, acc, x) + ";");
   w.close();
   std::string reduce_fn = red.op == OpKind::SumReduce ? (is_float(red.dtype) ? "lm_warp_sum"
                                                                              : "lm_warp_isum")
@@ -256,7 +249,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   emit_unravel(kernel.loops, "lm_o", w);
   w.open("for (int64_t " + r + " = lm_warp; " + r + " < lm_r_extent; " + r + " += 8)");
   emit_values(kernel, 0, kernel.reduce_at, w);
-  w.line(acc + " = " + lane_combine(red, acc, x) + ";");
+  w.line(acc + " = " + reduce_combine(red, acc, x) + ";");
   w.close();
   w.close();
   w.line("lm_part[lm_warp][lm_lane] = " + acc + ";");
@@ -265,7 +258,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   emit_unravel(kernel.loops, "lm_o", w);
   w.line(acc + " = lm_part[0][lm_lane];");
   w.line("for (int lm_w = 1; lm_w < 8; lm_w++) " + acc + " = " +
-         lane_combine(red, acc, "lm_part[lm_w][lm_lane]") + ";");
+         reduce_combine(red, acc, "lm_part[lm_w][lm_lane]") + ";");
   finish_reduction(kernel, w);
   w.line(store_statement(kernel));
   w.close();

@@ -88,8 +88,6 @@ class CudaRenderer : public CLikeRenderer {
   Reduction reduction(const Kernel& kernel) const;
   // After the reduction: a half accumulator rounded, the values after it emitted.
   void finish_reduction(const Kernel& kernel, CodeWriter& w) const;
-  // reduce_combine as the warp and split kernels write it: an int max in parentheses.
-  std::string lane_combine(const Value& v, const std::string& acc, const std::string& x) const;
   int block(const Kernel& kernel) const;
 
   CudaSchedule schedule_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "codegen/schedule_table.h"
 #include "core/errors.h"
 
 namespace luminal {
@@ -31,12 +32,6 @@ const Param* find_param(const std::string& name) {
     if (name == p.name) return &p;
   }
   return nullptr;
-}
-
-std::string known_names() {
-  std::string out;
-  for (const Param& p : kParams) out += (out.empty() ? "" : ", ") + std::string(p.name);
-  return out;
 }
 }  // namespace
 
@@ -67,7 +62,7 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where) 
     const Param* known = find_param(name);
     if (!known) {
       throw CompileError(prefix + "unknown schedule parameter '" + name + "' in " + where +
-                         " (known: " + known_names() + ")");
+                         " (known: " + schedule_names(kParams) + ")");
     }
     if (!known->field && value != 0 && value != 1) {
       throw CompileError(prefix + "schedule parameter " + name + " must be 0 or 1 in " + where);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "codegen/cuda.h"
+#include "codegen/schedule_table.h"
 #include "core/errors.h"
 
 namespace luminal {
@@ -21,12 +22,6 @@ constexpr Param kParams[] = {
     {"cuda_matmul", &CudaSchedule::matmul, 3},
     {"cuda_vector", &CudaSchedule::vector, 2},
 };
-
-std::string known_names() {
-  std::string out;
-  for (const Param& p : kParams) out += (out.empty() ? "" : ", ") + std::string(p.name);
-  return out;
-}
 }  // namespace
 
 CudaSchedule CudaSchedule::with(const ScheduleParams& params) const {
@@ -55,7 +50,7 @@ void check_cuda_schedule(const ScheduleParams& params, const std::string& where)
     }
     if (!known) {
       throw CompileError("CUDA: unknown schedule parameter '" + name + "' in " + where +
-                         " (known: " + known_names() + ")");
+                         " (known: " + schedule_names(kParams) + ")");
     }
     bool block_ok = value == 0 || (value >= 32 && value <= 1024 && value % 32 == 0);
     bool ok = known->field == &CudaSchedule::block ? block_ok : value >= 0 && value <= known->max;

@@ -14,6 +14,7 @@ from luminal.cuda import gpu_available
 # One compile cache per test session, removed at exit (tests never touch ~/.cache).
 CPU_CACHE = tempfile.mkdtemp(prefix="luminal-cpu-cache-")
 atexit.register(shutil.rmtree, CPU_CACHE, True)
+os.environ["LUMINAL_CPU_CACHE"] = CPU_CACHE  # for CpuRuntimes the tests do not make (the CLI's)
 
 
 class CpuRuntime(lm.CpuRuntime):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
+from luminal.cuda import gpu_available
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -87,7 +88,9 @@ def test_cli_embed(tiny_bert, capsys):
 
     texts = ["a cat", "a dog", "compilers"]
     assert main(["embed", str(tiny_bert), *texts]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    default = "CudaRuntime" if gpu_available() else "CpuRuntime"
+    assert f"compiling BERT encoder on {default}" in err
     assert "3 embeddings of dim 32" in out
     assert "cosine similarity:" in out
     want, _ = hf_sentence_embeddings(tiny_bert, texts, 64)

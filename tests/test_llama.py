@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
+from luminal.cuda import gpu_available
 from luminal.models import CausalLMSession, GenerationStats, LlamaForCausalLM, Sampler, generate
 
 torch = pytest.importorskip("torch")
@@ -166,6 +167,31 @@ def test_cli_run_generates_what_transformers_does(tmp_path, capsys):
     assert out.strip() == (prompt + want).strip()
     assert "compiling Llama (2 layers" in err and "done in" in err
     assert "time to first token" in err and "tokens/s" in err
+    default = "cuda" if gpu_available() else "cpu"
+    assert f"luminal: runtime {default} (the fastest available" in err
+
+
+def test_cli_runtime_override(tmp_path, capsys):
+    from luminal.cli import main
+
+    hf = make_hf_llama(tmp_path, seed=5, **CONFIGS["mha-untied"])
+    tok = _tiny_tokenizer(tmp_path)
+    prompt = "the lazy dog"
+    want = tok.decode(hf_greedy(hf, tok.encode(prompt).ids, 4), skip_special_tokens=True)
+    argv = ["run", str(tmp_path), "--prompt", prompt, "--max-new-tokens", "4"]
+    assert main(argv + ["--runtime", "native"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == (prompt + want).strip()
+    assert "luminal: runtime native (--runtime)" in err and "on NativeRuntime" in err
+
+
+def test_cli_default_runtime_is_cuda_with_a_gpu_else_cpu(monkeypatch):
+    from luminal import cli, cuda
+
+    monkeypatch.setattr(cuda, "gpu_available", lambda: True)
+    assert cli.fastest_runtime() == "cuda"
+    monkeypatch.setattr(cuda, "gpu_available", lambda: False)
+    assert cli.fastest_runtime() == "cpu"
 
 
 def test_cli_runs_a_gguf_file(tmp_path, capsys):

@@ -34,6 +34,25 @@ def available_runtimes():
     return [n for n, c in _RUNTIMES.items() if hasattr(luminal, c)]
 
 
+def fastest_runtime() -> str:
+    """The --runtime a command uses when none is given: cuda where a GPU, its driver and NVRTC
+    are present, else cpu (the native interpreter is the reference, never the default)."""
+    from .cuda import gpu_available
+
+    if "cuda" in available_runtimes() and gpu_available():
+        return "cuda"
+    return "cpu"
+
+
+def chosen_runtime(args):
+    """The runtime ``args`` ask for (--runtime, else the fastest available), announced on
+    stderr with why it was chosen."""
+    name = args.runtime or fastest_runtime()
+    why = "--runtime" if args.runtime else "the fastest available; --runtime to override"
+    print(f"luminal: runtime {name} ({why})", file=sys.stderr, flush=True)
+    return make_runtime(name)
+
+
 class Progress:
     """A one-line status on stderr with elapsed seconds (a spinner on a terminal)."""
 
@@ -90,7 +109,7 @@ def cmd_run(args) -> int:
                                f"takes Llama models (model_type 'llama')")
         tokenizer = load_tokenizer(args.tokenizer or args.model_dir)
         model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context)
-    rt = make_runtime(args.runtime)
+    rt = chosen_runtime(args)
     with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
                   f"(search {args.search})"):
         session = CausalLMSession(model, rt, search=args.search)
@@ -139,7 +158,7 @@ def cmd_embed(args) -> int:
     if kind != "bert":
         raise LuminalError(f"luminal embed: {args.model_dir} holds a {kind!r} model; embed "
                            f"takes BERT models (model_type 'bert')")
-    rt = make_runtime(args.runtime)
+    rt = chosen_runtime(args)
     with Progress(f"compiling BERT encoder on {type(rt).__name__} (search {args.search})"):
         embedder = SentenceEmbedder(args.model_dir, rt, search=args.search)
     start = time.perf_counter()
@@ -173,8 +192,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("model_dir", help="a Hugging Face model directory (config.json, "
                                           "*.safetensors, tokenizer.json); run also takes a "
                                           "llama .gguf file")
-        sp.add_argument("--runtime", choices=sorted(_RUNTIMES), default="native",
-                        help="where to run (default: native)")
+        sp.add_argument("--runtime", choices=sorted(_RUNTIMES), default=None,
+                        help="where to run (default: cuda with a GPU, else cpu; native is the "
+                             "reference interpreter)")
         sp.add_argument("--search", type=int, default=1, metavar="N",
                         help="candidate programs to time while compiling (default: 1)")
 

@@ -179,9 +179,10 @@ class CpuRuntime(Runtime):
 
     ``threads``: OpenMP threads (default: every core this process may use). ``compiler``: the
     C compiler (default ``cc``). ``cache_dir``: where compiled programs are kept (default
-    ``~/.cache/luminal/cpu``). ``extra_flags``: more compiler flags (a list or a string).
-    ``compile_jobs``: compiler processes run at once (default: the number of online CPUs).
-    Inputs set from C-contiguous arrays of the right dtype are used in place, not copied.
+    $LUMINAL_CPU_CACHE, else ``~/.cache/luminal/cpu``). ``extra_flags``: more compiler flags
+    (a list or a string). ``compile_jobs``: compiler processes run at once (default: the
+    number of online CPUs). Inputs set from C-contiguous arrays of the right dtype are used in
+    place, not copied.
     """
 
     def __init__(self, threads=None, compiler=None, cache_dir=None, extra_flags=None,
@@ -195,7 +196,8 @@ class CpuRuntime(Runtime):
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"CpuRuntime: threads must be a positive int, got {threads!r}")
         if cache_dir is None:
-            cache_dir = os.path.join(os.path.expanduser("~"), ".cache", "luminal", "cpu")
+            cache_dir = os.environ.get("LUMINAL_CPU_CACHE") or os.path.join(
+                os.path.expanduser("~"), ".cache", "luminal", "cpu")
         if isinstance(extra_flags, str):
             extra_flags = shlex.split(extra_flags)
         compiler = compiler or "cc"

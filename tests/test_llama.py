@@ -107,6 +107,38 @@ def test_bf16_checkpoint_loads_its_bits(tmp_path):
     np.testing.assert_allclose(session.step(np.array([prompt])), want, rtol=1e-4, atol=1e-4)
 
 
+def test_bf16_checkpoint_is_read_in_place_by_the_cpu_runtime(tmp_path):
+    """Resident input bytes, by the runtime's own accounting, are the file's weights in bf16
+    (memory-mapped, borrowed) plus the model's small buffers: no f32 copy of any weight."""
+    from safetensors import safe_open
+
+    from conftest import CpuRuntime
+
+    make_hf_llama(tmp_path, seed=4, dtype=torch.bfloat16, hidden_size=128,
+                  intermediate_size=256, vocab_size=1024, num_attention_heads=4,
+                  num_key_value_heads=2, tie_word_embeddings=True)
+    path = tmp_path / "model.safetensors"
+    with safe_open(str(path), "pt") as f:
+        tensors = {k: f.get_tensor(k) for k in f.keys()}
+    assert all(t.dtype == torch.bfloat16 for t in tensors.values())
+    weight_bytes = sum(t.numel() * 2 for t in tensors.values())
+    assert weight_bytes > 0.99 * path.stat().st_size  # the file is its weights and a header
+    model = LlamaForCausalLM.from_pretrained(tmp_path, max_context=16)
+    session = CausalLMSession(model, CpuRuntime())
+    buffer_bytes = sum(np.asarray(b.value).nbytes for _, b in model.named_buffers())
+    assert buffer_bytes < 0.05 * weight_bytes
+    use = session.runtime.memory()
+    assert use["owned_input_bytes"] == 0
+    # the search's check inputs for the caches and ids may still be set: at most a few rows
+    assert weight_bytes + buffer_bytes <= use["borrowed_input_bytes"] \
+        <= weight_bytes + 2 * buffer_bytes
+    session.step(np.array([[1, 2, 3]]))
+    use = session.runtime.memory()
+    assert use["owned_input_bytes"] == 0
+    assert use["borrowed_input_bytes"] <= weight_bytes + 2 * buffer_bytes
+    assert use["arena_bytes"] > 0 and use["output_bytes"] >= 1024 * 4
+
+
 def test_sampling_is_seeded_and_top_p_narrows_to_greedy(tmp_path):
     make_hf_llama(tmp_path, **CONFIGS["mha-untied"])
     session = CausalLMSession(LlamaForCausalLM.from_pretrained(tmp_path, max_context=32))

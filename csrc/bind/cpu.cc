@@ -59,6 +59,11 @@ void init_cpu(nb::module_& m) {
                ", linked=" + (s.linked ? "True" : "False") +
                ", seconds=" + std::to_string(s.seconds) + ")";
       });
+  nb::class_<CpuMemoryUse>(m, "CpuMemoryUse")
+      .def_ro("borrowed_input_bytes", &CpuMemoryUse::borrowed_input_bytes)
+      .def_ro("owned_input_bytes", &CpuMemoryUse::owned_input_bytes)
+      .def_ro("arena_bytes", &CpuMemoryUse::arena_bytes)
+      .def_ro("output_bytes", &CpuMemoryUse::output_bytes);
   nb::class_<CpuRuntime, Runtime>(m, "CpuRuntime")
       .def(nb::new_(&make_cpu), "compiler"_a, "extra_flags"_a, "cache_dir"_a, "threads"_a,
            "compile_jobs"_a = 0)
@@ -69,6 +74,7 @@ void init_cpu(nb::module_& m) {
       .def_prop_ro("last_compile_stats", &CpuRuntime::last_compile_stats,
                    nb::rv_policy::copy)
       .def_prop_ro("arena_bytes", &CpuRuntime::arena_bytes)
+      .def("memory", &CpuRuntime::memory)
       .def_prop_ro("threads", [](const CpuRuntime& rt) { return rt.options().threads; })
       .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });
   m.def("cpu_compile_flags", &cpu_compile_flags);

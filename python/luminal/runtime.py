@@ -218,6 +218,15 @@ class CpuRuntime(Runtime):
         """The generated C of the compiled program."""
         return self._rt.source
 
+    def memory(self) -> dict:
+        """The bytes this runtime holds, by kind: ``borrowed_input_bytes`` (inputs read in
+        place from the caller's arrays: memory-mapped weights stay in their file's pages),
+        ``owned_input_bytes`` (inputs it copied), ``arena_bytes`` (the temporaries' arena) and
+        ``output_bytes`` (the last execute's outputs). Each input counts once."""
+        use = self._rt.memory()
+        return {k: getattr(use, k) for k in ("borrowed_input_bytes", "owned_input_bytes",
+                                             "arena_bytes", "output_bytes")}
+
     @property
     def last_compile_stats(self):
         """What the last compile did: ``kernels`` (distinct kernel units), ``objects_compiled``

@@ -70,7 +70,8 @@ void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType d
   check_set_data(graph_, compiled_, input, count, dtype);
   InputData d;
   d.count = count;
-  d.copy.resize(static_cast<size_t>(count) * dtype_size(dtype));
+  d.bytes = count * static_cast<int64_t>(dtype_size(dtype));
+  d.copy.resize(static_cast<size_t>(d.bytes));
   if (!d.copy.empty()) std::memcpy(d.copy.data(), data, d.copy.size());
   d.data = d.copy.data();
   inputs_[input] = std::move(d);
@@ -81,6 +82,7 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
   check_set_data(graph_, compiled_, input, count, dtype);
   InputData d;
   d.count = count;
+  d.bytes = count * static_cast<int64_t>(dtype_size(dtype));
   d.data = data;
   d.owner = std::move(owner);
   inputs_[input] = std::move(d);
@@ -150,6 +152,22 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
     }
   }
   loaded_.run(pointers.data(), dims.data(), options_.threads, seconds, now_seconds);
+}
+
+CpuMemoryUse CpuRuntime::memory() const {
+  CpuMemoryUse use;
+  for (const auto& [node, d] : inputs_) {
+    if (d.owner) {
+      use.borrowed_input_bytes += d.bytes;
+    } else {
+      use.owned_input_bytes += d.bytes;
+    }
+  }
+  use.arena_bytes = static_cast<int64_t>(arena_.size());
+  for (const auto& [node, out] : outputs_) {
+    use.output_bytes += static_cast<int64_t>(out.bytes.size());
+  }
+  return use;
 }
 
 const HostBuffer& CpuRuntime::get(NodeId output) const {

@@ -18,6 +18,15 @@ namespace luminal {
 // program (CSplitProgram::text), rendered without compiling (codegen checks and diffs).
 std::string cpu_render(const Graph& graph, const TuningChoice& choice);
 
+// The bytes a CpuRuntime holds, by kind. Each input is counted once, by the bytes it reads.
+struct CpuMemoryUse {
+  int64_t borrowed_input_bytes = 0;  // inputs read in place from the caller's memory (mapped
+                                     // weight files, numpy arrays), owned by the caller
+  int64_t owned_input_bytes = 0;     // inputs the runtime copied (set_data)
+  int64_t arena_bytes = 0;           // the temporaries' arena as allocated (its largest plan)
+  int64_t output_bytes = 0;          // the outputs of the last execute
+};
+
 class CpuRuntime : public Runtime {
  public:
   explicit CpuRuntime(CpuOptions options);
@@ -49,11 +58,13 @@ class CpuRuntime : public Runtime {
   bool compiled_fresh() const { return loaded_.compiled; }   // false: the cache had it
   const CompileStats& last_compile_stats() const { return loaded_.stats; }
   int64_t arena_bytes() const { return plan_.arena_bytes; }
+  CpuMemoryUse memory() const;
 
  private:
   struct InputData {
     const void* data = nullptr;
     int64_t count = 0;
+    int64_t bytes = 0;                   // count elements of the input's dtype
     std::vector<uint8_t> copy;           // owned data (set_data)
     std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
   };

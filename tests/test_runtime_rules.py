@@ -18,6 +18,8 @@ CPU_RULE_NAMES = [r.name for r in CPU_RULES]
 MATMUL_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-matmul-")]
 INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
 STORE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-store-")]
+THREAD_RULES = [r for r in CPU_RULES if r.name.startswith(("cpu-serial-", "cpu-two-threads-"))]
+REDUCTIONS = {"sum": lambda x: x.sum(-1), "max": lambda x: x.amax(-1)}
 INLINE_OPS = {
     "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
     "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
@@ -57,7 +59,9 @@ def test_cpu_offers_matmul_tilings_and_inlining():
     assert len(MATMUL_RULES) >= 5
     assert sorted(r.name[len("cpu-inline-"):] for r in INLINE_RULES) == sorted(INLINE_OPS)
     assert sorted(r.name[len("cpu-store-"):] for r in STORE_RULES) == sorted(INLINE_OPS)
-    assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) == len(CPU_RULES)
+    assert sorted(r.name.rsplit("-", 1)[1] for r in THREAD_RULES) == sorted(list(REDUCTIONS) * 2)
+    assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) == \
+        len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -66,6 +70,8 @@ def cpu_rule_case(cx, name):
     if name.startswith(("cpu-inline-", "cpu-store-")):
         x, y = cx.tensor((3, 4)), cx.tensor((3, 4))
         return INLINE_OPS[name.split("-", 2)[2]](x, y)
+    if name.startswith(("cpu-serial-", "cpu-two-threads-")):
+        return REDUCTIONS[name.rsplit("-", 1)[1]](cx.tensor((3, 4)))
     return matmul(cx)[2]
 
 
@@ -146,6 +152,92 @@ def test_each_kernel_gets_its_own_tiles_and_matches_torch():
     np.testing.assert_allclose(rt.get(z), want.numpy(), rtol=1e-4, atol=1e-4)
 
 
+# ---- threads: each kernel's OpenMP team -------------------------------------------------------
+
+def _softmax_rows(cx, rows):
+    x = cx.tensor((rows, 37), name="x")
+    return [x], lambda t: t[0].softmax(-1), x.softmax(-1)
+
+
+def _rms_norm(cx, rows):
+    x = cx.tensor((rows, 129), name="x")
+    w = cx.tensor((129,), name="w")
+    y = x * (x * x).mean(-1, keepdim=True).add(1e-5).rsqrt() * w
+    return [x, w], lambda t: t[0] * (t[0] * t[0]).mean(-1, keepdim=True).add(1e-5).rsqrt() \
+        * t[1], y
+
+
+def _decode_attention(cx, past):
+    """One query row per head against `past` cached keys and values (symbolic "p")."""
+    q = cx.tensor((3, 1, 16), name="q")
+    k = cx.tensor((3, "p", 16), name="k")
+    v = cx.tensor((3, "p", 16), name="v")
+    cx.set_dim("p", past)
+
+    def attend(q, k, v):
+        return (q @ k.transpose(-1, -2) * 0.25).softmax(-1) @ v
+    return [q, k, v], lambda t: attend(*t), attend(q, k, v)
+
+
+def _odd_matmul(cx, rows):
+    a, b, y = matmul(cx, rows, 11, 40)
+    return [a, b], lambda t: t[0] @ t[1], y
+
+
+@pytest.mark.parametrize("threads", [0, 1, 2, 3])
+@pytest.mark.parametrize("build,size", [
+    (_softmax_rows, 7), (_softmax_rows, 1000), (_rms_norm, 5), (_rms_norm, 300),
+    (_decode_attention, 19), (_decode_attention, 700), (_odd_matmul, 13)],
+    ids=["softmax-7", "softmax-1000", "rms-5", "rms-300", "attention-p19", "attention-p700",
+         "matmul-13x11x40"])
+def test_every_kernel_under_each_threads_schedule_matches_torch(build, size, threads):
+    """threads 0 (every thread once the work reaches the threshold), 1 (serial: no parallel
+    region), n (at most n threads whatever the work), here program-wide, on shapes below and
+    above the threshold, with more threads than cores."""
+    cx = lm.Graph()
+    inputs, reference, y = build(cx, size)
+    y.output()
+    rt = lm.CpuRuntime(threads=3, cache_dir=CPU_CACHE)
+    choice = _core.TuningChoice()
+    choice.params = [("threads", threads)]
+    rt._load(cx, None, choice)
+    source = rt.source
+    if threads == 1:
+        assert "omp parallel" not in source
+    elif threads == 0:
+        assert " >= 32768)" in source and "lm_threads <" not in source
+    else:
+        assert f"num_threads(lm_threads < {threads} ? lm_threads : {threads})" in source
+        assert " >= 32768)" not in source
+    data = [torch.randn([d.as_const() if d.is_const() else cx.dyn_map[str(d)]
+                         for d in cx._g.node_shape(t.id)]) for t in inputs]
+    for t, value in zip(inputs, data):
+        rt.set_data(t, value)
+    rt.execute()
+    want = reference(data)
+    np.testing.assert_allclose(rt.get(y), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_a_reduction_node_takes_its_own_team():
+    cx = lm.Graph()
+    x = cx.tensor((300, 129), name="x")
+    total = scheduled(x.sum(-1), [("threads", 1)])
+    peak = scheduled(x.amax(-1), [("threads", 2)])
+    y = (total + peak).output()
+    rt = lm.CpuRuntime(threads=3, cache_dir=CPU_CACHE)
+    rt._load(cx)
+    units = rt.source.split("/* ---- ")[1:]
+    sum_unit = next(u for u in units if "v1 = v1 + v0;" in u)
+    max_unit = next(u for u in units if "lm_fmax_nan(v1, v0)" in u)
+    assert "omp parallel" not in sum_unit
+    assert "num_threads(lm_threads < 2 ? lm_threads : 2) schedule(static)" in max_unit
+    data = torch.randn(300, 129)
+    rt.set_data(x, data)
+    rt.execute()
+    want = data.sum(-1) + data.amax(-1)
+    np.testing.assert_allclose(rt.get(y), want.numpy(), rtol=1e-5, atol=1e-4)
+
+
 def test_native_runtime_ignores_schedules():
     cx = lm.Graph()
     a, b, y = matmul(cx)
@@ -163,6 +255,7 @@ def test_native_runtime_ignores_schedules():
     ([("tile_q", 4)], "tile_q"),
     ([("tile_m", 99)], "tile_m"),
     ([("tile_n", 12)], "multiple of the vector width"),
+    ([("threads", 5000)], "threads = 5000 is out of range"),
 ])
 def test_cpu_runtime_refuses_bad_node_schedules(schedule, message):
     cx = lm.Graph()
@@ -250,7 +343,7 @@ def test_combination_takes_each_class_fastest_schedule():
     y.output()
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
     space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits(), rt._rt)
-    programs = space.extract(8, {})
+    programs = space.extract(16, {})
     reduces = {}  # class -> [(program, node, schedule)]
     for p, prog in enumerate(programs):
         for node in prog.graph.topo_order():

@@ -1,6 +1,6 @@
 // The C renderer's hooks: libm declarations and a vectorizable exp2, static kernels taking the
-// thread count, OpenMP on the output loops, and lm_run calling the kernels in order; and the
-// split of a program into one unit per distinct kernel plus a driver.
+// thread count, OpenMP on the output loops (each kernel's team), and lm_run calling the
+// kernels in order; and the split of a program into one unit per distinct kernel plus a driver.
 #include "codegen/c.h"
 
 #include <set>
@@ -74,11 +74,23 @@ void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
     auto inner = kernel.loops.back().extent.try_const();
     if (inner && *inner < 16) collapse = rank;
   }
-  std::string pragma = "#pragma omp parallel for num_threads(lm_threads) schedule(static)";
-  if (collapse > 1) pragma += " collapse(" + std::to_string(collapse) + ")";
-  pragma += " if(" + work.to_c() + " >= 32768)";
-  w.line(pragma);
+  std::string team = omp_team(kernel, work.to_c());
+  if (!team.empty()) {
+    std::string pragma = "#pragma omp parallel for" + team + " schedule(static)";
+    if (collapse > 1) pragma += " collapse(" + std::to_string(collapse) + ")";
+    w.line(pragma);
+  }
   CLikeRenderer::open_output_loops(kernel, w);
+}
+
+std::string CRenderer::omp_team(const Kernel& kernel, const std::string& work) const {
+  int64_t threads = cpu_schedule(kernel).threads;
+  if (threads == 1) return "";
+  if (threads > 1) {
+    std::string n = std::to_string(threads);
+    return " num_threads(lm_threads < " + n + " ? lm_threads : " + n + ")";
+  }
+  return " num_threads(lm_threads) if(" + work + " >= " + std::to_string(kCpuParallelWork) + ")";
 }
 
 std::string CRenderer::program_entry(const Program& program) const {

@@ -1,5 +1,6 @@
 // CRenderer: LLIR as C for the system compiler. No #include: integer types are typedefs and
-// libm functions are declared directly. Output loops run under OpenMP; float reductions keep
+// libm functions are declared directly. Output loops run under OpenMP (a team per kernel, as
+// its `threads` schedule says: codegen/c_schedule.h); float reductions keep
 // 8 partial accumulators so they vectorize; matmul-shaped kernels get a register-blocked
 // micro-kernel (c_matmul.cc). The entry is
 //   void lm_run(void** buffers, const int64_t* dims, int threads).
@@ -43,6 +44,11 @@ class CRenderer : public CLikeRenderer {
   std::string program_entry(const Program& program) const override;
   bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
   std::string math_call(OpKind op, const std::string& x) const override;
+
+  // The clauses of `kernel`'s "#pragma omp parallel" under its `threads` schedule, `work` its
+  // iterations as C: " num_threads(...)" and, by default, " if(work >= ...)"; "" when the
+  // kernel runs serially, with no parallel region.
+  std::string omp_team(const Kernel& kernel, const std::string& work) const;
 
  private:
   bool split_ = false;  // kernels are linked from other units (hidden), not static

@@ -262,7 +262,8 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
          "lm_mchunks = (2 * lm_threads + lm_outer - 1) / lm_outer;");
   w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
   w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + mr + ";");
-  w.line("#pragma omp parallel num_threads(lm_threads) if(M * N * K >= 32768)");
+  std::string team = omp_team(k, "M * N * K");
+  if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
   w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + ncmax + " + 64);");
   w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");

@@ -21,6 +21,7 @@ constexpr Param kParams[] = {
     {"tile_n", &CpuSchedule::tile_n, 16},
     {"tile_k", &CpuSchedule::tile_k, 256},
     {"vector_width", &CpuSchedule::vector_width, 8},
+    {"threads", &CpuSchedule::threads, 0},  // 0 stays 0: the default is by the work
     {kInlineParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter

@@ -13,9 +13,9 @@
 namespace luminal {
 
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
-// renderer's: parameters "tile_m", "tile_n", "tile_k" and "vector_width" as fields, 0 for the
-// default. The lowering's own kInlineParam (ir/graph.h) is a CPU parameter too, checked here,
-// but no field: the lowering reads it from the node.
+// renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width" and "threads" as fields,
+// 0 for the default. The lowering's own kInlineParam (ir/graph.h) is a CPU parameter too,
+// checked here, but no field: the lowering reads it from the node.
 struct CpuSchedule {
   int64_t tile_m = 0;        // matmul: rows of the register block (default 6, at most 16)
   int64_t tile_n = 0;        // matmul: columns of the register block, a multiple of
@@ -23,6 +23,9 @@ struct CpuSchedule {
   int64_t tile_k = 0;        // matmul: depth of a packed k block, cache blocking (default 256)
   int64_t vector_width = 0;  // floats per vector of matmul blocks and reduction lanes: 4, 8
                              // (the default) or 16
+  int64_t threads = 0;       // the kernel's OpenMP team: 0 (the default) every thread once its
+                             // work reaches kCpuParallelWork, else one; 1 serial (no parallel
+                             // region); n > 1 at most n threads whatever the work
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
@@ -32,8 +35,13 @@ struct CpuSchedule {
   CpuSchedule or_defaults() const;
 };
 
+// Loop iterations (output elements times reduction steps) from which a kernel under the
+// default `threads` runs in parallel: below it a parallel region costs more than it saves.
+constexpr int64_t kCpuParallelWork = 32768;
+
 // What the C renderer builds `kernel` with: its schedule (the program-wide choice's params,
-// then its root node's; kernel/kernel.h) over the defaults. No field is 0.
+// then its root node's; kernel/kernel.h) over the defaults. No field is 0 but threads, whose
+// default is 0.
 CpuSchedule cpu_schedule(const Kernel& kernel);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name

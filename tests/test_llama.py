@@ -80,6 +80,29 @@ def test_searched_program_matches_transformers(tmp_path):
     assert list(generate(session, prompt, 10)) == hf_greedy(hf, prompt, 10)
 
 
+def test_session_searches_at_a_decode_step_and_serves_the_prefill_too(tmp_path):
+    """The search binds s = 1 and p = a typical context (capped by max_context); the program it
+    picks on the CPU, timed at that decode shape, still prefills and decodes as transformers."""
+    from conftest import CpuRuntime
+    from luminal.models.generation import DECODE_CONTEXT
+
+    hf = make_hf_llama(tmp_path, seed=8, **CONFIGS["gqa-tied-llama3"])
+    model = LlamaForCausalLM.from_pretrained(tmp_path, max_context=32)
+    session = CausalLMSession(model, CpuRuntime(), search=3)
+    assert session.graph.dyn_map == {"s": 1, "p": 31}
+    assert all(c.status == "ok" for c in session.graph.last_search_report.candidates)
+    prompt = [4, 40, 44, 4, 0]
+    with torch.no_grad():
+        want = hf(torch.tensor([prompt])).logits[:, -1:].numpy()
+    np.testing.assert_allclose(session.step(np.array([prompt])), want, rtol=1e-4, atol=1e-4)
+    assert list(generate(session, prompt, 12)) == hf_greedy(hf, prompt, 12)
+    long = LlamaForCausalLM.from_pretrained(tmp_path, max_context=4096)
+    assert long.max_context == 128  # the config's max_position_embeddings
+    assert CausalLMSession(long).graph.dyn_map == {"s": 1, "p": min(DECODE_CONTEXT, 127)}
+    chosen = CausalLMSession(model, search_dims={"s": 9, "p": 3})
+    assert chosen.graph.dyn_map == {"s": 9, "p": 3}
+
+
 def test_decode_logits_match_transformers_step_by_step(tmp_path):
     hf = make_hf_llama(tmp_path, seed=3, **CONFIGS["gqa-tied-llama3"])
     session = CausalLMSession(LlamaForCausalLM.from_pretrained(tmp_path, max_context=32))
@@ -129,13 +152,11 @@ def test_bf16_checkpoint_is_read_in_place_by_the_cpu_runtime(tmp_path):
     assert buffer_bytes < 0.05 * weight_bytes
     use = session.runtime.memory()
     assert use["owned_input_bytes"] == 0
-    # the search's check inputs for the caches and ids may still be set: at most a few rows
-    assert weight_bytes + buffer_bytes <= use["borrowed_input_bytes"] \
-        <= weight_bytes + 2 * buffer_bytes
-    session.step(np.array([[1, 2, 3]]))
+    assert use["borrowed_input_bytes"] >= weight_bytes + buffer_bytes
+    session.step(np.array([[1, 2, 3]]))  # sets the ids (3 int32) and empty caches
     use = session.runtime.memory()
     assert use["owned_input_bytes"] == 0
-    assert use["borrowed_input_bytes"] <= weight_bytes + 2 * buffer_bytes
+    assert use["borrowed_input_bytes"] == weight_bytes + buffer_bytes + 3 * 4
     assert use["arena_bytes"] > 0 and use["output_bytes"] >= 1024 * 4
 
 
@@ -234,7 +255,8 @@ def test_cli_runs_a_gguf_file(tmp_path, capsys):
     tok = _tiny_tokenizer(tmp_path)
     prompt = "the lazy dog"
     want = tok.decode(hf_greedy(hf, tok.encode(prompt).ids, 5), skip_special_tokens=True)
-    assert main(["run", str(tmp_path / "m.gguf"), "--prompt", prompt, "--max-new-tokens", "5"]) == 0
+    assert main(["run", str(tmp_path / "m.gguf"), "--prompt", prompt, "--max-new-tokens", "5",
+                 "--search", "1"]) == 0
     assert capsys.readouterr().out.strip() == (prompt + want).strip()
 
 

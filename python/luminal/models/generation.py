@@ -17,12 +17,30 @@ from ..graph import Graph
 from ..runtime import NativeRuntime
 
 
+# The cached positions of the decode step a session's search is timed at (capped by the
+# model's context): a short conversation's worth, so attention over the cache weighs as it does
+# in a typical step, while the step stays cheap enough to check and time.
+DECODE_CONTEXT = 256
+
+
+def decode_dims(model) -> dict:
+    """The dims of a typical decode step of ``model``: one new token (s = 1) after
+    DECODE_CONTEXT cached ones (p), or fewer where the model's context is shorter."""
+    limit = getattr(model, "max_context", None)
+    past = DECODE_CONTEXT if limit is None else max(0, min(DECODE_CONTEXT, limit - 1))
+    return {"s": 1, "p": past}
+
+
 class CausalLMSession:
     """``model`` (a Module taking ids and caches, with ``make_caches``) compiled on
-    ``runtime``, its weights set once. ``step(ids)`` runs a chunk and returns its logits."""
+    ``runtime``, its weights set once. ``step(ids)`` runs a chunk and returns its logits.
+
+    One program serves the prefill and every decode step; its search (``search``: the
+    candidates timed) binds the symbols to ``search_dims``, by default a decode step
+    (decode_dims): decode is most of generation's time."""
 
     def __init__(self, model, runtime=None, search: int = 1, batch: int = 1,
-                 all_logits: bool = False, weights=None):
+                 all_logits: bool = False, weights=None, search_dims: dict | None = None):
         self.model = model
         self.batch = batch
         cx = Graph()
@@ -30,6 +48,8 @@ class CausalLMSession:
         self.ids = cx.tensor((batch, "s"), dt.int32, "input_ids")
         self.caches = model.make_caches(cx, batch, "p")
         self.logits = model(self.ids, self.caches, last_only=not all_logits).output()
+        for name, value in (decode_dims(model) if search_dims is None else search_dims).items():
+            cx.set_dim(name, value)
         runtime = runtime if runtime is not None else NativeRuntime()
         self.runtime = cx.search(runtime, search)
         model.load_weights(self.runtime, weights)

@@ -24,6 +24,8 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from luminal.cli import RUN_SEARCH  # noqa: E402
+
 PRESETS = {
     # name: (vocab, hidden, layers, heads, kv heads, intermediate)
     "1b": (128256, 2048, 16, 32, 8, 8192),
@@ -32,7 +34,9 @@ PRESETS = {
 
 
 def build_model(path: str, args) -> dict:
-    """Writes the model directory (random bf16 weights, a word-level tokenizer); returns facts."""
+    """Writes the model directory (random bf16 weights, a word-level tokenizer); returns facts.
+    The model is made in bf16 (torch's default dtype while it is built), never in f32: at the
+    1B shape that is 2.5 GB of memory, not 7.5."""
     import torch
     import transformers
 
@@ -49,12 +53,17 @@ def build_model(path: str, args) -> dict:
         max_position_embeddings=131072, rope_theta=500000.0, tie_word_embeddings=True,
         rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                       "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-        bos_token_id=None, eos_token_id=None, pad_token_id=None, torch_dtype="bfloat16")
+        bos_token_id=None, eos_token_id=None, pad_token_id=None, dtype="bfloat16")
     torch.manual_seed(0)
-    with torch.no_grad():
-        model = transformers.LlamaForCausalLM(config).to(torch.bfloat16)
-        for p in model.parameters():  # random weights of a trained model's scale
-            p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.no_grad():
+            model = transformers.LlamaForCausalLM(config)
+            for p in model.parameters():  # random weights of a trained model's scale
+                p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert all(p.dtype == torch.bfloat16 for p in model.parameters())
     model.save_pretrained(path, safe_serialization=True)
     write_tokenizer(path, vocab)
     params = sum(p.numel() for p in model.parameters())
@@ -113,11 +122,12 @@ def run_torch(path: str, dtype_name: str, args) -> dict:
     torch.set_num_threads(args.threads)
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
     t0 = time.perf_counter()
-    model = transformers.LlamaForCausalLM.from_pretrained(path, torch_dtype=dtype).eval()
+    model = transformers.LlamaForCausalLM.from_pretrained(path, dtype=dtype).eval()
     load = time.perf_counter() - t0
     vocab = model.config.vocab_size
     ids = torch.tensor([prompt_ids(args.prompt_tokens, vocab)])
     with torch.no_grad():
+        model(ids, use_cache=True)  # warm-up of the prefill shape, as luminal gets
         t0 = time.perf_counter()
         model(ids, use_cache=True)
         ttft = time.perf_counter() - t0
@@ -162,7 +172,7 @@ def run_luminal(path: str, args) -> dict:
     tokens = list(generate(session, short, args.decode, stats=stats))
     report = session.graph.last_search_report
     return {"engine": "luminal cpu", "tokens": tokens, "decode_tok_s": stats.tokens_per_second,
-            "ttft_s": ttft, "compile_s": compile_s,
+            "ttft_s": ttft, "compile_s": compile_s, "memory": rt.memory(),
             "search": str(report).splitlines()[0] if report else ""}
 
 
@@ -177,6 +187,11 @@ def peak_rss() -> int:
 
 
 def child(args) -> None:
+    if args.engine == "build":
+        out = build_model(args.model_dir, args)
+        out["peak_rss_bytes"] = peak_rss()
+        print("RESULT " + json.dumps(out))
+        return
     warm(args.model_dir)
     if args.engine == "luminal":
         out = run_luminal(args.model_dir, args)
@@ -190,7 +205,10 @@ def spawn(engine: str, model_dir: str, args, cache_dir: str) -> dict:
     cmd = [sys.executable, __file__, "--engine", engine, "--model-dir", model_dir,
            "--cache-dir", cache_dir, "--threads", str(args.threads), "--decode", str(args.decode),
            "--prompt-tokens", str(args.prompt_tokens), "--short-prompt", str(args.short_prompt),
-           "--search", str(args.search)]
+           "--search", str(args.search), "--preset", args.preset]
+    for flag in ("layers", "hidden", "intermediate", "vocab"):
+        if getattr(args, flag):
+            cmd += [f"--{flag}", str(getattr(args, flag))]
     env = dict(os.environ, LUMINAL_SEARCH_CACHE=os.path.join(cache_dir, "search"))
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in done.stdout.splitlines():
@@ -211,7 +229,8 @@ def main() -> None:
     ap.add_argument("--prompt-tokens", type=int, default=128, help="prompt of the TTFT row")
     ap.add_argument("--short-prompt", type=int, default=10, help="prompt before decode")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--search", type=int, default=4, help="luminal's search budget")
+    ap.add_argument("--search", type=int, default=RUN_SEARCH,
+                    help=f"luminal's search budget (default: luminal run's, {RUN_SEARCH})")
     ap.add_argument("--skip", default="", help="engines to leave out, e.g. torch-f32")
     # internal: one engine in a child process
     ap.add_argument("--engine", help=argparse.SUPPRESS)
@@ -224,14 +243,17 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = os.path.join(tmp, "model")
+        cache = os.path.join(tmp, "cache")
         t0 = time.perf_counter()
-        facts = build_model(model_dir, args)
+        facts = spawn("build", model_dir, args, cache)  # its memory is its own process's
+        if "error" in facts:
+            sys.exit("building the model failed")
         print(f"model: {facts['layers']} layers, hidden {facts['hidden']}, vocab {facts['vocab']},"
               f" {facts['params'] / 1e9:.2f} B params, {facts['file_bytes'] / 1e9:.2f} GB of bf16"
-              f" (made in {time.perf_counter() - t0:.0f} s); {args.threads} threads")
+              f" (made in {time.perf_counter() - t0:.0f} s, peak RSS "
+              f"{facts['peak_rss_bytes'] / 1e9:.1f} GB); {args.threads} threads")
         bandwidth = read_bandwidth(args.threads)
         print(f"read bandwidth (torch.sum of 1 GiB): {bandwidth / 1e9:.1f} GB/s")
-        cache = os.path.join(tmp, "cache")
         rows = []
         for engine in ("luminal", "luminal-cached", "torch-f32", "torch-bf16"):
             if engine in args.skip.split(","):
@@ -260,6 +282,16 @@ def main() -> None:
     print("\nof bound: decode tok/s over (read bandwidth / weight bytes per token), with the "
           "bytes of the weights as the engine stores them (luminal's bound assumes 16-bit "
           "weights; it keeps f32 copies today, which caps it at half)")
+    for r in rows:
+        if r.get("search"):
+            print(f"{r['engine']}: {r['search']}")
+        if "memory" in r:  # CpuRuntime.memory(): what the runtime itself holds
+            m = r["memory"]
+            print(f"{r['engine']} holds: {m['borrowed_input_bytes'] / 1e9:.2f} GB of inputs read "
+                  f"in place (weights in their file's pages), {m['owned_input_bytes'] / 1e9:.2f} "
+                  f"GB copied, arena {m['arena_bytes'] / 1e9:.2f} GB, outputs "
+                  f"{m['output_bytes'] / 1e9:.3f} GB (weight file "
+                  f"{facts['file_bytes'] / 1e9:.2f} GB)")
     by_name = {r["engine"]: r for r in rows if "error" not in r}
     ours = by_name.get("luminal cpu (caches warm)")
     if ours and "torch bf16" in by_name:
@@ -267,6 +299,7 @@ def main() -> None:
               f"{ours['decode_tok_s'] / by_name['torch bf16']['decode_tok_s']:.2f}x")
     if ours and "torch f32" in by_name:
         print(f"TTFT luminal / torch f32: {ours['ttft_s'] / by_name['torch f32']['ttft_s']:.2f}x")
+
 
 if __name__ == "__main__":
     main()

@@ -131,8 +131,9 @@ def test_bf16_checkpoint_loads_its_bits(tmp_path):
 
 
 def test_bf16_checkpoint_is_read_in_place_by_the_cpu_runtime(tmp_path):
-    """Resident input bytes, by the runtime's own accounting, are the file's weights in bf16
-    (memory-mapped, borrowed) plus the model's small buffers: no f32 copy of any weight."""
+    """Each weight reaches the runtime as a view of the memory-mapped file, and the runtime's
+    own accounting of the inputs it holds is the file's weights in bf16 (borrowed) plus the
+    model's small buffers: no copy of any weight, f32 or other."""
     from safetensors import safe_open
 
     from conftest import CpuRuntime
@@ -147,7 +148,18 @@ def test_bf16_checkpoint_is_read_in_place_by_the_cpu_runtime(tmp_path):
     weight_bytes = sum(t.numel() * 2 for t in tensors.values())
     assert weight_bytes > 0.99 * path.stat().st_size  # the file is its weights and a header
     model = LlamaForCausalLM.from_pretrained(tmp_path, max_context=16)
-    session = CausalLMSession(model, CpuRuntime())
+    runtime = CpuRuntime()
+    handed = []  # what load_state_dict hands the runtime for each weight
+    set_storage = runtime.set_storage
+    runtime.set_storage = lambda t, storage: (handed.append(storage), set_storage(t, storage))
+    session = CausalLMSession(model, runtime)
+    assert len(handed) == len(tensors)
+    for storage in handed:  # each a uint16 view of the file's map, not a copy
+        base = storage
+        while not isinstance(base, np.memmap) and base.base is not None:
+            base = base.base
+        assert storage.dtype == np.uint16 and isinstance(base, np.memmap)
+        assert base.filename == str(path) and np.shares_memory(storage, base)
     buffer_bytes = sum(np.asarray(b.value).nbytes for _, b in model.named_buffers())
     assert buffer_bytes < 0.05 * weight_bytes
     use = session.runtime.memory()

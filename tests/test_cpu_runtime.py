@@ -1,6 +1,6 @@
 """CpuRuntime beyond the shared conformance tests: the compile cache (hits, per-kernel objects
 shared between programs, corrupt objects, concurrent compiles, parallel compile jobs, compiler
-errors), deterministic generated C, borrowed inputs, dims that
+errors), deterministic generated C, borrowed inputs and the memory accounting, dims that
 change without a recompile, matmul tilings, and random graphs against NativeRuntime."""
 
 import os
@@ -289,6 +289,26 @@ def test_inputs_are_borrowed_not_copied():
     rt.set_data(x, [1, 1, 1, 1])  # lists and other layouts still work (converted first)
     rt.execute()
     assert rt.get(y).tolist() == [2, 2, 2, 2]
+
+
+def test_memory_counts_each_input_once_by_kind():
+    cx = lm.Graph()
+    x = cx.tensor(("s", 100), name="x")
+    w = cx.tensor((100,), lm.bfloat16, name="w")
+    y = ((x * w).exp() * (x * w).exp().sum(1, keepdim=True)).output()
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    rt._load(cx)  # the graph as written, nothing set yet
+    assert rt.memory() == {"borrowed_input_bytes": 0, "owned_input_bytes": 0, "arena_bytes": 0,
+                           "output_bytes": 0}
+    rt.set_data(x, np.ones((3, 100), np.float32))
+    rt.set_data(w, torch.ones(100, dtype=torch.bfloat16))
+    rt.set_data(x, np.ones((5, 100), np.float32))  # replaces the first: counted once
+    rt.execute({"s": 5})
+    use = rt.memory()
+    assert use["borrowed_input_bytes"] == 5 * 100 * 4 + 100 * 2  # bf16 stays 16-bit
+    assert use["owned_input_bytes"] == 0
+    assert use["output_bytes"] == rt.get(y).nbytes == 5 * 100 * 4
+    assert use["arena_bytes"] >= rt._rt.arena_bytes > 0
 
 
 def test_changing_a_dim_reuses_the_compiled_code(tmp_path):

@@ -218,3 +218,16 @@ def test_two_processes_share_the_cache(tmp_path):
     again = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                            timeout=300)
     assert again.stdout.strip().endswith("HIT"), again.stderr
+
+
+def test_search_leaves_no_check_inputs_behind():
+    """The search runs candidates on random inputs; the runtime it hands back holds none of
+    them, so an execute before set_data raises instead of computing on random data."""
+    cx = lm.Graph()
+    a = cx.tensor((4, 8), name="a")
+    b = cx.tensor((8, 3), name="b")
+    (a @ b).relu().output()
+    for budget in (1, 3):
+        rt = cx.search(lm.CpuRuntime(), budget, cache=False)
+        with pytest.raises(lm.ShapeError, match="no data set for input 'a'"):
+            rt.execute(cx.dyn_map)

@@ -59,6 +59,9 @@ class Runtime {
   virtual void execute(const DynMap& dyn_map) = 0;
   // The value of an Output node after execute.
   virtual const HostBuffer& get(NodeId output) const = 0;
+  // Forgets every input's data and every output, as a fresh compile leaves them (the search
+  // calls it so a program it adopts keeps none of its random check inputs).
+  virtual void clear_data() = 0;
   // Whether kernel_times works on this runtime.
   virtual bool can_time_kernels() const { return false; }
   // Executes once (data set as for execute) and returns, per kernel of the compiled program,

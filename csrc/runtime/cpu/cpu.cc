@@ -77,6 +77,11 @@ void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType d
   inputs_[input] = std::move(d);
 }
 
+void CpuRuntime::clear_data() {
+  inputs_.clear();
+  outputs_.clear();
+}
+
 void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
                                    std::shared_ptr<const void> owner) {
   check_set_data(graph_, compiled_, input, count, dtype);

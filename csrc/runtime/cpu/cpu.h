@@ -43,6 +43,7 @@ class CpuRuntime : public Runtime {
   // The register-blocking estimate of its matmul tilings (codegen/c_schedule.h CpuKernelCost).
   std::shared_ptr<const egraph::KernelCost> kernel_cost() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
+  void clear_data() override;
   // Uses `data` in place until the next set_data of `input`; `owner` keeps it alive.
   void set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
                          std::shared_ptr<const void> owner);

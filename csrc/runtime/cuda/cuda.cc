@@ -266,6 +266,12 @@ void CudaRuntime::set_data(NodeId input, const void* data, int64_t count, DType 
   }
 }
 
+void CudaRuntime::clear_data() {
+  for (auto& [buffer, b] : inputs_) b.count = -1;  // allocations stay for the next set_data
+  outputs_.clear();
+  outputs_stale_ = true;
+}
+
 DynMap CudaRuntime::program_dims(const DynMap& dyn_map) const {
   DynMap out;
   for (size_t k = 0; k < program_.dims.size(); ++k) {

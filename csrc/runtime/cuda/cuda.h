@@ -89,6 +89,7 @@ class CudaRuntime : public Runtime {
   std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
   std::string rewrite_rules() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
+  void clear_data() override;
   void execute(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;
 

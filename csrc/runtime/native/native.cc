@@ -204,6 +204,11 @@ void NativeRuntime::set_data(NodeId input, const void* data, int64_t count, DTyp
   inputs_[input] = std::move(b);
 }
 
+void NativeRuntime::clear_data() {
+  inputs_.clear();
+  outputs_.clear();
+}
+
 void NativeRuntime::check_ready(const DynMap& dyn_map) const {
   check_compiled(compiled_, "execute");
   check_symbols(graph_.symbols(), dyn_map);

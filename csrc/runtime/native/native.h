@@ -16,6 +16,7 @@ class NativeRuntime : public Runtime {
   using Runtime::compile;
   void compile(const Graph& graph, const TuningChoice& choice) override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
+  void clear_data() override;
   void execute(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;
 

@@ -13,8 +13,8 @@
 namespace luminal {
 
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
-// renderer's: parameters "tile_m", "tile_n", "tile_k" and "vector_width" as fields, 0 for the
-// default. The lowering's own kInlineParam (ir/graph.h) is a CPU parameter too, checked here,
+// renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width" and "gemv_rows" as
+// fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h) is a CPU parameter too, checked here,
 // but no field: the lowering reads it from the node.
 struct CpuSchedule {
   int64_t tile_m = 0;        // matmul: rows of the register block (default 6, at most 16)
@@ -23,6 +23,8 @@ struct CpuSchedule {
   int64_t tile_k = 0;        // matmul: depth of a packed k block, cache blocking (default 256)
   int64_t vector_width = 0;  // floats per vector of matmul blocks and reduction lanes: 4, 8
                              // (the default) or 16
+  int64_t gemv_rows = 0;     // matmul: the largest M (checked at run time) that takes the GEMV
+                             // path, one pass over B (c_gemv.cc); 0 (the default): never
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
@@ -33,7 +35,7 @@ struct CpuSchedule {
 };
 
 // What the C renderer builds `kernel` with: its schedule (the program-wide choice's params,
-// then its root node's; kernel/kernel.h) over the defaults. No field is 0.
+// then its root node's; kernel/kernel.h) over the defaults. No field but gemv_rows is 0.
 CpuSchedule cpu_schedule(const Kernel& kernel);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
@@ -44,6 +46,7 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where);
 class CpuKernelCost final : public egraph::KernelCost {
  public:
   double matmul(const egraph::MatmulSize& size, const ScheduleParams& schedule) const override;
+  double widen(double elements, const ScheduleParams& schedule) const override;
 };
 
 }  // namespace luminal

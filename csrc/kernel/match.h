@@ -12,10 +12,11 @@
 namespace luminal {
 
 // The matmul of `kernel`: its stored value is its reduction, a SumReduce of a float dtype of
-// the Mul of two distinct plain loads (optionally through a Cast of the product to f32), the
-// body holds nothing else, and the loads' indices are affine in the last two output loops
-// (m, n) and the reduction loop (k) with a not moving along n and b not along m (the Mul's
-// operands are taken in either order, the written one first). `present` is false otherwise.
+// the Mul of two distinct plain loads (optionally through a Cast of the product to f32), each
+// load read as stored or through a Cast widening a 16-bit float to f32, the body holds nothing
+// else, and the loads' indices are affine in the last two output loops (m, n) and the
+// reduction loop (k) with a not moving along n and b not along m (the Mul's operands are taken
+// in either order, the written one first). `present` is false otherwise.
 MatmulInfo match_matmul(const Kernel& kernel);
 
 }  // namespace luminal

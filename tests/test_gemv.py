@@ -53,9 +53,16 @@ def check(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
 
 
-def kernels(rt):
-    """The kernel units of the generated C, without the shared prelude's helpers."""
-    return [u.split("/* lm_k", 1)[1] for u in rt.source.split("/* ---- lm_k")[1:]]
+def check_rows(rt, x, y, w, wt, ms, dim="m"):
+    """With W's data `wt` set, y = x @ W.T for x of each row count m in `ms` (one compiled
+    program, several values of the symbolic dim), against torch."""
+    rt.set_data(w, wt)
+    k = wt.shape[-1]
+    for m in ms:
+        xt = torch.randn(m, k)
+        rt.set_data(x, xt)
+        rt.execute({dim: m})
+        check(rt.get(y), xt.double() @ wt.double().T)
 
 
 @pytest.mark.parametrize("wdtype", WEIGHTS, ids=str)
@@ -66,13 +73,7 @@ def test_gemv_matches_torch_for_every_m(k, n, wdtype):
     rt = CpuRuntime()
     rt._load(cx)
     assert "lm_gemv_4x2" in rt.source and "if (M <= 8)" in rt.source
-    wt = weights((n, k), wdtype)
-    rt.set_data(w, wt)
-    for m in (1, 2, 3, 7, 8, 9, 20):
-        xt = torch.randn(m, k)
-        rt.set_data(x, xt)
-        rt.execute({"m": m})
-        check(rt.get(y), xt.double() @ wt.double().T)
+    check_rows(rt, x, y, w, weights((n, k), wdtype), (1, 2, 3, 7, 8, 9, 20))
 
 
 @pytest.mark.parametrize("wdtype", [lm.bfloat16, lm.float16], ids=str)
@@ -83,13 +84,7 @@ def test_widened_gemm_packs_from_16_bit_storage(wdtype):
     rt._load(cx)
     assert "lm_gemv" not in rt.source
     assert "const uint16_t* restrict src = B" in rt.source
-    wt = weights((29, 37), wdtype)
-    rt.set_data(w, wt)
-    for m in (1, 7, 13):
-        xt = torch.randn(m, 37)
-        rt.set_data(x, xt)
-        rt.execute({"m": m})
-        check(rt.get(y), xt.double() @ wt.double().T)
+    check_rows(rt, x, y, w, weights((29, 37), wdtype), (1, 7, 13))
 
 
 @pytest.mark.parametrize("width", [8, 4, 16])
@@ -149,6 +144,22 @@ def test_gemv_declines_a_weight_strided_along_k():
         rt.set_data(x, xt)
         rt.execute({"m": m})
         check(rt.get(y), xt.double() @ wt.double())
+
+
+@pytest.mark.parametrize("m,gemv", [(12, False), (8, True)])
+def test_a_constant_m_renders_only_the_path_it_takes(m, gemv):
+    cx = lm.Graph()
+    x = cx.tensor((m, 10))
+    w = cx.tensor((6, 10), lm.bfloat16)
+    y = scheduled(x @ as_f32(w).t(), [("gemv_rows", 8)]).output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert ("lm_gemv" in rt.source) == gemv
+    wt, xt = weights((6, 10), lm.bfloat16), torch.randn(m, 10)
+    rt.set_data(w, wt)
+    rt.set_data(x, xt)
+    rt.execute()
+    check(rt.get(y), xt.double() @ wt.double().T)
 
 
 @pytest.mark.parametrize("wdtype", WEIGHTS, ids=str)
@@ -212,12 +223,7 @@ def test_arena_holds_no_f32_copy_of_a_weight_widened_in_the_kernel():
         cx, x, w, y = linear(k, n, lm.bfloat16, widen=widen)
         rt = CpuRuntime()
         rt._load(cx)
-        wt = weights((n, k), lm.bfloat16)
-        rt.set_data(w, wt)
-        xt = torch.randn(2, k)
-        rt.set_data(x, xt)
-        rt.execute({"m": 2})
-        check(rt.get(y), xt.double() @ wt.double().T)
+        check_rows(rt, x, y, w, weights((n, k), lm.bfloat16), (2,))
         copies[widen] = rt._rt.arena_bytes
     assert copies[False] >= n * k * 4  # the stored Cast: an f32 copy of W
     assert copies[True] < n * k * 4
@@ -243,12 +249,7 @@ def test_cost_models_pick_streams_the_16_bit_weight():
     assert "(gemv_rows 8)" in report.winner_program
     assert "(Cast f32" in report.winner_program and "(inline 1)" in report.winner_program
     assert rt._rt.arena_bytes == 0
-    wt = weights((384, 256), lm.bfloat16)
-    xt = torch.randn(1, 256)
-    rt.set_data(w, wt)
-    rt.set_data(x, xt)
-    rt.execute(cx.dyn_map)
-    check(rt.get(y), xt.double() @ wt.double().T)
+    check_rows(rt, x, y, w, weights((384, 256), lm.bfloat16), (1,), dim="s")
 
 
 def test_search_times_gemv_against_gemm_and_keeps_a_correct_one(tmp_path):
@@ -261,13 +262,7 @@ def test_search_times_gemv_against_gemm_and_keeps_a_correct_one(tmp_path):
     assert any("tile_m=" in c and "gemv_rows" not in c for c in labels), labels
     assert all(c.status == "ok" for c in report.candidates), str(report)
     assert report.winner is not None
-    wt = weights((384, 256), lm.bfloat16)
-    rt.set_data(w, wt)
-    for s in (1, 4, 12):
-        xt = torch.randn(s, 256)
-        rt.set_data(x, xt)
-        rt.execute({"s": s})
-        check(rt.get(y), xt.double() @ wt.double().T)
+    check_rows(rt, x, y, w, weights((384, 256), lm.bfloat16), (1, 4, 12), dim="s")
 
 
 @pytest.mark.parametrize("schedule,message", [

@@ -1,11 +1,14 @@
 // The C renderer's GEMV path: C[m, n] = sum_k A[m, k] * B[k, n] for few rows (M <= gemv_rows,
 // tested at run time) with B contiguous along k (b_k == 1: a Linear's weight W(N, K)). One pass
-// over B: OpenMP threads split (batch, n) into blocks of kWRows columns of C, each a row of W;
+// over B: OpenMP threads take blocks of kWRows columns of C (each a row of W) over (batch, n),
+// in guided chunks so that a thread descheduled on a shared core leaves its work to the others;
 // each step loads a vector of k from every row of the block (16-bit storage widened in
 // registers) and multiplies it with the same k of kXRows rows of A, read in place when they are
 // contiguous along k, else copied once per thread and batch. f32 accumulators; the tail of K
 // past the last whole step is scalar. Not the GEMM path (c_matmul.cc), which the same kernel
 // takes above gemv_rows.
+#include <optional>
+
 #include "codegen/c.h"
 #include "codegen/c_matmul.h"
 #include "codegen/c_schedule.h"
@@ -64,7 +67,10 @@ std::string f16_load_function(int64_t width) {
 }  // namespace
 
 bool renders_gemv(const Kernel& k) {
-  return cpu_schedule(k).gemv_rows > 0 && is_one(k.matmul.b_k);
+  const int64_t most = cpu_schedule(k).gemv_rows;
+  if (most <= 0 || !is_one(k.matmul.b_k)) return false;
+  std::optional<int64_t> rows = folded_rows(k).try_const();
+  return !rows || *rows <= most;
 }
 
 // The row kernel: c[i * ldc + j] = sum_k x[i * ldx + k] * w[j * ldw + k] for i < x_rows
@@ -203,7 +209,7 @@ void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
     w.line("float* lm_x = (float*)malloc(sizeof(float) * (M * K + 1));");
     w.line("int64_t lm_xbatch = -1;");
   }
-  w.line("#pragma omp for schedule(static)");
+  w.line("#pragma omp for schedule(guided)");
   w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");
   w.line("const int64_t lm_bt = lm_task / lm_wblocks;");
   w.line("const int64_t n0 = lm_task % lm_wblocks * " + wrows + ";");

@@ -173,6 +173,13 @@ int folded_batch_loops(const Kernel& k) {
   return folded;
 }
 
+Expr folded_rows(const Kernel& k) {
+  const int m_loop = k.matmul.m_loop;
+  Expr rows = k.loops[m_loop].extent;
+  for (int i = m_loop - folded_batch_loops(k); i < m_loop; ++i) rows = rows * k.loops[i].extent;
+  return rows;
+}
+
 void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w) {
   const MatmulInfo& mm = k.matmul;
   std::map<std::string, Expr> zero = {
@@ -241,7 +248,6 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
     if (uses_loop_vars(*e, k)) return false;
   }
   Tiles t = tiles_of(k);
-  const Loop& ml = k.loops[mm.m_loop];
   const Loop& nl = k.loops[mm.n_loop];
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
@@ -251,9 +257,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   int outer = mm.m_loop - folded_batch_loops(k);
   Expr batches = 1;
   for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
-  Expr rows = ml.extent;
-  for (int i = outer; i < mm.m_loop; ++i) rows = rows * k.loops[i].extent;
-  w.line("const int64_t M = " + rows.to_c() + ";");
+  w.line("const int64_t M = " + folded_rows(k).to_c() + ";");
   w.line("const int64_t N = " + nl.extent.to_c() + ";");
   w.line("const int64_t K = " + k.reduce[0].extent.to_c() + ";");
   w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");

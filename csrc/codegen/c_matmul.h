@@ -21,13 +21,16 @@ std::string float_vector_typedefs(int64_t width);
 // of batch * seq rows, so B is read once, not once per batch).
 int folded_batch_loops(const Kernel& k);
 
+// The rows of the matmul with the folded batch loops: M of both paths.
+Expr folded_rows(const Kernel& k);
+
 // Emits the batch-index unravel and the A, B, C base pointers for batch `lm_bt`; the first
 // `outer` loops are batches, the loops from `outer` to m fold into the rows. B points to
 // `b_type` elements (its storage: "float", or "uint16_t" for a widened 16-bit operand).
 void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w);
 
 // Whether `k`, a matmul the C renderer takes, also gets the GEMV path: its schedule sets
-// gemv_rows and B is contiguous along k.
+// gemv_rows, B is contiguous along k, and M is not known to be above gemv_rows.
 bool renders_gemv(const Kernel& k);
 
 }  // namespace luminal

@@ -1,6 +1,7 @@
 // The CUDA renderer's matmul kernels: a shared-memory tiled kernel with f32 FMA (any float
-// dtype, any strides, an operand widened from 16 bits as it is loaded) and a tensor-core kernel for f16/bf16 (mma.sync m16n8k16, f32
-// accumulators) with 16-byte global loads where the operands are aligned and contiguous.
+// dtype, any strides, an operand widened from 16 bits as it is loaded) and a tensor-core kernel
+// for f16/bf16 (mma.sync m16n8k16, f32 accumulators) with 16-byte global loads where the
+// operands are aligned and contiguous.
 #include <map>
 
 #include "codegen/cuda.h"

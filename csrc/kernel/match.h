@@ -3,8 +3,9 @@
 // here that reads the value graph (which value feeds which), never value positions. Lowering
 // runs the matchers once per kernel; every renderer reads the result from the Kernel and only
 // adds its own conditions (dtypes it handles). Not a rewrite: a match changes no value.
-// Next patterns (a GEMV for small M, a matmul with a fused epilogue, attention) slot in
-// beside match_matmul as their own struct and matcher.
+// Next patterns (a matmul with a fused epilogue, attention) slot in beside match_matmul as
+// their own struct and matcher; a GEMV is not one: it is how the C renderer runs a matmul of
+// few rows (codegen/c_gemv.cc).
 #pragma once
 
 #include "kernel/kernel.h"

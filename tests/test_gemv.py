@@ -246,7 +246,7 @@ def test_cost_models_pick_streams_the_16_bit_weight():
     cx.build_search_space(lm.CpuRuntime)
     rt = cx.search(CpuRuntime(), 1, cache=False, progress=False)
     report = cx.last_search_report
-    assert "(gemv_rows 8)" in report.winner_program
+    assert "(gemv_rows 16)" in report.winner_program
     assert "(Cast f32" in report.winner_program and "(inline 1)" in report.winner_program
     assert rt._rt.arena_bytes == 0
     check_rows(rt, x, y, w, weights((384, 256), lm.bfloat16), (1,), dim="s")
@@ -258,7 +258,7 @@ def test_search_times_gemv_against_gemm_and_keeps_a_correct_one(tmp_path):
     rt = cx.search(CpuRuntime(), 8, cache_dir=str(tmp_path), progress=False)
     report = cx.last_search_report
     labels = [c.choice for c in report.candidates]
-    assert any("gemv_rows=8" in c for c in labels), labels
+    assert any("gemv_rows=16" in c for c in labels), labels
     assert any("tile_m=" in c and "gemv_rows" not in c for c in labels), labels
     assert all(c.status == "ok" for c in report.candidates), str(report)
     assert report.winner is not None

@@ -108,7 +108,7 @@ constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's
 // cycles (two ports each; each accumulator waits out the FMA latency), half again when the
 // block needs more than 16 registers. Edge blocks cost a whole block. Packing B costs its
 // elements once more. An unscheduled matmul has the default tile. So a decode-shaped matmul
-// (M = 1) prices the GEMV at a quarter of the GEMM: the GEMM's cost there is its packing.
+// (M = 1) prices the GEMV at about a fifth of the GEMM, whose cost there is its packing.
 double CpuKernelCost::matmul(const egraph::MatmulSize& size,
                              const ScheduleParams& schedule) const {
   CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults();

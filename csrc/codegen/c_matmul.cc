@@ -111,7 +111,7 @@ std::string micro_kernel(const Tiles& t) {
 bool renders_matmul(const Kernel& k) {
   const MatmulInfo& mm = k.matmul;
   if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
-  if (mm.a_widened || (mm.b_widened && !is_half(mm.b_stored))) return false;
+  if (mm.a_widened) return false;
   return k.values[k.reduce_at].dtype == DType::F32;
 }
 

@@ -53,9 +53,10 @@ std::string f16_load_function(int64_t width) {
     s += "  return __builtin_ia32_vcvtph2ps256(*(const lm_vs8u*)p);\n";
     s += "#else\n";
   }
-  std::string lanes = "{";
-  for (int64_t l = 0; l < width; ++l) lanes += (l ? ", " : "") + std::string("p[") + str(l) + "]";
-  s += "  " + u + " h = " + lanes + "};\n";
+  const std::string words = "lm_vh" + str(width) + "u";
+  s += "  typedef unsigned short " + words + " __attribute__((vector_size(" + str(width * 2) +
+       "), aligned(2), may_alias));\n";
+  s += "  " + u + " h = __builtin_convertvector(*(const " + words + "*)p, " + u + ");\n";
   s += "  " + u + " em = (h & 0x7fffu) << 13;\n";
   s += "  " + u + " scaled = (" + u + ")((" + v + ")em * 0x1p112f);\n";
   s += "  " + u + " special = (" + u + ")(em >= 0x0f800000u) & 0x7f800000u;\n";

@@ -1,7 +1,9 @@
 """CpuRuntime against torch eager (same thread count), numpy and torch.compile, side by side
-in one run: matmul, a fused elementwise chain, softmax, layer_norm and a Llama-style decoder
-block. Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick]
-[--no-compile] [--threads N]."""
+in one run: matmul, decode-shaped matrix-vector products (a Linear's and the LM head's, f32
+and bf16 weights, as a fraction of the read bandwidth measured in the same run), a fused
+elementwise chain, softmax, layer_norm and a Llama-style decoder block. Prints one table of
+rates and ratios. Usage: python benchmarks/cpu.py [--quick] [--no-compile] [--threads N]
+[--only NAME...] (benchmarks whose name starts with one of them: matmul, gemv, ...)."""
 
 from __future__ import annotations
 
@@ -138,6 +140,43 @@ def bench_matmul(n, ctx):
                 compile=comp, note=f"tiles {choice}", target=("torch", 1.0))
 
 
+def bench_gemv(n, k, wdtype, ctx):
+    """y = x @ W.T for one row x (1, k) and W (n, k) as nn.Linear holds it, f32 or bf16 (read
+    by the f32 matmul, widened in the kernel): a decode step's Linear, or with n = 128256 the
+    LM head. Rates are W's bytes in the row's dtype per call, so every ratio is one of times;
+    numpy multiplies the f32 W, torch W in the row's dtype (x in it too)."""
+    bf16 = wdtype == "bf16"
+    cx = lm.Graph()
+    x = cx.tensor(("s", k))
+    w = cx.tensor((n, k), lm.bfloat16 if bf16 else lm.float32)
+    y = (x @ (w.to(lm.float32) if bf16 else w).t()).output()
+    cx.set_dim("s", 1)
+    gen = torch.Generator().manual_seed(0)
+    xt = torch.randn(1, k, generator=gen)
+    wf = torch.randn(n, k, generator=gen) / math.sqrt(k)
+    wt = wf.bfloat16() if bf16 else wf
+    wn = wt.float().numpy() if bf16 else wf.numpy()
+    xn = xt.numpy()
+    rt, choice = compile_best(cx, ctx.threads, ctx.cache, ctx.repeats, {x: xt, w: wt})
+    rt.execute(cx.dyn_map)
+    ref = xn.astype(np.float64) @ wn.astype(np.float64).T
+    err = np.abs(rt.get(y) - ref).max() / np.abs(ref).max()
+    assert err < 1e-4, f"gemv {n}x{k} {wdtype}: relative error {err}"
+    gb = wt.numel() * wt.element_size() / 1e9
+    reps = max(5, ctx.repeats)
+    lum = gb / timeit(lambda: rt.execute(cx.dyn_map), reps)
+    xw = xt.bfloat16() if bf16 else xt
+    with torch.no_grad():
+        tor = gb / timeit(lambda: F.linear(xw, wt), reps)
+    nump = gb / timeit(lambda: xn @ wn.T, reps)
+    pct = 100 * lum / ctx.read_bandwidth
+    name = ("LM head" if n > 65536 else "gemv") + f" 1x{k}@{k}x{n} {wdtype}"
+    arena = rt._rt.arena_bytes / 1e6
+    return dict(name=name, unit="GB/s", lm=lum, torch=tor, numpy=nump, compile=NAN,
+                note=f"{pct:.0f}% of {ctx.read_bandwidth:.1f} GB/s read; arena {arena:.0f} MB; "
+                     f"{choice}", target=("numpy", 1.0), pct=pct, pct_target=90)
+
+
 def bench_elementwise(ctx):
     n = 16 * 1024 * 1024
     cx = lm.Graph()
@@ -165,7 +204,7 @@ def bench_elementwise(ctx):
     pct = 100 * lum / ctx.bandwidth
     return dict(name="x*sigmoid(x)+y 16M f32", unit="GB/s", lm=lum, torch=tor, numpy=nump,
                 compile=comp, note=f"{pct:.0f}% of {ctx.bandwidth:.1f} GB/s copy",
-                target=("torch", 2.0), pct=pct)
+                target=("torch", 2.0), pct=pct, pct_target=70)
 
 
 def bench_rows(kind, ctx):
@@ -256,6 +295,12 @@ def measure_bandwidth() -> float:
     return 2 * n * 4 / secs / 1e9
 
 
+def measure_read_bandwidth() -> float:
+    """GB/s of a large torch.sum (bytes read): the bound of a matrix-vector product."""
+    x = torch.ones(128 * 1024 * 1024)
+    return x.numel() * 4 / timeit(lambda: x.sum(), 5) / 1e9
+
+
 class Context:
     def __init__(self, args):
         self.threads = args.threads
@@ -263,6 +308,7 @@ class Context:
         self.cache = args.cache or os.path.join(tempfile.gettempdir(), "luminal-bench-cache")
         self.use_compile = not args.no_compile
         self.bandwidth = 0.0
+        self.read_bandwidth = 0.0
 
     def compiled(self, fn):
         return try_compile(fn) if self.use_compile else None
@@ -278,6 +324,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no 4096 matmul")
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     parser.add_argument("--cache", default=None, help="luminal compile cache directory")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="run the benchmarks whose name starts with one of these")
     args = parser.parse_args()
     ctx = Context(args)
     torch.set_num_threads(ctx.threads)
@@ -293,13 +341,24 @@ def main():
           f"  numpy {np.__version__} (blas {blas})  cc flags: "
           f"{' '.join(lm._core.cpu_compile_flags())}", flush=True)
     ctx.bandwidth = measure_bandwidth()
-    benches = [lambda: bench_matmul(1024, ctx)]
+    ctx.read_bandwidth = measure_read_bandwidth()
+    benches = [("matmul", lambda: bench_matmul(1024, ctx))]
     if not args.quick:
-        benches.append(lambda: bench_matmul(4096, ctx))
-    benches += [lambda: bench_elementwise(ctx), lambda: bench_rows("softmax", ctx),
-                lambda: bench_rows("layer_norm", ctx), lambda: bench_decoder(ctx)]
+        benches.append(("matmul", lambda: bench_matmul(4096, ctx)))
+    for wdtype in ("f32", "bf16"):
+        benches.append(("gemv", lambda wdtype=wdtype: bench_gemv(8192, 2048, wdtype, ctx)))
+    if not args.quick:
+        for wdtype in ("f32", "bf16"):
+            benches.append(("lm_head",
+                            lambda wdtype=wdtype: bench_gemv(128256, 2048, wdtype, ctx)))
+    benches += [("elementwise", lambda: bench_elementwise(ctx)),
+                ("softmax", lambda: bench_rows("softmax", ctx)),
+                ("layer_norm", lambda: bench_rows("layer_norm", ctx)),
+                ("decoder", lambda: bench_decoder(ctx))]
+    if args.only:
+        benches = [(n, b) for n, b in benches if n.startswith(tuple(args.only))]
     rows = []
-    for bench in benches:
+    for _, bench in benches:
         row = bench()
         print(f"  done: {row['name']}", file=sys.stderr, flush=True)
         rows.append(row)
@@ -310,18 +369,19 @@ def main():
     for r in rows:
         target = ""
         if "target" in r:
-            _, want = r["target"]
-            met = r["lm"] / r["torch"] >= want
+            against, want = r["target"]
+            met = r["lm"] / r[against] >= want
             if "pct" in r:
-                met = met and r["pct"] >= 70
-                target = f">={want}x,70%bw " + ("MET" if met else "no")
+                met = met and r["pct"] >= r["pct_target"]
+                target = f">={want}x {against},{r['pct_target']}%bw " + ("MET" if met else "no")
             else:
-                target = f">={want}x " + ("MET" if met else "no")
+                target = f">={want}x {against} " + ("MET" if met else "no")
         print(f"{r['name']:28} {r['unit']:8} {fmt(r['lm']):>8} {fmt(r['torch']):>8} "
               f"{fmt(r['numpy']):>8} {fmt(r['compile']):>9} {fmt(r['lm'] / r['torch'], 2):>8} "
               f"{fmt(r['lm'] / r['numpy'], 2):>8} {fmt(r['lm'] / r['compile'], 2):>9}  "
               f"{target}  {r['note']}")
-    print(f"machine copy bandwidth (numpy, read+write): {ctx.bandwidth:.1f} GB/s")
+    print(f"machine copy bandwidth (numpy, read+write): {ctx.bandwidth:.1f} GB/s; "
+          f"read bandwidth (torch.sum): {ctx.read_bandwidth:.1f} GB/s")
 
 
 if __name__ == "__main__":

@@ -280,8 +280,7 @@ def main() -> None:
         print(f"{r['engine']:28} {r['decode_tok_s']:12.2f} {r['decode_tok_s'] / bound:8.0%} "
               f"{r['ttft_s'] * 1e3:8.0f} {compile_s:>9} {r['peak_rss_bytes'] / 1e9:11.2f}  {same}")
     print("\nof bound: decode tok/s over (read bandwidth / weight bytes per token), with the "
-          "bytes of the weights as the engine stores them (luminal's bound assumes 16-bit "
-          "weights; it keeps f32 copies today, which caps it at half)")
+          "bytes of the weights as the engine stores them (16-bit for luminal and torch bf16)")
     for r in rows:
         if r.get("search"):
             print(f"{r['engine']}: {r['search']}")

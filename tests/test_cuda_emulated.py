@@ -68,6 +68,17 @@ def _gemv(k, n):
     return cx, feeds, outputs, [prods.sum(-1)], dtype
 
 
+def _widened(k, n, wdtype):
+    """x @ W.T for one row of f32 x and a 16-bit W: the Cast is read without a broadcast, so it
+    is inlined and the matmul widens W as it loads it."""
+    cx = lm.Graph()
+    x = cx.tensor((1, k))
+    w = cx.tensor((n, k), wdtype)
+    out = (x @ w.to(lm.float32).t()).output()
+    dx, dw = _data((1, k), lm.float32, 8), _data((n, k), wdtype, 9)
+    return cx, {x: dx, w: dw}, [out], [dx @ dw.t()], lm.float32
+
+
 def _layers(n_layers=3, k=128):
     """A residual stack whose layers share kernels (launched once per layer)."""
     cx = lm.Graph()
@@ -127,6 +138,9 @@ CASES = {
     "matmul_mma_bf16_batched": (lambda: _matmul(24, 32, 16, lm.bfloat16, batch=2),
                                 {"cuda_matmul": 3}),
     "gemv_warp_bf16": (lambda: _gemv(512, 48), {}),
+    "matmul_tiled_widened_bf16": (lambda: _widened(70, 45, lm.bfloat16), {"cuda_matmul": 2}),
+    "matmul_widened_f16_mma_asked": (lambda: _widened(40, 24, lm.float16), {"cuda_matmul": 3}),
+    "gemv_widened_bf16": (lambda: _widened(200, 30, lm.bfloat16), {}),
     "shared_layer_kernels": (_layers, {}),
     "attention_pv_split": (lambda: _batched(2, 3, 80, 40), {}),
     "column_sum_split_bf16": (lambda: _column_sum((100, 37), lm.bfloat16), {"cuda_reduce": 3}),
@@ -270,6 +284,12 @@ def test_mapping_chosen_as_asked():
     assert "uint4 lm_raw" in src["sum_warp_vector_bf16"]
     assert "lm_warp_max(" in src["max_warp_f32"]
     assert "lm_warp_sum(v" in src["gemv_warp_bf16"] and "uint4 lm_raw" in src["gemv_warp_bf16"]
+    # An operand widened in the body: the tiled kernel converts it as it loads; tensor cores
+    # take only two half operands.
+    for name in ("matmul_tiled_widened_bf16", "matmul_widened_f16_mma_asked"):
+        kernel = _kernels(src[name])
+        assert "__shared__ float lm_as" in kernel and "_to_f32(b1[" in kernel, name
+        assert "lm_mma_" not in kernel, name
     assert "lm_warp" not in src["sum_serial_f32"].split("/* k0")[1]
     assert "8 warps split the reduction" in src["attention_pv_split"]
     assert "8 warps split the reduction" in src["column_sum_split_bf16"]

@@ -20,6 +20,7 @@ INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
 STORE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-store-")]
 THREAD_RULES = [r for r in CPU_RULES if r.name.startswith(("cpu-serial-", "cpu-two-threads-"))]
 REDUCTIONS = {"sum": lambda x: x.sum(-1), "max": lambda x: x.amax(-1)}
+WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
 INLINE_OPS = {
     "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
     "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
@@ -60,8 +61,9 @@ def test_cpu_offers_matmul_tilings_and_inlining():
     assert sorted(r.name[len("cpu-inline-"):] for r in INLINE_RULES) == sorted(INLINE_OPS)
     assert sorted(r.name[len("cpu-store-"):] for r in STORE_RULES) == sorted(INLINE_OPS)
     assert sorted(r.name.rsplit("-", 1)[1] for r in THREAD_RULES) == sorted(list(REDUCTIONS) * 2)
-    assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) == \
-        len(CPU_RULES)
+    assert [r.name for r in WIDEN_RULES] == ["cpu-widen-cast"]
+    assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
+        len(WIDEN_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -72,6 +74,8 @@ def cpu_rule_case(cx, name):
         return INLINE_OPS[name.split("-", 2)[2]](x, y)
     if name.startswith(("cpu-serial-", "cpu-two-threads-")):
         return REDUCTIONS[name.rsplit("-", 1)[1]](cx.tensor((3, 4)))
+    if name == "cpu-widen-cast":  # a bf16 weight read by an f32 matmul
+        return cx.tensor((9, 7), lm.bfloat16).to(lm.float32)
     return matmul(cx)[2]
 
 
@@ -93,12 +97,23 @@ def test_cpu_rule_this_gives_that(name):
 def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     cx = lm.Graph()
     a = cx.tensor((2, 6, 4))
-    b = cx.tensor((2, 5, 4))
+    b = cx.tensor((2, 5, 4), lm.bfloat16)  # widened to f32 by the matmul
     scores = a @ b.transpose(1, 2)
     (scores.softmax(-1) + scores.sqrt().log2().sin()).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied
+
+
+@pytest.mark.parametrize("source,target", [(lm.float32, lm.bfloat16), (lm.int32, lm.float32),
+                                           (lm.bfloat16, lm.float16)], ids=str)
+def test_widening_is_offered_only_for_casts_of_16_bit_floats(source, target):
+    """cpu-widen-cast's condition (half ?x): an f32 or int source is not widened."""
+    cx = lm.Graph()
+    cast = cx.tensor((3, 4), source).to(target)
+    cast.output()
+    _, _, report = saturate(cx, WIDEN_RULES)
+    assert [r.applied > 0 for r in report.rules] == [source == lm.bfloat16]
 
 
 @pytest.mark.parametrize("build", [

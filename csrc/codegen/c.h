@@ -2,18 +2,18 @@
 // libm functions are declared directly. Output loops run under OpenMP (a team per kernel, as
 // its `threads` schedule says: codegen/c_schedule.h); float reductions keep
 // 8 partial accumulators so they vectorize; matmul-shaped kernels get a register-blocked
-// micro-kernel (c_matmul.cc). The entry is
+// micro-kernel (c_matmul.cc) and, where their schedule asks, a GEMV path for few rows
+// (c_gemv.cc). The entry is
 //   void lm_run(void** buffers, const int64_t* dims, int threads).
 // A program renders as one translation unit (render) or split for separate, cached compiles
 // (render_split): one unit per distinct kernel, named by a hash of its text, plus a driver.
 #pragma once
 
+#include <set>
+
 #include "codegen/c_like.h"
 
 namespace luminal {
-
-// Vector typedefs and micro-kernels for the program's matmul kernels ("" if none).
-std::string matmul_prelude(const Program& program);
 
 // One translation unit of a split program.
 struct CUnit {
@@ -51,6 +51,14 @@ class CRenderer : public CLikeRenderer {
   std::string omp_team(const Kernel& kernel, const std::string& work) const;
 
  private:
+  // Vector typedefs, micro-kernels and GEMV row kernels of the program's matmuls ("" if none).
+  std::string matmul_prelude(const Program& program) const;
+  // The GEMV helpers of matmul kernel `k` whose names `seen` lacks (c_gemv.cc); adds them.
+  std::string gemv_prelude(const Kernel& k, std::set<std::string>& seen) const;
+  // The GEMV path of matmul kernel `k` (c_gemv.cc): "if (M <= gemv_rows) { ... return; }",
+  // after render_matmul's M, N, K, strides and lm_batches; the first `outer` loops are batches.
+  void emit_gemv(const Kernel& k, int outer, CodeWriter& w) const;
+
   bool split_ = false;  // kernels are linked from other units (hidden), not static
 };
 

@@ -1,12 +1,15 @@
 // The C renderer's matmul: C[m, n] = sum_k A[m, k] * B[k, n] per batch, as a packed,
-// register-blocked GEMM. B is packed per (k block, n block) into panels tile_n wide; a
-// tile_m x tile_n block of C lives in vector registers (GCC vector extensions) while k runs.
-// Work is split over (batch, n block, m chunk) tasks across OpenMP threads.
+// register-blocked GEMM. B is packed per (k block, n block) into panels tile_n wide (a 16-bit B
+// widened as it is packed, from its storage); a tile_m x tile_n block of C lives in vector
+// registers (GCC vector extensions) while k runs. Work is split over (batch, n block, m chunk)
+// tasks across OpenMP threads. A kernel with gemv_rows set first tests M and, for few rows,
+// takes the GEMV path of c_gemv.cc instead.
 #include <map>
 #include <set>
 #include <tuple>
 
 #include "codegen/c.h"
+#include "codegen/c_matmul.h"
 #include "codegen/c_schedule.h"
 
 namespace luminal {
@@ -39,7 +42,7 @@ std::string micro_name(const Tiles& t) {
          std::to_string(t.vw);
 }
 
-std::string vec_type(const Tiles& t) { return "lm_vf" + std::to_string(t.vw); }
+std::string vec_type(const Tiles& t) { return float_vector(t.vw); }
 
 // The micro-kernel: c[0:mr, 0:nr] (+)= a[0:mr, 0:kc] * bp[0:kc, 0:NR] (bp packed, NR wide).
 std::string micro_kernel(const Tiles& t) {
@@ -103,10 +106,12 @@ std::string micro_kernel(const Tiles& t) {
   return w.str();
 }
 
-// The GEMM here takes f32 operands summed in f32 (no widening cast) of a matched matmul.
-bool renders_gemm(const Kernel& k) {
+// The GEMM here takes f32 products summed in f32 (no widening of the product) of a matched
+// matmul, with A stored as f32 and B stored as f32 or widened from f16/bf16.
+bool renders_matmul(const Kernel& k) {
   const MatmulInfo& mm = k.matmul;
-  if (!mm.present || mm.dtype != DType::F32 || mm.widened) return false;
+  if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
+  if (mm.a_widened) return false;
   return k.values[k.reduce_at].dtype == DType::F32;
 }
 
@@ -122,30 +127,32 @@ bool uses_loop_vars(const Expr& e, const Kernel& k) {
 
 }  // namespace
 
-std::string matmul_prelude(const Program& program) {
+std::string float_vector(int64_t width) { return "lm_vf" + std::to_string(width); }
+
+std::string float_vector_typedefs(int64_t width) {
+  std::string v = float_vector(width);
+  std::string bytes = std::to_string(width * 4);
+  return "typedef float " + v + " __attribute__((vector_size(" + bytes + ")));\n" +
+         "typedef float " + v + "u __attribute__((vector_size(" + bytes +
+         "), aligned(4), may_alias));\n";
+}
+
+std::string CRenderer::matmul_prelude(const Program& program) const {
   std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   std::set<int64_t> widths;
+  std::set<std::string> gemv_seen;  // names of the GEMV helpers emitted so far
   std::string s;
   for (const Kernel& k : program.kernels) {
-    if (!renders_gemm(k)) continue;
+    if (!renders_matmul(k)) continue;
     Tiles t = tiles_of(k);
-    if (widths.insert(t.vw).second) {
-      std::string bytes = std::to_string(t.vw * 4);
-      s += "typedef float " + vec_type(t) + " __attribute__((vector_size(" + bytes + ")));\n";
-      s += "typedef float " + vec_type(t) + "u __attribute__((vector_size(" + bytes +
-           "), aligned(4), may_alias));\n";
-    }
+    if (widths.insert(t.vw).second) s += float_vector_typedefs(t.vw);
     if (seen.insert({t.mr, t.nr, t.vw}).second) s += micro_kernel(t);
+    if (renders_gemv(k)) s += gemv_prelude(k, gemv_seen);
   }
   if (!s.empty()) s = "void* malloc(unsigned long);\nvoid free(void*);\n" + s;
   return s;
 }
 
-namespace {
-
-// How many batch loops just outside m fold into m: those along which B does not move and A
-// and C advance by exactly one block of rows (a Linear over (batch, seq, dim) is one matmul
-// of batch * seq rows, so B is packed once, not once per batch).
 int folded_batch_loops(const Kernel& k) {
   const MatmulInfo& mm = k.matmul;
   Expr rows = k.loops[mm.m_loop].extent;
@@ -166,10 +173,14 @@ int folded_batch_loops(const Kernel& k) {
   return folded;
 }
 
-// Emits the batch-index unravel and the A, B, C base pointers for batch `lm_bt`; the first
-// `outer` loops are batches, the loops from `outer` to m fold into the rows.
-void emit_batch_bases(const Kernel& k, int outer, const std::string& a, const std::string& b,
-                      const std::string& c, CodeWriter& w) {
+Expr folded_rows(const Kernel& k) {
+  const int m_loop = k.matmul.m_loop;
+  Expr rows = k.loops[m_loop].extent;
+  for (int i = m_loop - folded_batch_loops(k); i < m_loop; ++i) rows = rows * k.loops[i].extent;
+  return rows;
+}
+
+void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w) {
   const MatmulInfo& mm = k.matmul;
   std::map<std::string, Expr> zero = {
       {k.loops[mm.m_loop].var, 0}, {k.loops[mm.n_loop].var, 0}, {"r0", 0}};
@@ -181,25 +192,33 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& a, const st
            l.extent.to_c() + ");");
     inner = inner * l.extent;
   }
+  std::string a = CLikeRenderer::buffer_name(k.values[mm.a].buffer);
+  std::string b = CLikeRenderer::buffer_name(k.values[mm.b].buffer);
+  std::string c = CLikeRenderer::buffer_name(k.out);
   w.line("const float* restrict A = " + a + " + " + k.values[mm.a].index.substitute(zero).to_c() +
          ";");
-  w.line("const float* restrict B = " + b + " + " + k.values[mm.b].index.substitute(zero).to_c() +
-         ";");
+  w.line("const " + b_type + "* restrict B = " + b + " + " +
+         k.values[mm.b].index.substitute(zero).to_c() + ";");
   w.line("float* restrict C = " + c + " + " + k.out_index.substitute(zero).to_c() + ";");
 }
 
-// Packs B[pc:pc+kcur, n0+jr : n0+jr+nr] into its panel, zero-padded to nr columns.
-void emit_pack_panel(const Tiles& t, CodeWriter& w) {
+namespace {
+
+// Packs B[pc:pc+kcur, n0+jr : n0+jr+nr] into its panel, zero-padded to nr columns; `element`
+// reads src[j], `strided` src[j * bn], each as f32.
+void emit_pack_panel(const Tiles& t, const std::string& b_type, const std::string& element,
+                     const std::string& strided, CodeWriter& w) {
   std::string nr = std::to_string(t.nr);
   w.line("float* restrict panel = lm_bp + (jr / " + nr + ") * kcur * " + nr + ";");
   w.line("const int64_t wcols = ncols - jr < " + nr + " ? ncols - jr : " + nr + ";");
   w.open("for (int64_t kk = 0; kk < kcur; kk++)");
-  w.line("const float* restrict src = B + (pc + kk) * bk + (n0 + jr) * bn;");
+  w.line("const " + b_type + "* restrict src = B + (pc + kk) * bk + (n0 + jr) * bn;");
   w.line("float* restrict dst = panel + kk * " + nr + ";");
   w.open("if (wcols == " + nr + " && bn == 1)");
-  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = src[j];");
+  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = " + element + ";");
   w.middle("} else {");
-  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = j < wcols ? src[j * bn] : 0.0f;");
+  w.line("for (int64_t j = 0; j < " + nr + "; j++) dst[j] = j < wcols ? " + strided +
+         " : 0.0f;");
   w.close();
   w.close();
 }
@@ -223,32 +242,28 @@ void emit_row_tile(const Tiles& t, CodeWriter& w) {
 // shrink until there are enough tasks; m chunks split the rows when there still are not.
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
-  if (!renders_gemm(k)) return false;
+  if (!renders_matmul(k)) return false;
   const MatmulInfo& mm = k.matmul;
   for (const Expr* e : {&mm.a_m, &mm.a_k, &mm.b_k, &mm.b_n}) {
     if (uses_loop_vars(*e, k)) return false;
   }
   Tiles t = tiles_of(k);
-  const Loop& ml = k.loops[mm.m_loop];
   const Loop& nl = k.loops[mm.n_loop];
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   std::string kc = std::to_string(t.kc);
   std::string ncmax = std::to_string(t.nc);
-  std::string a = buffer_name(k.values[mm.a].buffer);
-  std::string b = buffer_name(k.values[mm.b].buffer);
-  std::string c = buffer_name(k.out);
+  std::string b_type = storage_type(mm.b_stored);
   int outer = mm.m_loop - folded_batch_loops(k);
   Expr batches = 1;
   for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
-  Expr rows = ml.extent;
-  for (int i = outer; i < mm.m_loop; ++i) rows = rows * k.loops[i].extent;
-  w.line("const int64_t M = " + rows.to_c() + ";");
+  w.line("const int64_t M = " + folded_rows(k).to_c() + ";");
   w.line("const int64_t N = " + nl.extent.to_c() + ";");
   w.line("const int64_t K = " + k.reduce[0].extent.to_c() + ";");
   w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
   w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
   w.line("const int64_t lm_batches = " + batches.to_c() + ";");
+  if (renders_gemv(k)) emit_gemv(k, outer, w);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
@@ -272,7 +287,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
   w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
   w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
-  emit_batch_bases(k, outer, a, b, c, w);
+  emit_batch_bases(k, outer, b_type, w);
   w.line("const int64_t n0 = lm_jb * nc;");
   w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");
   w.line("const int64_t m0 = lm_mc * lm_mrows;");
@@ -284,7 +299,8 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
   w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-  emit_pack_panel(t, w);
+  emit_pack_panel(t, b_type, to_compute(mm.b_stored, "src[j]"),
+                  to_compute(mm.b_stored, "src[j * bn]"), w);
   w.close();
   w.open("for (int64_t i = m0; i < m1; i += " + mr + ")");
   emit_row_tile(t, w);

@@ -22,11 +22,13 @@ constexpr Param kParams[] = {
     {"tile_k", &CpuSchedule::tile_k, 256},
     {"vector_width", &CpuSchedule::vector_width, 8},
     {"threads", &CpuSchedule::threads, 0},  // 0 stays 0: the default is by the work
+    {"gemv_rows", &CpuSchedule::gemv_rows, 0},
     {kInlineParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter
 constexpr int64_t kMaxTileM = 16;
 constexpr int64_t kMaxTileN = 64;
+constexpr int64_t kMaxGemvRows = 16;
 
 const Param* find_param(const std::string& name) {
   for (const Param& p : kParams) {
@@ -79,6 +81,10 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where) 
     throw CompileError(prefix + "tile_m must be at most " + std::to_string(kMaxTileM) + " in " +
                        where);
   }
+  if (s.gemv_rows > kMaxGemvRows) {
+    throw CompileError(prefix + "gemv_rows must be at most " + std::to_string(kMaxGemvRows) +
+                       " in " + where);
+  }
   if (width != 4 && width != 8 && width != 16) {
     throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);
   }
@@ -88,16 +94,30 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where) 
   }
 }
 
-// In cycles of the register-blocked micro-kernel (c_matmul.cc) on a machine with two FMA and
-// two load ports, 4-cycle FMA latency and 16 vector registers. Per k step a tile_m x tile_n
-// block issues tile_m * tile_n / w FMAs and tile_n / w + tile_m loads; it takes
-// max(FMAs / 2, loads / 2, 4) cycles (two ports each; each accumulator waits out the FMA
-// latency), half again when the block needs more than 16 registers. Edge blocks cost a whole
-// block. An unscheduled matmul has the default tile.
+namespace {
+// Memory terms of the matmul prices, in cycles per element of B (the weights of a Linear).
+constexpr double kPackCycles = 2.0;    // GEMM: B read (strided where b_n != 1) into panels
+constexpr double kStreamCycles = 0.5;  // GEMV: B read once, in order (4 bytes of f32)
+constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's registers
+}  // namespace
+
+// In cycles. The GEMV path (c_gemv.cc), taken when M <= gemv_rows, streams B once: per
+// element of B the larger of its read and its M FMAs over two w-lane FMA ports. The
+// register-blocked GEMM (c_matmul.cc) on a machine with two FMA and two load ports, 4-cycle
+// FMA latency and 16 vector registers: per k step a tile_m x tile_n block issues
+// tile_m * tile_n / w FMAs and tile_n / w + tile_m loads; it takes max(FMAs / 2, loads / 2, 4)
+// cycles (two ports each; each accumulator waits out the FMA latency), half again when the
+// block needs more than 16 registers. Edge blocks cost a whole block. Packing B costs its
+// elements once more. An unscheduled matmul has the default tile. So a decode-shaped matmul
+// (M = 1) prices the GEMV at about a fifth of the GEMM, whose cost there is its packing.
 double CpuKernelCost::matmul(const egraph::MatmulSize& size,
                              const ScheduleParams& schedule) const {
   CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults();
   double w = static_cast<double>(tile.vector_width);
+  double b_elements = size.batch * size.k * size.n;
+  if (size.m <= static_cast<double>(tile.gemv_rows)) {
+    return b_elements * std::max(kStreamCycles, size.m / (2 * w));
+  }
   double tm = static_cast<double>(tile.tile_m);
   double tn = static_cast<double>(tile.tile_n);
   double vecs = std::max(1.0, tn / w);
@@ -105,7 +125,18 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
   if (fmas + vecs + 1 > 16) cycles *= 1.5;
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
-  return blocks * size.k * cycles;
+  return blocks * size.k * cycles + b_elements * kPackCycles;
+}
+
+// Stored (no inline 1: the generic price, a pass writing an f32 copy that every reader then
+// loads at 4 bytes an element) or widened in each reader's registers (inline 1, which
+// kernel/buffer_plan honours even through a broadcast): no pass of its own, a shift or an
+// exponent rebase per element, and its readers read 2 bytes an element instead of 4. So the
+// model's pick widens in the kernel, which where the reader is a matmul means the GEMV
+// streams, or the GEMM packs, the 16-bit storage.
+double CpuKernelCost::widen(double elements, const ScheduleParams& schedule) const {
+  if (schedule_param(schedule, kInlineParam) != std::optional<int64_t>(1)) return -1;
+  return elements * kWidenCycles;
 }
 
 }  // namespace luminal

@@ -13,9 +13,9 @@
 namespace luminal {
 
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
-// renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width" and "threads" as fields,
-// 0 for the default. The lowering's own kInlineParam (ir/graph.h) is a CPU parameter too,
-// checked here, but no field: the lowering reads it from the node.
+// renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width", "threads" and
+// "gemv_rows" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
+// is a CPU parameter too, checked here, but no field: the lowering reads it from the node.
 struct CpuSchedule {
   int64_t tile_m = 0;        // matmul: rows of the register block (default 6, at most 16)
   int64_t tile_n = 0;        // matmul: columns of the register block, a multiple of
@@ -26,6 +26,8 @@ struct CpuSchedule {
   int64_t threads = 0;       // the kernel's OpenMP team: 0 (the default) every thread once its
                              // work reaches kCpuParallelWork, else one; 1 serial (no parallel
                              // region); n > 1 at most n threads whatever the work
+  int64_t gemv_rows = 0;     // matmul: the largest M (checked at run time) that takes the GEMV
+                             // path, one pass over B (c_gemv.cc); 0 (the default): never
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
@@ -40,8 +42,8 @@ struct CpuSchedule {
 constexpr int64_t kCpuParallelWork = 32768;
 
 // What the C renderer builds `kernel` with: its schedule (the program-wide choice's params,
-// then its root node's; kernel/kernel.h) over the defaults. No field is 0 but threads, whose
-// default is 0.
+// then its root node's; kernel/kernel.h) over the defaults. No field is 0 but threads and
+// gemv_rows, whose defaults are 0.
 CpuSchedule cpu_schedule(const Kernel& kernel);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
@@ -52,6 +54,7 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where);
 class CpuKernelCost final : public egraph::KernelCost {
  public:
   double matmul(const egraph::MatmulSize& size, const ScheduleParams& schedule) const override;
+  double widen(double elements, const ScheduleParams& schedule) const override;
 };
 
 }  // namespace luminal

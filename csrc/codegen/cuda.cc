@@ -275,6 +275,7 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, bool* tensor_cores) const 
   if (mm.present) {
     const Expr& m = kernel.loops[mm.m_loop].extent;
     bool small_m = m.try_const() && *m.try_const() < 16;
+    // Tensor cores take two half operands; one widened to f32 in the body makes an f32 product.
     bool halves = mm.dtype == DType::F16 || mm.dtype == DType::BF16;
     int want = s.matmul;
     if (want == 0) want = small_m ? 1 : (halves && sm_ >= 80 ? 3 : 2);

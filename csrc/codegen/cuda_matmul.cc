@@ -1,6 +1,7 @@
 // The CUDA renderer's matmul kernels: a shared-memory tiled kernel with f32 FMA (any float
-// dtype, any strides) and a tensor-core kernel for f16/bf16 (mma.sync m16n8k16, f32
-// accumulators) with 16-byte global loads where the operands are aligned and contiguous.
+// dtype, any strides, an operand widened from 16 bits as it is loaded) and a tensor-core kernel
+// for f16/bf16 (mma.sync m16n8k16, f32 accumulators) with 16-byte global loads where the
+// operands are aligned and contiguous.
 #include <map>
 
 #include "codegen/cuda.h"
@@ -134,9 +135,9 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.line("const int64_t lm_m = lm_m0 + lm_mm, lm_ka = lm_k0 + lm_kk;");
   w.line("const int64_t lm_n = lm_n0 + lm_nn, lm_kbb = lm_k0 + lm_kb;");
   w.line("lm_as[lm_kk][lm_mm] = (lm_m < lm_M && lm_ka < lm_K) ? " +
-         to_compute(mm.dtype, n.a + "[lm_a0 + lm_m * lm_am + lm_ka * lm_ak]") + " : 0.0f;");
+         to_compute(mm.a_stored, n.a + "[lm_a0 + lm_m * lm_am + lm_ka * lm_ak]") + " : 0.0f;");
   w.line("lm_bs[lm_kb][lm_nn] = (lm_n < lm_N && lm_kbb < lm_K) ? " +
-         to_compute(mm.dtype, n.b + "[lm_b0 + lm_kbb * lm_bk + lm_n * lm_bn]") + " : 0.0f;");
+         to_compute(mm.b_stored, n.b + "[lm_b0 + lm_kbb * lm_bk + lm_n * lm_bn]") + " : 0.0f;");
   w.close();
   w.line("__syncthreads();");
   w.line("#pragma unroll");

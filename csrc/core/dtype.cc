@@ -48,6 +48,8 @@ bool is_float(DType dtype) {
   return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
 }
 
+bool is_half(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+
 static uint32_t float_bits(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof bits);

@@ -15,6 +15,7 @@ const char* dtype_name(DType dtype);     // "f32", "f16", "bf16", "int", "bool"
 DType dtype_from_name(const std::string& name);  // throws DTypeError for unknown names
 size_t dtype_size(DType dtype);          // bytes per element
 bool is_float(DType dtype);              // f32, f16, bf16
+bool is_half(DType dtype);               // f16, bf16: 16-bit storage widened to f32
 
 // Conversions between f32 and the 16-bit float formats (round to nearest even).
 uint16_t f32_to_f16(float value);

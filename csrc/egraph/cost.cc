@@ -1,7 +1,7 @@
 // CostModel::node_cost: per-op weights (transcendentals cost more than adds) times elements,
 // plus reads priced by their view: contiguous 1, strided 1.5, padded 2, a broadcast scalar 0.1.
-// An f32 matmul is priced by the runtime's KernelCost where one is given (the CPU's: a
-// register-blocking estimate, codegen/c_schedule.cc).
+// An f32 matmul and a Cast widening a 16-bit float are priced by the runtime's KernelCost
+// where one is given (the CPU's: codegen/c_schedule.cc).
 #include "egraph/cost.h"
 
 #include <algorithm>
@@ -62,6 +62,11 @@ double CostModel::plain_cost(const EGraph& g, const ENode& n) const {
   if (n.op == OpKind::Iota) return launch + elements(g.attr(n.attr).node.shape);
   if (n.op == OpKind::SumReduce && g.data(n.children[0].cls).dtype == DType::F32) {
     if (double c = matmul_cost(g, n); c >= 0) return c;
+  }
+  if (n.op == OpKind::Cast && kernel_cost && is_half(g.data(n.children[0].cls).dtype) &&
+      g.attr(n.attr).node.dtype == DType::F32) {
+    double count = elements(g.view(n.children[0].view).dims);
+    if (double c = kernel_cost->widen(count, g.attr(n.attr).node.schedule); c >= 0) return c;
   }
   if (is_reduce(n.op)) {
     return launch + elements(g.view(n.children[0].view).dims) * (1 + read(n.children[0]));

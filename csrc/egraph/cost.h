@@ -3,7 +3,8 @@
 // broadcast reads priced differently. Sizes are evaluated with representative symbol values.
 // A matmul (egraph/matmul_shape.h) is priced by the runtime's KernelCost when it has one (an
 // estimate of its kernel under the node's schedule, which ranks tilings the search then
-// times). The model knows no runtime: a runtime hands its KernelCost in (Runtime::kernel_cost).
+// times), and so is a Cast widening a 16-bit float (stored as an f32 copy or widened in its
+// readers). The model knows no runtime: a runtime hands its KernelCost in (Runtime::kernel_cost).
 #pragma once
 
 #include <map>
@@ -28,6 +29,13 @@ struct KernelCost {
   virtual ~KernelCost() = default;
   // An f32 matmul of `size` built with the node's own `schedule` (ir/graph.h).
   virtual double matmul(const MatmulSize& size, const ScheduleParams& schedule) const = 0;
+  // A Cast of `elements` from f16/bf16 to f32 built with the node's own `schedule`, launch
+  // included; < 0 (the default): priced as any other node.
+  virtual double widen(double elements, const ScheduleParams& schedule) const {
+    (void)elements;
+    (void)schedule;
+    return -1;
+  }
 };
 
 struct CostModel {

@@ -33,7 +33,7 @@ class Planner {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
         if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
-        if (broadcasts(e.view)) forced[e.node] = true;
+        if (broadcasts(e.view) && !widened_in_readers(e.node)) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;
         }
@@ -113,6 +113,18 @@ class Planner {
   bool recomputed(NodeId id) const {
     std::optional<int64_t> choice = schedule_param(g_.node(id).schedule, kInlineParam);
     return choice ? *choice == 1 : cheap_to_recompute(id);
+  }
+
+  // A Cast of a 16-bit float input to f32 scheduled inline 1 is widened in the registers of
+  // each reader, even through a broadcast: a matmul then packs or streams the 16-bit storage
+  // (reading half the bytes) and no f32 copy of the input is kept. Other nodes read through a
+  // broadcast are stored: recomputing them would repeat their work along the broadcast.
+  bool widened_in_readers(NodeId id) const {
+    const Node& n = g_.node(id);
+    if (n.op != OpKind::Cast || n.dtype != DType::F32) return false;
+    const Node& source = g_.node(n.inputs[0].node);
+    if (source.op != OpKind::Input || !is_half(source.dtype)) return false;
+    return schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(1);
   }
 
   // Any other schedule parameter makes the node the root of its own kernel.

@@ -2,7 +2,9 @@
 // writes it) and which are computed inline wherever they are read. A node is stored when it
 // is an input or output, a reduction loop, read through a broadcast or by a Gather, empty,
 // scheduled as its own kernel, or read by several kernels and not cheap to recompute (a
-// node's kInlineParam schedule overrides that last choice either way). Not the kernels
+// node's kInlineParam schedule overrides that last choice either way, and `inline 1` on a
+// Cast widening a 16-bit input to f32 overrides the broadcast too: it is widened in its
+// readers). Not the kernels
 // themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
 #pragma once
 

@@ -76,18 +76,24 @@ struct Loop {
 };
 
 // A matmul-shaped kernel: out[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with a and b
-// plain loads (no mask, no run-time symbols, affine index) of one dtype, the product summed
-// as is or widened to f32 first (a half product). Found by match_matmul (kernel/match.h) at
-// lowering; each renderer then decides whether it emits its own matmul kernel for it (the C
-// renderer only for f32 without a cast, the CUDA renderer for any float dtype).
+// plain loads (no mask, no run-time symbols, affine index), each read as stored or widened
+// from a 16-bit float to f32 by a Cast in the body (a bf16 weight read by an f32 matmul), the
+// product summed as is or widened to f32 first (a half product). Found by match_matmul
+// (kernel/match.h) at lowering; each renderer then decides whether it emits its own matmul
+// kernel for it (the C renderer for f32 products with a read as stored and b as stored or
+// widened, the CUDA renderer for any float dtype) or the generic loop nest.
 struct MatmulInfo {
   bool present = false;  // the fields below are set only when it is
   int m_loop = -1;       // index into Kernel::loops: the next-to-last loop
   int n_loop = -1;       // the last loop
   ValueId a = -1;        // the kLoad values of the two operands: a moves along m, b along n
   ValueId b = -1;
-  DType dtype = DType::F32;  // of both loads
-  bool widened = false;      // the product is cast to f32 before the sum
+  DType dtype = DType::F32;    // of the Mul's operands: the loads', or f32 where widened
+  DType a_stored = DType::F32;  // the dtype of a's buffer (== dtype unless a_widened)
+  DType b_stored = DType::F32;
+  bool a_widened = false;  // a is f16/bf16 storage cast to f32 in the body before the Mul
+  bool b_widened = false;
+  bool product_widened = false;  // the product is cast to f32 before the sum
   // Element strides of a and b along m, n, k (constant or symbolic), from their index Exprs.
   Expr a_m, a_k, b_k, b_n;
 };

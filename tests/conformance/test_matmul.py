@@ -59,6 +59,11 @@ CASES = [
     einsum_case("i j , j k -> i k", [(3, 5), (5, 4)], "spaces"),
     Case("linear", lambda x, w, b: linear(x, w, b), [(3, 5), (4, 5), (4,)], F.linear),
     Case("linear", lambda x, w: linear(x, w), [(2, 3, 5), (4, 5)], F.linear, label="no_bias"),
+    # 16-bit weights read by an f32 matmul (the CPU widens them in the kernel)
+    Case("linear", lambda x, w: linear(x, w), [(3, 20), Input((9, 20), lm.bfloat16)],
+         lambda x, w: F.linear(x, w.float()), label="bf16_weight"),
+    Case("linear", lambda x, w: linear(x, w), [(1, 19), Input((6, 19), lm.float16)],
+         lambda x, w: F.linear(x, w.float()), label="f16_weight_one_row"),
 ]
 
 

@@ -1,0 +1,245 @@
+// The C renderer's GEMV path: C[m, n] = sum_k A[m, k] * B[k, n] for few rows (M <= gemv_rows,
+// tested at run time) with B contiguous along k (b_k == 1: a Linear's weight W(N, K)). One pass
+// over B: OpenMP threads take blocks of kWRows columns of C (each a row of W) over (batch, n),
+// in guided chunks so that a thread descheduled on a shared core leaves its work to the others;
+// each step loads a vector of k from every row of the block (16-bit storage widened in
+// registers) and multiplies it with the same k of kXRows rows of A, read in place when they are
+// contiguous along k, else copied once per thread and batch. f32 accumulators; the tail of K
+// past the last whole step is scalar. Not the GEMM path (c_matmul.cc), which the same kernel
+// takes above gemv_rows.
+#include <optional>
+
+#include "codegen/c.h"
+#include "codegen/c_matmul.h"
+#include "codegen/c_schedule.h"
+
+namespace luminal {
+
+namespace {
+
+constexpr int64_t kWRows = 4;  // rows of W (columns of C) per step: loads in flight
+constexpr int64_t kXRows = 2;  // rows of A per step, reused from registers across W's rows
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// "lm_vu8": vectors of `width` 32-bit unsigned lanes (and "lm_vu8u", unaligned), which hold
+// two bf16 words a lane.
+std::string lane_vector(int64_t width) { return "lm_vu" + str(width); }
+
+// "lm_load_f16_v8": `width` f16 words as a vector of floats.
+std::string f16_load_name(int64_t width) { return "lm_load_f16_v" + str(width); }
+
+std::string row_kernel_name(DType stored, int64_t width, int64_t x_rows) {
+  return "lm_gemv_" + str(kWRows) + "x" + str(x_rows) + "_v" + str(width) + "_" +
+         dtype_name(stored);
+}
+
+// Elements of k a step of the row kernel takes: a vector, or for bf16 two, from one load of
+// `width` lanes of two words each (little-endian: the even word shifted up, the odd one
+// masked), which pair with A's row deinterleaved into its even and then its odd elements.
+int64_t step_of(DType stored, int64_t width) { return stored == DType::BF16 ? 2 * width : width; }
+
+// The widening of `width` f16 words: F16C's vcvtph2ps where the compiler targets it, else
+// exponent arithmetic (subnormals exact, infinities and NaNs kept), as lm_f16_to_f32 does for
+// one element.
+std::string f16_load_function(int64_t width) {
+  const std::string v = float_vector(width);
+  const std::string u = lane_vector(width);
+  std::string s = "static inline " + v + " " + f16_load_name(width) +
+                  "(const uint16_t* restrict p) {\n";
+  if (width == 8) {
+    s += "#if defined(__F16C__) && defined(__AVX__)\n";
+    s += "  typedef short lm_vs8u __attribute__((vector_size(16), aligned(2), may_alias));\n";
+    s += "  return __builtin_ia32_vcvtph2ps256(*(const lm_vs8u*)p);\n";
+    s += "#else\n";
+  }
+  const std::string words = "lm_vh" + str(width) + "u";
+  s += "  typedef unsigned short " + words + " __attribute__((vector_size(" + str(width * 2) +
+       "), aligned(2), may_alias));\n";
+  s += "  " + u + " h = __builtin_convertvector(*(const " + words + "*)p, " + u + ");\n";
+  s += "  " + u + " em = (h & 0x7fffu) << 13;\n";
+  s += "  " + u + " scaled = (" + u + ")((" + v + ")em * 0x1p112f);\n";
+  s += "  " + u + " special = (" + u + ")(em >= 0x0f800000u) & 0x7f800000u;\n";
+  s += "  return (" + v + ")(scaled | special | ((h & 0x8000u) << 16));\n";
+  if (width == 8) s += "#endif\n";
+  return s + "}\n";
+}
+
+}  // namespace
+
+bool renders_gemv(const Kernel& k) {
+  const int64_t most = cpu_schedule(k).gemv_rows;
+  if (most <= 0 || !is_one(k.matmul.b_k)) return false;
+  std::optional<int64_t> rows = folded_rows(k).try_const();
+  return !rows || *rows <= most;
+}
+
+// The row kernel: c[i * ldc + j] = sum_k x[i * ldx + k] * w[j * ldw + k] for i < x_rows
+// (of which `xrows` are real) and j < kWRows (of which `rows` are real); the rows past the real
+// ones read the last real one and are not stored. For a bf16 w, x's whole steps are
+// deinterleaved (step_of); its tail past them is in order.
+std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen) const {
+  const MatmulInfo& mm = k.matmul;
+  const DType stored = mm.b_stored;
+  const int64_t width = cpu_schedule(k).vector_width;
+  const int64_t most = cpu_schedule(k).gemv_rows;
+  const int64_t step = step_of(stored, width);
+  const std::string v = float_vector(width);
+  const std::string u = lane_vector(width);
+  const std::string type = storage_type(stored);
+  std::string s;
+  if (stored != DType::F32 && seen.insert(u).second) {
+    std::string bytes = str(width * 4);
+    s += "typedef unsigned int " + u + " __attribute__((vector_size(" + bytes + ")));\n";
+    s += "typedef unsigned int " + u + "u __attribute__((vector_size(" + bytes +
+         "), aligned(2), may_alias));\n";
+  }
+  if (stored == DType::F16 && seen.insert(f16_load_name(width)).second) {
+    s += f16_load_function(width);
+  }
+  for (int64_t x_rows : {kXRows, int64_t{1}}) {
+    if (x_rows > most) continue;
+    const std::string name = row_kernel_name(stored, width, x_rows);
+    if (!seen.insert(name).second) continue;
+    CodeWriter w;
+    w.open("static inline void " + name + "(int64_t K, const float* restrict x, int64_t ldx, " +
+           "const " + type + "* restrict w, int64_t ldw, float* restrict c, int64_t ldc, " +
+           "int64_t rows, int64_t xrows)");
+    for (int64_t i = 0; i < x_rows; ++i) {
+      w.line("const float* restrict x" + str(i) + " = x + (" + str(i) + " < xrows ? " + str(i) +
+             " : xrows - 1) * ldx;");
+    }
+    for (int64_t j = 0; j < kWRows; ++j) {
+      w.line("const " + type + "* restrict w" + str(j) + " = w + (" + str(j) + " < rows ? " +
+             str(j) + " : rows - 1) * ldw;");
+    }
+    for (int64_t i = 0; i < x_rows; ++i) {
+      for (int64_t j = 0; j < kWRows; ++j) w.line(v + " c" + str(i) + "_" + str(j) + " = {0};");
+    }
+    w.line("const int64_t kv = K / " + str(step) + " * " + str(step) + ";");
+    w.open("for (int64_t k = 0; k < kv; k += " + str(step) + ")");
+    for (int64_t j = 0; j < kWRows; ++j) {
+      std::string b = "b" + str(j);
+      std::string at = "(w" + str(j) + " + k)";
+      if (stored == DType::F32) {
+        w.line(v + " " + b + " = *(const " + v + "u*)" + at + ";");
+      } else if (stored == DType::F16) {
+        w.line(v + " " + b + " = " + f16_load_name(width) + at + ";");
+      } else {
+        w.line(u + " u" + str(j) + " = *(const " + u + "u*)" + at + ";");
+        w.line(v + " " + b + " = (" + v + ")(u" + str(j) + " << 16);");
+        w.line(v + " d" + str(j) + " = (" + v + ")(u" + str(j) + " & 0xffff0000u);");
+      }
+    }
+    for (int64_t i = 0; i < x_rows; ++i) {
+      w.line(v + " a" + str(i) + " = *(const " + v + "u*)(x" + str(i) + " + k);");
+      if (stored == DType::BF16) {
+        w.line(v + " e" + str(i) + " = *(const " + v + "u*)(x" + str(i) + " + k + " +
+               str(width) + ");");
+      }
+      for (int64_t j = 0; j < kWRows; ++j) {
+        std::string acc = "c" + str(i) + "_" + str(j);
+        w.line(acc + " += a" + str(i) + " * b" + str(j) + ";");
+        if (stored == DType::BF16) w.line(acc + " += e" + str(i) + " * d" + str(j) + ";");
+      }
+    }
+    w.close();
+    for (int64_t i = 0; i < x_rows; ++i) {
+      for (int64_t j = 0; j < kWRows; ++j) {
+        std::string acc = str(i) + "_" + str(j);
+        w.line("float s" + acc + " = 0.0f;");
+        w.line("for (int l = 0; l < " + str(width) + "; l++) s" + acc + " += c" + acc + "[l];");
+      }
+    }
+    w.open("for (int64_t k = kv; k < K; k++)");
+    for (int64_t j = 0; j < kWRows; ++j) {
+      w.line("const float b" + str(j) + " = " + to_compute(stored, "w" + str(j) + "[k]") + ";");
+    }
+    for (int64_t i = 0; i < x_rows; ++i) {
+      for (int64_t j = 0; j < kWRows; ++j) {
+        w.line("s" + str(i) + "_" + str(j) + " += x" + str(i) + "[k] * b" + str(j) + ";");
+      }
+    }
+    w.close();
+    for (int64_t i = 0; i < x_rows; ++i) {
+      for (int64_t j = 0; j < kWRows; ++j) {
+        w.line("if (" + str(i) + " < xrows && " + str(j) + " < rows) c[" + str(i) + " * ldc + " +
+               str(j) + "] = s" + str(i) + "_" + str(j) + ";");
+      }
+    }
+    w.close();
+    s += w.str();
+  }
+  return s;
+}
+
+namespace {
+
+// A's rows into lm_x (K floats each, row i at i * K): in order, or for a bf16 B with each
+// whole step deinterleaved, its even elements then its odd ones.
+void emit_x_copy(DType stored, int64_t width, CodeWriter& w) {
+  w.open("for (int64_t i = 0; i < M; i++)");
+  w.line("float* restrict lm_row = lm_x + i * K;");
+  if (stored == DType::BF16) {
+    const std::string half = str(width);
+    const std::string step = str(2 * width);
+    w.line("const int64_t lm_kv = K / " + step + " * " + step + ";");
+    w.line("for (int64_t kk = 0; kk < lm_kv; kk++) lm_row[kk - kk % " + step + " + kk % 2 * " +
+           half + " + kk % " + step + " / 2] = A[i * am + kk * ak];");
+    w.line("for (int64_t kk = lm_kv; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
+  } else {
+    w.line("for (int64_t kk = 0; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
+  }
+  w.close();
+}
+
+}  // namespace
+
+void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
+  const MatmulInfo& mm = k.matmul;
+  const int64_t width = cpu_schedule(k).vector_width;
+  const int64_t most = cpu_schedule(k).gemv_rows;
+  // A is copied when its rows are not contiguous along k, or to pair with a bf16 B.
+  const bool copy_x = !is_one(mm.a_k) || mm.b_stored == DType::BF16;
+  const std::string wrows = str(kWRows);
+  w.open("if (M <= " + str(most) + ")");
+  w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
+  std::string team = omp_team(k, "lm_batches * N * K");
+  if (!team.empty()) w.line("#pragma omp parallel" + team);
+  w.open("");
+  if (copy_x) {
+    w.line("float* lm_x = (float*)malloc(sizeof(float) * (M * K + 1));");
+    w.line("int64_t lm_xbatch = -1;");
+  }
+  w.line("#pragma omp for schedule(guided)");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");
+  w.line("const int64_t lm_bt = lm_task / lm_wblocks;");
+  w.line("const int64_t n0 = lm_task % lm_wblocks * " + wrows + ";");
+  emit_batch_bases(k, outer, storage_type(mm.b_stored), w);
+  if (copy_x) {
+    w.open("if (lm_xbatch != lm_bt)");
+    emit_x_copy(mm.b_stored, width, w);
+    w.line("lm_xbatch = lm_bt;");
+    w.close();
+    w.line("const float* restrict X = lm_x;");
+    w.line("const int64_t ldx = K;");
+  } else {
+    w.line("const float* restrict X = A;");
+    w.line("const int64_t ldx = am;");
+  }
+  w.line("const int64_t rows = N - n0 < " + wrows + " ? N - n0 : " + wrows + ";");
+  w.line("int64_t lm_i = 0;");
+  const std::string args = "(K, X + lm_i * ldx, ldx, B + n0 * bn, bn, C + lm_i * N + n0, N, rows";
+  if (most >= kXRows) {
+    w.line("for (; lm_i + " + str(kXRows) + " <= M; lm_i += " + str(kXRows) + ") " +
+           row_kernel_name(mm.b_stored, width, kXRows) + args + ", " + str(kXRows) + ");");
+  }
+  w.line("for (; lm_i < M; lm_i++) " + row_kernel_name(mm.b_stored, width, 1) + args + ", 1);");
+  w.close();
+  if (copy_x) w.line("free(lm_x);");
+  w.close();
+  w.line("return;");
+  w.close();
+}
+
+}  // namespace luminal

@@ -274,3 +274,31 @@ def test_cpu_runtime_refuses_bad_gemv_rows(schedule, message):
     scheduled(x @ w.t(), schedule).output()
     with pytest.raises(lm.CompileError, match=message):
         CpuRuntime()._load(cx)
+
+
+def test_every_layer_of_a_deep_model_gets_the_gemv():
+    """Extraction sums tree costs, which count the residual stream once per path (three
+    paths a layer here): 32 layers deep they dwarf one kernel's cost. The cost model's pick must still take the GEMV (the
+    cheaper alternative over the same children) in every layer, not only the first few, and
+    the program must compute what torch does."""
+    layers, dim = 32, 16
+    cx = lm.Graph()
+    x = cx.tensor((1, dim), name="x")
+    ws = [cx.tensor((dim, dim), name=f"w{i}") for i in range(layers)]
+    h = x
+    for w in ws:
+        h = h + (h @ w.t()) * 0.1 + h * 0.01
+    h.output()
+    rt = cx.search(CpuRuntime(), 1, cache=False)
+    assert cx.last_search_report.winner_program.count("gemv_rows") == layers
+    rng = np.random.default_rng(0)
+    xd = rng.standard_normal((1, dim)).astype(np.float32)
+    wd = [rng.standard_normal((dim, dim)).astype(np.float32) for _ in range(layers)]
+    rt.set_data(x, xd)
+    for w, d in zip(ws, wd):
+        rt.set_data(w, d)
+    rt.execute(cx.dyn_map)
+    want = torch.from_numpy(xd)
+    for d in wd:
+        want = want + (want @ torch.from_numpy(d).T) * 0.1 + want * 0.01
+    np.testing.assert_allclose(rt.get(h), want.numpy(), rtol=1e-4, atol=1e-4)

@@ -56,13 +56,20 @@ Table make_table(const EGraph& g, const CostModel& model) {
   }
   t.best.assign(n, kInf);
   t.pick.assign(n, -1);
-  for (bool changed = true; changed;) {
+  // A fixpoint; the pass cap only guards against float ties flipping forever.
+  bool changed = true;
+  for (int pass = 0; changed && pass < 10000; ++pass) {
     changed = false;
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = 0; j < t.nodes[i].size(); ++j) {
         double c = t.local[i][j];
         for (const EEdge& e : t.nodes[i][j]->children) c += t.best[t.index.at(g.find(e.cls))];
-        if (c < t.best[i] * (1 - 1e-12) || (t.pick[i] < 0 && c < kInf)) {
+        // Tree costs count a shared subgraph once per path to it, so deep in a many-layer
+        // model they dwarf any one node's cost: within the rounding margin of the total, the
+        // node of lower own cost wins (a kernel alternative over the same children).
+        bool tie = t.pick[i] >= 0 && c <= t.best[i] * (1 + 1e-12) &&
+                   t.local[i][j] < t.local[i][t.pick[i]] * (1 - 1e-9);
+        if (c < t.best[i] * (1 - 1e-12) || tie || (t.pick[i] < 0 && c < kInf)) {
           t.best[i] = c;
           t.pick[i] = static_cast<int>(j);
           changed = true;

@@ -17,11 +17,6 @@ double CostModel::elements(const std::vector<Expr>& shape) const {
   return static_cast<double>(std::max<int64_t>(n.eval(env), 1));
 }
 
-namespace {
-// Per-op work per element: ops.def's cost column.
-double op_weight(OpKind op) { return op_cost_weight(op); }
-}  // namespace
-
 // A matmul under the runtime's KernelCost, or -1 (no KernelCost, or not a matmul).
 double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
   if (!kernel_cost) return -1;
@@ -73,7 +68,7 @@ double CostModel::plain_cost(const EGraph& g, const ENode& n) const {
   }
   // Elementwise, Cast, Gather: one output element per element of the last operand's view.
   double count = elements(g.view(n.children.back().view).dims);
-  double per = op_weight(n.op);
+  double per = op_cost_weight(n.op);  // ops.def's cost column: work per element
   for (const EEdge& e : n.children) per += read(e);
   return launch + count * per;
 }

@@ -12,6 +12,7 @@ from luminal.nn import (
     Conv2d,
     Embedding,
     KVCache,
+    KVCacheBuffers,
     LayerNorm,
     Linear,
     Module,
@@ -165,37 +166,105 @@ class _AttnWithRope(Module):
         return self.attn(x, rope=self.rope, cache=cache, causal=True)
 
 
-@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (4, 2), (4, 1)])
-def test_attention_kv_cache_prefill_then_decode(heads, kv_heads):
-    torch.manual_seed(0)
-    dim, hd, b = 16, 4, 2
+def _attention_state_dict(dim, hd, heads, kv_heads):
     sd = {f"attn.{n}_proj.weight": torch.randn(o, dim) * 0.5 for n, o in
           [("q", heads * hd), ("k", kv_heads * hd), ("v", kv_heads * hd), ("o", dim)]}
     sd["attn.o_proj.weight"] = torch.randn(dim, heads * hd) * 0.5
+    return sd
+
+
+@pytest.mark.parametrize("runtime", ["native", "cpu"])
+@pytest.mark.parametrize("heads,kv_heads", [(4, 4), (4, 2), (4, 1)])
+def test_attention_kv_cache_prefill_then_decode(heads, kv_heads, runtime):
+    torch.manual_seed(0)
+    dim, hd, b = 16, 4, 2
+    sd = _attention_state_dict(dim, hd, heads, kv_heads)
     inv_freq = default_inv_freq(hd, 10000.0)
     module = _AttnWithRope(dim, heads, kv_heads, inv_freq)
     cx = lm.Graph()
     x = cx.tensor((b, "s", dim), name="x")
     cache = KVCache(cx, b, kv_heads, hd, "p")
     y = module(x, cache).output()
+    cx.set_dim("s", 1)
+    cx.set_dim("p", 3)
+    rt = cx.search(lm.NativeRuntime() if runtime == "native" else lm.CpuRuntime(cache_dir=""))
+    module.load_state_dict(rt, sd)
+    attn_sd = {k[len("attn."):]: v for k, v in sd.items()}
+    buffers = KVCacheBuffers([cache], limit=64)
+    past = None
+    for s in (5, 1, 1, 3, 12):  # a prefill, two decode steps, chunks (the last one grows
+        xv = torch.randn(b, s, dim)  # the buffers): one program
+        rt.set_data(x, xv)
+        buffers.bind(rt)
+        rt.execute({"s": s, "p": buffers.length})
+        buffers.append(rt, s)
+        want, k_ref, v_ref = _attention_ref(xv, attn_sd, heads, kv_heads, inv_freq, past)
+        close(rt.get(y), want, 1e-4)
+        close(rt.get(cache.k_new), k_ref[:, :, -s:].permute(2, 0, 1, 3), 1e-4)
+        close(rt.get(cache.v_new), v_ref[:, :, -s:].permute(2, 0, 1, 3), 1e-4)
+        past = (k_ref, v_ref)
+    assert buffers.length == 22 and buffers.capacity >= 22
+    close(buffers._k[0][:22], past[0].permute(2, 0, 1, 3), 1e-4)
+    if runtime == "cpu":  # the cached rows are read in place: only x and the weights copied
+        buffers.bind(rt)
+        assert rt.memory()["borrowed_input_bytes"] >= 2 * 22 * b * kv_heads * hd * 4
+
+
+def test_kv_cache_buffers_refuse_past_their_limit():
+    cx = lm.Graph()
+    cache = KVCache(cx, 1, 2, 4, "p")
+    buffers = KVCacheBuffers([cache], limit=8)
+    with pytest.raises(lm.ShapeError, match="exceed the context of 8"):
+        buffers._reserve(9)
+    buffers._reserve(8)
+    assert buffers.capacity == 8
+
+
+def test_attention_kv_cache_with_padding_bias_matches_torch():
+    """A cache and a (batch, past + s) padding mask: the bias splits between the cached keys
+    and the new ones."""
+    torch.manual_seed(0)
+    dim, hd, b, heads, kv_heads = 16, 4, 2, 4, 2
+    from luminal.nn import masks
+
+    sd = _attention_state_dict(dim, hd, heads, kv_heads)
+    inv_freq = default_inv_freq(hd, 10000.0)
+    module = _AttnWithRope(dim, heads, kv_heads, inv_freq)
+    cx = lm.Graph()
+    x = cx.tensor((b, "s", dim), name="x")
+    keep = cx.tensor((b, lm.Expr("p") + lm.Expr("s")), lm.int32, name="keep")
+    cache = KVCache(cx, b, kv_heads, hd, "p")
+    y = module.attn(x, rope=module.rope, cache=cache, causal=True,
+                    bias=masks.padding_bias(keep)).output()
     rt = cx.search(lm.NativeRuntime())
     module.load_state_dict(rt, sd)
     attn_sd = {k[len("attn."):]: v for k, v in sd.items()}
-    k_data = np.zeros((b, kv_heads, 0, hd), np.float32)
-    v_data = k_data
+    buffers = KVCacheBuffers([cache])
     past = None
-    for s in (5, 1, 1, 3):  # a prefill, two decode steps, then a chunk: one program
+    keep_all = torch.ones(b, 9, dtype=torch.int32)
+    keep_all[0, 1] = 0  # batch 0 never attends to position 1 (a pad)
+    for s in (4, 1, 3, 1):
         xv = torch.randn(b, s, dim)
+        p = buffers.length
         rt.set_data(x, xv)
-        rt.set_data(cache.k, k_data)
-        rt.set_data(cache.v, v_data)
-        rt.execute({"s": s, "p": k_data.shape[2]})
-        want, k_ref, v_ref = _attention_ref(xv, attn_sd, heads, kv_heads, inv_freq, past)
+        rt.set_data(keep, keep_all[:, :p + s])
+        buffers.bind(rt)
+        rt.execute({"s": s, "p": p})
+        buffers.append(rt, s)
+        q = F.linear(xv, attn_sd["q_proj.weight"]).view(b, s, heads, hd).transpose(1, 2)
+        k = F.linear(xv, attn_sd["k_proj.weight"]).view(b, s, kv_heads, hd).transpose(1, 2)
+        v = F.linear(xv, attn_sd["v_proj.weight"]).view(b, s, kv_heads, hd).transpose(1, 2)
+        positions = torch.arange(p, p + s)
+        q, k = _rope_ref(q, inv_freq, positions), _rope_ref(k, inv_freq, positions)
+        if past is not None:
+            k, v = torch.cat([past[0], k], 2), torch.cat([past[1], v], 2)
+        past = (k, v)
+        mask = torch.ones(s, p + s, dtype=torch.bool).tril(p) & keep_all[:, None, None, :p + s].bool()
+        out = F.scaled_dot_product_attention(q, k.repeat_interleave(heads // kv_heads, 1),
+                                             v.repeat_interleave(heads // kv_heads, 1),
+                                             attn_mask=mask)
+        want = F.linear(out.transpose(1, 2).reshape(b, s, heads * hd), attn_sd["o_proj.weight"])
         close(rt.get(y), want, 1e-4)
-        k_data, v_data = rt.get(cache.k_out), rt.get(cache.v_out)
-        close(k_data, k_ref, 1e-4)
-        past = (k_ref, v_ref)
-    assert k_data.shape == (b, kv_heads, 10, hd)
 
 
 def test_attention_padding_bias_matches_torch():

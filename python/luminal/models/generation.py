@@ -1,6 +1,6 @@
 """Text generation on a compiled causal LM: one program (symbolic sequence length "s" and
-past length "p") serves the prefill and every decode step; the KV caches cross from each
-step's outputs to the next step's inputs. Greedy or temperature/top-p sampling with a seed,
+past length "p") serves the prefill and every decode step; each step reads the KV caches in
+place and appends its own rows to them (nn/kv_cache.py). Greedy or temperature/top-p sampling with a seed,
 tokens streamed as they come, time to first token and tokens/s measured.
 Not here: the model (llama.py) or text <-> ids (tokenizer.py)."""
 
@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtype as dt
 from ..errors import ShapeError
 from ..graph import Graph
+from ..nn.kv_cache import KVCacheBuffers
 from ..runtime import NativeRuntime
 
 
@@ -53,14 +54,16 @@ class CausalLMSession:
         runtime = runtime if runtime is not None else NativeRuntime()
         self.runtime = cx.search(runtime, search)
         model.load_weights(self.runtime, weights)
-        self.reset()
+        self.cache_buffers = KVCacheBuffers(self.caches, getattr(model, "max_context", None))
+
+    @property
+    def past(self) -> int:
+        """The positions the caches hold."""
+        return self.cache_buffers.length
 
     def reset(self) -> None:
         """Empties the caches (a new conversation)."""
-        self.past = 0
-        _, kv_heads, _, head_dim = self.caches[0].k.shape
-        empty = np.zeros((self.batch, kv_heads, 0, head_dim), np.float32)
-        self._cache_data = [(empty, empty) for _ in self.caches]
+        self.cache_buffers.reset()
 
     def step(self, ids) -> np.ndarray:
         """Runs ``ids`` (batch, s) after what the caches hold; returns logits (batch, s or 1,
@@ -76,12 +79,9 @@ class CausalLMSession:
                              f"context of {limit} (raise max_context)")
         rt = self.runtime
         rt.set_data(self.ids, ids)
-        for cache, (k, v) in zip(self.caches, self._cache_data):
-            rt.set_data(cache.k, k)
-            rt.set_data(cache.v, v)
+        self.cache_buffers.bind(rt)
         rt.execute({"s": int(ids.shape[1]), "p": self.past})
-        self._cache_data = [(rt.get(c.k_out), rt.get(c.v_out)) for c in self.caches]
-        self.past += int(ids.shape[1])
+        self.cache_buffers.append(rt, int(ids.shape[1]))
         return rt.get(self.logits)
 
 

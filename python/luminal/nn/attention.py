@@ -1,10 +1,11 @@
 """Multi-head attention with grouped-query heads and a KV cache whose length is symbolic.
 
-The cache of one layer is a pair of graph inputs (batch, kv_heads, past, head_dim) with
-``past`` a symbol; the layer concatenates the new keys/values to them and marks the result
-as outputs, which the caller feeds back as the next step's inputs. So a prefill (past = 0)
-and every decode step (s = 1) run the same compiled program.
-Not here: the host-side loop that moves caches between steps (models/generation.py)."""
+With a cache (kv_cache.py), the keys are two parts: the ``past`` cached positions, read in
+place from the cache inputs, and this step's own. Attention takes both without joining them:
+one softmax whose max and sum span the two parts, and the value sum of each part added. So
+no step copies the cache, and a prefill (past = 0) and every decode step (s = 1) run the same
+compiled program.
+Not here: the cache's host memory and the generation loop (kv_cache.py, models/generation.py)."""
 
 from __future__ import annotations
 
@@ -13,25 +14,10 @@ import math
 from .. import dtype as dt
 from .._core import Expr
 from ..errors import ShapeError
-from ..hl_ops.joining import cat
 from . import masks
+from .kv_cache import KVCache
 from .layers import Linear
 from .module import Module
-
-
-class KVCache:
-    """One layer's cache: inputs ``k``, ``v`` and, after the forward pass, outputs
-    ``k_out``, ``v_out`` of shape (batch, kv_heads, past + s, head_dim)."""
-
-    def __init__(self, graph, batch, kv_heads: int, head_dim: int, past="p", name: str = "kv"):
-        self.k = graph.tensor((batch, kv_heads, past, head_dim), dt.float32, f"{name}.k_cache")
-        self.v = graph.tensor((batch, kv_heads, past, head_dim), dt.float32, f"{name}.v_cache")
-        self.k_out = None
-        self.v_out = None
-
-    @property
-    def past(self) -> Expr:
-        return self.k.st.dims[2]
 
 
 class MultiHeadAttention(Module):
@@ -73,19 +59,39 @@ class MultiHeadAttention(Module):
         if rope is not None:
             q = rope(q, past)
             k = rope(k, past)
-        if cache is not None:
-            k = cat([cache.k, k], 2).output()
-            v = cat([cache.v, v], 2).output()
-            cache.k_out, cache.v_out = k, v
-        scores = (q @ k.unsqueeze(2).transpose(-1, -2)) * self.scale  # (b, kvh, rep, s, t)
-        if causal:
-            scores = scores + masks.causal_bias(x.graph, s, past)
+        new_bias = masks.causal_bias(x.graph, s, Expr(0)) if causal else None
         if bias is not None:
-            scores = scores + self._grouped(bias)
-        probs = scores.softmax(-1)
-        out = probs @ v.unsqueeze(2)  # (b, kvh, rep, s, hd)
+            bias = self._grouped(bias)
+        parts = []  # (keys, values, additive bias or None), each (b, kvh, t_part, hd)
+        if cache is not None:
+            cache.add(k, v)
+            past_k, past_v = cache.cached()
+            split = bias is not None and not _is_one(bias.st.dims[-1])
+            parts.append((past_k, past_v, bias[..., :past] if split else bias))
+            bias = bias[..., past:] if split else bias
+        parts.append((k, v, _add_bias(new_bias, bias)))
+        out = self._attend(q, parts)  # (b, kvh, rep, s, hd)
         out = out.permute(0, 3, 1, 2, 4).reshape(b, s, self.num_heads * hd)
         return self.o_proj(out)
+
+    def _attend(self, q, parts):
+        """softmax(q k^T * scale + bias) v over the keys of every part taken together: the max
+        and the sum of the exponentials span all parts, each part's values are summed on its
+        own. q: (b, kvh, rep, s, hd)."""
+        scores = []
+        for k, _, bias in parts:
+            sc = (q @ k.unsqueeze(2).transpose(-1, -2)) * self.scale  # (b, kvh, rep, s, t)
+            scores.append(sc if bias is None else sc + bias)
+        top = scores[0].amax(-1, keepdim=True)
+        for sc in scores[1:]:
+            top = top.maximum(sc.amax(-1, keepdim=True))
+        total, out = None, None
+        for sc, (_, v, _) in zip(scores, parts):
+            e = (sc - top).exp()
+            part_sum, part_out = e.sum(-1, keepdim=True), e @ v.unsqueeze(2)
+            total = part_sum if total is None else total + part_sum
+            out = part_out if out is None else out + part_out
+        return out / total
 
     def _grouped(self, bias):
         """A (…, heads or 1, s, t) bias laid out as the grouped scores (b, kvh, rep, s, t)."""
@@ -100,3 +106,13 @@ class MultiHeadAttention(Module):
         dims = bias.st.dims
         return bias.reshape(dims[0], self.num_kv_heads, heads // self.num_kv_heads,
                             dims[2], dims[3])
+
+
+def _is_one(dim) -> bool:
+    return dim.is_const() and dim.as_const() == 1
+
+
+def _add_bias(a, b):
+    if a is None or b is None:
+        return a if b is None else b
+    return a + b

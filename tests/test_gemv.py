@@ -49,7 +49,7 @@ def weights(shape, wdtype, seed=0):
 
 def check(got, want):
     want = want.numpy()
-    scale = max(1.0, float(np.abs(want).max()))
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
 
 
@@ -302,3 +302,26 @@ def test_every_layer_of_a_deep_model_gets_the_gemv():
     for d in wd:
         want = want + (want @ torch.from_numpy(d).T) * 0.1 + want * 0.01
     np.testing.assert_allclose(rt.get(h), want.numpy(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("gemv_rows", [0, 16])
+@pytest.mark.parametrize("m,k,n", [(20, 8, 0), (3, 8, 0), (0, 8, 5), (20, 0, 5), (3, 0, 5)])
+def test_matmul_with_an_empty_dim_matches_torch(m, k, n, gemv_rows):
+    """Empty dims (attention over zero cached keys: N = 0) give an empty or zero result on
+    either path, never a division by zero."""
+    cx = lm.Graph()
+    x = cx.tensor(("m", "k"))
+    w = cx.tensor(("n", "k"))
+    y = x @ w.t()
+    if gemv_rows:
+        y = scheduled(y, [("gemv_rows", gemv_rows)])
+    y = y.output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    xt, wt = torch.randn(m, k), torch.randn(n, k)
+    rt.set_data(x, xt)
+    rt.set_data(w, wt)
+    rt.execute({"m": m, "k": k, "n": n})
+    got = rt.get(y)
+    assert got.shape == (m, n)
+    check(got, xt @ wt.T)

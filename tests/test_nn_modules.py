@@ -25,6 +25,8 @@ from luminal.nn import (
     default_inv_freq,
 )
 
+from conftest import CpuRuntime
+
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
 
@@ -187,7 +189,7 @@ def test_attention_kv_cache_prefill_then_decode(heads, kv_heads, runtime):
     y = module(x, cache).output()
     cx.set_dim("s", 1)
     cx.set_dim("p", 3)
-    rt = cx.search(lm.NativeRuntime() if runtime == "native" else lm.CpuRuntime(cache_dir=""))
+    rt = cx.search(lm.NativeRuntime() if runtime == "native" else CpuRuntime())
     module.load_state_dict(rt, sd)
     attn_sd = {k[len("attn."):]: v for k, v in sd.items()}
     buffers = KVCacheBuffers([cache], limit=64)

@@ -267,7 +267,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
-  w.line("const int64_t lm_nblocks = (N + nc - 1) / nc;");
+  w.line("const int64_t lm_nblocks = nc > 0 ? (N + nc - 1) / nc : 0;  /* N == 0: no work */");
   w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
   w.line("const int64_t lm_mtiles = (M + " + mr + " - 1) / " + mr + ";");
   w.line("int64_t lm_mchunks = 1;");

@@ -1,10 +1,12 @@
 """Per-kernel times of a CpuRuntime program: runs it through Runtime.kernel_times (lm_run's
 timing slots) a number of times, keeps each kernel's fastest call (the noise of a shared
 machine is one-sided) and prints the kernels, and the kernels grouped by loop nest, by that
-time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences.
+time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences; --llama DIR profiles a
+step of a Llama directory's session (--tokens new after --past cached positions).
 
     python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
         [--repeats 20] [--top 25] [--threads N]
+    python benchmarks/profile_kernels.py --llama DIR [--past 1000] [--tokens 1] [--search 1]
 """
 
 from __future__ import annotations
@@ -75,7 +77,29 @@ class Rows:
         self.dims = {}
 
 
+class LlamaStep:
+    """A step of a Llama directory's CausalLMSession: ``tokens`` new after ``past`` cached."""
+
+    def __init__(self, threads, path, past, tokens, search):
+        from luminal.models import CausalLMSession, LlamaForCausalLM
+
+        model = LlamaForCausalLM.from_pretrained(path, max_context=past + tokens + 1)
+        session = CausalLMSession(model, lm.CpuRuntime(threads=threads), search=search)
+        rng = np.random.default_rng(0)
+        vocab = model.config.vocab_size
+        if past:
+            session.step(rng.integers(0, vocab, (1, past), dtype=np.int32))
+        ids = rng.integers(0, vocab, (1, tokens), dtype=np.int32)
+        session.runtime.set_data(session.ids, ids)
+        session.cache_buffers.bind(session.runtime)
+        self.raw = session.runtime._rt
+        self.label = f"{tokens} tokens after {past}"
+        self.dims = {"s": tokens, "p": past}
+
+
 def workload(args):
+    if args.llama:
+        return LlamaStep(args.threads, args.llama, args.past, args.tokens, args.search)
     if args.model == "minilm":
         return MiniLM(args.threads, args.texts)
     return Rows(args.threads, args.model)
@@ -88,6 +112,10 @@ def main():
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--llama", metavar="DIR", help="a Llama directory (config, safetensors)")
+    p.add_argument("--past", type=int, default=1000)
+    p.add_argument("--tokens", type=int, default=1)
+    p.add_argument("--search", type=int, default=1)
     args = p.parse_args()
     w = workload(args)
     names = [f"k{i}" for i in range(len(w.raw.kernel_times(w.dims)))]

@@ -3,6 +3,7 @@ shared between programs, corrupt objects, concurrent compiles, parallel compile 
 errors), deterministic generated C, borrowed inputs and the memory accounting, dims that
 change without a recompile, matmul tilings, and random graphs against NativeRuntime."""
 
+import gc
 import os
 import re
 import subprocess
@@ -91,6 +92,18 @@ def test_cache_hit_does_not_invoke_the_compiler(tmp_path):
     cx, x, y = _small_graph(3.0)
     lm.CpuRuntime(compiler=compiler, cache_dir=cache)._load(cx)
     assert _calls(log, "link") == 2  # another program is another link (and compile)
+
+
+def test_an_empty_cache_dir_keeps_no_files(tmp_path, monkeypatch):
+    """cache_dir="" (no cache, as CudaRuntime's) compiles in a temporary directory that goes
+    with the runtime, not in the working directory."""
+    monkeypatch.chdir(tmp_path)
+    rt = _run_small(lm.CpuRuntime(cache_dir=""), *_small_graph())
+    scratch = rt._scratch.name
+    assert os.listdir(scratch) and not os.listdir(tmp_path)
+    del rt
+    gc.collect()
+    assert not os.path.exists(scratch)
 
 
 def test_a_program_sharing_all_but_one_kernel_compiles_one_object(tmp_path):

@@ -179,7 +179,8 @@ class CpuRuntime(Runtime):
 
     ``threads``: OpenMP threads (default: every core this process may use). ``compiler``: the
     C compiler (default ``cc``). ``cache_dir``: where compiled programs are kept (default
-    $LUMINAL_CPU_CACHE, else ``~/.cache/luminal/cpu``). ``extra_flags``: more compiler flags
+    $LUMINAL_CPU_CACHE, else ``~/.cache/luminal/cpu``; ``""``: no cache kept, as for
+    CudaRuntime: a temporary directory removed with the runtime). ``extra_flags``: more compiler flags
     (a list or a string). ``compile_jobs``: compiler processes run at once (default: the
     number of online CPUs). Inputs set from C-contiguous arrays of the right dtype are used in
     place, not copied.
@@ -198,6 +199,12 @@ class CpuRuntime(Runtime):
         if cache_dir is None:
             cache_dir = os.environ.get("LUMINAL_CPU_CACHE") or os.path.join(
                 os.path.expanduser("~"), ".cache", "luminal", "cpu")
+        scratch = None
+        if os.fspath(cache_dir) == "":
+            import tempfile
+
+            scratch = tempfile.TemporaryDirectory(prefix="luminal-cpu-")
+            cache_dir = scratch.name
         if isinstance(extra_flags, str):
             extra_flags = shlex.split(extra_flags)
         compiler = compiler or "cc"
@@ -212,6 +219,7 @@ class CpuRuntime(Runtime):
         super().__init__(_core.CpuRuntime(compiler, list(extra_flags or []),
                                           os.path.abspath(os.fspath(cache_dir)), threads,
                                           compile_jobs or 0))
+        self._scratch = scratch  # removed when the runtime is
 
     @property
     def source(self) -> str:

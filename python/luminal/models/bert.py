@@ -20,7 +20,7 @@ from ..nn.transformer import TransformerEncoderLayer
 from ..runtime import NativeRuntime
 from ..weights.renamed import RenamedWeights
 from ..weights.safetensors import load_safetensors
-from .config import read_config, read_json, weights_dtype
+from .config import ConfigValues, read_config, read_json, weights_dtype
 
 
 @dataclass
@@ -36,18 +36,20 @@ class BertConfig:
     hidden_act: str = "gelu"
 
     @classmethod
-    def from_dict(cls, c: dict) -> BertConfig:
-        try:
-            cfg = cls(c["vocab_size"], c["hidden_size"], c["num_hidden_layers"],
-                      c["num_attention_heads"], c["intermediate_size"],
-                      c.get("max_position_embeddings", 512), c.get("type_vocab_size", 2),
-                      c.get("layer_norm_eps", 1e-12), c.get("hidden_act", "gelu"))
-        except KeyError as e:
-            raise WeightsError(f"BERT config.json lacks {e.args[0]!r}") from None
+    def from_dict(cls, c: dict, source: str = "BERT config.json") -> BertConfig:
+        """The config of a config.json dict; every value checked, with a WeightsError naming
+        ``source`` and the key."""
+        v = ConfigValues(c, source)
+        cfg = cls(v.int("vocab_size"), v.int("hidden_size"), v.int("num_hidden_layers"),
+                  v.int("num_attention_heads"), v.int("intermediate_size"),
+                  v.int("max_position_embeddings", 512), v.int("type_vocab_size", 2),
+                  v.float("layer_norm_eps", 1e-12), v.str("hidden_act", "gelu"))
+        v.divides("hidden_size", cfg.hidden_size, "num_attention_heads", cfg.num_attention_heads)
         if cfg.hidden_act != "gelu":
-            raise WeightsError(f"BERT hidden_act {cfg.hidden_act!r} is not supported (gelu is)")
-        if c.get("position_embedding_type", "absolute") != "absolute":
-            raise WeightsError("only absolute position embeddings are supported")
+            raise WeightsError(f"{source}: hidden_act {cfg.hidden_act!r} is not supported "
+                               f"(gelu is)")
+        if v.str("position_embedding_type", "absolute") != "absolute":
+            raise WeightsError(f"{source}: only absolute position embeddings are supported")
         return cfg
 
 
@@ -90,7 +92,8 @@ class BertModel(Module):
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None):
         model_dir = str(model_dir)
-        config = BertConfig.from_dict(read_config(model_dir))
+        config = BertConfig.from_dict(read_config(model_dir),
+                                      os.path.join(model_dir, "config.json"))
         weights = RenamedWeights(load_safetensors(model_dir), hf_to_luminal)
         if dtype is None:
             dtype = weights_dtype(weights._weights, _first_key(weights))

@@ -56,6 +56,10 @@ class CausalLMSession:
         model.load_weights(self.runtime, weights)
         self.cache_buffers = KVCacheBuffers(self.caches, getattr(model, "max_context", None))
 
+    def _vocab_size(self) -> int | None:
+        config = getattr(self.model, "config", None)
+        return getattr(config, "vocab_size", None)
+
     @property
     def past(self) -> int:
         """The positions the caches hold."""
@@ -71,8 +75,13 @@ class CausalLMSession:
         ids = np.asarray(ids, dtype=np.int32)
         if ids.ndim == 1:
             ids = ids[None, :]
-        if ids.shape[0] != self.batch or ids.shape[1] == 0:
+        if ids.ndim != 2 or ids.shape[0] != self.batch or ids.shape[1] == 0:
             raise ShapeError(f"step: ids must be (batch={self.batch}, s >= 1), got {ids.shape}")
+        vocab = self._vocab_size()
+        if vocab is not None and (ids.min() < 0 or ids.max() >= vocab):
+            bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+            raise ShapeError(f"step: token id {bad} is out of range for the model's vocabulary "
+                             f"of {vocab} (a tokenizer that does not match the model?)")
         limit = getattr(self.model, "max_context", None)
         if limit is not None and self.past + ids.shape[1] > limit:
             raise ShapeError(f"step: {self.past} cached + {ids.shape[1]} new tokens exceed the "

@@ -5,19 +5,20 @@ Hugging Face's, so checkpoint keys load unchanged. Not here: the decode loop
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import dtype as dt
 from ..errors import WeightsError
-from ..nn.attention import KVCache
+from ..nn.kv_cache import KVCache
 from ..nn.layers import Embedding, Linear, RMSNorm, weight_for
 from ..nn.module import Module, ModuleList
 from ..nn.rotary import RotaryEmbedding, default_inv_freq, llama3_inv_freq
 from ..nn.transformer import TransformerDecoderLayer
 from ..weights.safetensors import load_safetensors
-from .config import read_config, weights_dtype
+from .config import ConfigValues, read_config, weights_dtype
 
 
 @dataclass
@@ -40,38 +41,51 @@ class LlamaConfig:
     eos_token_id: list | None = None
 
     @classmethod
-    def from_dict(cls, c: dict) -> LlamaConfig:
-        try:
-            heads = c["num_attention_heads"]
-            rope = c.get("rope_parameters") or c.get("rope_scaling") or {}
-            theta = rope.get("rope_theta", c.get("rope_theta", 10000.0))
-            kind = rope.get("rope_type", rope.get("type", "default"))
-            eos = c.get("eos_token_id")
-            return cls(
-                vocab_size=c["vocab_size"], hidden_size=c["hidden_size"],
-                intermediate_size=c["intermediate_size"],
-                num_hidden_layers=c["num_hidden_layers"], num_attention_heads=heads,
-                num_key_value_heads=c.get("num_key_value_heads") or heads,
-                head_dim=c.get("head_dim") or c["hidden_size"] // heads,
-                max_position_embeddings=c.get("max_position_embeddings", 2048),
-                rms_norm_eps=c.get("rms_norm_eps", 1e-6), rope_theta=theta,
-                rope_scaling=rope if kind != "default" else None,
-                tie_word_embeddings=c.get("tie_word_embeddings", False),
-                attention_bias=c.get("attention_bias", False), mlp_bias=c.get("mlp_bias", False),
-                bos_token_id=c.get("bos_token_id"),
-                eos_token_id=eos if isinstance(eos, list) or eos is None else [eos],
-            )
-        except KeyError as e:
-            raise WeightsError(f"Llama config.json lacks {e.args[0]!r}") from None
+    def from_dict(cls, c: dict, source: str = "Llama config.json") -> LlamaConfig:
+        """The config of a config.json dict; every value checked (types, ranges, head counts
+        that divide), with a WeightsError naming ``source`` and the key."""
+        v = ConfigValues(c, source)
+        heads = v.int("num_attention_heads")
+        hidden = v.int("hidden_size")
+        kv_heads = v.int("num_key_value_heads", heads)
+        v.divides("num_attention_heads", heads, "num_key_value_heads", kv_heads)
+        head_dim = v.int("head_dim", None)
+        if head_dim is None:
+            v.divides("hidden_size", hidden, "num_attention_heads", heads)
+            head_dim = hidden // heads
+        rope = v.section("rope_parameters", "rope_scaling")
+        theta = v.float("rope_theta", 10000.0)
+        scaling = None
+        if rope is not None:
+            theta = rope.float("rope_theta", theta)
+            kind = rope.str("rope_type", rope.str("type", "default"))
+            if kind == "llama3":
+                scaling = {"rope_type": kind, "factor": rope.float("factor"),
+                           "low_freq_factor": rope.float("low_freq_factor"),
+                           "high_freq_factor": rope.float("high_freq_factor"),
+                           "original_max_position_embeddings":
+                               rope.int("original_max_position_embeddings")}
+            elif kind != "default":
+                raise WeightsError(f"{rope.source}: rope scaling of type {kind!r} is not "
+                                   f"supported (default and llama3 are)")
+        return cls(
+            vocab_size=v.int("vocab_size"), hidden_size=hidden,
+            intermediate_size=v.int("intermediate_size"),
+            num_hidden_layers=v.int("num_hidden_layers"), num_attention_heads=heads,
+            num_key_value_heads=kv_heads, head_dim=head_dim,
+            max_position_embeddings=v.int("max_position_embeddings", 2048),
+            rms_norm_eps=v.float("rms_norm_eps", 1e-6), rope_theta=theta,
+            rope_scaling=scaling,
+            tie_word_embeddings=v.bool("tie_word_embeddings", False),
+            attention_bias=v.bool("attention_bias", False), mlp_bias=v.bool("mlp_bias", False),
+            bos_token_id=v.int("bos_token_id", None, minimum=0),
+            eos_token_id=v.token_ids("eos_token_id"),
+        )
 
     def inv_freq(self):
         inv = default_inv_freq(self.head_dim, self.rope_theta)
         if self.rope_scaling is None:
             return inv
-        kind = self.rope_scaling.get("rope_type", self.rope_scaling.get("type"))
-        if kind != "llama3":
-            raise WeightsError(f"rope scaling of type {kind!r} is not supported (default and "
-                               f"llama3 are)")
         s = self.rope_scaling
         return llama3_inv_freq(inv, s["factor"], s["low_freq_factor"], s["high_freq_factor"],
                                s["original_max_position_embeddings"])
@@ -127,7 +141,8 @@ class LlamaForCausalLM(Module):
         """Config and lazily mapped weights of a Hugging Face Llama directory. Weights keep
         their file dtype (f32, f16 or bf16) unless ``dtype`` says otherwise."""
         model_dir = str(model_dir)
-        config = LlamaConfig.from_dict(read_config(model_dir))
+        config = LlamaConfig.from_dict(read_config(model_dir),
+                                       os.path.join(model_dir, "config.json"))
         weights = load_safetensors(model_dir)
         if dtype is None:
             dtype = weights_dtype(weights, "model.embed_tokens.weight")
@@ -143,7 +158,7 @@ class LlamaForCausalLM(Module):
         from .llama_gguf import GGUFLlamaWeights, config_dict
 
         f = load_gguf(path)
-        config = LlamaConfig.from_dict(config_dict(f))
+        config = LlamaConfig.from_dict(config_dict(f), f"{path}: GGUF metadata")
         model = cls(config, max_context, dt.to_dtype(dtype or dt.float32))
         if "rope_freqs.weight" in f:  # Llama 3.1 scaling as per-frequency divisors
             inv_freq = config.inv_freq() / f["rope_freqs.weight"].astype(np.float32)

@@ -68,7 +68,7 @@ def config_dict(f: GGUFFile) -> dict:
         "intermediate_size": need("feed_forward_length"),
         "num_hidden_layers": need("block_count"), "num_attention_heads": heads,
         "num_key_value_heads": md.get("llama.attention.head_count_kv", heads),
-        "head_dim": md.get("llama.rope.dimension_count", hidden // heads),
+        "head_dim": md.get("llama.rope.dimension_count"),  # None: hidden // heads
         "max_position_embeddings": md.get("llama.context_length", 2048),
         "rms_norm_eps": md.get("llama.attention.layer_norm_rms_epsilon", 1e-5),
         "rope_theta": md.get("llama.rope.freq_base", 10000.0),

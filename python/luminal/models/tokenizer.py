@@ -17,7 +17,11 @@ def load_tokenizer(model_dir: str):
     except ImportError:
         raise ImportError("luminal needs the 'tokenizers' package to read tokenizer.json: "
                           "pip install tokenizers") from None
-    return Tokenizer.from_file(path)
+    try:
+        return Tokenizer.from_file(path)
+    except Exception as e:  # the tokenizers package raises plain Exceptions for bad files
+        raise WeightsError(f"{path}: not a tokenizer the tokenizers package reads "
+                           f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
 
 
 class StreamDecoder:

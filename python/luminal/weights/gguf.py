@@ -5,6 +5,7 @@ Not here: writing GGUF, or mapping llama.cpp tensor names onto a model's names."
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from collections.abc import Mapping
@@ -31,6 +32,7 @@ _Q8_0_BYTES = 34  # one f16 scale, then 32 int8 values
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
             10: "<Q", 11: "<q", 12: "<d"}
 _STRING, _ARRAY = 8, 9
+_MAX_NESTING = 8  # arrays of arrays: deeper than any real file, shallow enough for the stack
 
 
 class _Cursor:
@@ -61,17 +63,20 @@ class _Cursor:
         except UnicodeDecodeError:
             raise WeightsError(f"{self.path}: bad GGUF file: {what} is not UTF-8") from None
 
-    def value(self, kind: int, what: str):
+    def value(self, kind: int, what: str, depth: int = 0):
         if kind in _SCALARS:
             return self.scalar(_SCALARS[kind], what)
         if kind == _STRING:
             return self.string(what)
         if kind == _ARRAY:
+            if depth >= _MAX_NESTING:
+                raise WeightsError(f"{self.path}: bad GGUF file: {what} nests arrays more than "
+                                   f"{_MAX_NESTING} deep")
             inner = self.scalar("<I", what)
             n = self.scalar("<Q", what)
             if n > len(self.data):
                 raise WeightsError(f"{self.path}: bad GGUF file: {what} claims {n} elements")
-            return [self.value(inner, what) for _ in range(n)]
+            return [self.value(inner, what, depth + 1) for _ in range(n)]
         raise WeightsError(f"{self.path}: bad GGUF file: {what} has unknown value type {kind}")
 
 
@@ -112,8 +117,8 @@ class GGUFFile(Mapping):
             kind = cur.scalar("<I", f"tensor '{name}'")
             offset = cur.scalar("<Q", f"tensor '{name}'")
             infos.append((name, tuple(reversed(dims)), kind, offset))
-        align = int(self.metadata.get("general.alignment", 32))
-        if align <= 0:
+        align = self.metadata.get("general.alignment", 32)
+        if isinstance(align, bool) or not isinstance(align, int) or align <= 0:
             raise WeightsError(f"{self.path}: bad GGUF alignment {align}")
         data_start = (cur.pos + align - 1) // align * align
         self._tensors = {}
@@ -126,7 +131,7 @@ class GGUFFile(Mapping):
             self._tensors[name] = (shape, kind, begin, nbytes)
 
     def _nbytes(self, name, shape, kind) -> int:
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)  # Python ints: no wrap-around
         if kind in _PLAIN:
             return count * _PLAIN[kind][1].itemsize
         if kind == GGML_Q8_0:

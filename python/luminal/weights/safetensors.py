@@ -6,6 +6,7 @@ Not here: writing files (tests use the ``safetensors`` package for that)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from collections.abc import Mapping
@@ -55,6 +56,9 @@ class SafeTensorsFile(Mapping):
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
             raise WeightsError(f"{self.path}: bad safetensors header: not valid JSON ({e})") \
                 from None
+        except RecursionError:
+            raise WeightsError(f"{self.path}: bad safetensors header: JSON nested too "
+                               f"deeply") from None
         if not isinstance(header, dict):
             raise WeightsError(f"{self.path}: bad safetensors header: not a JSON object")
         self.metadata = header.pop("__metadata__", None) or {}
@@ -62,7 +66,18 @@ class SafeTensorsFile(Mapping):
         self._entries = {}
         for name, entry in header.items():
             self._entries[name] = self._parse_entry(name, entry, size)
+        self._check_disjoint()
         self._map = None
+
+    def _check_disjoint(self) -> None:
+        """Tensors may not share bytes (the reference reader refuses it too): an overlap would
+        load as aliased views."""
+        spans = sorted((begin, begin + nbytes, name)
+                       for name, (_, _, begin, nbytes) in self._entries.items() if nbytes)
+        for (_, end, first), (begin, _, second) in zip(spans, spans[1:]):
+            if begin < end:
+                raise WeightsError(f"{self.path}: bad safetensors header: tensors '{first}' "
+                                   f"and '{second}' overlap (bytes {begin} to {end})")
 
     def _parse_entry(self, name, entry, size):
         bad = f"{self.path}: bad safetensors header entry for tensor '{name}'"
@@ -77,14 +92,14 @@ class SafeTensorsFile(Mapping):
         if not ints or len(offsets) != 2 or not 0 <= offsets[0] <= offsets[1]:
             raise WeightsError(f"{bad}: data_offsets {offsets!r} are not [begin, end]")
         np_dtype = _DTYPES[kind][0]
-        want = int(np.prod(shape, dtype=np.int64)) * np_dtype.itemsize
+        want = math.prod(shape) * np_dtype.itemsize  # Python ints: no wrap-around
         if offsets[1] - offsets[0] != want:
             raise WeightsError(f"{bad}: {kind} shape {shape} needs {want} bytes, the offsets "
                                f"give {offsets[1] - offsets[0]}")
         if self._data_start + offsets[1] > size:
             raise WeightsError(f"{self.path}: truncated file: tensor '{name}' ends at byte "
                                f"{self._data_start + offsets[1]}, the file has {size}")
-        return kind, tuple(shape), offsets[0]
+        return kind, tuple(shape), offsets[0], want
 
     # ---- Mapping -----------------------------------------------------------------------
     def __getitem__(self, name) -> np.ndarray:
@@ -114,9 +129,9 @@ class SafeTensorsFile(Mapping):
     def storage(self, name: str):
         """(zero-copy view, luminal dtype or None) of tensor ``name``. The map is copy-on-write
         (mode "c") because the core's set_data takes writable arrays only."""
-        kind, shape, begin = self._entry(name)
+        kind, shape, begin, nbytes = self._entry(name)
         np_dtype, lm_dtype = _DTYPES[kind]
-        count = int(np.prod(shape, dtype=np.int64))
+        count = nbytes // np_dtype.itemsize
         if count == 0:
             return np.zeros(shape, np_dtype), lm_dtype
         if self._map is None:

@@ -253,3 +253,16 @@ def test_the_cli_reports_a_bad_config_in_one_line(tmp_path, capsys, config):
     assert code == 1
     assert err.strip().splitlines()[-1].startswith("luminal: error: ")
     assert "Traceback" not in err
+
+
+def test_an_iota_over_a_symbol_compiles_on_every_runtime():
+    """The symbols of an Iota's expression are the program's symbols too (CpuRuntime
+    declared only those of shapes, views and constants: 's' undeclared)."""
+    from conftest import CpuRuntime
+
+    for runtime in (lm.NativeRuntime(), CpuRuntime()):
+        cx = lm.Graph()
+        y = cx.iota(lm.Expr("z") + lm.Expr("s"), 4).output()
+        rt = cx.search(runtime)
+        rt.execute({"s": 5})
+        np.testing.assert_array_equal(rt.get(y), [5, 6, 7, 8])

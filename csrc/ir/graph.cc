@@ -217,7 +217,7 @@ std::vector<std::string> Graph::symbols() const {
   std::set<std::string> out;
   for (const Node& n : nodes_) {
     for (const Expr& d : n.shape) add_symbols(d, out);
-    if (n.expr && n.op == OpKind::Constant) add_symbols(*n.expr, out);
+    if (n.expr) add_symbols(*n.expr, out);  // a Constant's value, an Iota's expression
     for (const Edge& e : n.inputs) {
       add_symbols(e.view.offset, out);
       for (size_t k = 0; k < e.view.rank(); ++k) {

@@ -5,7 +5,8 @@ decode-shaped Linears (f32 x, f32 or bf16 W: 1x2048 @ 2048x8192 and the LM head 
 TFLOP/s (and % of torch), and one decode step of a Llama-3-8B-shaped decoder (random bf16
 weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in
 tokens/s and % of the bandwidth bound (weight bytes per token / copy bandwidth). Each section
-survives the failure of another. Usage: python benchmarks/gpu.py [--quick] [--json PATH] [--layers N] [--dry-run]."""
+survives the failure of another.
+Usage: python benchmarks/gpu.py [--quick] [--json PATH] [--layers N] [--dry-run]."""
 
 from __future__ import annotations
 

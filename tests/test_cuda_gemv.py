@@ -205,3 +205,69 @@ def test_every_variant_compiles_with_nvrtc(arch, tmp_path):
     for choice, graphs in by_choice.items():
         src = cuda.codegen_check_batch(graphs, arch, dict(choice), cache_dir=str(tmp_path))
         assert "GEMV:" in src or not choice
+
+
+# ---- the conformance rows the automatic choice now renders with the GEMV -------------------
+
+def _conformance_rows():
+    """(id, graph, feeds, results, expecteds, dyn_map) of the matmul table's rows (and the
+    functional table's linear and attention rows) in each variant whose default CUDA render
+    holds a GEMV, built as harness.check builds them."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "conformance"))
+    import harness
+    import test_matmul
+    import test_nn_functional
+
+    rows = []
+    cases = list(test_matmul.CASES) + [c for c in test_nn_functional.CASES
+                                       if c.id.startswith(("linear", "scaled_dot"))]
+    for case in cases:
+        for variant in harness.VARIANTS:
+            specs = harness._inputs(case)
+            sym = harness._symbolic_dims(specs)
+            if variant not in case.variants or (variant == "symbolic" and sym is None):
+                continue
+            datas = [harness.make_data(s, i) for i, s in enumerate(specs)]
+            cx = lm.Graph()
+            tensors, feeds = [], {}
+            for spec, data, is_sym in zip(specs, datas, sym[1] if sym else [False] * 9):
+                x, view, layout = harness._make_input(cx, spec, variant, is_sym)
+                tensors.append(view)
+                feeds[x] = harness._feed(data, layout)
+            dyn_map = {}
+            if variant == "symbolic":
+                cx.set_dim("s", sym[0])
+                dyn_map = {"s": sym[0]}
+            result = case.fn(cx, *tensors) if case.takes_graph else case.fn(*tensors)
+            ref = case.ref or case.fn
+            expected = ref(torch, *datas) if case.takes_graph else ref(*datas)
+            results = result if isinstance(result, (tuple, list)) else (result,)
+            expecteds = expected if isinstance(expected, (tuple, list)) else (expected,)
+            for r in results:
+                r.output()
+            if "GEMV:" in cuda.render(cx, "sm_90"):
+                tol = (case.rtol or 1e-4, case.atol or 1e-4)
+                rows.append((f"{case.id}/{variant}", cx, feeds, results, expecteds, dyn_map,
+                             tol))
+    return rows
+
+
+def test_conformance_rows_on_the_gemv_match_torch(tmp_path):
+    """The rows whose automatic mapping became the GEMV, run through the emulator."""
+    if cuda_emu.compiler() is None:
+        pytest.skip("no C++ compiler")
+    rows = _conformance_rows()
+    assert len(rows) > 10
+    emu = cuda_emu.Emulated([(r[1], {}, r[5]) for r in rows], str(tmp_path))
+    for i, (name, _, feeds, results, expecteds, _, (rtol, atol)) in enumerate(rows):
+        feeds = {t: v.float() if torch.is_tensor(v) else v for t, v in feeds.items()}
+        got = emu.run(i, feeds, list(results))
+        for g, e in zip(got, expecteds):
+            e = torch.as_tensor(e).double().numpy()
+            if any(r.dtype != lm.float32 for r in results):
+                rtol, atol = max(rtol, 2e-2), max(atol, 2e-2)
+            np.testing.assert_allclose(g.reshape(e.shape), e, rtol=rtol, atol=atol,
+                                       equal_nan=True, err_msg=name)

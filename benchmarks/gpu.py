@@ -1,10 +1,12 @@
 """CudaRuntime on a GPU, with its ceilings measured in the same run: device-to-device copy
-bandwidth (our copy kernel and cuMemcpyDtoD; torch's copy if torch sees the GPU), GEMV and
-elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in TFLOP/s (and % of torch),
-and one decode step of a Llama-3-8B-shaped decoder (random bf16 weights, 32 layers, hidden
-4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in tokens/s and % of the
-bandwidth bound (weight bytes per token / copy bandwidth). Each section survives the failure
-of another. Usage: python benchmarks/gpu.py [--quick] [--json PATH] [--layers N] [--dry-run]."""
+bandwidth (our copy kernel and cuMemcpyDtoD; torch's copy if torch sees the GPU), GEMV,
+decode-shaped Linears (f32 x, f32 or bf16 W: 1x2048 @ 2048x8192 and the LM head 1x2048 @
+2048x128256) and elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in
+TFLOP/s (and % of torch), and one decode step of a Llama-3-8B-shaped decoder (random bf16
+weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in
+tokens/s and % of the bandwidth bound (weight bytes per token / copy bandwidth). Each section
+survives the failure of another.
+Usage: python benchmarks/gpu.py [--quick] [--json PATH] [--layers N] [--dry-run]."""
 
 from __future__ import annotations
 
@@ -99,6 +101,7 @@ def copy_section(cache, nbytes, torch):
 
 
 def gemv_section(cache, copy_bw, torch, n=16384, k=4096):
+    """x(1, k) @ W(n, k).T with x and W bf16 (a half matmul)."""
     cx = lm.Graph()
     x = cx.tensor((1, k), lm.bfloat16)
     w = cx.tensor((n, k), lm.bfloat16)
@@ -116,6 +119,56 @@ def gemv_section(cache, copy_bw, torch, n=16384, k=4096):
                                               200) * 1e6)
     row("gemv", f"bf16 1x{k} @ {k}x{n} GB/s", gbps, ref, f"{100 * gbps / copy_bw:.0f}% of copy")
     return gbps
+
+
+# Decode-shaped Linears of a Llama-3.2-1B: an MLP projection and the LM head.
+LINEAR_SHAPES = [(2048, 8192), (2048, 128256)]
+# The model's pick (the GEMV for one row; a bf16 weight widened in its registers), and the
+# GEMV with k split over 4 warps of a block, fixed.
+LINEAR_CHOICES = [("pick", None), ("split-k 4", {"cuda_matmul": 4, "cuda_gemv_split": 4})]
+
+
+def linear_section(cache, copy_bw, torch):
+    """y = x @ W.T as nn.Linear builds it: x f32 (1, k), W (n, k) f32 or bf16 (W.to(f32) in the
+    graph), in GB/s of bytes that must move (W, x, y) and as % of copy bandwidth. The torch
+    reference is F.linear at W's dtype (x cast to bf16 for a bf16 W: torch does not mix)."""
+    out = {}
+    biggest = max(k * n for k, n in LINEAR_SHAPES)
+    rng = np.random.default_rng(11)
+    values = rng.standard_normal(biggest, dtype=np.float32) * 0.02
+    words = _to_storage(values, lm.bfloat16)
+    for k, n in LINEAR_SHAPES:
+        for wdtype in (lm.float32, lm.bfloat16):
+            name = lm.dtype.name(wdtype)
+            size = 4 if wdtype == lm.float32 else 2
+            moved = n * k * size + 4 * (k + n)
+            ref = NAN
+            if torch is not None:
+                td = torch.float32 if wdtype == lm.float32 else torch.bfloat16
+                tx = torch.randn(1, k, device="cuda", dtype=td)
+                tw = torch.randn(n, k, device="cuda", dtype=td)
+                ref = moved / (torch_ms(torch, lambda: torch.nn.functional.linear(tx, tw),
+                                        50) * 1e6)
+                del tx, tw
+            for label, choice in LINEAR_CHOICES:
+                cx = lm.Graph()
+                x = cx.tensor((1, k))
+                w = cx.tensor((n, k), wdtype)
+                wf = w.to(lm.float32) if wdtype != lm.float32 else w
+                (x @ wf.t()).output()
+                rt = compile_graph(cx, make_rt(cache, choice))
+                rt.set_data(x, rng.standard_normal(k, dtype=np.float32))
+                if wdtype == lm.float32:
+                    rt.set_data(w, values[:n * k])
+                else:
+                    set_words(rt, w, words[:n * k])
+                ms = rt.benchmark(50)
+                gbps = moved / (ms * 1e6)
+                row("linear", f"{name} W 1x{k} @ {k}x{n} {label} GB/s", gbps, ref,
+                    f"{100 * gbps / copy_bw:.0f}% of copy; {ms * 1e3:.0f} us")
+                out[f"{name} {k}x{n} {label}"] = gbps
+                del rt
+    return out
 
 
 def elementwise_section(cache, copy_bw, torch, n=64 << 20):
@@ -321,6 +374,12 @@ def dry_run(layers) -> int:
     x, w = cx.tensor((1, 4096), lm.bfloat16), cx.tensor((16384, 4096), lm.bfloat16)
     (x @ w.transpose(0, 1)).output()
     graphs["gemv"] = (cx, {})
+    for k, n in LINEAR_SHAPES:
+        for label, choice in LINEAR_CHOICES:
+            cx = lm.Graph()
+            x, w = cx.tensor((1, k)), cx.tensor((n, k), lm.bfloat16)
+            (x @ w.to(lm.float32).t()).output()
+            graphs[f"linear bf16 {k}x{n} {label}"] = (cx, choice or {})
     cx = lm.Graph()
     x, y = cx.tensor((1 << 20,), lm.bfloat16), cx.tensor((1 << 20,), lm.bfloat16)
     (x * 1.5 + y).output()
@@ -355,6 +414,7 @@ def main() -> int:
     sections = [
         ("copy", lambda: copy_section(cache, (256 if args.quick else 1024) << 20, torch)),
         ("gemv", lambda: gemv_section(cache, results.get("copy", NAN), torch)),
+        ("linear", lambda: linear_section(cache, results.get("copy", NAN), torch)),
         ("elementwise", lambda: elementwise_section(cache, results.get("copy", NAN), torch,
                                                     (16 if args.quick else 64) << 20)),
         ("gemm", lambda: gemm_section(cache, torch, 2048 if args.quick else 4096)),

@@ -137,7 +137,8 @@ CASES = {
     "matmul_mma_f16_k70": (lambda: _matmul(20, 70, 24, lm.float16), {"cuda_matmul": 3}),
     "matmul_mma_bf16_batched": (lambda: _matmul(24, 32, 16, lm.bfloat16, batch=2),
                                 {"cuda_matmul": 3}),
-    "gemv_warp_bf16": (lambda: _gemv(512, 48), {}),
+    "gemv_warp_bf16": (lambda: _gemv(512, 48), {"cuda_matmul": 1}),
+    "gemv_automatic_bf16": (lambda: _matmul(1, 512, 48, lm.bfloat16, True), {}),
     "matmul_tiled_widened_bf16": (lambda: _widened(70, 45, lm.bfloat16), {"cuda_matmul": 2}),
     "matmul_widened_f16_mma_asked": (lambda: _widened(40, 24, lm.float16), {"cuda_matmul": 3}),
     "gemv_widened_bf16": (lambda: _widened(200, 30, lm.bfloat16), {}),
@@ -154,7 +155,7 @@ RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
 
 def _schedule(rule):
     """The schedule a rule's right-hand side attaches, read from its text."""
-    params = re.findall(r"\((cuda_\w+) (\d+)\)", rule.text)
+    params = re.findall(r"\((cuda_\w+|inline) (\d+)\)", rule.text)
     return [(n, int(v)) for n, v in params]
 
 
@@ -201,11 +202,32 @@ def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False):
     return cx, {a: da, b: db}, [out], [ref], dtype
 
 
+def _widened_linear(m, k, n, wdtype, schedule):
+    """x @ W.T for an f32 x and a 16-bit W, as nn.Linear builds it, the Cast of W carrying
+    `schedule`."""
+    cx = lm.Graph()
+    x = cx.tensor((m, k))
+    w = cx.tensor((n, k), wdtype)
+    out = (x @ _scheduled(w.to(lm.float32), schedule).t()).output()
+    dx, dw = _data((m, k), lm.float32, 24), _data((n, k), wdtype, 25)
+    return cx, {x: dx, w: dw}, [out], [dx @ dw.t()], lm.float32
+
+
 def _rule_graphs(rule, s=None):
     """(label, builder) for the graphs `rule` applies to, by the node its left side matches,
-    with the rule's schedule attached (or `s`)."""
+    with the rule's schedule attached (or `s`). The GEMV's take W(n, k), contiguous along k."""
     s = _schedule(rule) if s is None else s
     lhs = rule.text.split("(schedule")[0]
+    if lhs.strip().endswith("(Cast:c ?x)"):  # a half input widened to f32
+        return [("bf16_linear", lambda: _widened_linear(3, 200, 37, lm.bfloat16, s)),
+                ("f16_linear", lambda: _widened_linear(7, 72, 20, lm.float16, s))]
+    gemv = "cuda_matmul 4" in rule.text
+    if "Cast" in lhs and gemv:
+        return [("bf16", lambda: _scheduled_matmul(40, 64, 48, lm.bfloat16, s, True)),
+                ("f16_few_rows", lambda: _scheduled_matmul(8, 70, 24, lm.float16, s, True))]
+    if "Mul" in lhs and gemv:
+        return [("f32", lambda: _scheduled_matmul(20, 200, 37, lm.float32, s, True)),
+                ("gemv", lambda: _scheduled_matmul(1, 96, 40, lm.float32, s, True))]
     if "Cast" in lhs:  # a half matmul
         return [("bf16", lambda: _scheduled_matmul(40, 64, 48, lm.bfloat16, s, True)),
                 ("f16_few_rows", lambda: _scheduled_matmul(8, 70, 24, lm.float16, s))]
@@ -237,6 +259,10 @@ MARKS = {
     (("cuda_matmul", 1),): lambda k: "lm_as" not in k and "lm_acc" not in k,
     (("cuda_matmul", 2),): lambda k: "__shared__ float lm_as" in k,
     (("cuda_matmul", 3),): lambda k: "mma.sync" in k and "(lm_acc[i][j], lm_af[i]" in k,
+    (("cuda_matmul", 4),): lambda k: "GEMV: a warp per" in k,
+    (("cuda_matmul", 4), ("cuda_gemv_split", 4)): lambda k: "GEMV: 4 warps splitting k" in k,
+    # One kernel, the matmul reading W's 16-bit words.
+    (("inline", 1),): lambda k: k.count("writes b") == 1 and "const uint16_t*" in k,
 }
 
 
@@ -284,6 +310,8 @@ def test_mapping_chosen_as_asked():
     assert "uint4 lm_raw" in src["sum_warp_vector_bf16"]
     assert "lm_warp_max(" in src["max_warp_f32"]
     assert "lm_warp_sum(v" in src["gemv_warp_bf16"] and "uint4 lm_raw" in src["gemv_warp_bf16"]
+    assert "GEMV: a warp per 2 columns" in src["gemv_automatic_bf16"]
+    assert "GEMV: a warp per 2 columns" in src["gemv_widened_bf16"]
     # An operand widened in the body: the tiled kernel converts it as it loads; tensor cores
     # take only two half operands.
     for name in ("matmul_tiled_widened_bf16", "matmul_widened_f16_mma_asked"):

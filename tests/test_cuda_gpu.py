@@ -222,3 +222,44 @@ def test_copy_bandwidth_and_benchmark_run():
     rt = cx.search(rt, 1)
     rt.set_data(x, np.ones((1024, 1024), np.float32))
     assert 0 < rt.benchmark(10) < 100
+
+
+# ---- the GEMV and 16-bit weights (tests/test_cuda_gemv.py's cases, on the device) ---------
+
+import test_cuda_gemv  # noqa: E402
+
+
+@pytest.mark.parametrize("name", list(test_cuda_gemv.CASES))
+def test_gemv_cases_match_torch(name):
+    make, choice = test_cuda_gemv.CASES[name]
+    cx, feeds, out, ref, dyn_map = make()
+    rt = cx.search(lm.CudaRuntime(choice=choice), 1)
+    for t, v in feeds.items():
+        rt.set_data(t, v)
+    rt.execute(dyn_map)
+    tol = test_cuda_gemv.TOL[out.dtype]
+    np.testing.assert_allclose(rt.get(out).reshape(ref.shape), ref.numpy(), rtol=tol, atol=tol)
+
+
+def test_bf16_linear_reads_its_weight_as_16_bits():
+    """The model's pick for a decode-shaped bf16 Linear (M = 3: W read through a broadcast):
+    one kernel, the GEMV reading the bf16 words; the search times GEMV candidates too."""
+    cx = lm.Graph()
+    x = cx.tensor((3, 2048))
+    w = cx.tensor((4096, 2048), lm.bfloat16)
+    out = (x @ w.to(lm.float32).t()).output()
+    g = torch.Generator().manual_seed(3)
+    dx, dw = torch.randn(3, 2048, generator=g), torch.randn(4096, 2048, generator=g).bfloat16()
+    rt = cx.search(lm.CudaRuntime(), 1)
+    kernels = rt.source.split("\n/* k")[1:]
+    assert len(kernels) == 1 and "GEMV:" in kernels[0] and "uint16_t" in kernels[0]
+    cx.build_search_space(lm.CudaRuntime)
+    rt = cx.search(lm.CudaRuntime(), 8)
+    report = cx.last_search_report
+    assert "cuda_matmul=4" in " ".join(c.choice for c in report.candidates), str(report)
+    assert all(c.status == "ok" for c in report.candidates), str(report)
+    rt.set_data(x, dx)
+    rt.set_data(w, dw)
+    rt.execute()
+    want = dx.double() @ dw.double().t()
+    np.testing.assert_allclose(rt.get(out), want.numpy(), rtol=1e-3, atol=1e-3)

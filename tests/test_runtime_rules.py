@@ -497,6 +497,8 @@ def cuda_this(cx, rule, dtype=None):
     """The node a CUDA rule rewrites, in a small graph: a sum, a max, an f32 matmul, or the f32
     sum of a half matmul's products (what hl_ops' matmul builds for f16/bf16)."""
     lhs = rule.text.split("(schedule")[0]
+    if rule.name == "cuda-widen-cast":  # a bf16 weight read by an f32 matmul
+        return cx.tensor((9, 7), dtype or lm.bfloat16).to(lm.float32)
     if "Cast" in lhs:
         a = cx.tensor((5, 7), dtype or lm.bfloat16)
         b = cx.tensor((7, 9), dtype or lm.bfloat16)
@@ -510,7 +512,7 @@ def cuda_this(cx, rule, dtype=None):
 def test_cuda_offers_reductions_and_matmuls_and_tensor_cores_from_sm_80():
     assert all(schedule_of(r) for r in CUDA_RULES)
     params = {n for r in CUDA_RULES for n, _ in schedule_of(r)}
-    assert params == {"cuda_reduce", "cuda_vector", "cuda_matmul"}
+    assert params == {"cuda_reduce", "cuda_vector", "cuda_matmul", "cuda_gemv_split", "inline"}
     older = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_75"), "cuda.rules")]
     sm80 = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_80"), "cuda.rules")]
     assert "cuda-matmul-tensor-cores" in CUDA_RULE_NAMES and "cuda-matmul-tensor-cores" in sm80
@@ -555,8 +557,10 @@ def test_cuda_matmul_rules_by_dtype(dtype):
     _, _, report = saturate(cx, CUDA_RULES)
     applied = {r.name for r in report.rules if r.applied > 0}
     half = {"cuda-half-matmul-as-reduction", "cuda-half-matmul-tiled",
-            "cuda-matmul-tensor-cores"}
-    f32 = {"cuda-matmul-as-reduction", "cuda-matmul-tiled"}
+            "cuda-matmul-tensor-cores", "cuda-half-matmul-gemv",
+            "cuda-half-matmul-gemv-split-k"}
+    f32 = {"cuda-matmul-as-reduction", "cuda-matmul-tiled", "cuda-matmul-gemv",
+           "cuda-matmul-gemv-split-k"}
     assert applied & (half | f32) == (f32 if dtype == lm.float32 else half)
     assert {"cuda-sum-serial", "cuda-sum-warp", "cuda-sum-split"} <= applied
 

@@ -1,7 +1,7 @@
 // The CUDA renderer: the prelude (the C-like helpers as device functions, warp and tensor-core
 // helpers), kernel signatures, the grid-stride thread-per-output mapping, the warp-per-output
 // reduction with vector loads, and the choice of mapping per kernel. Matmul kernels live in
-// cuda_matmul.cc.
+// cuda_matmul.cc, the GEMV in cuda_gemv.cc.
 #include "codegen/cuda.h"
 
 #include <map>
@@ -268,8 +268,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   return w.str();
 }
 
-LaunchMode CudaRenderer::choose(const Kernel& kernel, bool* tensor_cores) const {
-  *tensor_cores = false;
+CudaRenderer::Mapping CudaRenderer::choose(const Kernel& kernel) const {
   const CudaSchedule s = schedule_of(kernel);
   const MatmulInfo& mm = kernel.matmul;
   if (mm.present) {
@@ -277,23 +276,23 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, bool* tensor_cores) const 
     bool small_m = m.try_const() && *m.try_const() < 16;
     // Tensor cores take two half operands; one widened to f32 in the body makes an f32 product.
     bool halves = mm.dtype == DType::F16 || mm.dtype == DType::BF16;
-    int want = s.matmul;
-    if (want == 0) want = small_m ? 1 : (halves && sm_ >= 80 ? 3 : 2);
-    if (want == 3 && halves && sm_ >= 80) {
-      *tensor_cores = true;
-      return LaunchMode::kTile2D;
-    }
-    if (want == 2 || want == 3) return LaunchMode::kTile2D;
+    // The GEMV streams the rows of W: b contiguous along k.
+    bool gemv_fits = is_one(mm.b_k);
+    int want = s.matmul == 4 && !gemv_fits ? 0 : s.matmul;
+    if (want == 0) want = small_m ? (gemv_fits ? 4 : 1) : (halves && sm_ >= 80 ? 3 : 2);
+    if (want == 4) return Mapping::kGemv;
+    if (want == 3 && halves && sm_ >= 80) return Mapping::kMmaMatmul;
+    if (want == 2 || want == 3) return Mapping::kTiledMatmul;
   }
-  if (kernel.reduce_at < 0) return LaunchMode::kThreadPerItem;
-  if (s.reduce == 1) return LaunchMode::kThreadPerItem;
-  if (s.reduce == 2) return LaunchMode::kWarpPerItem;
-  if (s.reduce == 3) return LaunchMode::kSplitReduce;
+  if (kernel.reduce_at < 0) return Mapping::kThreadPerItem;
+  if (s.reduce == 1) return Mapping::kThreadPerItem;
+  if (s.reduce == 2) return Mapping::kWarpReduce;
+  if (s.reduce == 3) return Mapping::kSplitReduce;
   // Automatic: a warp per output when some operand is contiguous along the reduction (the
   // lanes' reads coalesce), no operand is strided along it but contiguous across outputs
   // (those coalesce across threads instead), and the reduction is not tiny.
   const Expr& extent = kernel.reduce[0].extent;
-  if (extent.try_const() && *extent.try_const() < 32) return LaunchMode::kThreadPerItem;
+  if (extent.try_const() && *extent.try_const() < 32) return Mapping::kThreadPerItem;
   const std::string& r = kernel.reduce[0].var;
   const std::string inner = kernel.loops.empty() ? "" : kernel.loops.back().var;
   bool along_r = false;
@@ -310,10 +309,10 @@ LaunchMode CudaRenderer::choose(const Kernel& kernel, bool* tensor_cores) const 
     if (strided && across && is_const(*across, 1)) {
       // Coalesced across outputs: lanes take outputs; long reductions split over warps.
       bool long_r = !extent.try_const() || *extent.try_const() >= 64;
-      return long_r ? LaunchMode::kSplitReduce : LaunchMode::kThreadPerItem;
+      return long_r ? Mapping::kSplitReduce : Mapping::kThreadPerItem;
     }
   }
-  return along_r ? LaunchMode::kWarpPerItem : LaunchMode::kThreadPerItem;
+  return along_r ? Mapping::kWarpReduce : Mapping::kThreadPerItem;
 }
 
 std::string CudaRenderer::render_mapped(const Program& program, const Kernel& k,
@@ -323,14 +322,23 @@ std::string CudaRenderer::render_mapped(const Program& program, const Kernel& k,
   launch.name = k.name;
   launch.block = block(k);
   launch.items = product(extents);
-  bool tensor_cores = false;
-  launch.mode = choose(k, &tensor_cores);
-  if (launch.mode == LaunchMode::kTile2D) {
-    return tensor_cores ? render_mma_matmul(program, k, launch)
-                        : render_tiled_matmul(program, k, launch);
+  switch (choose(k)) {
+    case Mapping::kTiledMatmul:
+      return render_tiled_matmul(program, k, launch);
+    case Mapping::kMmaMatmul:
+      return render_mma_matmul(program, k, launch);
+    case Mapping::kGemv:
+      return render_gemv(program, k, launch);
+    case Mapping::kWarpReduce:
+      launch.mode = LaunchMode::kWarpPerItem;
+      return render_warp_kernel(program, k, launch);
+    case Mapping::kSplitReduce:
+      launch.mode = LaunchMode::kSplitReduce;
+      return render_split_kernel(program, k, launch);
+    case Mapping::kThreadPerItem:
+      break;
   }
-  if (launch.mode == LaunchMode::kWarpPerItem) return render_warp_kernel(program, k, launch);
-  if (launch.mode == LaunchMode::kSplitReduce) return render_split_kernel(program, k, launch);
+  launch.mode = LaunchMode::kThreadPerItem;
   return render_kernel(program, k);
 }
 

@@ -1,7 +1,8 @@
 // CudaRenderer: CUDA C for NVRTC from LLIR, as a subclass of the C-like renderer. Each kernel
 // gets one of a few thread mappings (a thread per output, a warp per output with a shuffle
 // reduction and 16-byte loads where aligned, a shared-memory tiled matmul, a tensor-core
-// mma.sync matmul for f16/bf16), chosen per kernel by its CudaSchedule: the renderer's base
+// mma.sync matmul for f16/bf16, a GEMV for matmuls of few rows), chosen per kernel by its
+// CudaSchedule: the renderer's base
 // schedule, overridden by the kernel's own schedule params (from a node's schedule, the
 // runtime's rules in runtime/rules/cuda*.rules), overridden by the user's fixed params.
 // Self-contained text: no headers.
@@ -12,6 +13,7 @@
 
 #include "codegen/c_like.h"
 #include "codegen/cuda_launch.h"
+#include "egraph/cost.h"
 
 namespace luminal {
 
@@ -22,8 +24,13 @@ struct CudaSchedule {
   int reduce = 0;  // 1: a thread per output, serial; 2: a warp per output, shuffles;
                    // 3: 32 outputs per block (lanes), its warps splitting the reduction
   int matmul = 0;  // 1: as a reduction; 2: shared-memory tiled (f32 FMA); 3: tensor cores
-                   // (f16/bf16 on sm >= 80; otherwise as 2)
+                   // (f16/bf16 on sm >= 80; otherwise as 2); 4: the GEMV (cuda_gemv.cc; where b
+                   // is not contiguous along k, as the automatic choice)
   int vector = 0;  // 1: no vector loads; 2: 16-byte loads where aligned (the default)
+  int gemv_rows = 0;   // GEMV: rows of a per pass over b, 1 to 8 (default 8)
+  int gemv_cols = 0;   // GEMV: columns of the output (rows of b) per warp: 1, 2 (default), 4
+  int gemv_split = 0;  // GEMV: warps of a block splitting k for the same columns, combined in
+                       // shared memory: 1 (default), 2, 4, 8 (at most the block's warps)
 
   // This schedule with the "cuda_*" entries of `params` in place of its fields (other names
   // are not the renderer's; check_cuda_schedule refuses them).
@@ -33,8 +40,19 @@ struct CudaSchedule {
 };
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
-// other than cuda_block, cuda_reduce, cuda_matmul, cuda_vector or a value out of its range.
+// that is not in the table (cuda_block, cuda_reduce, cuda_matmul, cuda_vector, cuda_gemv_rows,
+// cuda_gemv_cols, cuda_gemv_split, and the lowering's own kInlineParam, 0 or 1) or a value out
+// of its range.
 void check_cuda_schedule(const ScheduleParams& params, const std::string& where);
+
+// CudaRuntime's prices for the search's cost model (Runtime::kernel_cost): only the widening
+// of a 16-bit input, which on a GPU is a shift in the reader's registers (inline 1), so the
+// model's pick reads bf16 weights as 16 bits; matmuls are priced as the reductions they are
+// (the search times the CUDA mappings).
+class CudaKernelCost final : public egraph::KernelCost {
+ public:
+  double widen(double elements, const ScheduleParams& schedule) const override;
+};
 
 // A helper of the CUDA kernels: "const int64_t iK = ...;" lines, the row-major unravel of
 // flat `item` over `loops`.
@@ -65,7 +83,16 @@ class CudaRenderer : public CLikeRenderer {
   std::string restrict_keyword() const override { return "__restrict__"; }
 
  private:
-  cuda::LaunchMode choose(const Kernel& kernel, bool* tensor_cores) const;
+  // The kernel a mapping renders (each with its launch mode).
+  enum class Mapping {
+    kThreadPerItem,
+    kWarpReduce,
+    kSplitReduce,
+    kTiledMatmul,
+    kMmaMatmul,
+    kGemv,
+  };
+  Mapping choose(const Kernel& kernel) const;
   // `kernel` in the thread mapping choose() picks for it, `launch` filled in to match.
   std::string render_mapped(const Program& program, const Kernel& kernel,
                             cuda::KernelLaunch& launch) const;
@@ -77,6 +104,8 @@ class CudaRenderer : public CLikeRenderer {
                                   cuda::KernelLaunch& launch) const;
   std::string render_mma_matmul(const Program& program, const Kernel& kernel,
                                 cuda::KernelLaunch& launch) const;
+  std::string render_gemv(const Program& program, const Kernel& kernel,
+                          cuda::KernelLaunch& launch) const;
   std::string signature(const Program& program, const Kernel& kernel, int block) const;
   // What the reduction mappings share: the reduce value, its loop, its compute type, the
   // accumulator's and the reduced value's names.

@@ -1,7 +1,8 @@
 // CudaSchedule, the CUDA renderer's typed view of a ScheduleParams (as CpuSchedule is the C
 // renderer's, codegen/c_schedule.h): reading its "cuda_*" params (a node's, from the runtime's
-// rules, or a program-wide tuning choice), layering them, and checking them. What each choice
-// renders lives in cuda.cc and cuda_matmul.cc.
+// rules, or a program-wide tuning choice), layering them, and checking them; and CudaRuntime's
+// KernelCost. What each choice renders lives in cuda.cc, cuda_matmul.cc and cuda_gemv.cc.
+#include <optional>
 #include <string>
 
 #include "codegen/cuda.h"
@@ -11,25 +12,72 @@
 namespace luminal {
 
 namespace {
+// How a parameter's values are checked.
+enum class Range {
+  kUpTo,       // 0 (automatic) to max
+  kBlock,      // 0, or a multiple of 32 in [32, 1024]
+  kPowerOfTwo  // 0, or a power of two up to max
+};
 struct Param {
   const char* name;
-  int CudaSchedule::*field;
-  int max;  // values 0 (automatic) to max; cuda_block is checked on its own
+  int CudaSchedule::*field;  // null: the lowering's own parameter, read from the node
+  Range range;
+  int max;
 };
 constexpr Param kParams[] = {
-    {"cuda_block", &CudaSchedule::block, 1024},
-    {"cuda_reduce", &CudaSchedule::reduce, 3},
-    {"cuda_matmul", &CudaSchedule::matmul, 3},
-    {"cuda_vector", &CudaSchedule::vector, 2},
+    {"cuda_block", &CudaSchedule::block, Range::kBlock, 1024},
+    {"cuda_reduce", &CudaSchedule::reduce, Range::kUpTo, 3},
+    {"cuda_matmul", &CudaSchedule::matmul, Range::kUpTo, 4},
+    {"cuda_vector", &CudaSchedule::vector, Range::kUpTo, 2},
+    {"cuda_gemv_rows", &CudaSchedule::gemv_rows, Range::kUpTo, 8},
+    {"cuda_gemv_cols", &CudaSchedule::gemv_cols, Range::kPowerOfTwo, 4},
+    {"cuda_gemv_split", &CudaSchedule::gemv_split, Range::kPowerOfTwo, 8},
+    {kInlineParam, nullptr, Range::kUpTo, 1},
 };
+
+const Param* find_param(const std::string& name) {
+  for (const Param& p : kParams) {
+    if (name == p.name) return &p;
+  }
+  return nullptr;
+}
+
+bool in_range(const Param& p, int64_t value) {
+  if (value == 0) return true;
+  if (value < 0 || value > p.max) return false;
+  switch (p.range) {
+    case Range::kUpTo:
+      return true;
+    case Range::kBlock:
+      return value >= 32 && value % 32 == 0;
+    case Range::kPowerOfTwo:
+      return (value & (value - 1)) == 0;
+  }
+  return false;
+}
+
+std::string range_text(const Param& p) {
+  const std::string max = std::to_string(p.max);
+  switch (p.range) {
+    case Range::kUpTo:
+      return "0 (automatic) to " + max;
+    case Range::kBlock:
+      return "a multiple of 32 in [32, " + max + "] (0: automatic)";
+    case Range::kPowerOfTwo:
+      return "a power of two up to " + max + " (0: automatic)";
+  }
+  return "";
+}
+
+// Widening a 16-bit element in a reader's registers: a shift (bf16) or a conversion (f16).
+constexpr double kWidenInRegisters = 0.25;
 }  // namespace
 
 CudaSchedule CudaSchedule::with(const ScheduleParams& params) const {
   CudaSchedule s = *this;
   for (const auto& [name, value] : params) {
-    for (const Param& p : kParams) {
-      if (name == p.name) s.*p.field = static_cast<int>(value);
-    }
+    const Param* p = find_param(name);
+    if (p && p->field) s.*p->field = static_cast<int>(value);
   }
   return s;
 }
@@ -37,31 +85,32 @@ CudaSchedule CudaSchedule::with(const ScheduleParams& params) const {
 CudaSchedule CudaSchedule::under(const CudaSchedule& top) const {
   CudaSchedule s = *this;
   for (const Param& p : kParams) {
-    if (top.*p.field != 0) s.*p.field = top.*p.field;
+    if (p.field && top.*p.field != 0) s.*p.field = top.*p.field;
   }
   return s;
 }
 
 void check_cuda_schedule(const ScheduleParams& params, const std::string& where) {
   for (const auto& [name, value] : params) {
-    const Param* known = nullptr;
-    for (const Param& p : kParams) {
-      if (name == p.name) known = &p;
-    }
+    const Param* known = find_param(name);
     if (!known) {
       throw CompileError("CUDA: unknown schedule parameter '" + name + "' in " + where +
                          " (known: " + schedule_names(kParams) + ")");
     }
-    bool block_ok = value == 0 || (value >= 32 && value <= 1024 && value % 32 == 0);
-    bool ok = known->field == &CudaSchedule::block ? block_ok : value >= 0 && value <= known->max;
-    if (!ok) {
-      std::string range = known->field == &CudaSchedule::block
-                              ? "a multiple of 32 in [32, 1024] (0: automatic)"
-                              : "0 (automatic) to " + std::to_string(known->max);
+    if (!in_range(*known, value)) {
       throw CompileError("CUDA: schedule parameter " + name + " = " + std::to_string(value) +
-                         " in " + where + " is out of range: " + range);
+                         " in " + where + " is out of range: " + range_text(*known));
     }
   }
+}
+
+// Stored (no inline 1: the generic price, a pass writing an f32 copy that every reader then
+// loads at 4 bytes an element) or widened in each reader's registers (inline 1,
+// kernel/buffer_plan): no pass of its own and 2 bytes an element read, so a matmul or GEMV
+// reads a bf16 weight's own storage.
+double CudaKernelCost::widen(double elements, const ScheduleParams& schedule) const {
+  if (schedule_param(schedule, kInlineParam) != std::optional<int64_t>(1)) return -1;
+  return elements * kWidenInRegisters;
 }
 
 }  // namespace luminal

@@ -17,7 +17,7 @@ double CostModel::elements(const std::vector<Expr>& shape) const {
   return static_cast<double>(std::max<int64_t>(n.eval(env), 1));
 }
 
-// A matmul under the runtime's KernelCost, or -1 (no KernelCost, or not a matmul).
+// A matmul under the runtime's KernelCost, or -1 (no KernelCost, not a matmul, or not priced).
 double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
   if (!kernel_cost) return -1;
   auto shape = matmul_shape(g, n);
@@ -27,7 +27,8 @@ double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
   sized.m = size(shape->m);
   sized.n = size(shape->n);
   sized.k = size(shape->k);
-  return launch + kernel_cost->matmul(sized, g.attr(n.attr).node.schedule);
+  double priced = kernel_cost->matmul(sized, g.attr(n.attr).node.schedule);
+  return priced < 0 ? -1 : launch + priced;
 }
 
 double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {

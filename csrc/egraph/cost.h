@@ -27,8 +27,13 @@ struct MatmulSize {
 // model's units (about an element's worth of work each), without the launch.
 struct KernelCost {
   virtual ~KernelCost() = default;
-  // An f32 matmul of `size` built with the node's own `schedule` (ir/graph.h).
-  virtual double matmul(const MatmulSize& size, const ScheduleParams& schedule) const = 0;
+  // An f32 matmul of `size` built with the node's own `schedule` (ir/graph.h); < 0 (the
+  // default): priced as the reduction it is written as.
+  virtual double matmul(const MatmulSize& size, const ScheduleParams& schedule) const {
+    (void)size;
+    (void)schedule;
+    return -1;
+  }
   // A Cast of `elements` from f16/bf16 to f32 built with the node's own `schedule`, launch
   // included; < 0 (the default): priced as any other node.
   virtual double widen(double elements, const ScheduleParams& schedule) const {

@@ -244,6 +244,10 @@ std::vector<TuningChoice> CudaRuntime::tuning_space(const Graph& graph) const {
 
 std::string CudaRuntime::rewrite_rules() const { return cuda_rewrite_rules(sm_); }
 
+std::shared_ptr<const egraph::KernelCost> CudaRuntime::kernel_cost() const {
+  return std::make_shared<CudaKernelCost>();
+}
+
 // ---- data ---------------------------------------------------------------------------
 
 void CudaRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {

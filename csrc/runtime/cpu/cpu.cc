@@ -1,5 +1,6 @@
-// CpuRuntime: lower -> render C -> compile/cache/load; execute evaluates the dims, plans the
-// arena for them (once per set of values), binds every buffer and calls lm_run.
+// CpuRuntime: lower -> settle which parameters are panels -> render C -> compile/cache/load;
+// set_data of such a parameter packs it; execute evaluates the dims, plans the arena for them
+// (once per set of values), binds every buffer and calls lm_run.
 #include "runtime/cpu/cpu.h"
 
 #include <chrono>
@@ -35,7 +36,9 @@ Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
     const Node& n = graph.node(id);
     if (!n.schedule.empty()) check_cpu_schedule(n.schedule, "node %" + std::to_string(id));
   }
-  return lower_graph(graph, choice.params);
+  Program program = lower_graph(graph, choice.params);
+  settle_packing(graph, program);
+  return program;
 }
 }  // namespace
 
@@ -54,6 +57,11 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   program_ = std::move(program);
   source_ = std::move(source);
   liveness_ = buffer_liveness(program_);
+  packed_.clear();
+  for (const Kernel& k : program_.kernels) {
+    std::optional<PackedPanels> panels = packed_panels(k);
+    if (panels) packed_[program_.buffers[k.values[k.matmul.b].buffer].node] = *panels;
+  }
   inputs_.clear();
   outputs_.clear();
   plan_valid_ = false;
@@ -68,13 +76,7 @@ std::shared_ptr<const egraph::KernelCost> CpuRuntime::kernel_cost() const {
 
 void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
   check_set_data(graph_, compiled_, input, count, dtype);
-  InputData d;
-  d.count = count;
-  d.bytes = count * static_cast<int64_t>(dtype_size(dtype));
-  d.copy.resize(static_cast<size_t>(d.bytes));
-  if (!d.copy.empty()) std::memcpy(d.copy.data(), data, d.copy.size());
-  d.data = d.copy.data();
-  inputs_[input] = std::move(d);
+  keep_input(input, data, count, dtype, nullptr);
 }
 
 void CpuRuntime::clear_data() {
@@ -85,11 +87,56 @@ void CpuRuntime::clear_data() {
 void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
                                    std::shared_ptr<const void> owner) {
   check_set_data(graph_, compiled_, input, count, dtype);
+  keep_input(input, data, count, dtype, std::move(owner));
+}
+
+namespace {
+// Lays `data` (a parameter's, `element` bytes an element) out as `panels` in `out`
+// (PackedPanels' layout, c_matmul.h).
+void pack_panels(const PackedPanels& panels, const uint8_t* data, size_t element,
+                 uint8_t* out) {
+  const int64_t blocks = (panels.n + panels.width - 1) / panels.width;
+  for (int64_t p = 0; p < blocks; ++p) {
+    for (int64_t k = 0; k < panels.k; ++k) {
+      uint8_t* row = out + ((p * panels.k + k) * panels.width) * element;
+      for (int64_t j = 0; j < panels.width; ++j) {
+        const int64_t n = p * panels.width + j;
+        uint8_t* dst = row + j * element;
+        if (n >= panels.n) {
+          std::memset(dst, 0, element);
+          continue;
+        }
+        std::memcpy(dst, data + (panels.offset + k * panels.b_k + n * panels.b_n) * element,
+                    element);
+      }
+    }
+  }
+}
+}  // namespace
+
+void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType dtype,
+                            std::shared_ptr<const void> owner) {
   InputData d;
   d.count = count;
-  d.bytes = count * static_cast<int64_t>(dtype_size(dtype));
-  d.data = data;
-  d.owner = std::move(owner);
+  const size_t element = dtype_size(dtype);
+  auto panels = packed_.find(input);
+  if (panels != packed_.end()) {
+    if (panels->second.last_read() >= count) {
+      throw ShapeError("set_data: " + input_desc(graph_, input) + " got " +
+                       std::to_string(count) + " elements, fewer than its matmul reads");
+    }
+    d.packed = true;
+    d.copy.resize(static_cast<size_t>(panels->second.elements()) * element);
+    pack_panels(panels->second, static_cast<const uint8_t*>(data), element, d.copy.data());
+  } else if (owner) {
+    d.data = data;
+    d.owner = std::move(owner);
+  } else {
+    d.copy.resize(static_cast<size_t>(count) * element);
+    if (!d.copy.empty()) std::memcpy(d.copy.data(), data, d.copy.size());
+  }
+  if (!d.owner) d.data = d.copy.data();
+  d.bytes = d.owner ? count * static_cast<int64_t>(element) : static_cast<int64_t>(d.copy.size());
   inputs_[input] = std::move(d);
 }
 
@@ -162,7 +209,9 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
 CpuMemoryUse CpuRuntime::memory() const {
   CpuMemoryUse use;
   for (const auto& [node, d] : inputs_) {
-    if (d.owner) {
+    if (d.packed) {
+      use.packed_input_bytes += d.bytes;
+    } else if (d.owner) {
       use.borrowed_input_bytes += d.bytes;
     } else {
       use.owned_input_bytes += d.bytes;

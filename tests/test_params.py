@@ -97,7 +97,7 @@ def test_module_weights_are_parameters():
 
 
 @pytest.mark.parametrize("wdtype", WEIGHTS, ids=str)
-@pytest.mark.parametrize("k,n", [(5, 13), (37, 33), (130, 7), (64, 48)])
+@pytest.mark.parametrize("k,n", [(5, 13), (37, 33), (130, 7), (64, 48), (600, 19)])
 def test_packed_gemm_matches_torch_for_every_m(k, n, wdtype):
     """The panels are laid out once at set_data, in the weight's dtype, and serve every M."""
     cx, x, w, y = linear(k, n, wdtype)

@@ -261,8 +261,8 @@ int64_t PackedPanels::last_read() const {
 }
 
 bool PackedPanels::operator==(const PackedPanels& o) const {
-  return stored == o.stored && width == o.width && k == o.k && n == o.n && offset == o.offset &&
-         b_k == o.b_k && b_n == o.b_n;
+  return stored == o.stored && width == o.width && depth == o.depth && k == o.k && n == o.n &&
+         offset == o.offset && b_k == o.b_k && b_n == o.b_n;
 }
 
 std::optional<PackedPanels> packed_panels(const Kernel& k) {
@@ -286,6 +286,7 @@ std::optional<PackedPanels> packed_panels(const Kernel& k) {
   PackedPanels p;
   p.stored = mm.b_stored;
   p.width = tiles_of(k).nr;
+  p.depth = tiles_of(k).kc;
   p.k = *depth;
   p.n = *columns;
   p.offset = *offset;
@@ -348,7 +349,7 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, CodeWriter& w) {
   w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
   std::string bp = "lm_bp + (jr / " + nr + ") * kcur * " + nr;
-  if (panel) bp = "lm_panels + (n0 + jr) / " + nr + " * K * " + nr + " + pc * " + nr;
+  if (panel) bp = "lm_panels + pc * lm_padded_n + (n0 + jr) / " + nr + " * kcur * " + nr;
   std::string args = "(kcur, A + i * am + pc * ak, am, ak, " + bp + ", C + i * N + n0 + jr, N, " +
                      "rows, ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
   if (!panel) {
@@ -424,6 +425,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
     w.line("const " + b_type + "* restrict lm_panels = " +
            CLikeRenderer::buffer_name(k.values[mm.b].buffer) + ";");
     w.line("(void)B;");
+    w.line("const int64_t lm_padded_n = (N + " + nr + " - 1) / " + nr + " * " + nr + ";");
   }
   w.line("const int64_t n0 = lm_jb * nc;");
   w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");

@@ -42,21 +42,25 @@ std::string f16_load_name(int64_t width);
 std::string f16_load_function(int64_t width);
 
 // The panels a GEMM reads its B from when B is a parameter its schedule packs (pack_b 1):
-// CpuRuntime lays them out once, when the parameter's data is set, instead of the kernel
-// packing B on every call. Panel p holds columns [p * width, (p + 1) * width) of B over all K
-// rows, zero past N: B's element (k, n), at offset + k * b_k + n * b_n of the parameter's
-// data, is element (n / width) * K * width + k * width + n % width of the panels, in B's
-// storage dtype (a bf16 weight stays bf16, widened in the micro-kernel's registers).
+// CpuRuntime lays them out once, when the parameter's data is set, as the kernel would pack
+// them on every call otherwise. B's element (k, n), at offset + k * b_k + n * b_n of the
+// parameter's data, lies in k block k / depth (of rows = min(depth, K - its first k)), panel
+// n / width of it (columns past N zero), at row k % depth and column n % width: element
+// (k / depth) * depth * N' + (n / width) * rows * width + (k % depth) * width + n % width, with
+// N' = N rounded up to the width. So a task's panels of one k block are one contiguous run.
+// In B's storage dtype (a bf16 weight stays bf16, widened in the micro-kernel's registers).
 struct PackedPanels {
   DType stored = DType::F32;
   int64_t width = 0;  // columns a panel: the kernel's tile_n
+  int64_t depth = 0;  // rows of a k block: the kernel's tile_k
   int64_t k = 0;      // K and N of the matmul
   int64_t n = 0;
   int64_t offset = 0;  // where B's (k, n) lies in the parameter's data
   int64_t b_k = 0;
   int64_t b_n = 0;
 
-  int64_t elements() const { return (n + width - 1) / width * width * k; }
+  int64_t padded_n() const { return (n + width - 1) / width * width; }
+  int64_t elements() const { return padded_n() * k; }
   // The largest element of the parameter's data the panels read, -1 when they read none.
   int64_t last_read() const;
   bool operator==(const PackedPanels& o) const;

@@ -3,6 +3,7 @@
 // (once per set of values), binds every buffer and calls lm_run.
 #include "runtime/cpu/cpu.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -91,23 +92,20 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
 }
 
 namespace {
-// Lays `data` (a parameter's, `element` bytes an element) out as `panels` in `out`
-// (PackedPanels' layout, c_matmul.h).
-void pack_panels(const PackedPanels& panels, const uint8_t* data, size_t element,
-                 uint8_t* out) {
-  const int64_t blocks = (panels.n + panels.width - 1) / panels.width;
-  for (int64_t p = 0; p < blocks; ++p) {
-    for (int64_t k = 0; k < panels.k; ++k) {
-      uint8_t* row = out + ((p * panels.k + k) * panels.width) * element;
-      for (int64_t j = 0; j < panels.width; ++j) {
-        const int64_t n = p * panels.width + j;
-        uint8_t* dst = row + j * element;
-        if (n >= panels.n) {
-          std::memset(dst, 0, element);
-          continue;
-        }
-        std::memcpy(dst, data + (panels.offset + k * panels.b_k + n * panels.b_n) * element,
-                    element);
+// Lays `data` (a parameter's elements, of T: 4 or 2 bytes) out as `panels` in `out`
+// (PackedPanels' layout, c_matmul.h): k block by k block, panel by panel, row by row.
+template <typename T>
+void pack_panels(const PackedPanels& panels, const T* data, T* out) {
+  T* dst = out;
+  for (int64_t k0 = 0; k0 < panels.k; k0 += panels.depth) {
+    const int64_t rows = std::min(panels.depth, panels.k - k0);
+    for (int64_t n0 = 0; n0 < panels.n; n0 += panels.width) {
+      const int64_t cols = std::min(panels.width, panels.n - n0);
+      for (int64_t k = k0; k < k0 + rows; ++k) {
+        const T* src = data + panels.offset + k * panels.b_k + n0 * panels.b_n;
+        for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * panels.b_n];
+        for (int64_t j = cols; j < panels.width; ++j) dst[j] = T{0};
+        dst += panels.width;
       }
     }
   }
@@ -127,7 +125,13 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
     }
     d.packed = true;
     d.copy.resize(static_cast<size_t>(panels->second.elements()) * element);
-    pack_panels(panels->second, static_cast<const uint8_t*>(data), element, d.copy.data());
+    if (element == 4) {
+      pack_panels(panels->second, static_cast<const uint32_t*>(data),
+                  reinterpret_cast<uint32_t*>(d.copy.data()));
+    } else {
+      pack_panels(panels->second, static_cast<const uint16_t*>(data),
+                  reinterpret_cast<uint16_t*>(d.copy.data()));
+    }
   } else if (owner) {
     d.data = data;
     d.owner = std::move(owner);

@@ -241,3 +241,20 @@ def test_search_times_packed_candidates_and_a_parameter_set_before_it_must_be_se
         rt.execute({"m": 9})
     rt.set_data(w, wt)
     run_rows(rt, x, y, wt, rows=(1, 9, 64))
+
+
+@pytest.mark.parametrize("wdtype", [lm.float32, lm.bfloat16], ids=str)
+@pytest.mark.parametrize("parameter", [False, True])
+def test_packing_is_offered_only_where_b_is_a_parameter(parameter, wdtype):
+    """The packed rules' condition (parameter ?b): a weight, or a Cast widening one."""
+    rules = [r for r in _core.parse_rules(CpuRuntime().rewrite_rules(), "cpu.rules")
+             if r.name.startswith("cpu-matmul-packed")]
+    assert len(rules) == 2
+    cx = lm.Graph()
+    x = cx.tensor((5, 7), name="x")
+    w = cx.tensor((9, 7), wdtype, "w", parameter=parameter)
+    (x @ w.to(lm.float32).t()).output()
+    g = _core.EGraph()
+    g.add_graph(cx._g)
+    report = g.run(rules, _core.RunnerLimits())
+    assert all((r.applied > 0) == parameter for r in report.rules)

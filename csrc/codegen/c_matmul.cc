@@ -25,6 +25,9 @@ struct Tiles {
   int64_t vw = 0;  // floats per vector
   int64_t kc = 0;  // depth of a packed k block
   int64_t nc = 0;  // columns of a packed n block (a multiple of nr)
+  int64_t sets = 1;  // sets of accumulators that alternate k steps: 2 for a block of few
+                     // vectors (a few rows of the runtime's panels), whose FMA chains would
+                     // otherwise wait out the FMA latency
 };
 
 Tiles tiles_of(const Kernel& k) {
@@ -43,7 +46,16 @@ Tiles tiles_of(const Kernel& k) {
 std::string micro_name(const Tiles& t, DType panel) {
   std::string name = "lm_mm_" + std::to_string(t.mr) + "x" + std::to_string(t.nr) + "_v" +
                      std::to_string(t.vw);
+  if (t.sets > 1) name += "_s" + std::to_string(t.sets);
   return panel == DType::F32 ? name : name + "_" + dtype_name(panel);
+}
+
+// The tiles of the micro-kernel that runs `rows` rows of the runtime's panels under `t`.
+Tiles panel_rows(const Tiles& t, int64_t rows) {
+  Tiles part = t;
+  part.mr = rows;
+  part.sets = rows * (t.nr / t.vw) < 8 ? 2 : 1;
+  return part;
 }
 
 // "lm_vh8u": an unaligned vector of `width` 16-bit words, and its typedef.
@@ -84,23 +96,54 @@ std::string micro_kernel(const Tiles& t, DType panel) {
       w.line(v + " c" + std::to_string(r) + "_" + std::to_string(j) + " = {0};");
     }
   }
-  w.open("for (int64_t k = 0; k < kc; k++)");
-  for (int64_t j = 0; j < nv; ++j) {
-    std::string at = "bp + k * " + std::to_string(t.nr) + " + " + std::to_string(j * t.vw);
-    w.line(v + " b" + std::to_string(j) + " = " + panel_load(panel, t.vw, at) + ";");
-  }
-  for (int64_t r = 0; r < t.mr; ++r) {
-    std::string rs = std::to_string(r);
-    w.line("const float s" + rs + " = a" + rs + "[k * ak];");
-    std::string splat;
-    for (int64_t l = 0; l < t.vw; ++l) splat += (l ? ", s" : "s") + rs;
-    w.line(v + " x" + rs + " = {" + splat + "};");
+  // One k step `k` into the accumulators named `acc` ("c", or "d" for the second set).
+  auto step = [&](const std::string& k, const std::string& acc) {
     for (int64_t j = 0; j < nv; ++j) {
-      std::string acc = "c" + rs + "_" + std::to_string(j);
-      w.line(acc + " += x" + rs + " * b" + std::to_string(j) + ";");
+      std::string at = "bp + " + k + " * " + std::to_string(t.nr) + " + " +
+                       std::to_string(j * t.vw);
+      w.line(v + " b" + std::to_string(j) + " = " + panel_load(panel, t.vw, at) + ";");
+    }
+    for (int64_t r = 0; r < t.mr; ++r) {
+      std::string rs = std::to_string(r);
+      w.line("const float s" + rs + " = a" + rs + "[" + k + " * ak];");
+      std::string splat;
+      for (int64_t l = 0; l < t.vw; ++l) splat += (l ? ", s" : "s") + rs;
+      w.line(v + " x" + rs + " = {" + splat + "};");
+      for (int64_t j = 0; j < nv; ++j) {
+        w.line(acc + rs + "_" + std::to_string(j) + " += x" + rs + " * b" + std::to_string(j) +
+               ";");
+      }
+    }
+  };
+  if (t.sets == 1) {
+    w.open("for (int64_t k = 0; k < kc; k++)");
+    step("k", "c");
+    w.close();
+  } else {
+    for (int64_t r = 0; r < t.mr; ++r) {
+      for (int64_t j = 0; j < nv; ++j) {
+        w.line(v + " d" + std::to_string(r) + "_" + std::to_string(j) + " = {0};");
+      }
+    }
+    w.line("int64_t k = 0;");
+    w.open("for (; k + 1 < kc; k += 2)");
+    w.open("");
+    step("k", "c");
+    w.close();
+    w.open("");
+    step("(k + 1)", "d");
+    w.close();
+    w.close();
+    w.open("if (k < kc)");
+    step("k", "c");
+    w.close();
+    for (int64_t r = 0; r < t.mr; ++r) {
+      for (int64_t j = 0; j < nv; ++j) {
+        std::string rj = std::to_string(r) + "_" + std::to_string(j);
+        w.line("c" + rj + " += d" + rj + ";");
+      }
     }
   }
-  w.close();
   w.open("if (mr == " + std::to_string(t.mr) + " && nr == " + std::to_string(t.nr) + ")");
   for (int64_t r = 0; r < t.mr; ++r) {
     for (int64_t j = 0; j < nv; ++j) {
@@ -197,8 +240,7 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
       s += f16_load_function(t.vw);
     }
     for (int64_t rows = t.mr; rows >= 1; --rows) {
-      Tiles part = t;
-      part.mr = rows;
+      Tiles part = panel_rows(t, rows);
       if (seen.insert(micro_name(part, panel)).second) s += micro_kernel(part, panel);
     }
   }
@@ -356,14 +398,11 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, CodeWriter& w) {
     w.line(micro_name(t, DType::F32) + args);
   } else {
     for (int64_t rows = t.mr; rows > 1; --rows) {
-      Tiles part = t;
-      part.mr = rows;
       std::string test = rows == t.mr ? "if" : "else if";
-      w.line(test + " (rows == " + std::to_string(rows) + ") " + micro_name(part, *panel) + args);
+      w.line(test + " (rows == " + std::to_string(rows) + ") " +
+             micro_name(panel_rows(t, rows), *panel) + args);
     }
-    Tiles one = t;
-    one.mr = 1;
-    w.line(std::string(t.mr > 1 ? "else " : "") + micro_name(one, *panel) + args);
+    w.line(std::string(t.mr > 1 ? "else " : "") + micro_name(panel_rows(t, 1), *panel) + args);
   }
   w.close();
 }

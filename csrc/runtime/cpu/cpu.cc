@@ -123,24 +123,28 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
       throw ShapeError("set_data: " + input_desc(graph_, input) + " got " +
                        std::to_string(count) + " elements, fewer than its matmul reads");
     }
-    d.packed = true;
-    d.copy.resize(static_cast<size_t>(panels->second.elements()) * element);
+    d.bytes = panels->second.elements() * static_cast<int64_t>(element);
+    d.panels.reset(new uint8_t[static_cast<size_t>(d.bytes) + 1]);
     if (element == 4) {
       pack_panels(panels->second, static_cast<const uint32_t*>(data),
-                  reinterpret_cast<uint32_t*>(d.copy.data()));
+                  reinterpret_cast<uint32_t*>(d.panels.get()));
     } else {
       pack_panels(panels->second, static_cast<const uint16_t*>(data),
-                  reinterpret_cast<uint16_t*>(d.copy.data()));
+                  reinterpret_cast<uint16_t*>(d.panels.get()));
     }
-  } else if (owner) {
+    d.data = d.panels.get();
+    inputs_[input] = std::move(d);
+    return;
+  }
+  d.bytes = count * static_cast<int64_t>(element);
+  if (owner) {
     d.data = data;
     d.owner = std::move(owner);
   } else {
-    d.copy.resize(static_cast<size_t>(count) * element);
+    d.copy.resize(static_cast<size_t>(d.bytes));
     if (!d.copy.empty()) std::memcpy(d.copy.data(), data, d.copy.size());
+    d.data = d.copy.data();
   }
-  if (!d.owner) d.data = d.copy.data();
-  d.bytes = d.owner ? count * static_cast<int64_t>(element) : static_cast<int64_t>(d.copy.size());
   inputs_[input] = std::move(d);
 }
 
@@ -213,7 +217,7 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
 CpuMemoryUse CpuRuntime::memory() const {
   CpuMemoryUse use;
   for (const auto& [node, d] : inputs_) {
-    if (d.packed) {
+    if (d.panels) {
       use.packed_input_bytes += d.bytes;
     } else if (d.owner) {
       use.borrowed_input_bytes += d.bytes;

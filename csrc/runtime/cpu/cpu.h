@@ -71,9 +71,10 @@ class CpuRuntime : public Runtime {
     const void* data = nullptr;
     int64_t count = 0;
     int64_t bytes = 0;                   // held: count elements of the input's dtype, or panels
-    std::vector<uint8_t> copy;           // owned data (set_data), or the panels
+    std::vector<uint8_t> copy;           // owned data (set_data)
     std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
-    bool packed = false;                 // `copy` holds the panels of packed_ (not the data)
+    std::unique_ptr<uint8_t[]> panels;   // the panels of packed_ in place of the data (each
+                                         // element written by the packing: not zeroed first)
   };
   // Keeps `data` (count elements of `dtype`) as `input`'s, borrowed where `owner` is set, or
   // lays it out as its panels, where packed_ has them, and lets it go.

@@ -96,16 +96,21 @@ namespace {
 // (PackedPanels' layout, c_matmul.h): k block by k block, panel by panel, row by row.
 template <typename T>
 void pack_panels(const PackedPanels& panels, const T* data, T* out) {
+  const int64_t width = panels.width;
+  const int64_t depth = panels.depth;
+  const int64_t b_k = panels.b_k;
+  const int64_t b_n = panels.b_n;
   T* dst = out;
-  for (int64_t k0 = 0; k0 < panels.k; k0 += panels.depth) {
-    const int64_t rows = std::min(panels.depth, panels.k - k0);
-    for (int64_t n0 = 0; n0 < panels.n; n0 += panels.width) {
-      const int64_t cols = std::min(panels.width, panels.n - n0);
-      for (int64_t k = k0; k < k0 + rows; ++k) {
-        const T* src = data + panels.offset + k * panels.b_k + n0 * panels.b_n;
-        for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * panels.b_n];
-        for (int64_t j = cols; j < panels.width; ++j) dst[j] = T{0};
-        dst += panels.width;
+  for (int64_t k0 = 0; k0 < panels.k; k0 += depth) {
+    const int64_t rows = std::min(depth, panels.k - k0);
+    for (int64_t n0 = 0; n0 < panels.n; n0 += width) {
+      const int64_t cols = std::min(width, panels.n - n0);
+      const T* block = data + panels.offset + k0 * b_k + n0 * b_n;
+      for (int64_t k = 0; k < rows; ++k) {
+        const T* src = block + k * b_k;
+        for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * b_n];
+        for (int64_t j = cols; j < width; ++j) dst[j] = T{0};
+        dst += width;
       }
     }
   }

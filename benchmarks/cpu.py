@@ -1,9 +1,11 @@
 """CpuRuntime against torch eager (same thread count), numpy and torch.compile, side by side
-in one run: matmul, decode-shaped matrix-vector products (a Linear's and the LM head's, f32
-and bf16 weights, as a fraction of the read bandwidth measured in the same run), a fused
-elementwise chain, softmax, layer_norm and a Llama-style decoder block. Prints one table of
+in one run: matmul, GEMMs with a parameter weight (1024^3, 4096^3 and the prefill shapes
+128x2048x8192, 128x8192x2048) against numpy/OpenBLAS timed in its own process, decode-shaped
+matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, as a fraction of
+the read bandwidth measured in the same run), a fused elementwise chain, softmax, layer_norm
+and a Llama-style decoder block. Prints one table of
 rates and ratios. Usage: python benchmarks/cpu.py [--quick] [--no-compile] [--threads N]
-[--only NAME...] (benchmarks whose name starts with one of them: matmul, gemv, ...)."""
+[--only NAME...] (benchmarks whose name starts with one of them: matmul, gemm, gemv, ...)."""
 
 from __future__ import annotations
 
@@ -138,6 +140,75 @@ def bench_matmul(n, ctx):
     comp = flop / time_compiled(ctx.compiled(lambda x, y: x @ y), (at, bt), reps)
     return dict(name=f"matmul {n}^3 f32", unit="GFLOP/s", lm=lum, torch=tor, numpy=nump,
                 compile=comp, note=f"tiles {choice}", target=("torch", 1.0))
+
+
+NUMPY_GEMM = """
+import json, sys, time, statistics
+import numpy as np
+try:
+    from threadpoolctl import threadpool_info, threadpool_limits
+    threadpool_limits(int(sys.argv[1]))
+    blas = [(i.get("internal_api"), i.get("architecture")) for i in threadpool_info()
+            if i.get("user_api") == "blas"]
+except ImportError:
+    blas = []
+out = {"blas": blas}
+for m, k, n, repeats in json.loads(sys.argv[2]):
+    a = np.random.default_rng(0).standard_normal((m, k), dtype=np.float32)
+    w = np.random.default_rng(1).standard_normal((n, k), dtype=np.float32)
+    a @ w.T
+    times = []
+    start = time.perf_counter()
+    while len(times) < repeats or (time.perf_counter() - start < 0.3 and len(times) < 50):
+        t0 = time.perf_counter()
+        a @ w.T
+        times.append(time.perf_counter() - t0)
+    out[f"{m}x{k}x{n}"] = 2.0 * m * k * n / statistics.median(times) / 1e9
+print(json.dumps(out))
+"""
+
+
+def numpy_gemm_rates(shapes, ctx) -> dict:
+    """GFLOP/s of numpy/OpenBLAS for x (m, k) @ W.T (W (n, k)) per (m, k, n), timed in a child
+    process without OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set on some machines for old OpenBLAS
+    builds; they slow a current one), so only numpy's process runs without them."""
+    import json
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")}
+    jobs = [(m, k, n, max(2, ctx.repeats // (4 if m * k * n >= 2 ** 34 else 1)))
+            for m, k, n in shapes]
+    done = subprocess.run([sys.executable, "-c", NUMPY_GEMM, str(ctx.threads), json.dumps(jobs)],
+                          env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def bench_gemm(m, k, n, ctx):
+    """y = x @ W.T for x (m, k) and a parameter W (n, k), as nn.Linear holds it: the search
+    may lay W out once as its GEMM's panels (pack_b). GFLOP/s against numpy/OpenBLAS timed in
+    its own process (numpy_gemm_rates) and torch in this one."""
+    cx = lm.Graph()
+    x = cx.tensor((m, k))
+    w = cx.tensor((n, k), parameter=True)
+    y = (x @ w.t()).output()
+    xn = np.random.default_rng(0).standard_normal((m, k), dtype=np.float32)
+    wn = np.random.default_rng(1).standard_normal((n, k), dtype=np.float32)
+    rt, choice = compile_best(cx, ctx.threads, ctx.cache, ctx.repeats, {x: xn, w: wn})
+    rt.execute()
+    ref = xn.astype(np.float64) @ wn.astype(np.float64).T
+    err = np.abs(rt.get(y) - ref).max() / np.abs(ref).max()
+    assert err < 1e-4, f"gemm {m}x{k}x{n}: relative error {err}"
+    flop = 2.0 * m * k * n / 1e9
+    reps = max(2, ctx.repeats // (4 if m * k * n >= 2 ** 34 else 1))
+    lum = flop / timeit(lambda: rt.execute(), reps)
+    xt, wt = torch.from_numpy(xn), torch.from_numpy(wn)
+    with torch.no_grad():
+        tor = flop / timeit(lambda: F.linear(xt, wt), reps)
+    nump = ctx.numpy_gemm.get(f"{m}x{k}x{n}", NAN)
+    packed = rt.memory()["packed_input_bytes"] / 1e6
+    return dict(name=f"gemm {m}x{k}x{n} param", unit="GFLOP/s", lm=lum, torch=tor, numpy=nump,
+                compile=NAN, note=f"{choice}; panels {packed:.0f} MB", target=("numpy", 0.95))
 
 
 def bench_gemv(n, k, wdtype, ctx):
@@ -309,6 +380,7 @@ class Context:
         self.use_compile = not args.no_compile
         self.bandwidth = 0.0
         self.read_bandwidth = 0.0
+        self.numpy_gemm = {}  # numpy_gemm_rates: GFLOP/s by "MxKxN"
 
     def compiled(self, fn):
         return try_compile(fn) if self.use_compile else None
@@ -345,6 +417,17 @@ def main():
     benches = [("matmul", lambda: bench_matmul(1024, ctx))]
     if not args.quick:
         benches.append(("matmul", lambda: bench_matmul(4096, ctx)))
+    gemms = [(1024, 1024, 1024), (128, 2048, 8192), (128, 8192, 2048)]
+    if not args.quick:
+        gemms.append((4096, 4096, 4096))
+    if args.only and not "gemm".startswith(tuple(args.only)):
+        gemms = []  # nor numpy's process for them
+    if gemms:
+        ctx.numpy_gemm = numpy_gemm_rates(gemms, ctx)
+        print(f"numpy in its own process (no OPENBLAS_CORETYPE/L2_SIZE), blas "
+              f"{ctx.numpy_gemm.get('blas')}", flush=True)
+    for m, k, n in gemms:
+        benches.append(("gemm", lambda m=m, k=k, n=n: bench_gemm(m, k, n, ctx)))
     for wdtype in ("f32", "bf16"):
         benches.append(("gemv", lambda wdtype=wdtype: bench_gemv(8192, 2048, wdtype, ctx)))
     if not args.quick:

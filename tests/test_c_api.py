@@ -141,15 +141,21 @@ int main(void) {
   const int64_t ds[2] = {0, 3};
   lm_tensor* y = lm_input(gs, "y", LM_F32, 2, ds, syms);
   lm_tensor* ysum = lm_sum_reduce(gs, y, 0);
-  report("sym_output", lm_output(gs, ysum) != LM_OK);
+  const int64_t d3[1] = {3};
+  const float pd[3] = {1, 2, 3};
+  lm_tensor* p = lm_parameter(gs, "p", LM_F32, 1, d3, NULL); /* a weight: set once */
+  lm_tensor* yscaled = lm_mul(gs, ysum, p);
+  report("sym_output", lm_output(gs, ysum) != LM_OK || lm_output(gs, yscaled) != LM_OK);
   lm_runtime* rts = lm_native_runtime_new(gs);
   lm_graph_free(gs); /* the runtime keeps the graph's tensor handles alive */
-  report("sym_set", lm_set_data_f32(rts, y, xd, 6) != LM_OK);
+  report("sym_set", lm_set_data_f32(rts, y, xd, 6) != LM_OK ||
+                        lm_set_data_f32(rts, p, pd, 3) != LM_OK);
   report("unbound_symbol", lm_execute(rts, 0, NULL, NULL) != LM_OK);
   const char* names[1] = {"s"};
   const int64_t vals[1] = {2};
   report("sym_execute", lm_execute(rts, 1, names, vals) != LM_OK);
   values("ysum", rts, ysum);
+  values("yscaled", rts, yscaled);
   lm_runtime_free(rts);
   return 0;
 }
@@ -218,6 +224,7 @@ def test_calls_succeed(checks, label):
         ("rowmax", X.amax(-1)),
         ("root", X.abs().reshape(-1)),
         ("ysum", X.sum(0)),
+        ("yscaled", X.sum(0) * torch.tensor([1.0, 2.0, 3.0])),
     ],
 )
 def test_results_match_torch(checks, label, want):

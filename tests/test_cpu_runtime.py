@@ -311,8 +311,8 @@ def test_memory_counts_each_input_once_by_kind():
     y = ((x * w).exp() * (x * w).exp().sum(1, keepdim=True)).output()
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
     rt._load(cx)  # the graph as written, nothing set yet
-    assert rt.memory() == {"borrowed_input_bytes": 0, "owned_input_bytes": 0, "arena_bytes": 0,
-                           "output_bytes": 0}
+    assert rt.memory() == {"borrowed_input_bytes": 0, "owned_input_bytes": 0,
+                           "packed_input_bytes": 0, "arena_bytes": 0, "output_bytes": 0}
     rt.set_data(x, np.ones((3, 100), np.float32))
     rt.set_data(w, torch.ones(100, dtype=torch.bfloat16))
     rt.set_data(x, np.ones((5, 100), np.float32))  # replaces the first: counted once

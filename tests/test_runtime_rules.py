@@ -76,6 +76,8 @@ def cpu_rule_case(cx, name):
         return REDUCTIONS[name.rsplit("-", 1)[1]](cx.tensor((3, 4)))
     if name == "cpu-widen-cast":  # a bf16 weight read by an f32 matmul
         return cx.tensor((9, 7), lm.bfloat16).to(lm.float32)
+    if name.startswith("cpu-matmul-packed-") or name == "cpu-matmul-packed":  # B a parameter
+        return cx.tensor((5, 7), name="a") @ cx.tensor((7, 9), name="b", parameter=True)
     return matmul(cx)[2]
 
 
@@ -97,7 +99,7 @@ def test_cpu_rule_this_gives_that(name):
 def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     cx = lm.Graph()
     a = cx.tensor((2, 6, 4))
-    b = cx.tensor((2, 5, 4), lm.bfloat16)  # widened to f32 by the matmul
+    b = cx.tensor((2, 5, 4), lm.bfloat16, parameter=True)  # widened to f32 by the matmul
     scores = a @ b.transpose(1, 2)
     (scores.softmax(-1) + scores.sqrt().log2().sin()).output()
     _, _, report = saturate(cx, CPU_RULES)

@@ -64,9 +64,11 @@ lm_dtype lm_tensor_dtype(const lm_tensor* t) {
 
 // ---- sources ----------------------------------------------------------------------------
 
-lm_tensor* lm_input(lm_graph* graph, const char* name, lm_dtype dtype, int32_t rank,
-                    const int64_t* dims, const char* const* symbols) {
-  const char* fn = "lm_input";
+namespace {
+// lm_input and lm_parameter: an input, a parameter where `parameter` (ir/graph.h).
+lm_tensor* make_input(lm_graph* graph, const char* name, lm_dtype dtype, int32_t rank,
+                      const int64_t* dims, const char* const* symbols, bool parameter,
+                      const char* fn) {
   return build(graph, fn, [&](GraphState& s) {
     std::string label = name ? name : "input" + std::to_string(s.graph.inputs().size());
     if (rank < 0) throw ShapeError(fn_msg(fn, "rank of '" + label + "' is negative"));
@@ -90,9 +92,20 @@ lm_tensor* lm_input(lm_graph* graph, const char* name, lm_dtype dtype, int32_t r
       }
       shape.push_back(Expr(dims[k]));
     }
-    NodeId id = s.graph.input(label, shape, dtype_of(dtype, fn));
+    NodeId id = s.graph.input(label, shape, dtype_of(dtype, fn), parameter);
     return new_tensor(s, id, ShapeTracker::contiguous(shape));
   });
+}
+}  // namespace
+
+lm_tensor* lm_input(lm_graph* graph, const char* name, lm_dtype dtype, int32_t rank,
+                    const int64_t* dims, const char* const* symbols) {
+  return make_input(graph, name, dtype, rank, dims, symbols, false, "lm_input");
+}
+
+lm_tensor* lm_parameter(lm_graph* graph, const char* name, lm_dtype dtype, int32_t rank,
+                        const int64_t* dims, const char* const* symbols) {
+  return make_input(graph, name, dtype, rank, dims, symbols, true, "lm_parameter");
 }
 
 lm_tensor* lm_constant(lm_graph* graph, double value, lm_dtype dtype) {

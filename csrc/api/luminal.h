@@ -84,6 +84,10 @@ LM_API lm_dtype lm_tensor_dtype(const lm_tensor* t);         /* LM_F32 on a NULL
  * is non-NULL: then it is the symbolic dim of that name, valued at execute. */
 LM_API lm_tensor* lm_input(lm_graph* graph, const char* name, lm_dtype dtype, int32_t rank,
                            const int64_t* dims, const char* const* symbols);
+/* A parameter: an input as lm_input whose data stays the same across executions (a weight),
+ * so a runtime may lay it out once, when its data is set. */
+LM_API lm_tensor* lm_parameter(lm_graph* graph, const char* name, lm_dtype dtype, int32_t rank,
+                               const int64_t* dims, const char* const* symbols);
 /* A scalar (rank 0); broadcast it with lm_broadcast or lm_insert_axis. */
 LM_API lm_tensor* lm_constant(lm_graph* graph, double value, lm_dtype dtype);
 

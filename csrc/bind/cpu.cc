@@ -62,6 +62,7 @@ void init_cpu(nb::module_& m) {
   nb::class_<CpuMemoryUse>(m, "CpuMemoryUse")
       .def_ro("borrowed_input_bytes", &CpuMemoryUse::borrowed_input_bytes)
       .def_ro("owned_input_bytes", &CpuMemoryUse::owned_input_bytes)
+      .def_ro("packed_input_bytes", &CpuMemoryUse::packed_input_bytes)
       .def_ro("arena_bytes", &CpuMemoryUse::arena_bytes)
       .def_ro("output_bytes", &CpuMemoryUse::output_bytes);
   nb::class_<CpuRuntime, Runtime>(m, "CpuRuntime")

@@ -63,7 +63,7 @@ void init_ir(nb::module_& m) {
 
   nb::class_<Graph>(m, "Graph")
       .def(nb::init<>())
-      .def("input", &Graph::input, "name"_a, "shape"_a, "dtype"_a)
+      .def("input", &Graph::input, "name"_a, "shape"_a, "dtype"_a, "parameter"_a = false)
       .def("constant", &Graph::constant, "value"_a, "dtype"_a)
       .def("constant_expr", &Graph::constant_expr, "value"_a, "dtype"_a)
       .def("iota", &Graph::iota, "expr"_a, "length"_a)
@@ -88,6 +88,7 @@ void init_ir(nb::module_& m) {
       .def("node_dtype", [](const Graph& g, NodeId id) { return g.node(id).dtype; })
       .def("node_shape", [](const Graph& g, NodeId id) { return g.node(id).shape; })
       .def("node_name", [](const Graph& g, NodeId id) { return g.node(id).name; })
+      .def("node_parameter", [](const Graph& g, NodeId id) { return g.node(id).parameter; })
       .def("node_schedule", [](const Graph& g, NodeId id) { return g.node(id).schedule; })
       .def("scheduled", &Graph::scheduled, "node"_a, "schedule"_a)
       .def("node_to_string", &Graph::node_to_string)

@@ -22,13 +22,6 @@ constexpr int64_t kXRows = 2;  // rows of A per step, reused from registers acro
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// "lm_vu8": vectors of `width` 32-bit unsigned lanes (and "lm_vu8u", unaligned), which hold
-// two bf16 words a lane.
-std::string lane_vector(int64_t width) { return "lm_vu" + str(width); }
-
-// "lm_load_f16_v8": `width` f16 words as a vector of floats.
-std::string f16_load_name(int64_t width) { return "lm_load_f16_v" + str(width); }
-
 std::string row_kernel_name(DType stored, int64_t width, int64_t x_rows) {
   return "lm_gemv_" + str(kWRows) + "x" + str(x_rows) + "_v" + str(width) + "_" +
          dtype_name(stored);
@@ -39,9 +32,20 @@ std::string row_kernel_name(DType stored, int64_t width, int64_t x_rows) {
 // masked), which pair with A's row deinterleaved into its even and then its odd elements.
 int64_t step_of(DType stored, int64_t width) { return stored == DType::BF16 ? 2 * width : width; }
 
-// The widening of `width` f16 words: F16C's vcvtph2ps where the compiler targets it, else
-// exponent arithmetic (subnormals exact, infinities and NaNs kept), as lm_f16_to_f32 does for
-// one element.
+}  // namespace
+
+std::string lane_vector(int64_t width) { return "lm_vu" + str(width); }
+
+std::string lane_vector_typedefs(int64_t width) {
+  const std::string u = lane_vector(width);
+  const std::string bytes = str(width * 4);
+  return "typedef unsigned int " + u + " __attribute__((vector_size(" + bytes + ")));\n" +
+         "typedef unsigned int " + u + "u __attribute__((vector_size(" + bytes +
+         "), aligned(2), may_alias));\n";
+}
+
+std::string f16_load_name(int64_t width) { return "lm_load_f16_v" + str(width); }
+
 std::string f16_load_function(int64_t width) {
   const std::string v = float_vector(width);
   const std::string u = lane_vector(width);
@@ -65,8 +69,6 @@ std::string f16_load_function(int64_t width) {
   return s + "}\n";
 }
 
-}  // namespace
-
 bool renders_gemv(const Kernel& k) {
   const int64_t most = cpu_schedule(k).gemv_rows;
   if (most <= 0 || !is_one(k.matmul.b_k)) return false;
@@ -88,12 +90,7 @@ std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen
   const std::string u = lane_vector(width);
   const std::string type = storage_type(stored);
   std::string s;
-  if (stored != DType::F32 && seen.insert(u).second) {
-    std::string bytes = str(width * 4);
-    s += "typedef unsigned int " + u + " __attribute__((vector_size(" + bytes + ")));\n";
-    s += "typedef unsigned int " + u + "u __attribute__((vector_size(" + bytes +
-         "), aligned(2), may_alias));\n";
-  }
+  if (stored != DType::F32 && seen.insert(u).second) s += lane_vector_typedefs(width);
   if (stored == DType::F16 && seen.insert(f16_load_name(width)).second) {
     s += f16_load_function(width);
   }

@@ -1,12 +1,14 @@
 // The C renderer's matmul: C[m, n] = sum_k A[m, k] * B[k, n] per batch, as a packed,
 // register-blocked GEMM. B is packed per (k block, n block) into panels tile_n wide (a 16-bit B
-// widened as it is packed, from its storage); a tile_m x tile_n block of C lives in vector
-// registers (GCC vector extensions) while k runs. Work is split over (batch, n block, m chunk)
-// tasks across OpenMP threads. A kernel with gemv_rows set first tests M and, for few rows,
-// takes the GEMV path of c_gemv.cc instead.
+// widened as it is packed, from its storage), or, for a parameter under pack_b, read from the
+// panels CpuRuntime laid out once (PackedPanels, in B's storage dtype, widened as the
+// micro-kernel loads them); a tile_m x tile_n block of C lives in vector registers (GCC vector
+// extensions) while k runs. Work is split over (batch, n block, m chunk) tasks across OpenMP
+// threads. A kernel with gemv_rows set first tests M and, for few rows, takes the GEMV path of
+// c_gemv.cc instead, unless it reads packed panels.
 #include <map>
+#include <optional>
 #include <set>
-#include <tuple>
 
 #include "codegen/c.h"
 #include "codegen/c_matmul.h"
@@ -23,6 +25,9 @@ struct Tiles {
   int64_t vw = 0;  // floats per vector
   int64_t kc = 0;  // depth of a packed k block
   int64_t nc = 0;  // columns of a packed n block (a multiple of nr)
+  int64_t sets = 1;  // sets of accumulators that alternate k steps: 2 for a block of few
+                     // vectors (a few rows of the runtime's panels), whose FMA chains would
+                     // otherwise wait out the FMA latency
 };
 
 Tiles tiles_of(const Kernel& k) {
@@ -37,22 +42,51 @@ Tiles tiles_of(const Kernel& k) {
   return t;
 }
 
-std::string micro_name(const Tiles& t) {
-  return "lm_mm_" + std::to_string(t.mr) + "x" + std::to_string(t.nr) + "_v" +
-         std::to_string(t.vw);
+// "lm_mm_6x16_v8"; a micro-kernel reading 16-bit panels has the dtype after it.
+std::string micro_name(const Tiles& t, DType panel) {
+  std::string name = "lm_mm_" + std::to_string(t.mr) + "x" + std::to_string(t.nr) + "_v" +
+                     std::to_string(t.vw);
+  if (t.sets > 1) name += "_s" + std::to_string(t.sets);
+  return panel == DType::F32 ? name : name + "_" + dtype_name(panel);
+}
+
+// The tiles of the micro-kernel that runs `rows` rows of the runtime's panels under `t`.
+Tiles panel_rows(const Tiles& t, int64_t rows) {
+  Tiles part = t;
+  part.mr = rows;
+  part.sets = rows * (t.nr / t.vw) < 8 ? 2 : 1;
+  return part;
+}
+
+// "lm_vh8u": an unaligned vector of `width` 16-bit words, and its typedef.
+std::string half_words(int64_t width) { return "lm_vh" + std::to_string(width) + "u"; }
+
+std::string half_words_typedef(int64_t width) {
+  return "typedef unsigned short " + half_words(width) + " __attribute__((vector_size(" +
+         std::to_string(width * 2) + "), aligned(2), may_alias));\n";
+}
+
+// The vector of `width` floats at `at`, a pointer into panels of dtype `panel`.
+std::string panel_load(DType panel, int64_t width, const std::string& at) {
+  const std::string v = float_vector(width);
+  if (panel == DType::F32) return "*(const " + v + "u*)(" + at + ")";
+  if (panel == DType::F16) return f16_load_name(width) + "(" + at + ")";
+  return "(" + v + ")(__builtin_convertvector(*(const " + half_words(width) + "*)(" + at +
+         "), " + lane_vector(width) + ") << 16)";
 }
 
 std::string vec_type(const Tiles& t) { return float_vector(t.vw); }
 
-// The micro-kernel: c[0:mr, 0:nr] (+)= a[0:mr, 0:kc] * bp[0:kc, 0:NR] (bp packed, NR wide).
-std::string micro_kernel(const Tiles& t) {
+// The micro-kernel: c[0:mr, 0:nr] (+)= a[0:mr, 0:kc] * bp[0:kc, 0:NR] (bp packed, NR wide,
+// of dtype `panel`: f32 as the kernel packs it, or a parameter's 16-bit storage).
+std::string micro_kernel(const Tiles& t, DType panel) {
   CodeWriter w;
   std::string v = vec_type(t);
   int64_t nv = t.nr / t.vw;
-  w.open("static inline void " + micro_name(t) +
-         "(int64_t kc, const float* restrict a, int64_t am, int64_t ak, "
-         "const float* restrict bp, float* restrict c, int64_t ldc, int64_t mr, int64_t nr, "
-         "int first)");
+  std::string panel_type = panel == DType::F32 ? "float" : "uint16_t";
+  w.open("static inline void " + micro_name(t, panel) +
+         "(int64_t kc, const float* restrict a, int64_t am, int64_t ak, const " + panel_type +
+         "* restrict bp, float* restrict c, int64_t ldc, int64_t mr, int64_t nr, int first)");
   for (int64_t r = 0; r < t.mr; ++r) {
     std::string rs = std::to_string(r);
     w.line("const float* restrict a" + rs + " = a + (" + rs + " < mr ? " + rs + " : mr - 1) * am;");
@@ -62,23 +96,54 @@ std::string micro_kernel(const Tiles& t) {
       w.line(v + " c" + std::to_string(r) + "_" + std::to_string(j) + " = {0};");
     }
   }
-  w.open("for (int64_t k = 0; k < kc; k++)");
-  for (int64_t j = 0; j < nv; ++j) {
-    w.line(v + " b" + std::to_string(j) + " = *(const " + v + "u*)(bp + k * " +
-           std::to_string(t.nr) + " + " + std::to_string(j * t.vw) + ");");
-  }
-  for (int64_t r = 0; r < t.mr; ++r) {
-    std::string rs = std::to_string(r);
-    w.line("const float s" + rs + " = a" + rs + "[k * ak];");
-    std::string splat;
-    for (int64_t l = 0; l < t.vw; ++l) splat += (l ? ", s" : "s") + rs;
-    w.line(v + " x" + rs + " = {" + splat + "};");
+  // One k step `k` into the accumulators named `acc` ("c", or "d" for the second set).
+  auto step = [&](const std::string& k, const std::string& acc) {
     for (int64_t j = 0; j < nv; ++j) {
-      std::string acc = "c" + rs + "_" + std::to_string(j);
-      w.line(acc + " += x" + rs + " * b" + std::to_string(j) + ";");
+      std::string at = "bp + " + k + " * " + std::to_string(t.nr) + " + " +
+                       std::to_string(j * t.vw);
+      w.line(v + " b" + std::to_string(j) + " = " + panel_load(panel, t.vw, at) + ";");
+    }
+    for (int64_t r = 0; r < t.mr; ++r) {
+      std::string rs = std::to_string(r);
+      w.line("const float s" + rs + " = a" + rs + "[" + k + " * ak];");
+      std::string splat;
+      for (int64_t l = 0; l < t.vw; ++l) splat += (l ? ", s" : "s") + rs;
+      w.line(v + " x" + rs + " = {" + splat + "};");
+      for (int64_t j = 0; j < nv; ++j) {
+        w.line(acc + rs + "_" + std::to_string(j) + " += x" + rs + " * b" + std::to_string(j) +
+               ";");
+      }
+    }
+  };
+  if (t.sets == 1) {
+    w.open("for (int64_t k = 0; k < kc; k++)");
+    step("k", "c");
+    w.close();
+  } else {
+    for (int64_t r = 0; r < t.mr; ++r) {
+      for (int64_t j = 0; j < nv; ++j) {
+        w.line(v + " d" + std::to_string(r) + "_" + std::to_string(j) + " = {0};");
+      }
+    }
+    w.line("int64_t k = 0;");
+    w.open("for (; k + 1 < kc; k += 2)");
+    w.open("");
+    step("k", "c");
+    w.close();
+    w.open("");
+    step("(k + 1)", "d");
+    w.close();
+    w.close();
+    w.open("if (k < kc)");
+    step("k", "c");
+    w.close();
+    for (int64_t r = 0; r < t.mr; ++r) {
+      for (int64_t j = 0; j < nv; ++j) {
+        std::string rj = std::to_string(r) + "_" + std::to_string(j);
+        w.line("c" + rj + " += d" + rj + ";");
+      }
     }
   }
-  w.close();
   w.open("if (mr == " + std::to_string(t.mr) + " && nr == " + std::to_string(t.nr) + ")");
   for (int64_t r = 0; r < t.mr; ++r) {
     for (int64_t j = 0; j < nv; ++j) {
@@ -125,6 +190,17 @@ bool uses_loop_vars(const Expr& e, const Kernel& k) {
   return false;
 }
 
+// Whether render_matmul emits the GEMM for `k`: a matmul it renders whose strides do not move
+// with the loops.
+bool takes_gemm(const Kernel& k) {
+  if (!renders_matmul(k)) return false;
+  const MatmulInfo& mm = k.matmul;
+  for (const Expr* e : {&mm.a_m, &mm.a_k, &mm.b_k, &mm.b_n}) {
+    if (uses_loop_vars(*e, k)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string float_vector(int64_t width) { return "lm_vf" + std::to_string(width); }
@@ -138,16 +214,35 @@ std::string float_vector_typedefs(int64_t width) {
 }
 
 std::string CRenderer::matmul_prelude(const Program& program) const {
-  std::set<std::tuple<int64_t, int64_t, int64_t>> seen;
   std::set<int64_t> widths;
-  std::set<std::string> gemv_seen;  // names of the GEMV helpers emitted so far
+  std::set<std::string> seen;  // names of the micro-kernels and helpers emitted so far
   std::string s;
   for (const Kernel& k : program.kernels) {
     if (!renders_matmul(k)) continue;
     Tiles t = tiles_of(k);
     if (widths.insert(t.vw).second) s += float_vector_typedefs(t.vw);
-    if (seen.insert({t.mr, t.nr, t.vw}).second) s += micro_kernel(t);
-    if (renders_gemv(k)) s += gemv_prelude(k, gemv_seen);
+    std::optional<PackedPanels> panels = packed_panels(k);
+    if (!panels) {
+      if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
+      if (renders_gemv(k)) s += gemv_prelude(k, seen);
+      continue;
+    }
+    // Panels: a micro-kernel for every row count up to tile_m, so that few rows (decode) do
+    // not run a whole block.
+    DType panel = panels->stored;
+    if (panel != DType::F32 && seen.insert(lane_vector(t.vw)).second) {
+      s += lane_vector_typedefs(t.vw);
+    }
+    if (panel == DType::BF16 && seen.insert(half_words(t.vw)).second) {
+      s += half_words_typedef(t.vw);
+    }
+    if (panel == DType::F16 && seen.insert(f16_load_name(t.vw)).second) {
+      s += f16_load_function(t.vw);
+    }
+    for (int64_t rows = t.mr; rows >= 1; --rows) {
+      Tiles part = panel_rows(t, rows);
+      if (seen.insert(micro_name(part, panel)).second) s += micro_kernel(part, panel);
+    }
   }
   if (!s.empty()) s = "void* malloc(unsigned long);\nvoid free(void*);\n" + s;
   return s;
@@ -202,6 +297,70 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
   w.line("float* restrict C = " + c + " + " + k.out_index.substitute(zero).to_c() + ";");
 }
 
+int64_t PackedPanels::last_read() const {
+  if (k == 0 || n == 0) return -1;
+  return offset + (k - 1) * b_k + (n - 1) * b_n;
+}
+
+bool PackedPanels::operator==(const PackedPanels& o) const {
+  return stored == o.stored && width == o.width && depth == o.depth && k == o.k && n == o.n &&
+         offset == o.offset && b_k == o.b_k && b_n == o.b_n;
+}
+
+std::optional<PackedPanels> packed_panels(const Kernel& k) {
+  if (cpu_schedule(k).pack_b != 1 || !takes_gemm(k)) return std::nullopt;
+  const MatmulInfo& mm = k.matmul;
+  const Value& b = k.values[mm.b];
+  if (b.buffer == k.values[mm.a].buffer) return std::nullopt;
+  for (int i = 0; i < mm.m_loop; ++i) {
+    std::optional<Expr> stride = affine_stride(b.index, k.loops[i].var);
+    if (!stride || !is_zero(*stride)) return std::nullopt;
+  }
+  std::map<std::string, Expr> zero = {
+      {k.loops[mm.m_loop].var, 0}, {k.loops[mm.n_loop].var, 0}, {"r0", 0}};
+  for (int i = 0; i < mm.m_loop; ++i) zero[k.loops[i].var] = 0;
+  std::optional<int64_t> offset = b.index.substitute(zero).try_const();
+  std::optional<int64_t> depth = k.reduce[0].extent.try_const();
+  std::optional<int64_t> columns = k.loops[mm.n_loop].extent.try_const();
+  std::optional<int64_t> b_k = mm.b_k.try_const();
+  std::optional<int64_t> b_n = mm.b_n.try_const();
+  if (!offset || !depth || !columns || !b_k || !b_n) return std::nullopt;
+  PackedPanels p;
+  p.stored = mm.b_stored;
+  p.width = tiles_of(k).nr;
+  p.depth = tiles_of(k).kc;
+  p.k = *depth;
+  p.n = *columns;
+  p.offset = *offset;
+  p.b_k = *b_k;
+  p.b_n = *b_n;
+  return p;
+}
+
+void settle_packing(const Graph& graph, Program& program) {
+  // Per buffer: the kernels that would read it as panels, and whether anything reads it else.
+  std::map<BufferId, std::vector<size_t>> packing;
+  std::set<BufferId> read_raw;
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    const Kernel& k = program.kernels[i];
+    std::optional<PackedPanels> panels = packed_panels(k);
+    BufferId b = panels ? k.values[k.matmul.b].buffer : -1;
+    if (panels) packing[b].push_back(i);
+    for (BufferId r : k.reads()) {
+      if (r != b) read_raw.insert(r);
+    }
+  }
+  for (const auto& [b, readers] : packing) {
+    const Buffer& buffer = program.buffers[b];
+    bool keep = buffer.role == BufferRole::kInput && graph.node(buffer.node).parameter &&
+                !read_raw.count(b);
+    const std::optional<PackedPanels> first = packed_panels(program.kernels[readers[0]]);
+    for (size_t i : readers) keep = keep && packed_panels(program.kernels[i]) == first;
+    if (keep) continue;
+    for (size_t i : readers) program.kernels[i].schedule.push_back({"pack_b", 0});
+  }
+}
+
 namespace {
 
 // Packs B[pc:pc+kcur, n0+jr : n0+jr+nr] into its panel, zero-padded to nr columns; `element`
@@ -223,15 +382,28 @@ void emit_pack_panel(const Tiles& t, const std::string& b_type, const std::strin
   w.close();
 }
 
-// Runs the micro-kernel over rows [i, i + rows) and every panel of the n block.
-void emit_row_tile(const Tiles& t, CodeWriter& w) {
+// Runs the micro-kernel over rows [i, i + rows) and every panel of the n block: the panel
+// this task packed, or (`panel` set) the runtime's panels of that dtype, through the
+// micro-kernel of exactly `rows` rows.
+void emit_row_tile(const Tiles& t, std::optional<DType> panel, CodeWriter& w) {
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-  w.line(micro_name(t) + "(kcur, A + i * am + pc * ak, am, ak, lm_bp + (jr / " + nr +
-         ") * kcur * " + nr + ", C + i * N + n0 + jr, N, rows, ncols - jr < " + nr +
-         " ? ncols - jr : " + nr + ", pc == 0);");
+  std::string bp = "lm_bp + (jr / " + nr + ") * kcur * " + nr;
+  if (panel) bp = "lm_panels + pc * lm_padded_n + (n0 + jr) / " + nr + " * kcur * " + nr;
+  std::string args = "(kcur, A + i * am + pc * ak, am, ak, " + bp + ", C + i * N + n0 + jr, N, " +
+                     "rows, ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
+  if (!panel) {
+    w.line(micro_name(t, DType::F32) + args);
+  } else {
+    for (int64_t rows = t.mr; rows > 1; --rows) {
+      std::string test = rows == t.mr ? "if" : "else if";
+      w.line(test + " (rows == " + std::to_string(rows) + ") " +
+             micro_name(panel_rows(t, rows), *panel) + args);
+    }
+    w.line(std::string(t.mr > 1 ? "else " : "") + micro_name(panel_rows(t, 1), *panel) + args);
+  }
   w.close();
 }
 
@@ -242,11 +414,9 @@ void emit_row_tile(const Tiles& t, CodeWriter& w) {
 // shrink until there are enough tasks; m chunks split the rows when there still are not.
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
-  if (!renders_matmul(k)) return false;
+  if (!takes_gemm(k)) return false;
   const MatmulInfo& mm = k.matmul;
-  for (const Expr* e : {&mm.a_m, &mm.a_k, &mm.b_k, &mm.b_n}) {
-    if (uses_loop_vars(*e, k)) return false;
-  }
+  std::optional<PackedPanels> panels = packed_panels(k);
   Tiles t = tiles_of(k);
   const Loop& nl = k.loops[mm.n_loop];
   std::string mr = std::to_string(t.mr);
@@ -263,7 +433,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
   w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
   w.line("const int64_t lm_batches = " + batches.to_c() + ";");
-  if (renders_gemv(k)) emit_gemv(k, outer, w);
+  if (renders_gemv(k) && !panels) emit_gemv(k, outer, w);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
@@ -280,14 +450,22 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   std::string team = omp_team(k, "M * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
-  w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + ncmax + " + 64);");
-  w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
+  if (!panels) {
+    w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + ncmax + " + 64);");
+    w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
+  }
   w.line("#pragma omp for schedule(static)");
   w.open("for (int64_t lm_task = 0; lm_task < lm_outer * lm_mchunks; lm_task++)");
   w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
   w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
   w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
   emit_batch_bases(k, outer, b_type, w);
+  if (panels) {
+    w.line("const " + b_type + "* restrict lm_panels = " +
+           CLikeRenderer::buffer_name(k.values[mm.b].buffer) + ";");
+    w.line("(void)B;");
+    w.line("const int64_t lm_padded_n = (N + " + nr + " - 1) / " + nr + " * " + nr + ";");
+  }
   w.line("const int64_t n0 = lm_jb * nc;");
   w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");
   w.line("const int64_t m0 = lm_mc * lm_mrows;");
@@ -298,16 +476,20 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.close();
   w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
   w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
-  w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-  emit_pack_panel(t, b_type, to_compute(mm.b_stored, "src[j]"),
-                  to_compute(mm.b_stored, "src[j * bn]"), w);
-  w.close();
+  if (!panels) {
+    w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
+    emit_pack_panel(t, b_type, to_compute(mm.b_stored, "src[j]"),
+                    to_compute(mm.b_stored, "src[j * bn]"), w);
+    w.close();
+  }
   w.open("for (int64_t i = m0; i < m1; i += " + mr + ")");
-  emit_row_tile(t, w);
+  std::optional<DType> panel_dtype;
+  if (panels) panel_dtype = panels->stored;
+  emit_row_tile(t, panel_dtype, w);
   w.close();
   w.close();
   w.close();
-  w.line("free(lm_raw);");
+  if (!panels) w.line("free(lm_raw);");
   w.close();
   return true;
 }

@@ -23,6 +23,7 @@ constexpr Param kParams[] = {
     {"vector_width", &CpuSchedule::vector_width, 8},
     {"threads", &CpuSchedule::threads, 0},  // 0 stays 0: the default is by the work
     {"gemv_rows", &CpuSchedule::gemv_rows, 0},
+    {"pack_b", &CpuSchedule::pack_b, 0},
     {kInlineParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter
@@ -85,6 +86,7 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where) 
     throw CompileError(prefix + "gemv_rows must be at most " + std::to_string(kMaxGemvRows) +
                        " in " + where);
   }
+  if (s.pack_b > 1) throw CompileError(prefix + "pack_b must be 0 or 1 in " + where);
   if (width != 4 && width != 8 && width != 16) {
     throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);
   }
@@ -108,8 +110,11 @@ constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's
 // tile_m * tile_n / w FMAs and tile_n / w + tile_m loads; it takes max(FMAs / 2, loads / 2, 4)
 // cycles (two ports each; each accumulator waits out the FMA latency), half again when the
 // block needs more than 16 registers. Edge blocks cost a whole block. Packing B costs its
-// elements once more. An unscheduled matmul has the default tile. So a decode-shaped matmul
-// (M = 1) prices the GEMV at about a fifth of the GEMM, whose cost there is its packing.
+// elements once more; B packed once by the runtime (pack_b) is only streamed, on top of the
+// FMAs (no overlap assumed: the price is not told whether B is a parameter, and where it is not
+// the kernel packs after all). An unscheduled matmul has the default tile. So a decode-shaped
+// matmul (M = 1) prices the GEMV at about a fifth of the GEMM, whose cost there is its packing,
+// and below the GEMM of packed panels; timing decides between those two.
 double CpuKernelCost::matmul(const egraph::MatmulSize& size,
                              const ScheduleParams& schedule) const {
   CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults();
@@ -125,7 +130,8 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
   if (fmas + vecs + 1 > 16) cycles *= 1.5;
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
-  return blocks * size.k * cycles + b_elements * kPackCycles;
+  double b_cycles = tile.pack_b == 1 ? kStreamCycles : kPackCycles;
+  return blocks * size.k * cycles + b_elements * b_cycles;
 }
 
 // Stored (no inline 1: the generic price, a pass writing an f32 copy that every reader then

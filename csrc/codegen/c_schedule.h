@@ -14,7 +14,7 @@ namespace luminal {
 
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
 // renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width", "threads" and
-// "gemv_rows" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
+// "gemv_rows", "pack_b" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
 // is a CPU parameter too, checked here, but no field: the lowering reads it from the node.
 struct CpuSchedule {
   int64_t tile_m = 0;        // matmul: rows of the register block (default 6, at most 16)
@@ -28,6 +28,9 @@ struct CpuSchedule {
                              // region); n > 1 at most n threads whatever the work
   int64_t gemv_rows = 0;     // matmul: the largest M (checked at run time) that takes the GEMV
                              // path, one pass over B (c_gemv.cc); 0 (the default): never
+  int64_t pack_b = 0;        // matmul: 1 reads a parameter B from panels CpuRuntime lays out
+                             // once, when its data is set (c_matmul.h PackedPanels), not packed
+                             // on every call; 0 (the default): the kernel packs B itself
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
@@ -42,8 +45,8 @@ struct CpuSchedule {
 constexpr int64_t kCpuParallelWork = 32768;
 
 // What the C renderer builds `kernel` with: its schedule (the program-wide choice's params,
-// then its root node's; kernel/kernel.h) over the defaults. No field is 0 but threads and
-// gemv_rows, whose defaults are 0.
+// then its root node's; kernel/kernel.h) over the defaults. No field is 0 but threads,
+// gemv_rows and pack_b, whose defaults are 0.
 CpuSchedule cpu_schedule(const Kernel& kernel);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name

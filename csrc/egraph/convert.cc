@@ -67,7 +67,7 @@ Candidate to_candidate(const EGraph& g, const Extracted& ex, const std::vector<E
   p.cost = ex.cost;
   for (NodeId id : original.inputs()) {
     const Node& n = original.node(id);
-    p.inputs.push_back(p.graph.input(n.name, n.shape, n.dtype));
+    p.inputs.push_back(p.graph.input(n.name, n.shape, n.dtype, n.parameter));
   }
   std::unordered_map<Id, NodeId> made;
   auto edge = [&](const EEdge& e) {

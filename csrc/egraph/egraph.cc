@@ -22,6 +22,7 @@ std::string attr_key(const Attr& a) {
                     dims_to_string(n.shape) + " " + std::to_string(a.input_index) + " " +
                     std::to_string(n.axis) + " ";
   key += n.expr ? "{" + n.expr->to_string() + "}" : format_double(n.value);
+  key += n.parameter ? " parameter" : "";
   return key + " \"" + n.name + "\" " + schedule_to_string(n.schedule);
 }
 
@@ -90,6 +91,7 @@ Attr normalized(const Attr& attr) {
     case OpKind::Input:
       out.node.name = n.name;
       out.node.shape = n.shape;
+      out.node.parameter = n.parameter;
       out.input_index = attr.input_index;
       break;
     case OpKind::Constant:
@@ -133,6 +135,7 @@ std::string EGraph::node_to_string(const ENode& node) const {
     switch (node.op) {
       case OpKind::Input:
         out += " #" + std::to_string(a.input_index);
+        if (a.node.parameter) out += " parameter";
         break;
       case OpKind::Constant:
         out += " " + (a.node.expr ? a.node.expr->to_string() : format_double(a.node.value));

@@ -44,8 +44,9 @@ std::string program_text(const Candidate& candidate) {
   };
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     const Node& n = graph.node(graph.inputs()[i]);
+    std::string parameter = n.parameter ? " parameter" : "";
     emit(graph.inputs()[i], "(Input " + std::to_string(i) + " " + expr_list(n.shape) + " " +
-                                dtype_name(n.dtype) + ")");
+                                dtype_name(n.dtype) + parameter + ")");
   }
   std::function<void(NodeId)> visit = [&](NodeId id) {
     if (number.count(id)) return;
@@ -284,14 +285,16 @@ Candidate parse_program(const std::string& text, const Graph& original) {
     };
     NodeId id = -1;
     if (op == OpKind::Input) {
-      want(4);
+      bool parameter = l.items.size() == 5 && atom(l.items[4]) == "parameter";
+      want(parameter ? 5 : 4);
       size_t k = static_cast<size_t>(int_of(l.items[1]));
       if (k != p.inputs.size() || k >= original.inputs().size()) bad(l, "inputs out of order");
       const Node& n = original.node(original.inputs()[k]);
-      if (exprs_of(l.items[2]) != n.shape || dtype_from_name(atom(l.items[3])) != n.dtype) {
+      if (exprs_of(l.items[2]) != n.shape || dtype_from_name(atom(l.items[3])) != n.dtype ||
+          parameter != n.parameter) {
         bad(l, "input " + std::to_string(k) + " does not match the graph's");
       }
-      id = p.graph.input(n.name, n.shape, n.dtype);
+      id = p.graph.input(n.name, n.shape, n.dtype, n.parameter);
       p.inputs.push_back(id);
     } else if (op == OpKind::Constant) {
       want(3);

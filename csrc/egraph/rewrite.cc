@@ -20,7 +20,7 @@ constexpr CondName kConds[] = {
     {"float", CondKind::Float, 1},       {"uniform", CondKind::Uniform, 1},
     {"not-const", CondKind::NotConst, 1}, {"same-dtype", CondKind::SameDtype, 2},
     {"matmul", CondKind::Matmul, 3},
-    {"half", CondKind::Half, 1},
+    {"half", CondKind::Half, 1},         {"parameter", CondKind::Parameter, 1},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -48,6 +48,18 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     return cond;
   }
   return fail("unknown condition '" + e.items[0].atom + "'");
+}
+
+// Whether class `c` holds a parameter Input or, `through_cast`, a Cast of a class that does (a
+// 16-bit weight widened for an f32 matmul).
+bool holds_parameter(const EGraph& g, Id c, bool through_cast) {
+  for (const ENode& n : g.nodes(c)) {
+    if (n.op == OpKind::Input && n.attr >= 0 && g.attr(n.attr).node.parameter) return true;
+    if (through_cast && n.op == OpKind::Cast && holds_parameter(g, n.children[0].cls, false)) {
+      return true;
+    }
+  }
+  return false;
 }
 }  // namespace
 
@@ -83,6 +95,9 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         break;
       case CondKind::Half:
         ok = d.dtype == DType::F16 || d.dtype == DType::BF16;
+        break;
+      case CondKind::Parameter:
+        ok = holds_parameter(g, x.cls, true);
         break;
       case CondKind::Matmul: {
         AttrId attr = s.labels[c.label];

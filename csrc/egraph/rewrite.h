@@ -17,12 +17,13 @@ namespace luminal::egraph {
 //   (nonneg ?x)       every element of x is >= 0 or NaN
 //   (int ?x)          x is Int or Bool;  (float ?x): x is f32, f16 or bf16
 //   (half ?x)         x is f16 or bf16
+//   (parameter ?x)    x's class holds a parameter input (ir/graph.h), or a Cast of one
 //   (uniform ?x)      every element of x is one known value
 //   (not-const ?x)    x's class holds no Constant (nor a broadcast Cast of one)
 //   (same-dtype ?x ?y)
 //   (matmul ?a ?b l)  a SumReduce labelled l of Mul(?a, ?b) is a matmul (egraph/matmul_shape.h)
 enum class CondKind {
-  Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half
+  Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Parameter
 };
 
 struct Condition {

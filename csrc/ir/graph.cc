@@ -69,9 +69,11 @@ NodeId Graph::add(Node node, bool share) {
   return id;
 }
 
-NodeId Graph::input(const std::string& name, const std::vector<Expr>& shape, DType dtype) {
+NodeId Graph::input(const std::string& name, const std::vector<Expr>& shape, DType dtype,
+                    bool parameter) {
   Node n{OpKind::Input, {}, dtype, shape};
   n.name = name;
+  n.parameter = parameter;
   NodeId id = add(std::move(n), false);
   inputs_.push_back(id);
   return id;
@@ -238,6 +240,7 @@ std::string Graph::node_to_string(NodeId id) const {
   switch (n.op) {
     case OpKind::Input:
       out += " \"" + n.name + "\" " + dims_to_string(n.shape) + " #" + std::to_string(id);
+      if (n.parameter) out += " parameter";
       break;
     case OpKind::Constant:
       out += " " + (n.expr ? n.expr->to_string() : format_double(n.value));

@@ -53,6 +53,8 @@ struct Node {
   std::vector<Expr> shape;   // of the output, which is contiguous
   // Attributes; each is meaningful only for the ops named.
   std::string name;          // Input: the user's name for it
+  bool parameter = false;    // Input: a parameter (a weight), constant across executions, so a
+                             // runtime may lay it out once when its data is set
   double value = 0;          // Constant: the number, unless expr is set
   std::optional<Expr> expr;  // Constant: a symbolic value; Iota: the element expression in z
   int axis = -1;             // SumReduce, MaxReduce: the reduced axis of the input view
@@ -61,7 +63,9 @@ struct Node {
 
 class Graph {
  public:
-  NodeId input(const std::string& name, const std::vector<Expr>& shape, DType dtype);
+  // `parameter`: the input's data stays the same across executions (Node::parameter).
+  NodeId input(const std::string& name, const std::vector<Expr>& shape, DType dtype,
+               bool parameter = false);
   NodeId constant(double value, DType dtype);
   NodeId constant_expr(const Expr& value, DType dtype);
   NodeId iota(const Expr& expr, const Expr& length);

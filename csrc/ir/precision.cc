@@ -103,7 +103,7 @@ class HalfPass {
     switch (n.op) {
       case OpKind::Input:
         if (f32) return up(convert(id, false), n.shape);
-        return ng_.input(n.name, n.shape, t);
+        return ng_.input(n.name, n.shape, t, n.parameter);
       case OpKind::Constant:
         return n.expr ? ng_.constant_expr(*n.expr, t) : ng_.constant(n.value, t);
       case OpKind::Iota:

@@ -76,6 +76,12 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
     def name(self) -> str:
         return self.graph._g.node_name(self.id)
 
+    @property
+    def is_parameter(self) -> bool:
+        """Whether this is a parameter: an input made with ``cx.tensor(..., parameter=True)``."""
+        return self.graph._g.node_op(self.id) == OpKind.Input and \
+            self.graph._g.node_parameter(self.id)
+
     def __repr__(self) -> str:
         shape = ", ".join(str(d) for d in self.shape)
         return f"GraphTensor(shape=({shape}), dtype={dt.name(self.dtype)}, node=%{self.id})"
@@ -169,8 +175,11 @@ class Graph(CreationOps):
         self._input_count = 0
         self.last_search_report = None  # the report of the last search (luminal.search)
 
-    def tensor(self, shape: Iterable[Dim] | Dim, dtype=dt.float32, name: str | None = None):
-        """A new input of ``shape`` (ints and symbol names) and ``dtype``."""
+    def tensor(self, shape: Iterable[Dim] | Dim, dtype=dt.float32, name: str | None = None,
+               parameter: bool = False):
+        """A new input of ``shape`` (ints and symbol names) and ``dtype``. A ``parameter`` (a
+        weight) keeps its data across executions, so a runtime may lay it out once, when its
+        data is set (CpuRuntime packs it into the panels its GEMM reads)."""
         if isinstance(shape, (int, str, Expr)):
             shape = (shape,)
         dims = [_to_expr(d, f"tensor {name or ''}".strip()) for d in shape]
@@ -178,7 +187,7 @@ class Graph(CreationOps):
             name = f"input{self._input_count}"
         self._input_count += 1
         dtype = dt.to_dtype(dtype)
-        node = self._g.input(name, dims, dtype)
+        node = self._g.input(name, dims, dtype, bool(parameter))
         return GraphTensor(self, node, ShapeTracker.contiguous(dims), dtype)
 
     def named_tensor(self, name: str, shape, dtype=dt.float32):

@@ -229,11 +229,14 @@ class CpuRuntime(Runtime):
     def memory(self) -> dict:
         """The bytes this runtime holds, by kind: ``borrowed_input_bytes`` (inputs read in
         place from the caller's arrays: memory-mapped weights stay in their file's pages),
-        ``owned_input_bytes`` (inputs it copied), ``arena_bytes`` (the temporaries' arena) and
-        ``output_bytes`` (the last execute's outputs). Each input counts once."""
+        ``owned_input_bytes`` (inputs it copied), ``packed_input_bytes`` (parameters laid out
+        as the panels a GEMM reads, in their storage dtype, in place of their data),
+        ``arena_bytes`` (the temporaries' arena) and ``output_bytes`` (the last execute's
+        outputs). Each input counts once."""
         use = self._rt.memory()
         return {k: getattr(use, k) for k in ("borrowed_input_bytes", "owned_input_bytes",
-                                             "arena_bytes", "output_bytes")}
+                                             "packed_input_bytes", "arena_bytes",
+                                             "output_bytes")}
 
     @property
     def last_compile_stats(self):

@@ -1,7 +1,9 @@
-// CpuRuntime: lower -> render C -> compile/cache/load; execute evaluates the dims, plans the
-// arena for them (once per set of values), binds every buffer and calls lm_run.
+// CpuRuntime: lower -> settle which parameters are panels -> render C -> compile/cache/load;
+// set_data of such a parameter packs it; execute evaluates the dims, plans the arena for them
+// (once per set of values), binds every buffer and calls lm_run.
 #include "runtime/cpu/cpu.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -35,7 +37,9 @@ Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
     const Node& n = graph.node(id);
     if (!n.schedule.empty()) check_cpu_schedule(n.schedule, "node %" + std::to_string(id));
   }
-  return lower_graph(graph, choice.params);
+  Program program = lower_graph(graph, choice.params);
+  settle_packing(graph, program);
+  return program;
 }
 }  // namespace
 
@@ -54,6 +58,11 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   program_ = std::move(program);
   source_ = std::move(source);
   liveness_ = buffer_liveness(program_);
+  packed_.clear();
+  for (const Kernel& k : program_.kernels) {
+    std::optional<PackedPanels> panels = packed_panels(k);
+    if (panels) packed_[program_.buffers[k.values[k.matmul.b].buffer].node] = *panels;
+  }
   inputs_.clear();
   outputs_.clear();
   plan_valid_ = false;
@@ -68,13 +77,7 @@ std::shared_ptr<const egraph::KernelCost> CpuRuntime::kernel_cost() const {
 
 void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
   check_set_data(graph_, compiled_, input, count, dtype);
-  InputData d;
-  d.count = count;
-  d.bytes = count * static_cast<int64_t>(dtype_size(dtype));
-  d.copy.resize(static_cast<size_t>(d.bytes));
-  if (!d.copy.empty()) std::memcpy(d.copy.data(), data, d.copy.size());
-  d.data = d.copy.data();
-  inputs_[input] = std::move(d);
+  keep_input(input, data, count, dtype, nullptr);
 }
 
 void CpuRuntime::clear_data() {
@@ -85,11 +88,68 @@ void CpuRuntime::clear_data() {
 void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,
                                    std::shared_ptr<const void> owner) {
   check_set_data(graph_, compiled_, input, count, dtype);
+  keep_input(input, data, count, dtype, std::move(owner));
+}
+
+namespace {
+// Lays `data` (a parameter's elements, of T: 4 or 2 bytes) out as `panels` in `out`
+// (PackedPanels' layout, c_matmul.h): k block by k block, panel by panel, row by row.
+template <typename T>
+void pack_panels(const PackedPanels& panels, const T* data, T* out) {
+  const int64_t width = panels.width;
+  const int64_t depth = panels.depth;
+  const int64_t b_k = panels.b_k;
+  const int64_t b_n = panels.b_n;
+  T* dst = out;
+  for (int64_t k0 = 0; k0 < panels.k; k0 += depth) {
+    const int64_t rows = std::min(depth, panels.k - k0);
+    for (int64_t n0 = 0; n0 < panels.n; n0 += width) {
+      const int64_t cols = std::min(width, panels.n - n0);
+      const T* block = data + panels.offset + k0 * b_k + n0 * b_n;
+      for (int64_t k = 0; k < rows; ++k) {
+        const T* src = block + k * b_k;
+        for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * b_n];
+        for (int64_t j = cols; j < width; ++j) dst[j] = T{0};
+        dst += width;
+      }
+    }
+  }
+}
+}  // namespace
+
+void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType dtype,
+                            std::shared_ptr<const void> owner) {
   InputData d;
   d.count = count;
-  d.bytes = count * static_cast<int64_t>(dtype_size(dtype));
-  d.data = data;
-  d.owner = std::move(owner);
+  const size_t element = dtype_size(dtype);
+  auto panels = packed_.find(input);
+  if (panels != packed_.end()) {
+    if (panels->second.last_read() >= count) {
+      throw ShapeError("set_data: " + input_desc(graph_, input) + " got " +
+                       std::to_string(count) + " elements, fewer than its matmul reads");
+    }
+    d.bytes = panels->second.elements() * static_cast<int64_t>(element);
+    d.panels.reset(new uint8_t[static_cast<size_t>(d.bytes) + 1]);
+    if (element == 4) {
+      pack_panels(panels->second, static_cast<const uint32_t*>(data),
+                  reinterpret_cast<uint32_t*>(d.panels.get()));
+    } else {
+      pack_panels(panels->second, static_cast<const uint16_t*>(data),
+                  reinterpret_cast<uint16_t*>(d.panels.get()));
+    }
+    d.data = d.panels.get();
+    inputs_[input] = std::move(d);
+    return;
+  }
+  d.bytes = count * static_cast<int64_t>(element);
+  if (owner) {
+    d.data = data;
+    d.owner = std::move(owner);
+  } else {
+    d.copy.resize(static_cast<size_t>(d.bytes));
+    if (!d.copy.empty()) std::memcpy(d.copy.data(), data, d.copy.size());
+    d.data = d.copy.data();
+  }
   inputs_[input] = std::move(d);
 }
 
@@ -162,7 +222,9 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
 CpuMemoryUse CpuRuntime::memory() const {
   CpuMemoryUse use;
   for (const auto& [node, d] : inputs_) {
-    if (d.owner) {
+    if (d.panels) {
+      use.packed_input_bytes += d.bytes;
+    } else if (d.owner) {
       use.borrowed_input_bytes += d.bytes;
     } else {
       use.owned_input_bytes += d.bytes;

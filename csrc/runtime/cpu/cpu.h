@@ -1,12 +1,15 @@
 // CpuRuntime: runs a graph as generated C kernels compiled by the system compiler (see
 // runtime/cpu/cpu_compiler.h), with temporaries in one planned arena. Inputs may be borrowed
-// (no copy) from the caller's memory; changing a dim's value reuses the compiled code.
+// (no copy) from the caller's memory; a parameter that GEMMs read as panels (pack_b) is laid
+// out once, when its data is set, and its data let go. Changing a dim's value reuses the
+// compiled code.
 // Gather with an out-of-range index reads 0 (NativeRuntime raises instead).
 #pragma once
 
 #include <map>
 #include <memory>
 
+#include "codegen/c_matmul.h"
 #include "kernel/kernel.h"
 #include "kernel/memory_plan.h"
 #include "runtime/cpu/cpu_compiler.h"
@@ -23,6 +26,8 @@ struct CpuMemoryUse {
   int64_t borrowed_input_bytes = 0;  // inputs read in place from the caller's memory (mapped
                                      // weight files, numpy arrays), owned by the caller
   int64_t owned_input_bytes = 0;     // inputs the runtime copied (set_data)
+  int64_t packed_input_bytes = 0;    // parameters laid out as a GEMM's panels (set_data of a
+                                     // parameter a pack_b kernel reads), in place of their data
   int64_t arena_bytes = 0;           // the temporaries' arena as allocated (its largest plan)
   int64_t output_bytes = 0;          // the outputs of the last execute
 };
@@ -65,10 +70,16 @@ class CpuRuntime : public Runtime {
   struct InputData {
     const void* data = nullptr;
     int64_t count = 0;
-    int64_t bytes = 0;                   // count elements of the input's dtype
+    int64_t bytes = 0;                   // held: count elements of the input's dtype, or panels
     std::vector<uint8_t> copy;           // owned data (set_data)
     std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
+    std::unique_ptr<uint8_t[]> panels;   // the panels of packed_ in place of the data (each
+                                         // element written by the packing: not zeroed first)
   };
+  // Keeps `data` (count elements of `dtype`) as `input`'s, borrowed where `owner` is set, or
+  // lays it out as its panels, where packed_ has them, and lets it go.
+  void keep_input(NodeId input, const void* data, int64_t count, DType dtype,
+                  std::shared_ptr<const void> owner);
   void run(const DynMap& dyn_map, double* seconds);  // execute; seconds as in kernel_times
 
   CpuOptions options_;
@@ -79,6 +90,7 @@ class CpuRuntime : public Runtime {
   std::string source_;
   LoadedProgram loaded_;
   std::map<NodeId, InputData> inputs_;
+  std::map<NodeId, PackedPanels> packed_;  // parameters read only as panels (settle_packing)
   std::map<NodeId, HostBuffer> outputs_;
   // Cached plan for the last dim values.
   std::vector<int64_t> plan_dims_;

@@ -1,7 +1,8 @@
 """Module and Parameter: the PyTorch-style container every luminal.nn layer derives from.
 
-A Parameter is a named weight that becomes a graph input the first time a forward pass uses
-it; ``load_state_dict(rt, weights)`` then sets every such input once on a compiled runtime,
+A Parameter is a named weight that becomes a graph parameter (an input constant across
+executions: ``cx.tensor(..., parameter=True)``) the first time a forward pass uses it;
+``load_state_dict(rt, weights)`` then sets every such input once on a compiled runtime,
 and the runtime keeps them across executes. Not here: the layers themselves (layers.py, ...).
 """
 
@@ -28,7 +29,8 @@ class Parameter:
         """The graph input holding this weight in ``graph`` (made on first call)."""
         if self._graph is not graph:
             self._graph = graph
-            self._tensor = graph.tensor(self.shape, self.dtype, self.name or "param")
+            self._tensor = graph.tensor(self.shape, self.dtype, self.name or "param",
+                                        parameter=True)
         return self._tensor
 
     def bound_in(self, graph):

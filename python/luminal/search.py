@@ -93,6 +93,10 @@ class SearchReport:
     # The winner's kernels, slowest first, when the runtime times kernels one by one:
     # (seconds, what the kernel computes: op, shape and schedule).
     winner_kernels: list = field(default_factory=list)
+    # Wall seconds per step of the search, in the order first met: "saturation",
+    # "extraction", "reference" (compiling it and drawing the check inputs, which overlap),
+    # "reference run", "compile", "check", "timing", "load" (the winner into the runtime).
+    phases: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"search on {self.runtime}, budget {self.budget}: "
@@ -109,6 +113,9 @@ class SearchReport:
             lines.append(f"   checked against: {self.reference}")
         if self.saturation:
             lines.append("   " + self.saturation.splitlines()[0])
+        if self.phases:
+            lines.append("   seconds: " + ", ".join(f"{name} {sec:.2f}"
+                                                    for name, sec in self.phases.items()))
         if self.winner_kernels:
             total = sum(sec for sec, _ in self.winner_kernels)
             lines.append(f"   winner's kernels ({len(self.winner_kernels)}, {total * 1e3:.3f} ms "
@@ -133,6 +140,21 @@ class SpaceSpec:
             self.core = _core.SearchSpace(graph._g, rules, self.limits.core(), runtime)
             self.rules = rules
         return self.core
+
+
+class _Phase:
+    """``with _Phase(report, name):`` adds the block's wall seconds to report.phases[name]."""
+
+    def __init__(self, report: SearchReport, name: str):
+        self.report = report
+        self.name = name
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc):
+        seconds = time.perf_counter() - self.t0
+        self.report.phases[self.name] = self.report.phases.get(self.name, 0.0) + seconds
 
 
 def representative_dims(graph) -> dict:
@@ -308,23 +330,24 @@ def _order(programs: list, choices: list, budget: int) -> list:
     return [(p, choice) for _, p, _, choice in pairs[:budget]]
 
 
-def _time(core_rt, dims, warmup: int, repeats: int, best: float | None = None) -> float:
-    """The median of up to ``repeats`` runs after ``warmup`` more (2 s of runs at most). A
-    candidate whose first RACE_SAMPLES runs all took over RACE_MARGIN x ``best`` (the fastest
-    median so far) has lost the race: it stops there."""
-    for _ in range(warmup):
+def _time(core_rt, dims, warmup: int, repeats: int, best: float | None = None,
+          samples: list | None = None) -> float:
+    """The median of ``samples`` (seconds of runs already made) and more runs, up to
+    ``repeats`` in all, after ``warmup`` more (2 s of runs at most). A candidate whose first
+    RACE_SAMPLES all took over RACE_MARGIN x ``best`` (the fastest median so far) has lost
+    the race: it stops there."""
+    for _ in range(max(warmup, 0)):
         core_rt.execute(dims)
-    times = []
-    spent = 0.0
-    for _ in range(repeats):
+    times = list(samples or [])
+    spent = sum(times)
+    while len(times) < repeats and spent <= 2.0:
+        if best is not None and len(times) >= RACE_SAMPLES and \
+                min(times[:RACE_SAMPLES]) > RACE_MARGIN * best:
+            break
         t0 = time.perf_counter()
         core_rt.execute(dims)
         times.append(time.perf_counter() - t0)
         spent += times[-1]
-        if spent > 2.0:
-            break
-        if best is not None and len(times) == RACE_SAMPLES and min(times) > RACE_MARGIN * best:
-            break
     return statistics.median(times)
 
 
@@ -384,8 +407,9 @@ class _SearchRun:
         if entry is None or entry["budget"] < self.budget:
             return False
         try:
-            program = _core.parse_program(entry["program"], self.g)
-            self.runtime._load(self.cx, program, _choice(entry["choice"]))
+            with _Phase(self.report, "load"):
+                program = _core.parse_program(entry["program"], self.g)
+                self.runtime._load(self.cx, program, _choice(entry["choice"]))
         except (LuminalError, ValueError, TypeError):
             return False
         self.report.cache_hit = True
@@ -398,16 +422,18 @@ class _SearchRun:
         runtime's tuning choices, in the order they are tried (_order), at most the budget.
         With room to spare, one slot of the budget goes to the combination of the fastest
         kernels (see _combine), when the runtime can time its kernels one by one."""
-        self.space = self.cx._search_space.build(self.cx, self.rules, self.core_rt)
+        with _Phase(self.report, "saturation"):
+            self.space = self.cx._search_space.build(self.cx, self.rules, self.core_rt)
         self.report.saturation = str(self.space.report)
         self.timing_kernels = self.budget > 1 and self.core_rt.can_time_kernels()
         self.combine = self.budget >= 3 and self.timing_kernels
         count = self.budget - 1 if self.combine else self.budget
-        self.programs = self.space.extract(count, self.dims)
-        choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
-                   for p in self.programs]
-        self.order = _order(self.programs, choices, self.budget)  # (program index, choice)
-        self.texts = [p.text() for p in self.programs]
+        with _Phase(self.report, "extraction"):
+            self.programs = self.space.extract(count, self.dims)
+            choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
+                       for p in self.programs]
+            self.order = _order(self.programs, choices, self.budget)  # (program index, choice)
+            self.texts = [p.text() for p in self.programs]
 
     def run_reference(self, verify: bool, reference: str) -> None:
         """Reference: the outputs every candidate must match on random inputs (``seed``),
@@ -426,7 +452,8 @@ class _SearchRun:
             small = _core.graph_work(g, self.dims) <= AUTO_NATIVE_WORK
             reference = "native" if small or on_native else "runtime"
         if not self.need_check:
-            self.inputs = _random_inputs(g, self.dims, self.seed)
+            with _Phase(self.report, "reference"):
+                self.inputs = _random_inputs(g, self.dims, self.seed)
             return
         self.report.reference = "native" if reference == "native" else \
             f"{self.core_rt.name} running the graph as written"
@@ -434,11 +461,12 @@ class _SearchRun:
         try:
             # The compile (C++, GIL released: a runtime's compilers run as processes) and the
             # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
-            with ThreadPoolExecutor(max_workers=1) as pool:
+            with _Phase(self.report, "reference"), ThreadPoolExecutor(max_workers=1) as pool:
                 compiling = pool.submit(ref_rt.compile, g)
                 self.inputs = _random_inputs(g, self.dims, self.seed)
                 compiling.result()
-            self.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
+            with _Phase(self.report, "reference run"):
+                self.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
         except LuminalError as e:
             # E.g. Gather indices out of range: keep the graph as written.
             self.programs = [self.original]
@@ -490,39 +518,57 @@ class _SearchRun:
         prog = self.programs[p]
         core_rt = self.core_rt
         try:
-            core_rt.compile(prog.graph, choice)
+            with _Phase(self.report, "compile"):
+                core_rt.compile(prog.graph, choice)
             t_check = None
-            if self.need_check:
-                t0 = time.perf_counter()
-                got = _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
-                t_check = time.perf_counter() - t0
-                res.detail = _disagreement(got, self.want, self.out_dtypes)
-                if res.detail:
-                    res.status = "wrong"
-                    self.report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
-                                                   f"{self.texts[p]}")
-                    return
-            if self.budget > 1:
-                if not self.need_check:
+            with _Phase(self.report, "check"):
+                if self.need_check:
+                    t0 = time.perf_counter()
+                    got = _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
+                    t_check = time.perf_counter() - t0
+                    res.detail = _disagreement(got, self.want, self.out_dtypes)
+                elif self.budget > 1:
                     _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
-                if t_check is not None and t_check > SLOW_RUN:
-                    res.seconds = t_check  # one slow run is its own sample: no more repeats
-                else:  # the run just made (the check's) is the first warm-up
-                    res.seconds = _time(core_rt, self.dims, self.warmup - 1, self.repeats,
-                                        _best_time(self.results))
-                res.status = "ok"
-                if self.timing_kernels:
-                    self.kernel_times.append((p, core_rt.kernel_times(self.dims)))
+            if res.detail:
+                res.status = "wrong"
+                self.report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
+                                               f"{self.texts[p]}")
+                return
+            if self.budget > 1:
+                with _Phase(self.report, "timing"):
+                    self._time_candidate(p, res, t_check)
         except LuminalError as e:
             res.status = "failed"
             res.detail = f"{type(e).__name__}: {e}"
+
+    def _time_candidate(self, p: int, res: CandidateResult, t_check: float | None) -> None:
+        """Times candidate ``p``, just run once (checked: the first warm-up): its kernels one
+        by one when the runtime can (their total is the first sample, or with more warm-ups
+        asked for, the second warm-up), then repeats (_time), unless its check run took over
+        SLOW_RUN, which then is its only sample."""
+        samples = []
+        warmups = self.warmup - 1
+        if self.timing_kernels:
+            kernels = self.core_rt.kernel_times(self.dims)
+            self.kernel_times.append((p, kernels))
+            if warmups > 0:
+                warmups -= 1
+            else:
+                samples.append(sum(seconds for _, seconds in kernels))
+        if t_check is not None and t_check > SLOW_RUN:
+            res.seconds = t_check
+        else:
+            res.seconds = _time(self.core_rt, self.dims, warmups, self.repeats,
+                                _best_time(self.results), samples)
+        res.status = "ok"
 
     def _insert_combination(self, position: int) -> int:
         """Extracts the program that takes, per e-class, the schedule whose kernel ran
         fastest (_combine) and puts it at ``position`` in the order, unless it is a candidate
         already. Returns its index in programs, or -1."""
         chosen = _combine(self.programs, self.kernel_times)
-        program = self.space.extract_choosing(chosen, self.dims) if chosen else None
+        with _Phase(self.report, "extraction"):
+            program = self.space.extract_choosing(chosen, self.dims) if chosen else None
         if program is None or program.text() in self.texts:
             return -1
         self.programs.append(program)
@@ -548,11 +594,12 @@ class _SearchRun:
             p, self.win_choice = self.order[best]
             self.win_program = self.programs[p]
             self.win_text = self.texts[p]
-        if self.report.winner is not None and self.report.winner == len(self.results) - 1:
-            self.runtime._rt.clear_data()  # the check inputs must not stand in for the user's
-            self.runtime._adopt(self.cx, self.win_program)
-        else:
-            self.runtime._load(self.cx, self.win_program, self.win_choice)
+        with _Phase(self.report, "load"):
+            if self.report.winner is not None and self.report.winner == len(self.results) - 1:
+                self.runtime._rt.clear_data()  # the check inputs must not stand in for the user's
+                self.runtime._adopt(self.cx, self.win_program)
+            else:
+                self.runtime._load(self.cx, self.win_program, self.win_choice)
         self.report.candidates = self.results + self.skipped
         self.report.winner_program = self.win_text
         if self.report.winner is not None:

@@ -257,10 +257,12 @@ def test_a_cache_hit_reproduces_the_searched_program(tmp_path):
         session = CausalLMSession(model, rt, search=3)
         logits = session.step(np.array([prompt]))
         np.testing.assert_allclose(logits, want, rtol=2e-3, atol=2e-3)
-        runs.append((session.graph.last_search_report.cache_hit, rt.source,
+        runs.append((session.graph.last_search_report, rt.source,
                      rt.memory()["arena_bytes"], logits))
-    (cold_hit, cold_source, cold_arena, cold_logits), (hit, source, arena, logits) = runs
-    assert not cold_hit and hit
+    (cold, cold_source, cold_arena, cold_logits), (cached, source, arena, logits) = runs
+    assert not cold.cache_hit and cached.cache_hit
+    steps = ("saturation", "extraction", "reference", "compile", "check", "timing", "load")
+    assert set(steps) <= set(cold.phases) and list(cached.phases) == ["load"]
     assert source == cold_source
     assert arena == cold_arena
     np.testing.assert_array_equal(logits, cold_logits)

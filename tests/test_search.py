@@ -231,3 +231,73 @@ def test_search_leaves_no_check_inputs_behind():
         rt = cx.search(lm.CpuRuntime(), budget, cache=False)
         with pytest.raises(lm.ShapeError, match="no data set for input 'a'"):
             rt.execute(cx.dyn_map)
+
+
+def test_a_cache_hit_reproduces_the_searched_program(tmp_path):
+    """The cached entry rebuilds the winner node for node: a Llama's session built a second
+    time compiles the same C and, after the same step, holds the same arena (the search's
+    checks leave no larger one behind) and the same logits, which match transformers'."""
+    transformers = pytest.importorskip("transformers")
+    from luminal.models import CausalLMSession, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=96, hidden_size=32, intermediate_size=64, num_hidden_layers=3,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+        initializer_range=0.3, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    hf = transformers.LlamaForCausalLM(config).eval()
+    hf.to(torch.bfloat16).save_pretrained(str(tmp_path / "model"))
+    prompt = [3, 17, 50, 4]
+    with torch.no_grad():
+        want = hf.float()(torch.tensor([prompt])).logits[:, -1:].numpy()
+    runs = []
+    for _ in range(2):
+        model = LlamaForCausalLM.from_pretrained(tmp_path / "model", max_context=16)
+        rt = lm.CpuRuntime(cache_dir=str(tmp_path / "cpu"))
+        session = CausalLMSession(model, rt, search=3)
+        logits = session.step(np.array([prompt]))
+        np.testing.assert_allclose(logits, want, rtol=2e-3, atol=2e-3)
+        runs.append((session.graph.last_search_report, rt.source,
+                     rt.memory()["arena_bytes"], logits))
+    (cold, cold_source, cold_arena, cold_logits), (cached, source, arena, logits) = runs
+    assert not cold.cache_hit and cached.cache_hit
+    steps = ("saturation", "extraction", "reference", "compile", "check", "timing", "load")
+    assert set(steps) <= set(cold.phases) and list(cached.phases) == ["load"]
+    assert source == cold_source
+    assert arena == cold_arena
+    np.testing.assert_array_equal(logits, cold_logits)
+
+
+@pytest.mark.parametrize("dtype", [lm.float32, lm.float16, lm.bfloat16])
+def test_check_inputs_are_random_floats_of_moderate_size(dtype):
+    from luminal.runtime import _from_storage
+    from luminal.search import _random_floats
+
+    words = _random_floats(np.random.default_rng(3), 10001, dtype)
+    again = _random_floats(np.random.default_rng(3), 10001, dtype)
+    assert words.size == 10001 and np.array_equal(words, again)
+    values = _from_storage(words, dtype).astype(np.float64)
+    assert np.all((np.abs(values) >= 0.5) & (np.abs(values) < 2.0))
+    assert 0.4 < np.mean(values < 0) < 0.6
+    assert len(np.unique(values)) > 500
+
+
+def test_a_compile_starts_a_fresh_arena(tmp_path):
+    """A search runs the reference and every candidate on one runtime; the program it keeps
+    must not hold the arena an earlier, bigger one needed."""
+    def graph(rows):
+        cx = lm.Graph()
+        x = cx.tensor((rows, 64), name="x")
+        x.sum(1).exp2().sum(0).output()  # the row sums are a temporary of `rows` floats
+        return cx, x
+
+    sizes = []
+    for order in ((4096, 8), (8,)):
+        rt = lm.CpuRuntime(cache_dir=str(tmp_path))
+        for rows in order:
+            cx, x = graph(rows)
+            rt._load(cx)
+            rt.set_data(x, np.ones((rows, 64), np.float32))
+            rt.execute(cx.dyn_map)
+        sizes.append(rt.memory()["arena_bytes"])
+    assert sizes[0] == sizes[1]

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/errors.h"
+#include "egraph/program_text.h"
 
 namespace luminal::egraph {
 
@@ -116,7 +117,7 @@ Candidate to_candidate(const EGraph& g, const Extracted& ex, const std::vector<E
   }
   for (const EEdge& r : roots) p.outputs.push_back(p.graph.output(edge(r)));
   p.node_class.resize(p.graph.size(), -1);
-  return p;
+  return canonical_candidate(p, original);
 }
 
 Candidate identity_program(const Graph& original) {

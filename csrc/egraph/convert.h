@@ -25,7 +25,8 @@ struct Candidate {
 // Adds `graph` to `g`; returns one root edge per output of graph, in order.
 std::vector<EEdge> add_graph(EGraph& g, const Graph& graph);
 
-// The extracted program `ex` for `roots` as a Candidate; `original` gives the inputs.
+// The extracted program `ex` for `roots` as a Candidate; `original` gives the inputs. Its
+// nodes come in the order of its program text (canonical_candidate, egraph/program_text.h).
 Candidate to_candidate(const EGraph& g, const Extracted& ex, const std::vector<EEdge>& roots,
                        const Graph& original);
 

@@ -31,8 +31,16 @@ double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
   return priced < 0 ? -1 : launch + priced;
 }
 
+double CostModel::priced_plain_cost(const EGraph& g, const ENode& n) const {
+  auto it = plain_costs_->find(n);
+  if (it != plain_costs_->end()) return it->second;
+  double cost = plain_cost(g, n);
+  plain_costs_->emplace(n, cost);
+  return cost;
+}
+
 double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
-  double base = plain_cost(g, n);
+  double base = priced_plain_cost(g, n);
   static const ScheduleParams kNone;
   const ScheduleParams& s = n.attr >= 0 ? g.attr(n.attr).node.schedule : kNone;
   // Recomputing a node in each reader (inline 1) saves a store and a load per reader but

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "egraph/egraph.h"
 
@@ -64,7 +65,15 @@ struct CostModel {
   double size(const Expr& e) const { return elements({e}); }
 
  private:
+  // plain_cost by canonical e-node, filled as nodes are priced and shared by the copies of
+  // one model: the search extracts several programs (one per preferred schedule) with the
+  // same dims and kernel_cost, so each node is priced once (symbolic sizes are not cheap).
+  // A copy that changes dims or kernel_cost must reset it.
+  std::shared_ptr<std::unordered_map<ENode, double, ENodeHash>> plain_costs_ =
+      std::make_shared<std::unordered_map<ENode, double, ENodeHash>>();
+
   double plain_cost(const EGraph& g, const ENode& node) const;
+  double priced_plain_cost(const EGraph& g, const ENode& node) const;  // plain_cost, memoized
   double matmul_cost(const EGraph& g, const ENode& node) const;
 };
 

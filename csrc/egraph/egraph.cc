@@ -68,15 +68,21 @@ ViewId EGraph::intern_view(const ShapeTracker& view) {
   if (it != view_ids_.end()) return it->second;
   ViewId id = static_cast<ViewId>(views_.size());
   views_.push_back(view);
+  view_contiguous_.push_back(view.is_contiguous());
   view_ids_.emplace(std::move(key), id);
   return id;
 }
 
-ViewId EGraph::identity_view(Id c) { return intern_view(ShapeTracker::contiguous(data(c).shape)); }
+ViewId EGraph::identity_view(Id c) {
+  if (c >= identity_views_.size()) identity_views_.resize(c + 1, -1);
+  if (identity_views_[c] < 0) {
+    identity_views_[c] = intern_view(ShapeTracker::contiguous(data(c).shape));
+  }
+  return identity_views_[c];
+}
 
 bool EGraph::is_identity(const EEdge& e) const {
-  const ShapeTracker& v = views_[e.view];
-  return v.dims == data(e.cls).shape && v.is_contiguous();
+  return view_contiguous_[e.view] && views_[e.view].dims == data(e.cls).shape;
 }
 
 namespace {

@@ -62,7 +62,11 @@ class EGraph {
   std::unordered_map<ENode, Id, ENodeHash> memo_;  // node -> class; keys canonical if clean_
   std::vector<ClassData> data_;   // by class id; meaningful at roots
   std::vector<ShapeTracker> views_;
+  std::vector<bool> view_contiguous_;  // views_[i].is_contiguous(), computed once (symbolic)
   std::unordered_map<std::string, ViewId> view_ids_;  // to_string() -> id
+  // By class id: its identity view once asked for, else -1. A class's shape never changes
+  // (merges join equal shapes only), so an entry stays right through merges.
+  std::vector<ViewId> identity_views_;
   std::vector<Attr> attrs_;
   std::unordered_map<std::string, AttrId> attr_ids_;
   std::vector<Id> class_ids_;

@@ -21,6 +21,7 @@ struct Table {
   std::vector<std::vector<const ENode*>> nodes;   // per class
   std::vector<std::vector<double>> local;         // per class, per node
   std::vector<std::vector<int>> canon;            // per node: first commutation-equal node
+  std::vector<std::vector<std::vector<int>>> kids;  // per node: its children's dense indices
   std::vector<double> best;                       // tree cost of the class
   std::vector<int> pick;                          // node index reaching best
 };
@@ -40,9 +41,13 @@ Table make_table(const EGraph& g, const CostModel& model) {
   t.nodes.resize(n);
   t.local.resize(n);
   t.canon.resize(n);
+  t.kids.resize(n);
   for (size_t i = 0; i < n; ++i) {
     for (const ENode& node : g.nodes(t.ids[i])) {
       t.nodes[i].push_back(&node);
+      std::vector<int> kids;
+      for (const EEdge& e : node.children) kids.push_back(t.index.at(g.find(e.cls)));
+      t.kids[i].push_back(std::move(kids));
       t.local[i].push_back(model.node_cost(g, node, t.ids[i]));
       int c = static_cast<int>(t.canon[i].size());
       for (int j = 0; j < c; ++j) {
@@ -63,7 +68,7 @@ Table make_table(const EGraph& g, const CostModel& model) {
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = 0; j < t.nodes[i].size(); ++j) {
         double c = t.local[i][j];
-        for (const EEdge& e : t.nodes[i][j]->children) c += t.best[t.index.at(g.find(e.cls))];
+        for (int k : t.kids[i][j]) c += t.best[k];
         // Tree costs count a shared subgraph once per path to it, so deep in a many-layer
         // model they dwarf any one node's cost: within the rounding margin of the total, the
         // node of lower own cost wins (a kernel alternative over the same children).
@@ -80,9 +85,9 @@ Table make_table(const EGraph& g, const CostModel& model) {
   return t;
 }
 
-double via(const EGraph& g, const Table& t, int cls, int node) {
+double via(const Table& t, int cls, int node) {
   double c = t.local[cls][node];
-  for (const EEdge& e : t.nodes[cls][node]->children) c += t.best[t.index.at(g.find(e.cls))];
+  for (int k : t.kids[cls][node]) c += t.best[k];
   return c;
 }
 
@@ -92,7 +97,7 @@ struct Evaluated {
   std::vector<int> order;  // reached classes, post-order
 };
 
-Evaluated evaluate(const EGraph& g, const Table& t, const std::vector<int>& pick,
+Evaluated evaluate(const Table& t, const std::vector<int>& pick,
                    const std::vector<int>& roots) {
   Evaluated out;
   std::vector<uint8_t> color(t.ids.size(), 0);  // 0 new, 1 on the stack, 2 done
@@ -105,7 +110,7 @@ Evaluated evaluate(const EGraph& g, const Table& t, const std::vector<int>& pick
       auto& [cls, next] = stack.back();
       const ENode* node = t.nodes[cls][pick[cls]];
       if (next < node->children.size()) {
-        int child = t.index.at(g.find(node->children[next++].cls));
+        int child = t.kids[cls][pick[cls]][next++];
         if (color[child] == 1) return out;  // a cycle
         if (color[child] == 0) {
           color[child] = 1;
@@ -166,7 +171,7 @@ std::vector<Extracted> extract_best(const EGraph& g, const CostModel& model,
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
   std::set<std::vector<int>> seen;
   size_t seq = 0;
-  Evaluated first = evaluate(g, t, t.pick, root_idx);
+  Evaluated first = evaluate(t, t.pick, root_idx);
   if (!first.ok) throw InternalError("extract: the cheapest choice is cyclic");
   seen.insert(signature(t, t.pick, first.order));
   heap.push({first.cost, seq++, t.pick, first.order});
@@ -184,10 +189,10 @@ std::vector<Extracted> extract_best(const EGraph& g, const CostModel& model,
     std::vector<std::tuple<double, int, int>> devs;
     for (int c : cur.order) {
       int mine = t.canon[c][cur.pick[c]];
-      double base = via(g, t, c, cur.pick[c]);
+      double base = via(t, c, cur.pick[c]);
       for (size_t j = 0; j < t.nodes[c].size(); ++j) {
         if (t.canon[c][j] != static_cast<int>(j) || static_cast<int>(j) == mine) continue;
-        double alt = via(g, t, c, static_cast<int>(j));
+        double alt = via(t, c, static_cast<int>(j));
         if (alt < kInf) devs.push_back({alt - base, c, static_cast<int>(j)});
       }
     }
@@ -196,7 +201,7 @@ std::vector<Extracted> extract_best(const EGraph& g, const CostModel& model,
     for (auto& [delta, c, j] : devs) {
       std::vector<int> pick = cur.pick;
       pick[c] = j;
-      Evaluated ev = evaluate(g, t, pick, root_idx);
+      Evaluated ev = evaluate(t, pick, root_idx);
       if (!ev.ok) continue;
       if (!seen.insert(signature(t, pick, ev.order)).second) continue;
       heap.push({ev.cost, seq++, std::move(pick), std::move(ev.order)});

@@ -34,12 +34,15 @@ std::string view_text(const ShapeTracker& v) {
 }
 }  // namespace
 
-std::string program_text(const Candidate& candidate) {
+namespace {
+// The text of `candidate`; with `line_nodes`, also the node each line was written from.
+std::string write_program(const Candidate& candidate, std::vector<NodeId>* line_nodes) {
   const Graph& graph = candidate.graph;
   std::unordered_map<NodeId, int> number;
   std::string out = "(program\n";
   auto emit = [&](NodeId id, const std::string& line) {
     number[id] = static_cast<int>(number.size());
+    if (line_nodes) line_nodes->push_back(id);
     out += " " + line + "\n";
   };
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
@@ -83,9 +86,13 @@ std::string program_text(const Candidate& candidate) {
     visit(e.node);
     out += " (Output (e " + std::to_string(number.at(e.node)) + " " + view_text(e.view) + "))\n";
     number[-1 - static_cast<NodeId>(number.size())] = static_cast<int>(number.size());
+    if (line_nodes) line_nodes->push_back(id);
   }
   return out + ")\n";
 }
+}  // namespace
+
+std::string program_text(const Candidate& candidate) { return write_program(candidate, nullptr); }
 
 // ---------------------------------------------------------------- expressions
 
@@ -239,7 +246,10 @@ int int_of(const SExpr& e) {
 }
 }  // namespace
 
-Candidate parse_program(const std::string& text, const Graph& original) {
+namespace {
+// parse_program; with `line_nodes`, also the node each line made.
+Candidate read_program(const std::string& text, const Graph& original,
+                       std::vector<NodeId>* line_nodes) {
   std::vector<SExpr> top = read_sexprs(text, "program text");
   if (top.size() != 1 || !top[0].is_list || top[0].items.empty() ||
       top[0].items[0].atom != "program") {
@@ -333,6 +343,7 @@ Candidate parse_program(const std::string& text, const Graph& original) {
     }
     if (!schedule.empty()) id = p.graph.scheduled(id, schedule);
     ids.push_back(id);
+    if (line_nodes) line_nodes->push_back(id);
   }
   if (p.inputs.size() != original.inputs().size()) {
     throw CompileError("program text: has " + std::to_string(p.inputs.size()) +
@@ -351,6 +362,27 @@ Candidate parse_program(const std::string& text, const Graph& original) {
     }
   }
   return p;
+}
+
+}  // namespace
+
+Candidate parse_program(const std::string& text, const Graph& original) {
+  return read_program(text, original, nullptr);
+}
+
+Candidate canonical_candidate(const Candidate& candidate, const Graph& original) {
+  std::vector<NodeId> written;
+  std::vector<NodeId> read;
+  Candidate out = read_program(write_program(candidate, &written), original, &read);
+  out.cost = candidate.cost;
+  out.node_class.assign(out.graph.size(), -1);
+  for (size_t line = 0; line < written.size(); ++line) {
+    NodeId from = written[line];
+    if (from >= 0 && from < static_cast<NodeId>(candidate.node_class.size())) {
+      out.node_class[read[line]] = candidate.node_class[from];
+    }
+  }
+  return out;
 }
 
 }  // namespace luminal::egraph

@@ -19,6 +19,11 @@ std::string program_text(const Candidate& candidate);
 // text is malformed or does not fit; the builders' ShapeError/DTypeError pass through.
 Candidate parse_program(const std::string& text, const Graph& original);
 
+// `candidate` rebuilt from its own text, its cost and node_class carried over: numbered as
+// parse_program numbers it, so the program a search compiles and times is, node for node, the
+// one its cache entry rebuilds (the node order decides the kernels' order and the memory plan).
+Candidate canonical_candidate(const Candidate& candidate, const Graph& original);
+
 // Parses Expr::to_string's syntax: ints, symbols, + - * // %, min/max, < == !=, and, or.
 Expr parse_expr(const std::string& text);
 

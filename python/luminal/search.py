@@ -21,6 +21,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +38,10 @@ DEFAULT_DIM = 16
 # graph as written, which still catches every wrong rule (the runtime's own tests answer for it).
 AUTO_NATIVE_WORK = 2e7
 SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed by that run
+# A candidate is timed no further once RACE_SAMPLES runs all took over RACE_MARGIN x the best
+# median so far: it cannot win, and a 16-layer model's slow candidates took seconds each.
+RACE_SAMPLES = 2
+RACE_MARGIN = 1.25
 # Checking tolerances per output dtype: |got - want| <= atol * scale + rtol * |want|, where
 # scale = max(1, max |want|). Loose enough for reassociated float sums, tight enough for bugs.
 CHECK_TOLERANCE = {
@@ -88,6 +93,10 @@ class SearchReport:
     # The winner's kernels, slowest first, when the runtime times kernels one by one:
     # (seconds, what the kernel computes: op, shape and schedule).
     winner_kernels: list = field(default_factory=list)
+    # Wall seconds per step of the search, in the order first met: "saturation",
+    # "extraction", "reference" (compiling it and drawing the check inputs, which overlap),
+    # "reference run", "compile", "check", "timing", "load" (the winner into the runtime).
+    phases: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
         lines = [f"search on {self.runtime}, budget {self.budget}: "
@@ -104,6 +113,9 @@ class SearchReport:
             lines.append(f"   checked against: {self.reference}")
         if self.saturation:
             lines.append("   " + self.saturation.splitlines()[0])
+        if self.phases:
+            lines.append("   seconds: " + ", ".join(f"{name} {sec:.2f}"
+                                                    for name, sec in self.phases.items()))
         if self.winner_kernels:
             total = sum(sec for sec, _ in self.winner_kernels)
             lines.append(f"   winner's kernels ({len(self.winner_kernels)}, {total * 1e3:.3f} ms "
@@ -130,6 +142,21 @@ class SpaceSpec:
         return self.core
 
 
+class _Phase:
+    """``with _Phase(report, name):`` adds the block's wall seconds to report.phases[name]."""
+
+    def __init__(self, report: SearchReport, name: str):
+        self.report = report
+        self.name = name
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+
+    def __exit__(self, *exc):
+        seconds = time.perf_counter() - self.t0
+        self.report.phases[self.name] = self.report.phases.get(self.name, 0.0) + seconds
+
+
 def representative_dims(graph) -> dict:
     return {s: int(graph.dyn_map.get(s, DEFAULT_DIM)) for s in graph.symbols()}
 
@@ -140,24 +167,44 @@ def _choice(params) -> _core.TuningChoice:
     return c
 
 
+# Random floats as bit patterns, per storage dtype: (word type, kept bits, set bits). The kept
+# bits are the sign, the exponent's lowest bit and the mantissa, the set bits the rest of an
+# exponent of 2^-1: values +-[0.5, 2) with random mantissas, each one a word of random bits.
+_RANDOM_FLOAT_BITS = {
+    dt.float32: (np.uint32, 0x80FFFFFF, 0x3F000000),
+    dt.float16: (np.uint16, 0x87FF, 0x3800),
+    dt.bfloat16: (np.uint16, 0x80FF, 0x3F00),
+}
+
+
+def _random_floats(rng, count: int, dtype) -> np.ndarray:
+    """``count`` random values of float ``dtype`` in +-[0.5, 2), in its storage layout, made
+    from random words in place: a 1B-parameter model's bf16 weights take 2 s here, where
+    uniform draws in f32 rounded to bf16 took 22 s and twice the memory."""
+    word, keep, set_bits = _RANDOM_FLOAT_BITS[dtype]
+    words_per_draw = 8 // np.dtype(word).itemsize
+    draws = -(-count // words_per_draw)
+    bits = rng.integers(0, 1 << 64, size=draws, dtype=np.uint64).view(word)[:count]
+    bits &= word(keep)
+    bits |= word(set_bits)
+    return bits.view(dt.storage(dtype))
+
+
 def _random_inputs(g, dims: dict, seed: int) -> list:
-    """One storage array per input of g, by position, deterministic for the seed."""
+    """One storage array per input of g, by position, deterministic for the seed: floats in
+    +-[0.5, 2) (_random_floats), ints in [0, 4), bools 0 or 1."""
     rng = np.random.default_rng(seed)
     out = []
     for node in g.inputs():
         shape = [d.eval(dims) if not d.is_const() else d.as_const() for d in g.node_shape(node)]
         dtype = g.node_dtype(node)
-        # Drawn in 32 bits, in place: a 1B-parameter model's weights are 4.9 GB of f32 here
-        # (float64 draws took 4x as long and twice the memory).
+        count = int(np.prod(shape, dtype=np.int64))
         if dt.is_float(dtype):
-            values = rng.random(size=shape, dtype=np.float32)
-            values *= 4.0
-            values -= 2.0
-        elif dtype == dt.bool_:
-            values = rng.integers(0, 2, size=shape, dtype=np.int32)
-        else:
-            values = rng.integers(0, 4, size=shape, dtype=np.int32)
-        out.append((dtype, _to_storage(np.asarray(values).reshape(-1), dtype)))
+            out.append((dtype, _random_floats(rng, count, dtype)))
+            continue
+        high = 2 if dtype == dt.bool_ else 4
+        values = rng.integers(0, high, size=count, dtype=np.int32)
+        out.append((dtype, _to_storage(values, dtype)))
     return out
 
 
@@ -288,18 +335,24 @@ def _order(programs: list, choices: list, budget: int) -> list:
     return [(p, choice) for _, p, _, choice in pairs[:budget]]
 
 
-def _time(core_rt, dims, warmup: int, repeats: int) -> float:
-    for _ in range(warmup):
+def _time(core_rt, dims, warmup: int, repeats: int, best: float | None = None,
+          samples: list | None = None) -> float:
+    """The median of ``samples`` (seconds of runs already made) and more runs, up to
+    ``repeats`` in all, after ``warmup`` more (2 s of runs at most). A candidate whose first
+    RACE_SAMPLES all took over RACE_MARGIN x ``best`` (the fastest median so far) has lost
+    the race: it stops there."""
+    for _ in range(max(warmup, 0)):
         core_rt.execute(dims)
-    times = []
-    spent = 0.0
-    for _ in range(repeats):
+    times = list(samples or [])
+    spent = sum(times)
+    while len(times) < repeats and spent <= 2.0:
+        if best is not None and len(times) >= RACE_SAMPLES and \
+                min(times[:RACE_SAMPLES]) > RACE_MARGIN * best:
+            break
         t0 = time.perf_counter()
         core_rt.execute(dims)
         times.append(time.perf_counter() - t0)
         spent += times[-1]
-        if spent > 2.0:
-            break
     return statistics.median(times)
 
 
@@ -359,8 +412,9 @@ class _SearchRun:
         if entry is None or entry["budget"] < self.budget:
             return False
         try:
-            program = _core.parse_program(entry["program"], self.g)
-            self.runtime._load(self.cx, program, _choice(entry["choice"]))
+            with _Phase(self.report, "load"):
+                program = _core.parse_program(entry["program"], self.g)
+                self.runtime._load(self.cx, program, _choice(entry["choice"]))
         except (LuminalError, ValueError, TypeError):
             return False
         self.report.cache_hit = True
@@ -373,16 +427,18 @@ class _SearchRun:
         runtime's tuning choices, in the order they are tried (_order), at most the budget.
         With room to spare, one slot of the budget goes to the combination of the fastest
         kernels (see _combine), when the runtime can time its kernels one by one."""
-        self.space = self.cx._search_space.build(self.cx, self.rules, self.core_rt)
+        with _Phase(self.report, "saturation"):
+            self.space = self.cx._search_space.build(self.cx, self.rules, self.core_rt)
         self.report.saturation = str(self.space.report)
         self.timing_kernels = self.budget > 1 and self.core_rt.can_time_kernels()
         self.combine = self.budget >= 3 and self.timing_kernels
         count = self.budget - 1 if self.combine else self.budget
-        self.programs = self.space.extract(count, self.dims)
-        choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
-                   for p in self.programs]
-        self.order = _order(self.programs, choices, self.budget)  # (program index, choice)
-        self.texts = [p.text() for p in self.programs]
+        with _Phase(self.report, "extraction"):
+            self.programs = self.space.extract(count, self.dims)
+            choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
+                       for p in self.programs]
+            self.order = _order(self.programs, choices, self.budget)  # (program index, choice)
+            self.texts = [p.text() for p in self.programs]
 
     def run_reference(self, verify: bool, reference: str) -> None:
         """Reference: the outputs every candidate must match on random inputs (``seed``),
@@ -392,7 +448,6 @@ class _SearchRun:
         random inputs, no candidate can be checked: the graph as written is the only one."""
         g = self.g
         self.want = None
-        self.inputs = _random_inputs(g, self.dims, self.seed)
         self.out_dtypes = [g.node_dtype(o) for o in g.outputs()]
         on_native = isinstance(self.runtime, NativeRuntime)
         self.need_check = verify and (self.budget > 1
@@ -402,13 +457,21 @@ class _SearchRun:
             small = _core.graph_work(g, self.dims) <= AUTO_NATIVE_WORK
             reference = "native" if small or on_native else "runtime"
         if not self.need_check:
+            with _Phase(self.report, "reference"):
+                self.inputs = _random_inputs(g, self.dims, self.seed)
             return
         self.report.reference = "native" if reference == "native" else \
             f"{self.core_rt.name} running the graph as written"
         ref_rt = _core.NativeRuntime() if reference == "native" else self.core_rt
         try:
-            ref_rt.compile(g)
-            self.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
+            # The compile (C++, GIL released: a runtime's compilers run as processes) and the
+            # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
+            with _Phase(self.report, "reference"), ThreadPoolExecutor(max_workers=1) as pool:
+                compiling = pool.submit(ref_rt.compile, g)
+                self.inputs = _random_inputs(g, self.dims, self.seed)
+                compiling.result()
+            with _Phase(self.report, "reference run"):
+                self.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
         except LuminalError as e:
             # E.g. Gather indices out of range: keep the graph as written.
             self.programs = [self.original]
@@ -460,38 +523,58 @@ class _SearchRun:
         prog = self.programs[p]
         core_rt = self.core_rt
         try:
-            core_rt.compile(prog.graph, choice)
+            with _Phase(self.report, "compile"):
+                core_rt.compile(prog.graph, choice)
             t_check = None
-            if self.need_check:
-                seconds = []
-                got = _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims, seconds)
-                t_check = seconds[0]
-                res.detail = _disagreement(got, self.want, self.out_dtypes)
-                if res.detail:
-                    res.status = "wrong"
-                    self.report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
-                                                   f"{self.texts[p]}")
-                    return
-            if self.budget > 1:
-                if not self.need_check:
+            with _Phase(self.report, "check"):
+                if self.need_check:
+                    seconds = []
+                    got = _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims,
+                               seconds)
+                    t_check = seconds[0]
+                    res.detail = _disagreement(got, self.want, self.out_dtypes)
+                elif self.budget > 1:
                     _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
-                if t_check is not None and t_check > SLOW_RUN:
-                    res.seconds = t_check  # one slow run is its own sample: no more repeats
-                else:
-                    res.seconds = _time(core_rt, self.dims, self.warmup, self.repeats)
-                res.status = "ok"
-                if self.timing_kernels:
-                    self.kernel_times.append((p, core_rt.kernel_times(self.dims)))
+            if res.detail:
+                res.status = "wrong"
+                self.report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
+                                               f"{self.texts[p]}")
+                return
+            if self.budget > 1:
+                with _Phase(self.report, "timing"):
+                    self._time_candidate(p, res, t_check)
         except LuminalError as e:
             res.status = "failed"
             res.detail = f"{type(e).__name__}: {e}"
+
+    def _time_candidate(self, p: int, res: CandidateResult, t_check: float | None) -> None:
+        """Times candidate ``p``, just run once (checked: the first warm-up): its kernels one
+        by one when the runtime can (their total is the first sample, or with more warm-ups
+        asked for, the second warm-up), then repeats (_time), unless its check run took over
+        SLOW_RUN, which then is its only sample."""
+        samples = []
+        warmups = self.warmup - 1
+        if self.timing_kernels:
+            kernels = self.core_rt.kernel_times(self.dims)
+            self.kernel_times.append((p, kernels))
+            if warmups > 0:
+                warmups -= 1
+            else:
+                samples.append(sum(seconds for _, seconds in kernels))
+        if t_check is not None and t_check > SLOW_RUN:
+            res.seconds = t_check
+        else:
+            res.seconds = _time(self.core_rt, self.dims, warmups, self.repeats,
+                                _best_time(self.results), samples)
+        res.status = "ok"
 
     def _insert_combination(self, position: int) -> int:
         """Extracts the program that takes, per e-class, the schedule whose kernel ran
         fastest (_combine) and puts it at ``position`` in the order, unless it is a candidate
         already. Returns its index in programs, or -1."""
         chosen = _combine(self.programs, self.kernel_times)
-        program = self.space.extract_choosing(chosen, self.dims) if chosen else None
+        with _Phase(self.report, "extraction"):
+            program = self.space.extract_choosing(chosen, self.dims) if chosen else None
         if program is None or program.text() in self.texts:
             return -1
         self.programs.append(program)
@@ -517,11 +600,12 @@ class _SearchRun:
             p, self.win_choice = self.order[best]
             self.win_program = self.programs[p]
             self.win_text = self.texts[p]
-        if self.report.winner is not None and self.report.winner == len(self.results) - 1:
-            self.runtime._rt.clear_data()  # the check inputs must not stand in for the user's
-            self.runtime._adopt(self.cx, self.win_program)
-        else:
-            self.runtime._load(self.cx, self.win_program, self.win_choice)
+        with _Phase(self.report, "load"):
+            if self.report.winner is not None and self.report.winner == len(self.results) - 1:
+                self.runtime._rt.clear_data()  # the check inputs must not stand in for the user's
+                self.runtime._adopt(self.cx, self.win_program)
+            else:
+                self.runtime._load(self.cx, self.win_program, self.win_choice)
         self.report.candidates = self.results + self.skipped
         self.report.winner_program = self.win_text
         if self.report.winner is not None:

@@ -66,6 +66,7 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   inputs_.clear();
   outputs_.clear();
   plan_valid_ = false;
+  std::vector<uint8_t>().swap(arena_);  // sized by this program's plans, not an earlier one's
   compiled_ = true;
 }
 

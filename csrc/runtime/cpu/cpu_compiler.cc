@@ -1,8 +1,8 @@
 // The compile cache. Keys: a kernel object is a hash of (its unit's source, toolchain); the
-// program's shared object a hash of (the driver's source, its objects' keys, toolchain); the
-// toolchain is the compiler's identity (real path, size and mtime: no process is started on a
-// cache hit; Python resolves a bare name on PATH first), the flags and the CPU model and flags.
-// Compiler processes run through process_pool (posix_spawn, output captured).
+// program's shared object a hash of (the driver's source, its objects' keys, the link flags,
+// toolchain); the toolchain is the compiler's identity (real path, size and mtime: no process
+// is started on a cache hit; Python resolves a bare name on PATH first), the flags and the CPU
+// model and flags. Compiler processes run through process_pool (posix_spawn, output captured).
 #include "runtime/cpu/cpu_compiler.h"
 
 #include <dlfcn.h>
@@ -25,6 +25,15 @@ namespace luminal {
 const std::vector<std::string>& cpu_compile_flags() {
   static const std::vector<std::string> kFlags = {
       "-O3", "-march=native", "-fopenmp", "-fPIC", "-fno-math-errno", "-fno-trapping-math"};
+  return kFlags;
+}
+
+const std::vector<std::string>& cpu_link_flags() {
+  static const std::vector<std::string> kFlags = [] {
+    std::vector<std::string> flags = cpu_compile_flags();
+    std::replace(flags.begin(), flags.end(), std::string("-O3"), std::string("-O0"));
+    return flags;
+  }();
   return kFlags;
 }
 
@@ -199,6 +208,8 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
   if (dir.empty()) throw CompileError("cpu runtime: no cache directory given");
   std::vector<std::string> flags = cpu_compile_flags();
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  std::vector<std::string> link_flags = cpu_link_flags();
+  link_flags.insert(link_flags.end(), options.extra_flags.begin(), options.extra_flags.end());
   std::string toolchain = compiler_identity(options.compiler) + "\n";
   for (const std::string& f : flags) toolchain += f + " ";
   toolchain += "\n" + cpu_identity();
@@ -217,6 +228,7 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
     program_text += e.key + "\n";
     objects.push_back(std::move(e));
   }
+  for (const std::string& f : link_flags) program_text += f + " ";
   std::string key = hex128(program_text + toolchain);
   LoadedProgram out;
   out.source_path = dir + "/" + key + ".c";
@@ -241,14 +253,14 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
   compile_objects(missing, options.compiler, flags, jobs, dir);
   out.stats.objects_compiled = static_cast<int>(missing.size());
   write_or_throw(out.source_path, program.driver.source);
-  std::string error = link_and_load(objects, options.compiler, flags, out);
+  std::string error = link_and_load(objects, options.compiler, link_flags, out);
   if (!error.empty() && missing.size() < objects.size()) {
     // A cached object may be damaged in a way the header check cannot see: rebuild them all.
     std::vector<ObjectEntry*> all;
     for (ObjectEntry& e : objects) all.push_back(&e);
     compile_objects(all, options.compiler, flags, jobs, dir);
     out.stats.objects_compiled = static_cast<int>(all.size());
-    error = link_and_load(objects, options.compiler, flags, out);
+    error = link_and_load(objects, options.compiler, link_flags, out);
   }
   if (!error.empty()) throw CompileError(error);
   out.compiled = true;

@@ -26,6 +26,10 @@ struct CpuOptions {
 // The flags every compile and link uses (before CpuOptions::extra_flags); an object's compile
 // adds -c, the link -shared.
 const std::vector<std::string>& cpu_compile_flags();
+// The link's flags, which compile the driver: cpu_compile_flags at -O0. The driver only calls
+// the kernels in order, so optimizing it buys nothing, and its compile grows with the program
+// (a 16-layer model's driver took longer at -O3 than any of its kernels).
+const std::vector<std::string>& cpu_link_flags();
 
 // What one load_program did.
 struct CompileStats {

@@ -252,8 +252,9 @@ def main() -> None:
               f" {facts['params'] / 1e9:.2f} B params, {facts['file_bytes'] / 1e9:.2f} GB of bf16"
               f" (made in {time.perf_counter() - t0:.0f} s, peak RSS "
               f"{facts['peak_rss_bytes'] / 1e9:.1f} GB); {args.threads} threads")
+        # The read bandwidth drifts on a shared machine: it is measured before and after each
+        # engine, and each engine's bound uses the mean of the two around its own run.
         bandwidth = read_bandwidth(args.threads)
-        print(f"read bandwidth (torch.sum of 1 GiB): {bandwidth / 1e9:.1f} GB/s")
         rows = []
         for engine in ("luminal", "luminal-cached", "torch-f32", "torch-bf16"):
             if engine in args.skip.split(","):
@@ -262,25 +263,31 @@ def main() -> None:
                       cache)
             if engine == "luminal-cached":
                 r["engine"] = "luminal cpu (caches warm)"
+            after = read_bandwidth(args.threads)
+            r["bandwidth"] = (bandwidth + after) / 2
+            bandwidth = after
             rows.append(r)
             print(f"  {engine}: done", file=sys.stderr)
     want = next((r["tokens"] for r in rows if r.get("engine") == "torch f32"), None)
-    print(f"\n{'engine':28} {'decode tok/s':>12} {'of bound':>9} {'TTFT ms':>8} {'compile s':>9}"
-          f" {'peak RSS GB':>11}  tokens")
+    print(f"\n{'engine':28} {'decode tok/s':>12} {'of bound':>9} {'read GB/s':>9} {'TTFT ms':>8}"
+          f" {'compile s':>9} {'peak RSS GB':>11}  tokens")
     for r in rows:
         if "error" in r:
             print(f"{r['engine']:28} failed: {r['error']}")
             continue
         wbytes = facts["weights_read_per_token"] * (4 if r["engine"] == "torch f32" else 2)
-        bound = bandwidth / wbytes
+        bound = r["bandwidth"] / wbytes
         same = "" if want is None else ("= torch f32" if r["tokens"] == want else
                                          f"DIFFER ({sum(a == b for a, b in zip(r['tokens'], want))}"
                                          f"/{len(want)} equal)")
         compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
         print(f"{r['engine']:28} {r['decode_tok_s']:12.2f} {r['decode_tok_s'] / bound:8.0%} "
-              f"{r['ttft_s'] * 1e3:8.0f} {compile_s:>9} {r['peak_rss_bytes'] / 1e9:11.2f}  {same}")
+              f"{r['bandwidth'] / 1e9:9.1f} {r['ttft_s'] * 1e3:8.0f} {compile_s:>9} "
+              f"{r['peak_rss_bytes'] / 1e9:11.2f}  {same}")
     print("\nof bound: decode tok/s over (read bandwidth / weight bytes per token), with the "
-          "bytes of the weights as the engine stores them (16-bit for luminal and torch bf16)")
+          "bytes of the weights as the engine stores them (16-bit for luminal and torch bf16);"
+          "\nread GB/s: a large torch.sum (1 GiB of f32, best of 5), the mean of the "
+          "measurements just before and just after the engine's run")
     for r in rows:
         if r.get("search"):
             print(f"{r['engine']}: {r['search']}")

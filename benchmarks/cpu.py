@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 import luminal as lm
+from bandwidth import read_bandwidth
 
 NAN = float("nan")
 
@@ -366,12 +367,6 @@ def measure_bandwidth() -> float:
     return 2 * n * 4 / secs / 1e9
 
 
-def measure_read_bandwidth() -> float:
-    """GB/s of a large torch.sum (bytes read): the bound of a matrix-vector product."""
-    x = torch.ones(128 * 1024 * 1024)
-    return x.numel() * 4 / timeit(lambda: x.sum(), 5) / 1e9
-
-
 class Context:
     def __init__(self, args):
         self.threads = args.threads
@@ -413,7 +408,7 @@ def main():
           f"  numpy {np.__version__} (blas {blas})  cc flags: "
           f"{' '.join(lm._core.cpu_compile_flags())}", flush=True)
     ctx.bandwidth = measure_bandwidth()
-    ctx.read_bandwidth = measure_read_bandwidth()
+    ctx.read_bandwidth = read_bandwidth(args.threads) / 1e9
     benches = [("matmul", lambda: bench_matmul(1024, ctx))]
     if not args.quick:
         benches.append(("matmul", lambda: bench_matmul(4096, ctx)))
@@ -464,7 +459,7 @@ def main():
               f"{fmt(r['lm'] / r['numpy'], 2):>8} {fmt(r['lm'] / r['compile'], 2):>9}  "
               f"{target}  {r['note']}")
     print(f"machine copy bandwidth (numpy, read+write): {ctx.bandwidth:.1f} GB/s; "
-          f"read bandwidth (torch.sum): {ctx.read_bandwidth:.1f} GB/s")
+          f"read bandwidth (best of torch.sum, torch.mv): {ctx.read_bandwidth:.1f} GB/s")
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+from bandwidth import read_bandwidth  # noqa: E402
 from luminal.cli import RUN_SEARCH  # noqa: E402
 
 PRESETS = {
@@ -83,21 +84,6 @@ def write_tokenizer(path: str, vocab: int) -> None:
     tok = Tokenizer(models.WordLevel(words, unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.save(os.path.join(path, "tokenizer.json"))
-
-
-def read_bandwidth(threads: int) -> float:
-    """Bytes/s of a large torch.sum (1 GiB of f32), best of 5: the read limit decode meets."""
-    import torch
-
-    torch.set_num_threads(threads)
-    x = torch.ones(1 << 28, dtype=torch.float32)
-    x.sum()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        x.sum()
-        best = min(best, time.perf_counter() - t0)
-    return x.numel() * 4 / best
 
 
 def warm(path: str) -> None:
@@ -286,8 +272,8 @@ def main() -> None:
               f"{r['peak_rss_bytes'] / 1e9:11.2f}  {same}")
     print("\nof bound: decode tok/s over (read bandwidth / weight bytes per token), with the "
           "bytes of the weights as the engine stores them (16-bit for luminal and torch bf16);"
-          "\nread GB/s: a large torch.sum (1 GiB of f32, best of 5), the mean of the "
-          "measurements just before and just after the engine's run")
+          "\nread GB/s: the faster of a large torch.sum and torch.mv (benchmarks/bandwidth.py), "
+          "the mean of\nthe measurements just before and just after the engine's run")
     for r in rows:
         if r.get("search"):
             print(f"{r['engine']}: {r['search']}")

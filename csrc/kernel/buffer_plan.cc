@@ -25,7 +25,8 @@ class Planner {
 
   BufferPlan run(const std::vector<NodeId>& order) {
     p_.buffer_of.assign(g_.size(), -1);
-    std::vector<int> uses(g_.size(), 0);
+    std::vector<int>& uses = uses_;
+    uses.assign(g_.size(), 0);
     std::vector<bool> forced(g_.size(), false);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
@@ -82,15 +83,21 @@ class Planner {
   // Fusion of nodes read by several kernels: an elementwise node whose inlined cone (up to
   // buffers) costs at most kRecomputeCost is recomputed by each reader instead of stored once
   // and loaded by each: a few flops are cheaper than a pass over memory and a kernel launch.
+  // A cone holding another node read by several kernels is stored instead: recomputing chains
+  // of them (a residual stream, each layer's sum read by its norm and by the next sum) repeats
+  // each link in every later reader, and the kernels of a stack of identical layers would
+  // differ layer by layer instead of repeating (one compile each, not one for all).
   static constexpr int kRecomputeCost = 16;
 
   bool cheap_to_recompute(NodeId id) const { return inline_cost(id, kRecomputeCost) >= 0; }
 
   // The cost of computing node `id` where it is read (0 for a buffer), or -1 when over `budget`
-  // or not recomputable (a reduction loop, a gather, an output). Weights: ops.def's recompute.
-  int inline_cost(NodeId id, int budget) const {
+  // or not recomputable (a reduction loop, a gather, an output, a cone holding another node of
+  // several readers). Weights: ops.def's recompute.
+  int inline_cost(NodeId id, int budget, bool root = true) const {
     const Node& n = g_.node(id);
     if (p_.buffer_of[id] >= 0 || n.op == OpKind::Constant) return 0;
+    if (!root && uses_[id] > 1) return -1;
     int own = op_recompute_weight(n.op);
     if (is_reduce(n.op)) {
       auto extent = n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const();
@@ -100,7 +107,7 @@ class Planner {
     int total = own;
     for (const Edge& e : n.inputs) {
       if (total > budget) return -1;
-      int c = inline_cost(e.node, budget - total);
+      int c = inline_cost(e.node, budget - total, false);
       if (c < 0) return -1;
       total += c;
     }
@@ -137,6 +144,7 @@ class Planner {
 
   const Graph& g_;
   BufferPlan p_;
+  std::vector<int> uses_;  // readers of each node
 };
 
 }  // namespace

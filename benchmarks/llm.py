@@ -1,7 +1,8 @@
 """LLM decode at real size: a Llama-3.2-1B-shaped model (vocab 128256, hidden 2048, 16 layers,
 32/8 heads, intermediate 8192, tied embeddings, llama3 rope) with random bf16 weights saved by
-transformers, run by luminal (after search) and by transformers in f32 and bf16, each in its own
-process so peak RSS is its own. One table: decode tok/s over --decode tokens, time to first
+transformers, run by luminal (after search; on the bf16 weights, cold and from the caches, and on
+the weights widened to f32) and by transformers in f32 and bf16, each in its own process so
+peak RSS is its own. One table: decode tok/s over --decode tokens, time to first
 token for a --prompt-token prompt, compile time cold (empty caches) and cached, peak RSS, and
 decode as a fraction of the bandwidth bound (weight bytes read per token / read bandwidth
 measured in the same run). Greedy tokens of every engine are checked against transformers' f32.
@@ -9,6 +10,7 @@ measured in the same run). Greedy tokens of every engine are checked against tra
     python benchmarks/llm.py                      # the 1B shape
     python benchmarks/llm.py --layers 2 --hidden 512 --vocab 8192   # a quick look
     python benchmarks/llm.py --preset 3b
+    python benchmarks/llm.py --skip luminal-f32,torch-bf16   # engines left out
 """
 
 from __future__ import annotations
@@ -128,11 +130,14 @@ def run_torch(path: str, dtype_name: str, args) -> dict:
         total = time.perf_counter() - t0
     tokens = out[0, short.shape[1]:].tolist()
     decode = (args.decode - 1) / max(total - first, 1e-9)
-    return {"engine": f"torch {dtype_name}", "tokens": tokens, "decode_tok_s": decode,
+    return {"engine": f"torch {dtype_name}", "weight_bytes": 4 if dtype_name == "f32" else 2,
+            "tokens": tokens, "decode_tok_s": decode,
             "ttft_s": ttft, "load_s": load}
 
 
-def run_luminal(path: str, args) -> dict:
+def run_luminal(path: str, args, f32: bool = False) -> dict:
+    """luminal on the model's bf16 weights as they are stored, or (``f32``) widened to f32 at
+    load (the f32-weight decode, bound by twice the bytes)."""
     import numpy as np
 
     import luminal as lm
@@ -140,7 +145,8 @@ def run_luminal(path: str, args) -> dict:
     from luminal.models.generation import GenerationStats, generate
 
     t0 = time.perf_counter()
-    model = LlamaForCausalLM.from_pretrained(path, max_context=args.prompt_tokens + args.decode + 8)
+    model = LlamaForCausalLM.from_pretrained(path, max_context=args.prompt_tokens + args.decode + 8,
+                                             dtype=lm.float32 if f32 else None)
     rt = lm.CpuRuntime(threads=args.threads, cache_dir=args.cache_dir)
     session = CausalLMSession(model, rt, search=args.search)
     compile_s = time.perf_counter() - t0
@@ -157,7 +163,9 @@ def run_luminal(path: str, args) -> dict:
     list(generate(session, short, 2))  # warm-up of the decode shape
     tokens = list(generate(session, short, args.decode, stats=stats))
     report = session.graph.last_search_report
-    return {"engine": "luminal cpu", "tokens": tokens, "decode_tok_s": stats.tokens_per_second,
+    return {"engine": "luminal cpu, f32 weights" if f32 else "luminal cpu",
+            "weight_bytes": 4 if f32 else 2, "tokens": tokens,
+            "decode_tok_s": stats.tokens_per_second,
             "ttft_s": ttft, "compile_s": compile_s, "memory": rt.memory(),
             "search": str(report).splitlines()[0] if report else ""}
 
@@ -179,8 +187,8 @@ def child(args) -> None:
         print("RESULT " + json.dumps(out))
         return
     warm(args.model_dir)
-    if args.engine == "luminal":
-        out = run_luminal(args.model_dir, args)
+    if args.engine.startswith("luminal"):
+        out = run_luminal(args.model_dir, args, f32=args.engine == "luminal-f32")
     else:
         out = run_torch(args.model_dir, args.engine.split("-")[1], args)
     out["peak_rss_bytes"] = peak_rss()
@@ -242,11 +250,10 @@ def main() -> None:
         # engine, and each engine's bound uses the mean of the two around its own run.
         bandwidth = read_bandwidth(args.threads)
         rows = []
-        for engine in ("luminal", "luminal-cached", "torch-f32", "torch-bf16"):
+        for engine in ("luminal", "luminal-cached", "luminal-f32", "torch-f32", "torch-bf16"):
             if engine in args.skip.split(","):
                 continue
-            r = spawn("luminal" if engine.startswith("luminal") else engine, model_dir, args,
-                      cache)
+            r = spawn("luminal" if engine == "luminal-cached" else engine, model_dir, args, cache)
             if engine == "luminal-cached":
                 r["engine"] = "luminal cpu (caches warm)"
             after = read_bandwidth(args.threads)
@@ -261,7 +268,7 @@ def main() -> None:
         if "error" in r:
             print(f"{r['engine']:28} failed: {r['error']}")
             continue
-        wbytes = facts["weights_read_per_token"] * (4 if r["engine"] == "torch f32" else 2)
+        wbytes = facts["weights_read_per_token"] * r["weight_bytes"]
         bound = r["bandwidth"] / wbytes
         same = "" if want is None else ("= torch f32" if r["tokens"] == want else
                                          f"DIFFER ({sum(a == b for a, b in zip(r['tokens'], want))}"
@@ -271,7 +278,7 @@ def main() -> None:
               f"{r['bandwidth'] / 1e9:9.1f} {r['ttft_s'] * 1e3:8.0f} {compile_s:>9} "
               f"{r['peak_rss_bytes'] / 1e9:11.2f}  {same}")
     print("\nof bound: decode tok/s over (read bandwidth / weight bytes per token), with the "
-          "bytes of the weights as the engine stores them (16-bit for luminal and torch bf16);"
+          "bytes of the weights as the engine stores them (16 or 32 bits);"
           "\nread GB/s: the faster of a large torch.sum and torch.mv (benchmarks/bandwidth.py), "
           "the mean of\nthe measurements just before and just after the engine's run")
     for r in rows:
@@ -280,7 +287,7 @@ def main() -> None:
         if "memory" in r:  # CpuRuntime.memory(): what the runtime itself holds
             m = r["memory"]
             print(f"{r['engine']} holds: {m['borrowed_input_bytes'] / 1e9:.2f} GB of inputs read "
-                  f"in place (weights in their file's pages), {m['owned_input_bytes'] / 1e9:.2f} "
+                  f"in place (16-bit weights: in their file's pages), {m['owned_input_bytes'] / 1e9:.2f} "
                   f"GB copied, arena {m['arena_bytes'] / 1e9:.2f} GB, outputs "
                   f"{m['output_bytes'] / 1e9:.3f} GB (weight file "
                   f"{facts['file_bytes'] / 1e9:.2f} GB)")

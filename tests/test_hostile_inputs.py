@@ -266,3 +266,30 @@ def test_an_iota_over_a_symbol_compiles_on_every_runtime():
         rt = cx.search(runtime)
         rt.execute({"s": 5})
         np.testing.assert_array_equal(rt.get(y), [5, 6, 7, 8])
+
+
+def test_a_very_long_elementwise_chain_compiles_on_the_cpu():
+    """20000 chained adds: fusing them all into one kernel overflowed the C stack while
+    lowering (recursion along the chain); the chain is cut into kernels of bounded depth."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, luminal as lm
+        cx = lm.Graph()
+        x = cx.tensor((8,))
+        y = x
+        for i in range(20000):
+            y = y + 1.0
+        y = y.output()
+        rt = lm.CpuRuntime(cache_dir="")
+        rt._load(cx)
+        rt.set_data(x, np.arange(8, dtype=np.float32))
+        rt.execute()
+        print(rt.get(y).tolist())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == str([20000.0 + i for i in range(8)])

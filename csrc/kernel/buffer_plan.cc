@@ -1,6 +1,7 @@
 // The default lowering's fusion decisions (buffer_plan.h).
 #include "kernel/buffer_plan.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "kernel/view_index.h"
@@ -9,6 +10,9 @@ namespace luminal {
 
 namespace {
 constexpr int64_t kUnrollReduce = 4;  // the most elements an unrolled reduction combines
+// The longest chain of nodes fused into one kernel: lowering (kernel/lower.cc) recurses along
+// it, so a longer chain (20000 chained adds) is cut by storing the node that would pass it.
+constexpr int kMaxFusedDepth = 512;
 }  // namespace
 
 bool unrolled_reduce(const Node& n) {
@@ -25,6 +29,7 @@ class Planner {
 
   BufferPlan run(const std::vector<NodeId>& order) {
     p_.buffer_of.assign(g_.size(), -1);
+    depth_.assign(g_.size(), 0);
     std::vector<int>& uses = uses_;
     uses.assign(g_.size(), 0);
     std::vector<bool> forced(g_.size(), false);
@@ -67,11 +72,22 @@ class Planner {
       } else if (is_reduce(n.op) && !unrolled_reduce(n)) {
         add(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota)
-                        : ((uses[id] > 1 && !recomputed(id)) || forced[id] || roots_kernel(n))) {
+                        : ((uses[id] > 1 && !recomputed(id)) || forced[id] || roots_kernel(n) ||
+                           fused_depth(n) > kMaxFusedDepth)) {
         add(id, BufferRole::kTemp);
       }
+      depth_[id] = p_.buffer_of[id] >= 0 ? 0 : fused_depth(n);
     }
     return std::move(p_);
+  }
+
+  // The chain of fused nodes `n` would end: 1 + the longest among its unstored inputs.
+  int fused_depth(const Node& n) const {
+    int most = 0;
+    for (const Edge& e : n.inputs) {
+      if (p_.buffer_of[e.node] < 0) most = std::max(most, depth_[e.node]);
+    }
+    return most + 1;
   }
 
  private:
@@ -144,7 +160,8 @@ class Planner {
 
   const Graph& g_;
   BufferPlan p_;
-  std::vector<int> uses_;  // readers of each node
+  std::vector<int> uses_;   // readers of each node
+  std::vector<int> depth_;  // fused_depth of each node planned so far (0: stored)
 };
 
 }  // namespace

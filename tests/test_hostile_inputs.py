@@ -293,3 +293,30 @@ def test_a_very_long_elementwise_chain_compiles_on_the_cpu():
                           timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == str([20000.0 + i for i in range(8)])
+
+
+def test_a_symbolic_divisor_bound_to_zero_does_not_kill_the_process():
+    """cx.iota(z // s) with s = 0: NativeRuntime raises; the generated C divided by zero
+    (SIGFPE). It gives 0 there now (as int % 0 does), and the right values for s > 0."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import luminal as lm
+        for s in (0, 3):
+            cx = lm.Graph()
+            y = cx.iota(lm.Expr("z") // lm.Expr("s") + lm.Expr("z") % lm.Expr("s"), 4).output()
+            rt = cx.search(lm.CpuRuntime(cache_dir=""), progress=False, cache=False)
+            rt.execute({"s": s})
+            print(rt.get(y).tolist())
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-2:] == ["[0, 0, 0, 0]", "[0, 1, 2, 1]"]
+    with pytest.raises(lm.ShapeError, match="division by zero"):
+        cx = lm.Graph()
+        y = cx.iota(lm.Expr("z") // lm.Expr("s"), 4).output()
+        rt = cx.search(lm.NativeRuntime())
+        rt.execute({"s": 0})

@@ -192,7 +192,8 @@ def test_text_is_readable_and_stable():
 def test_c_text():
     assert (s * 2 + 1).to_c() == "(s * 2 + 1)"
     assert (s // 2).to_c() == "(s / 2)"
-    assert (s % t).to_c() == "(s % t)"
+    assert (s % t).to_c() == "lm_floormod(s, t)"  # t may be 0: the helper gives 0, no SIGFPE
+    assert (s % t.max(1)).to_c() == "(s % (t > 1 ? t : 1))"
     assert ((s - t) // 2).to_c() == "(-t + ((s + t) / 2))"
     assert ((s - t).min(3) // 2).to_c() == "lm_floordiv(((s - t) < 3 ? (s - t) : 3), 2)"
     assert (s - t).max(1).to_c() == "((s - t) > 1 ? (s - t) : 1)"
@@ -201,11 +202,13 @@ def test_c_text():
 C_PRELUDE = """
 #include <stdio.h>
 static long long lm_floordiv(long long a, long long b) {
+  if (b == 0) return 0;
   long long q = a / b;
   if (q * b != a && ((a < 0) != (b < 0))) q -= 1;
   return q;
 }
 static long long lm_floormod(long long a, long long b) {
+  if (b == 0) return 0;
   long long r = a % b;
   if (r != 0 && ((r < 0) != (b < 0))) r += b;
   return r;

@@ -106,10 +106,12 @@ std::string CLikeRenderer::prelude(const Program& program) const {
   std::string s = type_prelude();
   s += "\n";
   s += q + "int64_t lm_floordiv(int64_t a, int64_t b) {\n"
+           "  if (b == 0) return 0;\n"
            "  int64_t q = a / b;\n"
            "  return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;\n"
            "}\n";
   s += q + "int64_t lm_floormod(int64_t a, int64_t b) {\n"
+           "  if (b == 0) return 0;\n"
            "  int64_t r = a % b;\n"
            "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
            "}\n";

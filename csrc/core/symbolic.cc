@@ -475,11 +475,12 @@ static std::string c_sum(const ExprNode& n) {
   return s;
 }
 
-// Plain C / and % agree with floor semantics when neither operand is negative.
+// Plain C / and % agree with floor semantics when neither operand is negative; a divisor that
+// may be 0 (a symbol bound to 0) goes through the helper, which gives 0 there, not SIGFPE.
 static std::string c_div_mod(const ExprNode& n, const char* op, const char* helper) {
   std::string a = c_text(n.args[0]);
   std::string b = c_text(n.args[1]);
-  if (lo(n.args[0]) >= 0 && lo(n.args[1]) >= 0) return "(" + a + op + b + ")";
+  if (lo(n.args[0]) >= 0 && lo(n.args[1]) >= 1) return "(" + a + op + b + ")";
   return std::string(helper) + "(" + a + ", " + b + ")";
 }
 

@@ -61,8 +61,9 @@ class Expr {
   // Readable infix text, e.g. "(s*2 + 1)" -- stable across runs.
   std::string to_string() const;
   // A C expression of int64 arithmetic; each symbol renders as its own name. Floor division
-  // and modulo of possibly-negative operands render as calls to lm_floordiv / lm_floormod,
-  // which the C renderer defines; operands provably non-negative render as plain / and %.
+  // and modulo of possibly-negative operands, or by a divisor that may be 0, render as calls
+  // to lm_floordiv / lm_floormod, which the C renderer defines (x / 0 and x % 0 give 0 there);
+  // a non-negative dividend over a divisor >= 1 renders as plain / and %.
   std::string to_c() const;
 
   size_t hash() const;

@@ -320,3 +320,35 @@ def test_a_symbolic_divisor_bound_to_zero_does_not_kill_the_process():
         y = cx.iota(lm.Expr("z") // lm.Expr("s"), 4).output()
         rt = cx.search(lm.NativeRuntime())
         rt.execute({"s": 0})
+
+
+def test_dims_beyond_int64_are_shape_errors():
+    cx = lm.Graph()
+    (cx.tensor(("s",)) * 2.0).output()
+    with pytest.raises(lm.ShapeError, match="below 2\\*\\*63"):
+        cx.set_dim("s", 2**63)
+    rt = cx.search(lm.NativeRuntime())
+    with pytest.raises(lm.ShapeError, match="below 2\\*\\*63"):
+        rt.execute({"s": 2**64})
+
+
+def test_a_read_only_search_cache_does_not_fail_the_search(tmp_path, capsys):
+    """Storing the result is a courtesy: a cache directory that cannot be written leaves the
+    search's result intact and says so on stderr."""
+    import os
+
+    if os.geteuid() == 0:  # root writes through permissions: a file where the dir should be
+        blocked = tmp_path / "cache"
+        blocked.write_text("not a directory")
+    else:
+        blocked = tmp_path / "ro"
+        blocked.mkdir()
+        blocked.chmod(0o500)
+    cx = lm.Graph()
+    x = cx.tensor((4,))
+    y = (x * 2.0 + 1.0).output()
+    rt = cx.search(lm.NativeRuntime(), 2, cache_dir=str(blocked))
+    rt.set_data(x, [1.0, 2.0, 3.0, 4.0])
+    rt.execute()
+    assert rt.get(y).tolist() == [3.0, 5.0, 7.0, 9.0]
+    assert "search result not cached" in capsys.readouterr().err

@@ -216,8 +216,9 @@ class Graph(CreationOps):
         """Binds symbol ``name`` to ``value`` in ``dyn_map``."""
         if not isinstance(name, str) or not name.isidentifier() or name == "z":
             raise ShapeError(f"set_dim: {name!r} is not a symbol name ('z' is reserved)")
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ShapeError(f"set_dim: symbol '{name}' needs a non-negative int, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            raise ShapeError(f"set_dim: symbol '{name}' needs a non-negative int below 2**63, "
+                             f"got {value!r}")
         self.dyn_map[name] = value
 
     def symbols(self) -> list[str]:

@@ -146,9 +146,10 @@ class Runtime:
             raise ShapeError("execute: the runtime has no program; call cx.search(rt) first")
         dyn_map = dict(self._graph.dyn_map if dyn_map is None else dyn_map)
         for k, v in dyn_map.items():
-            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or \
+                    not 0 <= v < 2**63:
                 raise ShapeError(f"execute: dyn_map entry {k!r}: {v!r} must map a symbol name "
-                                 f"to a non-negative int")
+                                 f"to a non-negative int below 2**63")
         self._rt.execute(dyn_map)
 
     def _output_id(self, tensor) -> int:

@@ -625,8 +625,12 @@ class _SearchRun:
             return
         info = {"cost": self.win_program.cost, "candidates": len(self.results)}
         params = [[n, v] for n, v in self.win_choice.params]
-        self.report.cache_path = search_cache.store(self.directory, self.key, self.win_text,
-                                                    params, self.budget, info)
+        try:
+            self.report.cache_path = search_cache.store(self.directory, self.key,
+                                                        self.win_text, params, self.budget, info)
+        except OSError as e:  # a read-only or full disk: the search itself succeeded
+            print(f"luminal: search result not cached ({self.directory}: {e.strerror or e})",
+                  file=sys.stderr)
 
     def finish(self, verbose: bool):
         """The report goes to ``cx.last_search_report`` (and stderr, if ``verbose``); returns

@@ -22,7 +22,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from llm import PRESETS, build_model  # noqa: E402
+from llm import add_model_args, build_model  # noqa: E402
 
 
 def cpu_seconds() -> float:
@@ -58,11 +58,7 @@ def objects(cache_dir: str) -> int:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="1b")
-    ap.add_argument("--layers", type=int)
-    ap.add_argument("--hidden", type=int)
-    ap.add_argument("--intermediate", type=int)
-    ap.add_argument("--vocab", type=int)
+    add_model_args(ap)
     ap.add_argument("--search", type=int, default=4, help="search budget (luminal run's: 4)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--context", type=int, default=200, help="the model's max_context")

@@ -36,6 +36,15 @@ PRESETS = {
 }
 
 
+def add_model_args(ap) -> None:
+    """The flags that choose the model build_model makes (shared by the LLM benchmarks)."""
+    ap.add_argument("--preset", choices=sorted(PRESETS), default="1b")
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--hidden", type=int)
+    ap.add_argument("--intermediate", type=int)
+    ap.add_argument("--vocab", type=int)
+
+
 def build_model(path: str, args) -> dict:
     """Writes the model directory (random bf16 weights, a word-level tokenizer); returns facts.
     The model is made in bf16 (torch's default dtype while it is built), never in f32: at the
@@ -214,11 +223,7 @@ def spawn(engine: str, model_dir: str, args, cache_dir: str) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="1b")
-    ap.add_argument("--layers", type=int)
-    ap.add_argument("--hidden", type=int)
-    ap.add_argument("--intermediate", type=int)
-    ap.add_argument("--vocab", type=int)
+    add_model_args(ap)
     ap.add_argument("--decode", type=int, default=32, help="tokens timed per engine")
     ap.add_argument("--prompt-tokens", type=int, default=128, help="prompt of the TTFT row")
     ap.add_argument("--short-prompt", type=int, default=10, help="prompt before decode")

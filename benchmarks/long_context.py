@@ -19,7 +19,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from llm import PRESETS, build_model, warm  # noqa: E402
+from llm import add_model_args, build_model, warm  # noqa: E402
 
 
 def step_times(step, first_token: int, steps: int) -> list:
@@ -74,11 +74,7 @@ def run_torch(args, prompt) -> list:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="1b")
-    ap.add_argument("--layers", type=int)
-    ap.add_argument("--hidden", type=int)
-    ap.add_argument("--intermediate", type=int)
-    ap.add_argument("--vocab", type=int)
+    add_model_args(ap)
     ap.add_argument("--context", type=int, default=1000, help="positions cached before decode")
     ap.add_argument("--steps", type=int, default=24)
     ap.add_argument("--search", type=int, default=4)

@@ -10,17 +10,9 @@ import pytest
 import torch
 
 import luminal as lm
-from luminal.graph import GraphTensor
 
 from conftest import CpuRuntime
-
-TORCH = {lm.float32: torch.float32, lm.bfloat16: torch.bfloat16, lm.float16: torch.float16}
-WEIGHTS = [lm.float32, lm.bfloat16, lm.float16]
-
-
-def scheduled(t, schedule):
-    """The same node as tensor t with `schedule` attached."""
-    return GraphTensor(t.graph, t.graph._g.scheduled(t.id, schedule), t.st, t.dtype)
+from matmul_cases import WEIGHTS, check, scheduled, weights
 
 
 def as_f32(w, widen=True):
@@ -40,17 +32,6 @@ def linear(k, n, wdtype, gemv_rows=8, widen=True, x_transposed=False):
     if gemv_rows:
         y = scheduled(y, [("gemv_rows", gemv_rows)])
     return cx, x, w, y.output()
-
-
-def weights(shape, wdtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g).to(TORCH[wdtype])
-
-
-def check(got, want):
-    want = want.numpy()
-    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
 
 
 def check_rows(rt, x, y, w, wt, ms, dim="m"):

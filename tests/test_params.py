@@ -11,18 +11,11 @@ import torch
 
 import luminal as lm
 from luminal import _core, nn
-from luminal.graph import GraphTensor
 
 from conftest import CpuRuntime
+from matmul_cases import WEIGHTS, check, scheduled, weights
 
-TORCH = {lm.float32: torch.float32, lm.bfloat16: torch.bfloat16, lm.float16: torch.float16}
-WEIGHTS = [lm.float32, lm.bfloat16, lm.float16]
 ROWS = (1, 2, 3, 7, 64)
-
-
-def scheduled(t, schedule):
-    """The same node as tensor t with `schedule` attached."""
-    return GraphTensor(t.graph, t.graph._g.scheduled(t.id, schedule), t.st, t.dtype)
 
 
 def linear(k, n, wdtype, parameter=True, schedule=(("pack_b", 1),)):
@@ -34,17 +27,6 @@ def linear(k, n, wdtype, parameter=True, schedule=(("pack_b", 1),)):
     wf = w if wdtype == lm.float32 else scheduled(w.to(lm.float32), [("inline", 1)])
     y = scheduled(x @ wf.t(), list(schedule))
     return cx, x, w, y.output()
-
-
-def weights(shape, wdtype, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    return torch.randn(shape, generator=g).to(TORCH[wdtype])
-
-
-def check(got, want):
-    want = want.numpy()
-    scale = max(1.0, float(np.abs(want).max()))
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
 
 
 def run_rows(rt, x, y, wt, rows=ROWS):

@@ -9,9 +9,9 @@ import torch
 
 import luminal as lm
 from luminal import _core
-from luminal.graph import GraphTensor
 
 from conftest import CPU_CACHE
+from matmul_cases import scheduled
 
 CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(), "cpu.rules")
 CPU_RULE_NAMES = [r.name for r in CPU_RULES]
@@ -34,12 +34,6 @@ def schedule_of(rule):
 
     return [(n, int(v)) for n, v in re.findall(r"\((\w+) (\d+)\)", rule.text.split("schedule", 1)[1])
             if n != "Mul"]
-
-
-def scheduled(t, schedule):
-    """The same node as tensor t with `schedule` attached."""
-    node = t.graph._g.scheduled(t.id, schedule)
-    return GraphTensor(t.graph, node, t.st, t.dtype)
 
 
 def saturate(cx, rules):

@@ -1,0 +1,28 @@
+"""Shared by the CPU matmul tests (test_gemv, test_params, test_runtime_rules): the weight
+dtypes and their torch twins, a tensor with a schedule attached, seeded weights, and the
+comparison against torch (relative to the result's scale)."""
+
+import numpy as np
+import torch
+
+import luminal as lm
+from luminal.graph import GraphTensor
+
+TORCH = {lm.float32: torch.float32, lm.bfloat16: torch.bfloat16, lm.float16: torch.float16}
+WEIGHTS = [lm.float32, lm.bfloat16, lm.float16]
+
+
+def scheduled(t, schedule):
+    """The same node as tensor t with `schedule` attached."""
+    return GraphTensor(t.graph, t.graph._g.scheduled(t.id, schedule), t.st, t.dtype)
+
+
+def weights(shape, wdtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(TORCH[wdtype])
+
+
+def check(got, want):
+    want = want.numpy()
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)

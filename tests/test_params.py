@@ -201,27 +201,33 @@ def test_the_gemv_path_reads_a_parameter_in_place():
     run_rows(rt, x, y, wt, rows=(1, 9))
 
 
-def test_search_times_packed_candidates_and_a_parameter_set_before_it_must_be_set_again():
+@pytest.mark.parametrize("cache", [False, True], ids=["searched", "cache-hit"])
+def test_a_parameter_set_before_the_search_is_still_set_after_it(cache, tmp_path):
     """The search packs its own check data into each candidate's panels; the runtime it hands
-    back holds none of it, so a parameter set before the search raises at execute until it is
-    set again, never runs on stale panels; set again, the winner matches torch."""
+    back has the user's parameter data set again, packed for the winner's layout (searched or
+    loaded from the cache), while an ordinary input set before the search must be set again:
+    execute raises until it is, never runs on the check data."""
     cx = lm.Graph()
     x = cx.tensor(("m", 70), name="x")
     w = cx.tensor((45, 70), lm.bfloat16, "w", parameter=True)
     y = (x @ w.to(lm.float32).t()).output()
     cx.set_dim("m", 9)
     cx.build_search_space(lm.CpuRuntime)
-    rt = cx.search(CpuRuntime(), 1)
+    rt = cx.search(CpuRuntime(), 1, cache=False)
     wt = weights((45, 70), lm.bfloat16)
     rt.set_data(w, wt)
-    rt = cx.search(rt, 12, cache=False)
-    report = cx.last_search_report
-    assert any("pack_b=1" in c.choice for c in report.candidates), str(report)
-    assert not any(c.status == "wrong" for c in report.candidates), str(report)
     rt.set_data(x, torch.randn(9, 70))
-    with pytest.raises(lm.LuminalError):
+    if cache:
+        cx.search(CpuRuntime(), 12, cache_dir=str(tmp_path))
+    rt = cx.search(rt, 12, cache=cache, cache_dir=str(tmp_path))
+    report = cx.last_search_report
+    if not cache:
+        assert any("pack_b=1" in c.choice for c in report.candidates), str(report)
+        assert not any(c.status == "wrong" for c in report.candidates), str(report)
+    else:
+        assert report.cache_hit, str(report)
+    with pytest.raises(lm.LuminalError, match="x"):
         rt.execute({"m": 9})
-    rt.set_data(w, wt)
     run_rows(rt, x, y, wt, rows=(1, 9, 64))
 
 
@@ -240,3 +246,20 @@ def test_packing_is_offered_only_where_b_is_a_parameter(parameter, wdtype):
     g.add_graph(cx._g)
     report = g.run(rules, _core.RunnerLimits())
     assert all((r.applied > 0) == parameter for r in report.rules)
+
+
+@pytest.mark.parametrize("runtime", [lm.NativeRuntime, CpuRuntime], ids=lambda r: r.__name__)
+def test_a_parameter_set_before_the_search_from_data_the_caller_keeps_is_set_after_it(runtime):
+    """Set from an array the caller still holds (a model's weights), on a runtime that copies
+    its inputs (NativeRuntime) or borrows them (CpuRuntime); on CpuRuntime also from a
+    temporary, which the runtime itself borrowed."""
+    cx, x, w, y = linear(20, 17, lm.float32)
+    cx.set_dim("m", 3)
+    cx.build_search_space(runtime)
+    rt = cx.search(runtime(), 1, cache=False)
+    wt = weights((17, 20), lm.float32)
+    rt.set_data(w, wt)
+    if runtime is CpuRuntime:
+        rt.set_data(w, wt.clone())
+    rt = cx.search(rt, 3, cache=False)
+    run_rows(rt, x, y, wt, rows=(1, 3))

@@ -244,7 +244,9 @@ class Graph(CreationOps):
                verbose: bool = False, time_limit: float | None = None,
                reference: str = "auto"):
         """Finds a fast program for this graph on ``runtime`` and returns the runtime loaded
-        with it, ready for set_data / execute.
+        with it, ready for set_data / execute. Parameters whose data was set on ``runtime``
+        before are set again on the program it loads (from the same arrays); other inputs must
+        be set again.
 
         Up to ``budget`` candidates (distinct programs from the search space, best-first by
         the cost model, times the runtime's tuning choices) are compiled, checked against the

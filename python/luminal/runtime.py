@@ -4,6 +4,8 @@ with a dyn_map, read outputs as lists or numpy arrays. Each wraps a C++ runtime 
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import _core
@@ -65,6 +67,11 @@ class Runtime:
         self._rt = self._core_type() if core_runtime is None else core_runtime
         self._graph = None  # the user graph whose program the runtime holds (None: no program)
         self._ids = {}  # user graph node id -> compiled program node id (search's rewrites)
+        # user tensor id -> (the tensor, how it was set, a weak reference to the caller's data) for each
+        # parameter: a search replaces every input's data with its check data, then sets these
+        # again on the program it loads (where the caller still holds the data; the runtime
+        # itself may have let it go, keeping only packed panels)
+        self._parameter_data = {}
 
     @property
     def name(self) -> str:
@@ -85,7 +92,29 @@ class Runtime:
         compiled, this runtime's program for ``graph``: user tensors keep addressing inputs
         and outputs by their own ids."""
         self._ids = {} if program is None else _id_map(graph._g, program)
+        if graph is not self._graph:
+            self._parameter_data = {}
         self._graph = graph
+
+    def _held_parameters(self, graph) -> list:
+        """(tensor, setter, data) of each parameter of ``graph`` whose data is alive now (the
+        caller's, or the storage the runtime borrowed): strong references, for a search to set
+        them again once its check data has replaced them."""
+        if graph is not self._graph:
+            return []
+        held = []
+        for tensor, setter, data_ref, storage_ref in self._parameter_data.values():
+            data, storage = data_ref(), storage_ref()
+            if data is not None:
+                held.append((tensor, setter, data))
+            elif storage is not None:
+                held.append((tensor, "set_storage", storage))
+        return held
+
+    def _set_parameters(self, held: list) -> None:
+        """Sets the parameters of ``_held_parameters`` again, on the program now loaded."""
+        for tensor, setter, data in held:
+            getattr(self, setter)(tensor, data)
 
     def rewrite_rules(self) -> str:
         """The rewrite rules this runtime adds to the search space (csrc/egraph rules)."""
@@ -106,8 +135,9 @@ class Runtime:
             if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
                 raise DTypeError(f"set_data: input '{name}' is {dt.name(tensor.dtype)}, "
                                  f"got non-integral float data")
-        node = self._ids.get(tensor.id, tensor.id)
-        self._rt.set_data(node, _to_storage(array.reshape(-1), tensor.dtype), tensor.dtype)
+        storage = _to_storage(array.reshape(-1), tensor.dtype)
+        self._set_input(tensor, storage)
+        self._remember_parameter(tensor, "set_data", data, storage)
 
     def set_storage(self, tensor, storage: np.ndarray) -> None:
         """Like set_data, for a numpy array already in the input's storage format (bfloat16 as
@@ -120,8 +150,21 @@ class Runtime:
             raise DTypeError(f"set_storage: input '{name}' ({dt.name(tensor.dtype)}) takes a "
                              f"numpy array of {want}, got {got}")
         self._check_data_shape(tensor, name, storage.shape, "set_storage")
-        node = self._ids.get(tensor.id, tensor.id)
-        self._rt.set_data(node, np.ascontiguousarray(storage).reshape(-1), tensor.dtype)
+        flat = np.ascontiguousarray(storage).reshape(-1)
+        self._set_input(tensor, flat)
+        self._remember_parameter(tensor, "set_storage", storage, flat)
+
+    def _set_input(self, tensor, storage: np.ndarray) -> None:
+        self._rt.set_data(self._ids.get(tensor.id, tensor.id), storage, tensor.dtype)
+
+    def _remember_parameter(self, tensor, setter: str, data, storage: np.ndarray) -> None:
+        if not tensor.is_parameter:
+            return
+        try:
+            data_ref = weakref.ref(data)
+        except TypeError:  # a list or a scalar: small, kept as it is
+            data_ref = lambda: data  # noqa: E731
+        self._parameter_data[tensor.id] = (tensor, setter, data_ref, weakref.ref(storage))
 
     def _input_name(self, tensor, op: str) -> str:
         self._check_tensor(tensor, op)

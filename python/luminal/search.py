@@ -367,6 +367,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         raise ValueError(f"search: reference must be 'auto', 'native' or 'runtime', "
                          f"got {reference!r}")
     run = _SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats)
+    held = runtime._held_parameters(cx)
     if not (cache and run.load_cached()):
         run.extract_candidates()
         run.run_reference(verify, reference)
@@ -374,6 +375,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         run.pick_winner()
         if cache:
             run.store()
+    runtime._set_parameters(held)  # the user's weights, set before the search, stay set
     return run.finish(verbose)
 
 

@@ -179,7 +179,7 @@ def test_a_good_llama_config_reads_as_written():
         "rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
         "original_max_position_embeddings": 8192}})
     assert (c.head_dim, c.num_key_value_heads, c.eos_token_id) == (4, 2, [3])
-    assert c.rope_scaling["factor"] == 32.0 and c.tie_word_embeddings is True
+    assert c.rope.params["factor"] == 32.0 and c.tie_word_embeddings is True
 
 
 @pytest.mark.parametrize("change,message", [

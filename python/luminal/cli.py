@@ -98,6 +98,7 @@ class Progress:
 
 def cmd_run(args) -> int:
     from .models.config import read_config
+    from .models.decoder_config import FAMILIES
     from .models.generation import CausalLMSession, GenerationStats, Sampler, generate
     from .models.llama import LlamaForCausalLM
     from .models.tokenizer import StreamDecoder, load_tokenizer
@@ -109,9 +110,10 @@ def cmd_run(args) -> int:
         tokenizer = load_tokenizer(args.tokenizer or os.path.dirname(args.model_dir) or ".")
     else:
         kind = read_config(args.model_dir).get("model_type")
-        if kind != "llama":
+        if kind not in FAMILIES:
             raise LuminalError(f"luminal run: {args.model_dir} holds a {kind!r} model; run "
-                               f"takes Llama models (model_type 'llama')")
+                               f"takes the Llama family (model_type one of "
+                               f"{', '.join(sorted(FAMILIES))})")
         tokenizer = load_tokenizer(args.tokenizer or args.model_dir)
         model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context)
     rt = chosen_runtime(args)
@@ -149,9 +151,13 @@ def _generation_eos(model_dir) -> set:
     return set(eos) if isinstance(eos, list) else {eos}
 
 
+_FAMILY_NAMES = {"llama": "Llama", "mistral": "Mistral", "qwen2": "Qwen2", "qwen3": "Qwen3",
+                 "gemma": "Gemma", "gemma2": "Gemma 2", "gemma3_text": "Gemma 3"}
+
+
 def _describe_llama(model) -> str:
     c = model.config
-    return (f"Llama ({c.num_hidden_layers} layers, hidden {c.hidden_size}, "
+    return (f"{_FAMILY_NAMES.get(c.model_type, c.model_type)} ({c.num_hidden_layers} layers, hidden {c.hidden_size}, "
             f"{c.num_attention_heads}/{c.num_key_value_heads} heads)")
 
 

@@ -1,11 +1,13 @@
-"""Model definitions with their loaders: Llama (causal LM with KV-cache generation) and BERT
-(sentence embeddings), each built from a Hugging Face model directory."""
+"""Model definitions with their loaders: the Llama family (causal LMs with KV-cache generation:
+Llama, Mistral, Qwen2/3, Gemma 1/2/3) and BERT (sentence embeddings), each built from a
+Hugging Face model directory."""
 
 from .bert import BertConfig, BertModel, SentenceEmbedder, mean_pool_normalize
+from .decoder_config import DecoderConfig
 from .generation import CausalLMSession, GenerationStats, Sampler, generate
-from .llama import LlamaConfig, LlamaForCausalLM
+from .llama import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 __all__ = [
-    "BertConfig", "BertModel", "CausalLMSession", "GenerationStats", "LlamaConfig",
-    "LlamaForCausalLM", "Sampler", "SentenceEmbedder", "generate", "mean_pool_normalize",
+    "AutoModelForCausalLM", "BertConfig", "BertModel", "CausalLMSession", "DecoderConfig",
+    "GenerationStats", "LlamaConfig", "LlamaForCausalLM", "Sampler", "SentenceEmbedder", "generate", "mean_pool_normalize",
 ]

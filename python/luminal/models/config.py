@@ -72,8 +72,10 @@ class ConfigValues:
             raise self._bad(key, value, f"an integer >= {minimum}")
         return value
 
-    def float(self, key: str, default=_REQUIRED, positive: bool = True) -> float:
+    def float(self, key: str, default=_REQUIRED, positive: bool = True) -> float | None:
         value = self._get(key, default)
+        if value is None:
+            return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or \
                 value != value or (positive and not value > 0):
             raise self._bad(key, value, "a positive number" if positive else "a number")

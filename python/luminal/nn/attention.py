@@ -16,18 +16,26 @@ from .._core import Expr
 from ..errors import ShapeError
 from . import masks
 from .kv_cache import KVCache
-from .layers import Linear
+from .layers import Linear, RMSNorm
 from .module import Module
 
 
 class MultiHeadAttention(Module):
     """softmax(q k^T / sqrt(head_dim) + bias) v over ``num_heads`` query heads that share
     ``num_kv_heads`` key/value heads (grouped-query attention; equal counts give MHA).
-    Projections are named q_proj, k_proj, v_proj, o_proj (Hugging Face's Llama names)."""
+    Projections are named q_proj, k_proj, v_proj, o_proj (Hugging Face's Llama names).
+
+    Options of the Llama family's members: ``qk_norm`` (an RMSNorm of that eps over each
+    head's queries and keys before rope, q_norm / k_norm, scaled by ``norm_offset`` + w),
+    ``scale`` in place of 1 / sqrt(head_dim), ``softcap`` (scores -> cap * tanh(scores / cap)
+    before the mask) and ``window`` (with ``causal``, a query sees only the last ``window``
+    keys, itself included)."""
 
     def __init__(self, dim: int, num_heads: int, num_kv_heads: int | None = None,
                  head_dim: int | None = None, bias: bool = False, out_bias: bool | None = None,
-                 dtype=dt.float32):
+                 dtype=dt.float32, *, qk_norm: float | None = None, norm_offset: float = 0.0,
+                 scale: float | None = None, softcap: float | None = None,
+                 window: int | None = None):
         super().__init__()
         num_kv_heads = num_kv_heads or num_heads
         if num_heads % num_kv_heads:
@@ -36,12 +44,18 @@ class MultiHeadAttention(Module):
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.head_dim = head_dim or dim // num_heads
-        self.scale = 1.0 / math.sqrt(self.head_dim)
+        self.scale = 1.0 / math.sqrt(self.head_dim) if scale is None else scale
+        self.softcap = softcap
+        self.window = window
         out_bias = bias if out_bias is None else out_bias
         self.q_proj = Linear(dim, num_heads * self.head_dim, bias, dtype)
         self.k_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
         self.v_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
         self.o_proj = Linear(num_heads * self.head_dim, dim, out_bias, dtype)
+        if qk_norm is not None:
+            self.q_norm = RMSNorm(self.head_dim, qk_norm, dtype, norm_offset)
+            self.k_norm = RMSNorm(self.head_dim, qk_norm, dtype, norm_offset)
+        self.qk_norm = qk_norm is not None
 
     def forward(self, x, rope=None, bias=None, cache: KVCache | None = None,
                 causal: bool = False):
@@ -52,14 +66,18 @@ class MultiHeadAttention(Module):
         kvh, hd = self.num_kv_heads, self.head_dim
         rep = self.num_heads // kvh
         # q: (b, kvh, rep, s, hd); k, v: (b, kvh, s, hd). Query head j uses kv head j // rep.
-        q = self.q_proj(x).reshape(b, s, kvh, rep, hd).permute(0, 2, 3, 1, 4)
-        k = self.k_proj(x).reshape(b, s, kvh, hd).permute(0, 2, 1, 3)
+        q = self.q_proj(x).reshape(b, s, kvh, rep, hd)
+        k = self.k_proj(x).reshape(b, s, kvh, hd)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = q.permute(0, 2, 3, 1, 4)
+        k = k.permute(0, 2, 1, 3)
         v = self.v_proj(x).reshape(b, s, kvh, hd).permute(0, 2, 1, 3)
         past = cache.past if cache is not None else Expr(0)
         if rope is not None:
             q = rope(q, past)
             k = rope(k, past)
-        new_bias = masks.causal_bias(x.graph, s, Expr(0)) if causal else None
+        new_bias = masks.causal_bias(x.graph, s, Expr(0), self.window) if causal else None
         if bias is not None:
             bias = self._grouped(bias)
         parts = []  # (keys, values, additive bias or None), each (b, kvh, t_part, hd)
@@ -67,7 +85,11 @@ class MultiHeadAttention(Module):
             cache.add(k, v)
             past_k, past_v = cache.cached()
             split = bias is not None and not _is_one(bias.st.dims[-1])
-            parts.append((past_k, past_v, bias[..., :past] if split else bias))
+            past_bias = bias[..., :past] if split else bias
+            if causal and self.window is not None:  # cached keys out of the window
+                past_bias = _add_bias(past_bias, masks.key_range_bias(x.graph, s, past, 0, past,
+                                                                      self.window))
+            parts.append((past_k, past_v, past_bias))
             bias = bias[..., past:] if split else bias
         parts.append((k, v, _add_bias(new_bias, bias)))
         out = self._attend(q, parts)  # (b, kvh, rep, s, hd)
@@ -81,6 +103,8 @@ class MultiHeadAttention(Module):
         scores = []
         for k, _, bias in parts:
             sc = (q @ k.unsqueeze(2).transpose(-1, -2)) * self.scale  # (b, kvh, rep, s, t)
+            if self.softcap is not None:
+                sc = (sc * (1.0 / self.softcap)).tanh() * self.softcap
             scores.append(sc if bias is None else sc + bias)
         top = scores[0].amax(-1, keepdim=True)
         for sc in scores[1:]:

@@ -70,13 +70,20 @@ class LayerNorm(Module):
 
 
 class RMSNorm(Module):
-    def __init__(self, dim: int, eps: float = 1e-6, dtype=dt.float32):
+    """x / rms(x) * (offset + weight): ``offset`` 0 as Llama, 1 as Gemma (weights stored as
+    their difference from 1)."""
+
+    def __init__(self, dim: int, eps: float = 1e-6, dtype=dt.float32, offset: float = 0.0):
         super().__init__()
         self.eps = eps
+        self.offset = offset
         self.weight = Parameter((dim,), dtype)
 
     def forward(self, x):
-        return F.rms_norm(x, (x.shape[-1],), weight_for(self.weight, x), self.eps)
+        weight = weight_for(self.weight, x)
+        if self.offset:
+            weight = weight + self.offset
+        return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
 
 
 class _ConvNd(Module):

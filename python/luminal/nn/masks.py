@@ -18,13 +18,23 @@ def neg_inf_where_false(mask):
     return mask.to(dt.float32).log2()
 
 
-def causal_bias(graph, s, past):
+def causal_bias(graph, s, past, window=None):
     """(s, past + s) additive mask: query i (at absolute position past + i) sees keys
-    j <= past + i; the rest get NEG_INF."""
-    s, past = as_expr(s), as_expr(past)
+    j <= past + i, and with a ``window`` only the last ``window`` of them
+    (j > past + i - window, a sliding window); the rest get NEG_INF."""
+    return key_range_bias(graph, s, past, 0, as_expr(past) + as_expr(s), window)
+
+
+def key_range_bias(graph, s, past, first_key, keys, window=None):
+    """causal_bias's mask over the ``keys`` keys from absolute position ``first_key`` on:
+    (s, keys)."""
+    s, past, first_key, keys = as_expr(s), as_expr(past), as_expr(first_key), as_expr(keys)
     rows = graph.iota(Expr("z") + past, s).reshape(s, 1)
-    cols = graph.iota(Expr("z"), past + s).reshape(1, past + s)
-    return (rows < cols).to(dt.float32) * NEG_INF
+    cols = graph.iota(Expr("z") + first_key, keys).reshape(1, keys)
+    hidden = (rows < cols).to(dt.float32)
+    if window is not None:
+        hidden = hidden + (cols + (window - 1) < rows).to(dt.float32)
+    return hidden * NEG_INF
 
 
 def padding_bias(mask):

@@ -24,11 +24,16 @@ class MLP(Module):
 
 
 class SwiGLU(Module):
-    def __init__(self, dim: int, hidden: int, bias: bool = False, dtype=dt.float32):
+    """down(activation(gate(x)) * up(x)); ``activation``: SiLU (Llama's), or the tanh GELU for
+    Gemma's GeGLU."""
+
+    def __init__(self, dim: int, hidden: int, bias: bool = False, dtype=dt.float32,
+                 activation=F.silu):
         super().__init__()
         self.gate_proj = Linear(dim, hidden, bias, dtype)
         self.up_proj = Linear(dim, hidden, bias, dtype)
         self.down_proj = Linear(hidden, dim, bias, dtype)
+        self.activation = activation
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.activation(self.gate_proj(x)) * self.up_proj(x))

@@ -13,21 +13,38 @@ from .module import Module
 
 
 class TransformerDecoderLayer(Module):
-    """x + attn(norm(x)), then + mlp(norm(.)) — causal self-attention."""
+    """x + attn(norm(x)), then + mlp(norm(.)) — causal self-attention. With
+    ``sandwich_norms`` (Gemma 2/3), x + norm(attn(norm(x))), then + norm(mlp(norm(.))).
+
+    ``attention``: MultiHeadAttention's keyword options (qk_norm, scale, softcap, window);
+    ``out_bias``: o_proj's bias (default: ``attention_bias``, Qwen2 has none);
+    ``norm_offset``: every norm scales by offset + w (Gemma: 1); ``activation``: the MLP
+    gate's."""
 
     def __init__(self, dim: int, num_heads: int, num_kv_heads: int, hidden: int,
                  head_dim: int | None = None, eps: float = 1e-6, attention_bias: bool = False,
-                 mlp_bias: bool = False, dtype=dt.float32):
+                 mlp_bias: bool = False, dtype=dt.float32, *, out_bias: bool | None = None,
+                 norm_offset: float = 0.0, activation=F.silu, sandwich_norms: bool = False,
+                 attention: dict | None = None):
         super().__init__()
         self.self_attn = MultiHeadAttention(dim, num_heads, num_kv_heads, head_dim,
-                                            attention_bias, dtype=dtype)
-        self.mlp = SwiGLU(dim, hidden, mlp_bias, dtype)
-        self.input_layernorm = RMSNorm(dim, eps, dtype)
-        self.post_attention_layernorm = RMSNorm(dim, eps, dtype)
+                                            attention_bias, out_bias, dtype,
+                                            norm_offset=norm_offset, **(attention or {}))
+        self.mlp = SwiGLU(dim, hidden, mlp_bias, dtype, activation)
+        self.input_layernorm = RMSNorm(dim, eps, dtype, norm_offset)
+        self.post_attention_layernorm = RMSNorm(dim, eps, dtype, norm_offset)
+        self.sandwich_norms = sandwich_norms
+        if sandwich_norms:
+            self.pre_feedforward_layernorm = RMSNorm(dim, eps, dtype, norm_offset)
+            self.post_feedforward_layernorm = RMSNorm(dim, eps, dtype, norm_offset)
 
     def forward(self, x, rope=None, cache=None):
-        h = x + self.self_attn(self.input_layernorm(x), rope=rope, cache=cache, causal=True)
-        return h + self.mlp(self.post_attention_layernorm(h))
+        a = self.self_attn(self.input_layernorm(x), rope=rope, cache=cache, causal=True)
+        if not self.sandwich_norms:
+            h = x + a
+            return h + self.mlp(self.post_attention_layernorm(h))
+        h = x + self.post_attention_layernorm(a)
+        return h + self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(h)))
 
 
 class TransformerEncoderLayer(Module):

@@ -1,5 +1,5 @@
-"""The Llama family's members against Hugging Face transformers: tiny random Mistral, Qwen2,
-Qwen3, Gemma, Gemma 2 and Gemma 3 models saved with save_pretrained and loaded by luminal's
+"""The Llama family's members against Hugging Face transformers: tiny random Mistral, Phi-3,
+Qwen2, Qwen3, Gemma, Gemma 2 and Gemma 3 models saved with save_pretrained and loaded by luminal's
 AutoModelForCausalLM; prefill logits and 20 greedy tokens must match. Sliding windows are
 shorter than the prompt, soft-caps small enough to bend the scores, and norm weights random,
 so each difference from Llama is exercised (Gemma 2 and 3 untied: with tied embeddings and
@@ -22,6 +22,10 @@ SMALL = dict(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_la
              pad_token_id=None)
 FAMILIES = {
     "mistral": (transformers.MistralConfig, dict(sliding_window=4)),
+    "phi3": (transformers.Phi3Config, dict(
+        sliding_window=5, original_max_position_embeddings=32, partial_rotary_factor=0.5,
+        rope_scaling={"rope_type": "longrope", "short_factor": [1.0, 1.5],
+                      "long_factor": [2.0, 3.0]})),
     "qwen2": (transformers.Qwen2Config, dict(use_sliding_window=True, sliding_window=4,
                                              max_window_layers=1, tie_word_embeddings=True)),
     "qwen3": (transformers.Qwen3Config, dict(head_dim=16, use_sliding_window=True,
@@ -40,10 +44,10 @@ FAMILIES = {
 }
 
 
-def make_hf(path, family, seed=0, dtype=torch.float32):
+def make_hf(path, family, seed=0, dtype=torch.float32, **changes):
     torch.manual_seed(seed)
     config_type, overrides = FAMILIES[family]
-    config = config_type(**{**SMALL, **overrides})
+    config = config_type(**{**SMALL, **overrides, **changes})
     model = transformers.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -75,7 +79,7 @@ def test_prefill_logits_and_greedy_decode_match_transformers(tmp_path, family):
     assert len(set(tokens)) > 3  # the test model is not degenerate
 
 
-@pytest.mark.parametrize("family", ["qwen3", "gemma2"])
+@pytest.mark.parametrize("family", ["qwen3", "gemma2", "phi3"])
 def test_searched_cpu_program_matches_transformers_step_by_step(tmp_path, family):
     """Decode steps past the window on CpuRuntime after a search: the cached keys that fell
     out of the window are masked in place."""
@@ -92,6 +96,24 @@ def test_searched_cpu_program_matches_transformers_step_by_step(tmp_path, family
         with torch.no_grad():
             want = hf(torch.tensor([ids])).logits[:, -1:].numpy()
         np.testing.assert_allclose(logits, want, rtol=1e-4, atol=1e-4)
+
+
+def test_phi3_longrope_past_the_original_context_matches_transformers_cache_steps(tmp_path):
+    """Positions from original_max_position_embeddings on use the long factors; earlier cached
+    positions keep the short ones, as transformers' own cache steps do. (transformers' generate
+    instead encodes the whole sequence again with the long factors when it crosses.)"""
+    hf = make_hf(tmp_path, "phi3", original_max_position_embeddings=12)
+    session = CausalLMSession(AutoModelForCausalLM.from_pretrained(tmp_path, max_context=64))
+    ids = torch.randint(0, 128, (1, 9), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        out = hf(ids, use_cache=True)
+        np.testing.assert_allclose(session.step(ids.numpy()), out.logits[:, -1:].numpy(),
+                                   rtol=1e-4, atol=1e-4)
+        for _ in range(8):  # positions 9 .. 16
+            token = out.logits[:, -1:].argmax(-1)
+            out = hf(token, cache=out.past_key_values, use_cache=True)
+            np.testing.assert_allclose(session.step(token.numpy()), out.logits.numpy(),
+                                       rtol=1e-4, atol=1e-4)
 
 
 def test_bf16_gemma_checkpoint_matches_transformers_in_f32(tmp_path):
@@ -119,6 +141,10 @@ def test_bf16_gemma_checkpoint_matches_transformers_in_f32(tmp_path):
      "'layer_types' is 'all'"),
     ({"model_type": "gemma2", "attn_logit_softcapping": -1.0},
      "'attn_logit_softcapping' is -1.0"),
+    ({"model_type": "phi3", "original_max_position_embeddings": 16, "rope_scaling": {
+        "rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0, 2.0]}},
+     "'short_factor' is \\[1.0\\], it must be a list of 4 positive numbers"),
+    ({"model_type": "phi3", "partial_rotary_factor": 0.375}, "'partial_rotary_factor' 0.375"),
 ])
 def test_bad_family_config_values_name_the_key(tmp_path, change, message):
     config = {k: v for k, v in SMALL.items() if v is not None and k != "initializer_range"}

@@ -1,5 +1,5 @@
 """Model definitions with their loaders: the Llama family (causal LMs with KV-cache generation:
-Llama, Mistral, Qwen2/3, Gemma 1/2/3) and BERT (sentence embeddings), each built from a
+Llama, Mistral, Phi-3, Qwen2/3, Gemma 1/2/3) and BERT (sentence embeddings), each built from a
 Hugging Face model directory."""
 
 from .bert import BertConfig, BertModel, SentenceEmbedder, mean_pool_normalize

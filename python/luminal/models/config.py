@@ -93,6 +93,14 @@ class ConfigValues:
             raise self._bad(key, value, "a string")
         return value
 
+    def floats(self, key: str, length: int) -> list:
+        """A required list of ``length`` positive numbers."""
+        value = self._get(key, _REQUIRED)
+        if not isinstance(value, list) or len(value) != length or not all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) and x > 0 for x in value):
+            raise self._bad(key, value, f"a list of {length} positive numbers")
+        return [float(x) for x in value]
+
     def token_ids(self, key: str) -> list | None:
         """An optional token id or list of them, as a list."""
         value = self._get(key, None)

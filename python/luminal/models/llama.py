@@ -35,12 +35,13 @@ def _rounded(value: float, dtype) -> float:
 
 def _decoder_layer(c: DecoderConfig, i: int, dtype) -> TransformerDecoderLayer:
     attention = dict(qk_norm=c.rms_norm_eps if c.qk_norm else None, scale=c.attention_scale,
-                     softcap=c.attn_softcap, window=c.window(i))
+                     softcap=c.attn_softcap, window=c.window(i),
+                     fused_qkv=c.fused_projections)
     return TransformerDecoderLayer(
         c.hidden_size, c.num_attention_heads, c.num_key_value_heads, c.intermediate_size,
         c.head_dim, c.rms_norm_eps, c.qkv_bias, c.mlp_bias, dtype, out_bias=c.o_bias,
         norm_offset=c.norm_offset, activation=_ACTIVATIONS[c.hidden_act],
-        sandwich_norms=c.sandwich_norms, attention=attention)
+        sandwich_norms=c.sandwich_norms, attention=attention, fused_mlp=c.fused_projections)
 
 
 class LlamaModel(Module):
@@ -50,9 +51,9 @@ class LlamaModel(Module):
         self.embed_tokens = Embedding(c.vocab_size, c.hidden_size, dtype)
         self.layers = ModuleList(_decoder_layer(c, i, dtype) for i in range(c.num_hidden_layers))
         self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps, dtype, c.norm_offset)
-        self.rotary_emb = RotaryEmbedding(c.head_dim, max_context, c.inv_freq())
+        self.rotary_emb = c.rotary_embedding(max_context)
         if c.sliding_rope is not None:  # Gemma 3's windowed layers
-            self.rotary_emb_local = RotaryEmbedding(c.head_dim, max_context, c.inv_freq(SLIDING))
+            self.rotary_emb_local = c.rotary_embedding(max_context, SLIDING)
 
     def forward(self, ids, caches):
         c = self.config

@@ -29,13 +29,14 @@ class MultiHeadAttention(Module):
     head's queries and keys before rope, q_norm / k_norm, scaled by ``norm_offset`` + w),
     ``scale`` in place of 1 / sqrt(head_dim), ``softcap`` (scores -> cap * tanh(scores / cap)
     before the mask) and ``window`` (with ``causal``, a query sees only the last ``window``
-    keys, itself included)."""
+    keys, itself included), ``fused_qkv`` (one projection qkv_proj whose output is q, k and v
+    side by side, as Phi-3 stores them)."""
 
     def __init__(self, dim: int, num_heads: int, num_kv_heads: int | None = None,
                  head_dim: int | None = None, bias: bool = False, out_bias: bool | None = None,
                  dtype=dt.float32, *, qk_norm: float | None = None, norm_offset: float = 0.0,
                  scale: float | None = None, softcap: float | None = None,
-                 window: int | None = None):
+                 window: int | None = None, fused_qkv: bool = False):
         super().__init__()
         num_kv_heads = num_kv_heads or num_heads
         if num_heads % num_kv_heads:
@@ -48,9 +49,14 @@ class MultiHeadAttention(Module):
         self.softcap = softcap
         self.window = window
         out_bias = bias if out_bias is None else out_bias
-        self.q_proj = Linear(dim, num_heads * self.head_dim, bias, dtype)
-        self.k_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
-        self.v_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
+        self.fused_qkv = fused_qkv
+        if fused_qkv:
+            self.qkv_proj = Linear(dim, (num_heads + 2 * num_kv_heads) * self.head_dim, bias,
+                                   dtype)
+        else:
+            self.q_proj = Linear(dim, num_heads * self.head_dim, bias, dtype)
+            self.k_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
+            self.v_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
         self.o_proj = Linear(num_heads * self.head_dim, dim, out_bias, dtype)
         if qk_norm is not None:
             self.q_norm = RMSNorm(self.head_dim, qk_norm, dtype, norm_offset)
@@ -66,13 +72,14 @@ class MultiHeadAttention(Module):
         kvh, hd = self.num_kv_heads, self.head_dim
         rep = self.num_heads // kvh
         # q: (b, kvh, rep, s, hd); k, v: (b, kvh, s, hd). Query head j uses kv head j // rep.
-        q = self.q_proj(x).reshape(b, s, kvh, rep, hd)
-        k = self.k_proj(x).reshape(b, s, kvh, hd)
+        q, k, v = self._project(x)
+        q = q.reshape(b, s, kvh, rep, hd)
+        k = k.reshape(b, s, kvh, hd)
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q = q.permute(0, 2, 3, 1, 4)
         k = k.permute(0, 2, 1, 3)
-        v = self.v_proj(x).reshape(b, s, kvh, hd).permute(0, 2, 1, 3)
+        v = v.reshape(b, s, kvh, hd).permute(0, 2, 1, 3)
         past = cache.past if cache is not None else Expr(0)
         if rope is not None:
             q = rope(q, past)
@@ -95,6 +102,14 @@ class MultiHeadAttention(Module):
         out = self._attend(q, parts)  # (b, kvh, rep, s, hd)
         out = out.permute(0, 3, 1, 2, 4).reshape(b, s, self.num_heads * hd)
         return self.o_proj(out)
+
+    def _project(self, x):
+        """q (b, s, heads * hd), k and v (b, s, kv_heads * hd)."""
+        if not self.fused_qkv:
+            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        qd, kd = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        qkv = self.qkv_proj(x)
+        return qkv[..., :qd], qkv[..., qd:qd + kd], qkv[..., qd + kd:]
 
     def _attend(self, q, parts):
         """softmax(q k^T * scale + bias) v over the keys of every part taken together: the max

@@ -25,15 +25,26 @@ class MLP(Module):
 
 class SwiGLU(Module):
     """down(activation(gate(x)) * up(x)); ``activation``: SiLU (Llama's), or the tanh GELU for
-    Gemma's GeGLU."""
+    Gemma's GeGLU. ``fused``: gate and up as one projection gate_up_proj, gate's outputs first
+    (Phi-3's)."""
 
     def __init__(self, dim: int, hidden: int, bias: bool = False, dtype=dt.float32,
-                 activation=F.silu):
+                 activation=F.silu, fused: bool = False):
         super().__init__()
-        self.gate_proj = Linear(dim, hidden, bias, dtype)
-        self.up_proj = Linear(dim, hidden, bias, dtype)
+        self.hidden = hidden
+        self.fused = fused
+        if fused:
+            self.gate_up_proj = Linear(dim, 2 * hidden, bias, dtype)
+        else:
+            self.gate_proj = Linear(dim, hidden, bias, dtype)
+            self.up_proj = Linear(dim, hidden, bias, dtype)
         self.down_proj = Linear(hidden, dim, bias, dtype)
         self.activation = activation
 
     def forward(self, x):
-        return self.down_proj(self.activation(self.gate_proj(x)) * self.up_proj(x))
+        if self.fused:
+            both = self.gate_up_proj(x)
+            gate, up = both[..., :self.hidden], both[..., self.hidden:]
+        else:
+            gate, up = self.gate_proj(x), self.up_proj(x)
+        return self.down_proj(self.activation(gate) * up)

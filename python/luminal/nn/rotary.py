@@ -41,17 +41,28 @@ def rotate_half(x):
 
 
 class RotaryEmbedding(Module):
-    """Applies RoPE to (..., seq, head_dim) tensors at positions past .. past + seq."""
+    """Applies RoPE to (..., seq, head_dim) tensors at positions past .. past + seq.
+
+    ``inv_freq`` has one frequency per pair of rotated dims: fewer than head_dim / 2 rotate
+    only the first dims (a partial rotary factor), the rest pass unchanged. With
+    ``long_inv_freq``, positions from ``long_from`` on use those frequencies instead (Phi-3's
+    longrope: short factors within the original context, long ones past it)."""
 
     def __init__(self, head_dim: int, max_positions: int, inv_freq: np.ndarray,
-                 attention_scaling: float = 1.0):
+                 attention_scaling: float = 1.0, long_inv_freq: np.ndarray | None = None,
+                 long_from: int | None = None):
         super().__init__()
-        if head_dim % 2:
-            raise ShapeError(f"RotaryEmbedding: head_dim {head_dim} must be even")
+        self.rotary_dim = 2 * len(inv_freq)
+        if head_dim % 2 or self.rotary_dim > head_dim:
+            raise ShapeError(f"RotaryEmbedding: head_dim {head_dim} must be even and hold the "
+                             f"{self.rotary_dim} rotated dims")
         self.head_dim = head_dim
         self.max_positions = max_positions
         positions = np.arange(max_positions, dtype=np.float32)
         freqs = np.outer(positions, inv_freq.astype(np.float32)).astype(np.float32)
+        if long_inv_freq is not None and long_from is not None and long_from < max_positions:
+            freqs[long_from:] = np.outer(positions[long_from:],
+                                         long_inv_freq.astype(np.float32)).astype(np.float32)
         emb = np.concatenate([freqs, freqs], axis=-1)
         self.cos = Buffer((np.cos(emb) * np.float32(attention_scaling)).astype(np.float32))
         self.sin = Buffer((np.sin(emb) * np.float32(attention_scaling)).astype(np.float32))
@@ -62,4 +73,7 @@ class RotaryEmbedding(Module):
         past = past if isinstance(past, Expr) else Expr(past)
         cos = self.cos.tensor(x.graph).slice_axis(0, past, past + s)
         sin = self.sin.tensor(x.graph).slice_axis(0, past, past + s)
+        if self.rotary_dim < self.head_dim:
+            rot, rest = x[..., :self.rotary_dim], x[..., self.rotary_dim:]
+            return cat([rot * cos + rotate_half(rot) * sin, rest], -1)
         return x * cos + rotate_half(x) * sin

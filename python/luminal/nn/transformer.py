@@ -19,18 +19,18 @@ class TransformerDecoderLayer(Module):
     ``attention``: MultiHeadAttention's keyword options (qk_norm, scale, softcap, window);
     ``out_bias``: o_proj's bias (default: ``attention_bias``, Qwen2 has none);
     ``norm_offset``: every norm scales by offset + w (Gemma: 1); ``activation``: the MLP
-    gate's."""
+    gate's; ``fused_mlp``: SwiGLU's gate_up_proj (Phi-3)."""
 
     def __init__(self, dim: int, num_heads: int, num_kv_heads: int, hidden: int,
                  head_dim: int | None = None, eps: float = 1e-6, attention_bias: bool = False,
                  mlp_bias: bool = False, dtype=dt.float32, *, out_bias: bool | None = None,
                  norm_offset: float = 0.0, activation=F.silu, sandwich_norms: bool = False,
-                 attention: dict | None = None):
+                 attention: dict | None = None, fused_mlp: bool = False):
         super().__init__()
         self.self_attn = MultiHeadAttention(dim, num_heads, num_kv_heads, head_dim,
                                             attention_bias, out_bias, dtype,
                                             norm_offset=norm_offset, **(attention or {}))
-        self.mlp = SwiGLU(dim, hidden, mlp_bias, dtype, activation)
+        self.mlp = SwiGLU(dim, hidden, mlp_bias, dtype, activation, fused_mlp)
         self.input_layernorm = RMSNorm(dim, eps, dtype, norm_offset)
         self.post_attention_layernorm = RMSNorm(dim, eps, dtype, norm_offset)
         self.sandwich_norms = sandwich_norms

@@ -152,8 +152,8 @@ def _generation_eos(model_dir) -> set:
 
 
 _FAMILY_NAMES = {"llama": "Llama", "mistral": "Mistral", "phi3": "Phi-3", "qwen2": "Qwen2",
-                 "qwen3": "Qwen3",
-                 "gemma": "Gemma", "gemma2": "Gemma 2", "gemma3_text": "Gemma 3"}
+                 "qwen3": "Qwen3", "gemma": "Gemma", "gemma2": "Gemma 2",
+                 "gemma3_text": "Gemma 3"}
 
 
 def _describe_llama(model) -> str:

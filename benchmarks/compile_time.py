@@ -33,11 +33,11 @@ def cpu_seconds() -> float:
 
 def session(args) -> dict:
     import luminal as lm
-    from luminal.models import CausalLMSession, LlamaForCausalLM
+    from luminal.models import AutoModelForCausalLM, CausalLMSession
 
     t0 = time.perf_counter()
     c0 = cpu_seconds()
-    model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.context)
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir, max_context=args.context)
     cpu_cache = os.path.join(args.cache_dir, "cpu")
     rt = lm.CpuRuntime(threads=args.threads, cache_dir=cpu_cache)
     before = objects(cpu_cache)

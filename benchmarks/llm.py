@@ -10,6 +10,7 @@ measured in the same run). Greedy tokens of every engine are checked against tra
     python benchmarks/llm.py                      # the 1B shape
     python benchmarks/llm.py --layers 2 --hidden 512 --vocab 8192   # a quick look
     python benchmarks/llm.py --preset 3b
+    python benchmarks/llm.py --preset qwen2.5-0.5b   # the Llama family's other members
     python benchmarks/llm.py --skip luminal-f32,torch-bf16   # engines left out
 """
 
@@ -30,10 +31,18 @@ from bandwidth import read_bandwidth  # noqa: E402
 from luminal.cli import RUN_SEARCH  # noqa: E402
 
 PRESETS = {
-    # name: (vocab, hidden, layers, heads, kv heads, intermediate)
-    "1b": (128256, 2048, 16, 32, 8, 8192),
-    "3b": (128256, 3072, 28, 24, 8, 8192),
+    # name: (model_type, vocab, hidden, layers, heads, kv heads, intermediate, config extras)
+    "1b": ("llama", 128256, 2048, 16, 32, 8, 8192, {}),
+    "3b": ("llama", 128256, 3072, 28, 24, 8, 8192, {}),
+    "qwen2.5-0.5b": ("qwen2", 151936, 896, 24, 14, 2, 4864, {"rope_theta": 1000000.0}),
+    "phi3-mini": ("phi3", 32064, 3072, 32, 32, 32, 8192, {"tie_word_embeddings": False,
+                                                          "max_position_embeddings": 4096}),
+    "gemma2-2b": ("gemma2", 256000, 2304, 26, 8, 4, 9216, {"head_dim": 256,
+                                                           "sliding_window": 4096}),
 }
+LLAMA_ROPE = {"max_position_embeddings": 131072, "rope_theta": 500000.0, "rope_scaling": {
+    "rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192}}
 
 
 def add_model_args(ap) -> None:
@@ -52,37 +61,40 @@ def build_model(path: str, args) -> dict:
     import torch
     import transformers
 
-    vocab, hidden, layers, heads, kv, inter = PRESETS[args.preset]
+    kind, vocab, hidden, layers, heads, kv, inter, extras = PRESETS[args.preset]
     vocab = args.vocab or vocab
     hidden = args.hidden or hidden
     layers = args.layers or layers
     inter = args.intermediate or (inter if not args.hidden else 4 * hidden)
     heads = heads if hidden % heads == 0 and not args.hidden else max(1, hidden // 64)
     kv = min(kv, heads)
-    config = transformers.LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv, head_dim=hidden // heads,
-        max_position_embeddings=131072, rope_theta=500000.0, tie_word_embeddings=True,
-        rope_scaling={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
-                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
-        bos_token_id=None, eos_token_id=None, pad_token_id=None, dtype="bfloat16")
+    kw = dict(vocab_size=vocab, hidden_size=hidden, intermediate_size=inter,
+              num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv,
+              head_dim=hidden // heads, tie_word_embeddings=True, bos_token_id=None,
+              eos_token_id=None, pad_token_id=None, dtype="bfloat16")
+    kw.update(LLAMA_ROPE if kind == "llama" else {})
+    kw.update(extras if not args.hidden else {k: v for k, v in extras.items() if k != "head_dim"})
+    config = transformers.AutoConfig.for_model(kind, **kw)
     torch.manual_seed(0)
     torch.set_default_dtype(torch.bfloat16)
     try:
         with torch.no_grad():
-            model = transformers.LlamaForCausalLM(config)
-            for p in model.parameters():  # random weights of a trained model's scale
-                p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(1.0)
+            model = transformers.AutoModelForCausalLM.from_config(config)
+            for name, p in model.named_parameters():  # random weights of a trained model's scale
+                norm = 0.0 if kind.startswith("gemma") else 1.0  # Gemma's norms scale by 1 + w
+                p.normal_(0.0, 0.02) if p.dim() > 1 else p.fill_(norm if "norm" in name else 0.0)
     finally:
         torch.set_default_dtype(torch.float32)
     assert all(p.dtype == torch.bfloat16 for p in model.parameters())
     model.save_pretrained(path, safe_serialization=True)
     write_tokenizer(path, vocab)
     params = sum(p.numel() for p in model.parameters())
-    # Per decode token every weight is read once: the tied embedding as the LM head's matrix
-    # (the embedding lookup itself reads one row more, left out).
+    # Per decode token every weight is read once: a tied embedding as the LM head's matrix
+    # (the embedding lookup itself reads one row more, left out); an untied one only by that
+    # lookup.
+    read = params if config.tie_word_embeddings else params - vocab * hidden
     return {"vocab": vocab, "hidden": hidden, "layers": layers, "heads": heads, "kv_heads": kv,
-            "intermediate": inter, "params": params, "weights_read_per_token": params,
+            "intermediate": inter, "params": params, "weights_read_per_token": read,
             "file_bytes": sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path)
                               if f.endswith(".safetensors"))}
 
@@ -119,7 +131,7 @@ def run_torch(path: str, dtype_name: str, args) -> dict:
     torch.set_num_threads(args.threads)
     dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype_name]
     t0 = time.perf_counter()
-    model = transformers.LlamaForCausalLM.from_pretrained(path, dtype=dtype).eval()
+    model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=dtype).eval()
     load = time.perf_counter() - t0
     vocab = model.config.vocab_size
     ids = torch.tensor([prompt_ids(args.prompt_tokens, vocab)])
@@ -150,11 +162,11 @@ def run_luminal(path: str, args, f32: bool = False) -> dict:
     import numpy as np
 
     import luminal as lm
-    from luminal.models import CausalLMSession, LlamaForCausalLM
+    from luminal.models import AutoModelForCausalLM, CausalLMSession
     from luminal.models.generation import GenerationStats, generate
 
     t0 = time.perf_counter()
-    model = LlamaForCausalLM.from_pretrained(path, max_context=args.prompt_tokens + args.decode + 8,
+    model = AutoModelForCausalLM.from_pretrained(path, max_context=args.prompt_tokens + args.decode + 8,
                                              dtype=lm.float32 if f32 else None)
     rt = lm.CpuRuntime(threads=args.threads, cache_dir=args.cache_dir)
     session = CausalLMSession(model, rt, search=args.search)

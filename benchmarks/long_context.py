@@ -39,9 +39,9 @@ def run_luminal(args, prompt) -> list:
     import numpy as np
 
     import luminal as lm
-    from luminal.models import CausalLMSession, LlamaForCausalLM
+    from luminal.models import AutoModelForCausalLM, CausalLMSession
 
-    model = LlamaForCausalLM.from_pretrained(args.model_dir,
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir,
                                              max_context=args.context + args.steps + 1)
     session = CausalLMSession(model, lm.CpuRuntime(threads=args.threads), search=args.search)
     session.step(np.array([prompt[:8]], np.int32))  # warm-up of both shapes
@@ -56,7 +56,7 @@ def run_torch(args, prompt) -> list:
     import transformers
 
     torch.set_num_threads(args.threads)
-    model = transformers.LlamaForCausalLM.from_pretrained(args.model_dir,
+    model = transformers.AutoModelForCausalLM.from_pretrained(args.model_dir,
                                                           dtype=torch.bfloat16).eval()
     with torch.no_grad():
         out = model(torch.tensor([prompt]), use_cache=True)

@@ -20,7 +20,7 @@ import transformers  # noqa: E402
 
 import luminal as lm  # noqa: E402
 from luminal.cli import make_runtime  # noqa: E402
-from luminal.models import CausalLMSession, LlamaForCausalLM, SentenceEmbedder  # noqa: E402
+from luminal.models import AutoModelForCausalLM, CausalLMSession, SentenceEmbedder  # noqa: E402
 
 transformers.utils.logging.disable_progress_bar()
 transformers.utils.logging.set_verbosity_error()
@@ -50,7 +50,7 @@ def tiny_llama(path, layers):
 def bench_llama(layers, runtime_name, decode, repeats):
     with tempfile.TemporaryDirectory() as path:
         hf = tiny_llama(path, layers)
-        session = CausalLMSession(LlamaForCausalLM.from_pretrained(path, max_context=512),
+        session = CausalLMSession(AutoModelForCausalLM.from_pretrained(path, max_context=512),
                                   make_runtime(runtime_name))
     prompt = np.random.default_rng(0).integers(0, 256, (1, PREFILL)).astype(np.int32)
 

@@ -81,9 +81,9 @@ class LlamaStep:
     """A step of a Llama directory's CausalLMSession: ``tokens`` new after ``past`` cached."""
 
     def __init__(self, threads, path, past, tokens, search):
-        from luminal.models import CausalLMSession, LlamaForCausalLM
+        from luminal.models import AutoModelForCausalLM, CausalLMSession
 
-        model = LlamaForCausalLM.from_pretrained(path, max_context=past + tokens + 1)
+        model = AutoModelForCausalLM.from_pretrained(path, max_context=past + tokens + 1)
         session = CausalLMSession(model, lm.CpuRuntime(threads=threads), search=search)
         rng = np.random.default_rng(0)
         vocab = model.config.vocab_size

@@ -1,0 +1,163 @@
+"""torch.compile(model, backend="luminal") against eager PyTorch: plain torch models (an MLP, a
+ResNet-style CNN, an MLP-Mixer-style block) and transformers' BERT, GPT-2 and Llama with tiny
+random configs; outputs to 1e-4. With dynamic shapes one luminal program serves every
+sequence length; a graph luminal cannot express runs in PyTorch with its reason reported,
+never a wrong result; options and errors."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+import luminal.fx  # noqa: E402
+from luminal.fx import report  # noqa: E402
+
+nn = torch.nn
+
+
+class ResBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(x + self.bn2(self.conv2(y)))
+
+
+class MixerBlock(nn.Module):
+    """Token mixing across patches (a transpose and an MLP), then channel mixing."""
+
+    def __init__(self, patches, dim):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.tokens = nn.Sequential(nn.Linear(patches, 2 * patches), nn.GELU(),
+                                    nn.Linear(2 * patches, patches))
+        self.norm2 = nn.LayerNorm(dim)
+        self.channels = nn.Sequential(nn.Linear(dim, 3 * dim), nn.GELU(), nn.Linear(3 * dim, dim))
+
+    def forward(self, x):
+        x = x + self.tokens(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.channels(self.norm2(x))
+
+
+def resnet():
+    stem = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                         nn.MaxPool2d(2))
+    return nn.Sequential(stem, ResBlock(8), ResBlock(8), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(8, 5))
+
+
+def randomized(model):
+    """Random batch-norm statistics, so inference mode's normalization is not the identity."""
+    torch.manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def compiled(model, **kw):
+    torch._dynamo.reset()
+    report.reset()
+    return torch.compile(model, backend="luminal", **kw)
+
+
+MODELS = {
+    "mlp": (lambda: nn.Sequential(nn.Linear(10, 32), nn.GELU(), nn.LayerNorm(32),
+                                  nn.Linear(32, 7), nn.Softmax(-1)), lambda: torch.randn(5, 10)),
+    "resnet": (resnet, lambda: torch.randn(2, 3, 16, 16)),
+    "mixer": (lambda: MixerBlock(9, 12), lambda: torch.randn(3, 9, 12)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_plain_torch_models_match_eager(name):
+    torch.manual_seed(0)
+    make, example = MODELS[name]
+    model = randomized(make())
+    x = example()
+    with torch.no_grad():
+        got = compiled(model)(x)
+        want = model(x)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+    assert report.compiled == 1 and not report.fallbacks, str(report)
+
+
+def _tiny(kind):
+    torch.manual_seed(0)
+    if kind == "bert":
+        return transformers.BertModel(transformers.BertConfig(
+            vocab_size=64, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+            intermediate_size=37)).eval()
+    if kind == "gpt2":
+        return transformers.GPT2LMHeadModel(transformers.GPT2Config(
+            vocab_size=64, n_embd=32, n_layer=2, n_head=4, bos_token_id=0,
+            eos_token_id=0)).eval()
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2)).eval()
+
+
+@pytest.mark.parametrize("kind", ["bert", "gpt2", "llama"])
+def test_transformers_models_match_eager_at_every_length_with_one_program(kind):
+    model = _tiny(kind)
+    c = compiled(model, dynamic=True)
+    key = "last_hidden_state" if kind == "bert" else "logits"
+    with torch.no_grad():
+        for length in (7, 11, 16):
+            ids = torch.randint(0, 64, (2, length), generator=torch.Generator().manual_seed(length))
+            np.testing.assert_allclose(c(ids)[key].numpy(), model(ids)[key].numpy(), rtol=1e-4,
+                                       atol=1e-4)
+    assert report.compiled == 1 and not report.fallbacks, str(report)
+
+
+def test_options_choose_the_runtime_and_the_search():
+    model = randomized(MODELS["mlp"][0]())
+    x = torch.randn(4, 10)
+    c = compiled(model, options={"runtime": "native", "search": 2, "cache": False})
+    with torch.no_grad():
+        np.testing.assert_allclose(c(x).numpy(), model(x).numpy(), rtol=1e-4, atol=1e-5)
+    assert report.compiled == 1
+    with pytest.raises(Exception, match="unknown option"):
+        with torch.no_grad():
+            compiled(model, options={"budget": 3})(x)
+
+
+def test_an_operator_luminal_lacks_runs_in_pytorch_with_its_reason(capsys):
+    """A matrix inverse has no luminal equivalent: the graph runs in PyTorch."""
+
+    def f(x):
+        return torch.linalg.inv(x + 3 * torch.eye(5)).sum(0) + x.sum()
+
+    x = torch.randn(5, 5)
+    with torch.no_grad():
+        got = compiled(f)(x)
+    assert torch.equal(got, f(x))
+    assert report.compiled == 0 and len(report.fallbacks) == 1, str(report)
+    assert "linalg" in report.fallbacks[0]
+    assert "running a graph in PyTorch" in capsys.readouterr().err
+
+
+def test_a_graph_that_needs_gradients_runs_in_pytorch():
+    model = MODELS["mlp"][0]()
+    x = torch.randn(3, 10)
+    out = compiled(model)(x)
+    out.sum().backward()
+    assert model[0].weight.grad is not None
+    assert "gradients" in report.fallbacks[0]
+
+
+def test_weights_changed_between_calls_are_read_again():
+    model = nn.Linear(6, 4).eval()
+    c = compiled(model)
+    x = torch.randn(2, 6)
+    with torch.no_grad():
+        c(x)
+        model.weight.mul_(2.0)
+        np.testing.assert_allclose(c(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)

@@ -161,3 +161,45 @@ def test_weights_changed_between_calls_are_read_again():
         c(x)
         model.weight.mul_(2.0)
         np.testing.assert_allclose(c(x).numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_from_torch_exports_a_graph_that_runs_on_native_and_cpu(name):
+    import luminal as lm
+    from conftest import CpuRuntime
+
+    torch.manual_seed(0)
+    make, example = MODELS[name]
+    model = randomized(make())
+    x = example()
+    program = lm.from_torch(model, (x,))
+    assert all(t.is_parameter for t in program._weight_tensors)
+    with torch.no_grad():
+        want = model(x).numpy()
+    cx = program.graph
+    for runtime in (lm.NativeRuntime, CpuRuntime):
+        cx.build_search_space(runtime)
+        rt = cx.search(runtime(), 1)
+        program.load_weights(rt)
+        rt.set_data(program.inputs[0], x)
+        rt.execute()
+        np.testing.assert_allclose(rt.get(program.outputs[0]), want, rtol=1e-4, atol=1e-5)
+
+
+def test_from_torch_with_a_dynamic_dim_serves_every_batch():
+    import luminal as lm
+
+    model = randomized(MODELS["mlp"][0]())
+    batch = torch.export.Dim("batch", min=1, max=64)
+    program = lm.from_torch(model, (torch.randn(4, 10),), dynamic_shapes=({0: batch},))
+    cx = program.graph
+    cx.build_search_space(lm.NativeRuntime)
+    rt = cx.search(lm.NativeRuntime(), 1)
+    program.load_weights(rt)
+    for n in (1, 5, 9):
+        x = torch.randn(n, 10)
+        rt.set_data(program.inputs[0], x)
+        rt.execute(program.dims(x))
+        with torch.no_grad():
+            np.testing.assert_allclose(rt.get(program.outputs[0]), model(x).numpy(), rtol=1e-4,
+                                       atol=1e-5)

@@ -40,10 +40,18 @@ from .precision import to_half
 
 __version__ = "0.1.0"
 
+
+def from_torch(module, example_inputs, dynamic_shapes=None):
+    """A PyTorch module as a luminal graph with its weights (luminal.fx.export; needs
+    torch)."""
+    from .fx.export import from_torch as export
+
+    return export(module, example_inputs, dynamic_shapes)
+
 __all__ = [
     "CompileError", "CpuRuntime", "CudaRuntime", "DType", "DTypeError", "DeviceError", "Expr",
     "Graph", "GraphTensor", "InternalError", "LuminalError", "NativeRuntime", "Runtime",
     "ShapeError", "ShapeTracker", "WeightsError",
     "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
-    "cat", "einsum", "get_include", "get_library_dir", "stack", "to_half", "where",
+    "cat", "einsum", "from_torch", "get_include", "get_library_dir", "stack", "to_half", "where",
 ]

@@ -74,6 +74,9 @@ def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options=None):
             compiled = CompiledGraph(fw_gm, parameters, options)
         except Unsupported as e:
             return _fallback(fw_gm, str(e), boxed=True)
+        except Exception as e:  # a luminal failure must not stop the user's program
+            return _fallback(fw_gm, f"luminal failed: {type(e).__name__}: "
+                                    f"{str(e).splitlines()[0] if str(e) else ''}", boxed=True)
         report.compiled += 1
         return make_boxed_func(compiled)
 
@@ -101,16 +104,21 @@ class CompiledGraph:
         self.converted = convert(gm, parameters)
         self.parameters = set(parameters)
         cx = self.converted.graph
+        self.runtime = None
+        self._set = {}  # parameter placeholder index -> (data_ptr, version, shape) last set
+        self._constants_set = False  # set on the first call (compiling runs on fake tensors)
+        if not any(o[0] == "tensor" for o in self.converted.outputs):
+            return  # sizes and constants only: nothing to run
         runtime = getattr(lm, _RUNTIMES[options.get("runtime", "cpu")])
         cx.build_search_space(runtime)
         self.runtime = cx.search(runtime(), options.get("search", 1),
                                  cache=options.get("cache", True),
                                  verbose=options.get("verbose", False))
-        self._set = {}  # parameter placeholder index -> (data_ptr, version, shape) last set
-        self._constants_set = False  # set on the first call (compiling runs on fake tensors)
 
     def __call__(self, *args):
         rt, conv = self.runtime, self.converted
+        if rt is None:
+            return [self._result(o, conv.dims_of(args)) for o in conv.outputs]
         if not self._constants_set:
             for t, value in conv.constants:
                 rt.set_data(t, value.detach().contiguous())

@@ -271,7 +271,7 @@ def test_a_cache_hit_reproduces_the_searched_program(tmp_path):
 @pytest.mark.parametrize("dtype", [lm.float32, lm.float16, lm.bfloat16])
 def test_check_inputs_are_random_floats_of_moderate_size(dtype):
     from luminal.runtime import _from_storage
-    from luminal.search import _random_floats
+    from luminal.search_check import random_floats as _random_floats
 
     words = _random_floats(np.random.default_rng(3), 10001, dtype)
     again = _random_floats(np.random.default_rng(3), 10001, dtype)

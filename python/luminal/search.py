@@ -565,8 +565,7 @@ class _SearchRun:
                     _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
             if res.detail:
                 res.status = "wrong"
-                self.report.wrong_rules.append(f"program {p} [{res.choice}] on the "
-                                               f"{res.failed_set} set: {res.detail}\n"
+                self.report.wrong_rules.append(f"program {p} [{res.choice}] {res.detail}\n"
                                                f"{self.texts[p]}")
                 return
             if self.budget > 1:
@@ -584,8 +583,9 @@ class _SearchRun:
         for check in self.sets:
             got = _run(self.core_rt, prog.inputs, prog.outputs, check.inputs, check.dims,
                        seconds if check is self.sets[0] else None)
-            res.detail = disagreement(got, check.want, self.out_dtypes, check.strict)
-            if res.detail:
+            wrong = disagreement(got, check.want, self.out_dtypes, check.strict)
+            if wrong:
+                res.detail = f"on the {check.name} set: {wrong}"
                 res.failed_set = check.name
                 break
         if len(self.sets) > 1:
@@ -654,7 +654,7 @@ class _SearchRun:
         if len(finalists) < 2 or \
                 not timing.retime_fits([self.results[i].seconds for i in finalists]):
             return
-        samples = {i: [] for i in finalists}
+        rounds = {i: [] for i in finalists}  # per finalist, its samples of each round
         with _Phase(self.report, "timing"):
             for round_index in range(timing.RETIME_ROUNDS):
                 turn = finalists[round_index % len(finalists):] + \
@@ -665,12 +665,12 @@ class _SearchRun:
                     self.compiled = i
                     self.core_rt.compile(prog.graph, choice)
                     _set_inputs(self.core_rt, prog.inputs, self.inputs)
-                    samples[i] += timing.time_runs(self.core_rt, self.dims, 1,
-                                                   timing.RETIME_RUNS)
+                    rounds[i].append(timing.time_runs(self.core_rt, self.dims, 1,
+                                                      timing.RETIME_RUNS))
         for i in finalists:
             res = self.results[i]
-            res.seconds = statistics.median(samples[i])
-            res.spread = timing.spread(samples[i])
+            res.seconds = statistics.median([t for r in rounds[i] for t in r])
+            res.spread = timing.rounds_spread(rounds[i])
             res.retimed = True
 
     def pick_winner(self) -> None:

@@ -52,6 +52,14 @@ def spread(samples: list) -> float:
     return q[2] - q[0]
 
 
+def rounds_spread(rounds: list) -> float:
+    """The noise of a finalist re-timed in rounds (a list of sample lists): how far its round
+    medians moved (the machine's slow and fast spells), or the samples' spread if larger."""
+    medians = [statistics.median(r) for r in rounds if r]
+    pooled = [t for r in rounds for t in r]
+    return max(max(medians) - min(medians), spread(pooled)) if medians else 0.0
+
+
 def retime_fits(medians: list) -> bool:
     """Whether re-timing candidates of these first medians fits in RETIME_SECONDS."""
     return sum(medians) * RETIME_ROUNDS * (RETIME_RUNS + 1) <= RETIME_SECONDS

@@ -288,6 +288,20 @@ def _order(programs: list, choices: list, budget: int) -> list:
     return [(p, choice) for _, p, _, choice in pairs[:budget]]
 
 
+class _Texts:
+    """The program text of each candidate, by index into ``programs`` (a list that may
+    grow), made when first asked for: a model's program text takes a while to print."""
+
+    def __init__(self, programs: list):
+        self.programs = programs
+        self.made = {}
+
+    def __getitem__(self, p: int) -> str:
+        if p not in self.made:
+            self.made[p] = self.programs[p].text()
+        return self.made[p]
+
+
 def _fingerprint(runtime, program, choice) -> str:
     """A short hash of what ``runtime`` would run for ``program`` under ``choice``; a
     program it cannot render is its own (the compile will say why)."""
@@ -413,29 +427,44 @@ class _SearchRun:
         self.timing_kernels = self.budget > 1 and self.core_rt.can_time_kernels()
         self.combine = self.budget >= 3 and self.timing_kernels
         count = self.budget - 1 if self.combine else self.budget
-        with _Phase(self.report, "extraction"):
-            wanted = count if count == 1 else count * EXTRACT_PER_CANDIDATE
-            self.programs = self.space.extract(wanted, self.dims)
-            choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
-                       for p in self.programs]
-            pairs = _order(self.programs, choices, sum(len(c) for c in choices))
-            self.texts = [p.text() for p in self.programs]
+        marks = {}  # (program text, choice text) -> fingerprint, across extractions
+        wanted = count
+        while True:
+            with _Phase(self.report, "extraction"):
+                self.programs = self.space.extract(wanted, self.dims)
+                choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
+                           for p in self.programs]
+                pairs = _order(self.programs, choices, sum(len(c) for c in choices))
+            with _Phase(self.report, "fingerprint"):
+                self._take_distinct(pairs, count, marks)
+            # Short of distinct ones while the space may hold more: extract further, once.
+            if len(self.order) == count or len(self.programs) < wanted or wanted > count:
+                break
+            wanted = count * EXTRACT_PER_CANDIDATE
+        self.texts = _Texts(self.programs)
+
+    def _take_distinct(self, pairs: list, count: int, marks: dict) -> None:
+        """self.order: the first ``count`` of ``pairs`` that run as none before them (budget 1:
+        the first, unfingerprinted); self.report.duplicates counts those skipped."""
         self.fingerprints = {}  # fingerprint -> index in order
-        self.order = []         # (program index, choice), distinct
-        with _Phase(self.report, "fingerprint"):
-            for p, choice in pairs:
-                if len(self.order) == count:
-                    break
-                if count == 1:
-                    self.order.append((p, choice))
-                    break
-                mark = _fingerprint(self.runtime, self.programs[p], choice)
+        self.order = []         # (program index, choice)
+        self.order_marks = []   # the fingerprint of each
+        self.report.duplicates = 0
+        for p, choice in pairs:
+            if len(self.order) == count:
+                break
+            mark = ""
+            if count > 1:
+                key = (self.programs[p].text(), str(choice))
+                if key not in marks:
+                    marks[key] = _fingerprint(self.runtime, self.programs[p], choice)
+                mark = marks[key]
                 if mark in self.fingerprints:
                     self.report.duplicates += 1
                     continue
                 self.fingerprints[mark] = len(self.order)
-                self.order.append((p, choice))
-        self.order_marks = list(self.fingerprints) if count > 1 else [""]
+            self.order.append((p, choice))
+            self.order_marks.append(mark)
 
     def run_reference(self, verify: bool, reference: str) -> None:
         """Reference: the outputs every candidate must match on each check set, from the
@@ -476,7 +505,7 @@ class _SearchRun:
         except LuminalError as e:
             # E.g. Gather indices out of range: keep the graph as written.
             self.programs = [self.original]
-            self.texts = [self.original_text]
+            self.texts = _Texts(self.programs)
             self.order = [(0, _core.TuningChoice())]
             self.report.wrong_rules.append(f"not checked (reference failed on random inputs: "
                                            f"{e})")
@@ -629,7 +658,6 @@ class _SearchRun:
             self.report.duplicates += 1
             return -1
         self.programs.append(program)
-        self.texts.append(program.text())
         combined = len(self.programs) - 1
         self.fingerprints[mark] = position
         self.order.insert(position, (combined, _core.TuningChoice()))

@@ -94,6 +94,18 @@ def test_check_sets_cover_large_magnitudes_exp2_edge_ints_and_zeros():
     assert all(np.all(d == 0) for _, d in sets["zeros"].inputs)
 
 
+def test_check_sets_keep_parameters_ordinary():
+    """A model's weights keep ordinary values in every set; only its activations vary."""
+    cx = lm.Graph()
+    x = cx.tensor((3, 4), name="x")
+    w = cx.tensor((4, 2), name="w", parameter=True)
+    (x @ w).output()
+    for check in search_check.extra_sets(cx._g, {}, 0):
+        weights = check.inputs[1][1]
+        assert np.all((np.abs(weights) >= 0.5) & (np.abs(weights) < 2)), check.name
+    assert {s.name for s in search_check.extra_sets(cx._g, {}, 0)} >= {"large", "zeros"}
+
+
 @pytest.mark.parametrize("make", [softmax_graph, mlp_graph])
 def test_duplicate_candidates_are_skipped(tmp_path, make):
     cx = make()[0]

@@ -117,6 +117,24 @@ def test_duplicate_candidates_are_skipped(tmp_path, make):
     assert f"{report.duplicates} duplicates skipped" in str(report)
 
 
+def test_cuda_candidates_are_fingerprinted_by_their_cuda_source():
+    """CudaRuntime._runs_as renders without a GPU (the GPU's own search is in
+    test_cuda_gpu.py): the CUDA source, which another reduction strategy changes."""
+    from types import SimpleNamespace
+
+    cx = lm.Graph()
+    x = cx.tensor((8, 64), name="x")
+    x.exp2().sum(-1).output()
+    fake = SimpleNamespace(arch="sm_80", _fixed=lm._core.TuningChoice())
+    program = lm._core.identity_program(cx._g)
+    plain = lm.CudaRuntime._runs_as(fake, program, lm._core.TuningChoice())
+    assert "__global__" in plain
+    choice = lm._core.TuningChoice()
+    choice.params = [("cuda_reduce", 1)]
+    other = lm.CudaRuntime._runs_as(fake, program, choice)
+    assert other.split("\n")[:-1] != plain.split("\n")[:-1]
+
+
 def test_extraction_offers_no_inline_flag_on_a_node_read_once():
     """exp2(x) + 1 read once: inline 0 and inline 1 on it lower alike, so the k-best list
     holds no such variants (the cost model's per-flag price put them first before)."""

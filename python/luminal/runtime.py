@@ -274,8 +274,11 @@ class CudaRuntime(Runtime):
             self._rt.fix_choice(self._fixed)
 
     def _runs_as(self, program, choice) -> str:
-        """The CUDA C this runtime would compile for ``program`` under ``choice``."""
-        return _core.cuda_render(program.graph, self.arch, choice, self._fixed)
+        """The CUDA C this runtime would compile for ``program`` under ``choice``, and the
+        choice itself: a program-wide choice may change how kernels launch, not only their
+        text."""
+        return _core.cuda_render(program.graph, self.arch, choice, self._fixed) + \
+            f"\n{choice}"
 
     @property
     def device(self) -> str:

@@ -101,7 +101,7 @@ class SearchReport:
     duplicates: int = 0        # candidates skipped as the same program as an earlier one
     check_sets: list = field(default_factory=list)  # the sets checked on, with notes
     # How much faster than the incumbent (the cost model's pick) a challenger had to be
-    # (search_timing.pick), seconds; None when nothing was re-timed.
+    # (search_timing.pick), seconds; None when nothing was timed.
     margin: float | None = None
     seconds: float = 0.0
     # The winner's kernels, slowest first, when the runtime times kernels one by one:
@@ -682,30 +682,39 @@ class _SearchRun:
         if len(finalists) < 2 or \
                 not timing.retime_fits([self.results[i].seconds for i in finalists]):
             return
-        rounds = {i: [] for i in finalists}  # per finalist, its samples of each round
-        with _Phase(self.report, "timing"):
-            for round_index in range(timing.RETIME_ROUNDS):
-                turn = finalists[round_index % len(finalists):] + \
-                    finalists[:round_index % len(finalists)]
-                for i in turn:
-                    p, choice = self.order[i]
-                    prog = self.programs[p]
-                    self.compiled = i
-                    self.core_rt.compile(prog.graph, choice)
-                    _set_inputs(self.core_rt, prog.inputs, self.inputs)
-                    rounds[i].append(timing.time_runs(self.core_rt, self.dims, 1,
-                                                      timing.RETIME_RUNS))
+        try:
+            with _Phase(self.report, "timing"):
+                rounds = self._retime_rounds(finalists)
+        except LuminalError:  # a recompile that failed: the first timings stand
+            self.compiled = None
+            return
         for i in finalists:
             res = self.results[i]
             res.seconds = statistics.median([t for r in rounds[i] for t in r])
             res.spread = timing.rounds_spread(rounds[i])
             res.retimed = True
 
+    def _retime_rounds(self, finalists: list) -> dict:
+        """{finalist: its samples of each round}: RETIME_ROUNDS rounds, each starting one
+        finalist further along, each compiling and timing every finalist in turn."""
+        rounds = {i: [] for i in finalists}
+        for round_index in range(timing.RETIME_ROUNDS):
+            start = round_index % len(finalists)
+            for i in finalists[start:] + finalists[:start]:
+                p, choice = self.order[i]
+                prog = self.programs[p]
+                self.compiled = i
+                self.core_rt.compile(prog.graph, choice)
+                _set_inputs(self.core_rt, prog.inputs, self.inputs)
+                rounds[i].append(timing.time_runs(self.core_rt, self.dims, 1,
+                                                  timing.RETIME_RUNS))
+        return rounds
+
     def pick_winner(self) -> None:
-        """Pick: among the re-timed finalists, the cost model's pick unless a challenger is
-        faster by more than the margin (search_timing.pick); else the fastest timed candidate
-        that matched (untimed: the first usable one), else the graph as written; the runtime
-        adopts it. When the runtime still holds the winner, it only maps its ids."""
+        """Pick: among the re-timed finalists (none re-timed: the timed candidates), the cost
+        model's pick unless a challenger is faster by more than the margin
+        (search_timing.pick); untimed, the first usable candidate; none usable, the graph as
+        written. The runtime adopts it. When the runtime still holds the winner, it only maps its ids."""
         usable = [i for i, r in enumerate(self.results) if r.status in ("ok", "untimed")]
         if not usable:
             self.report.winner = None
@@ -713,13 +722,11 @@ class _SearchRun:
             self.win_choice = _core.TuningChoice()
             self.win_text = self.original_text
         else:
-            retimed = {i: (self.results[i].seconds, self.results[i].spread)
-                       for i in usable if self.results[i].retimed}
-            timed = [i for i in usable if self.results[i].seconds is not None]
-            if retimed:
-                best, self.report.margin = timing.pick(retimed, 0)
-            elif timed:
-                best = min(timed, key=lambda i: (self.results[i].seconds, i))
+            timed = {i: (self.results[i].seconds, self.results[i].spread or 0.0)
+                     for i in usable if self.results[i].seconds is not None}
+            retimed = {i: t for i, t in timed.items() if self.results[i].retimed}
+            if timed:
+                best, self.report.margin = timing.pick(retimed or timed, 0)
             else:
                 best = usable[0]
             self.report.winner = best

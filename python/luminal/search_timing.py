@@ -76,12 +76,8 @@ def pick(timed: dict, incumbent) -> tuple:
     ``incumbent`` (a key of timed, or None) is within the margin of it, which then stays."""
     fastest = min(timed, key=lambda k: (timed[k][0], k))
     if incumbent is None or incumbent not in timed:
-        return fastest, spread_of(timed, fastest)
+        return fastest, max(timed[fastest][1], MIN_MARGIN * timed[fastest][0])
     needed = margin(timed[incumbent], timed[fastest])
     if timed[incumbent][0] - timed[fastest][0] > needed:
         return fastest, needed
     return incumbent, needed
-
-
-def spread_of(timed: dict, key) -> float:
-    return max(timed[key][1], MIN_MARGIN * timed[key][0])

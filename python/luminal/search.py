@@ -666,7 +666,7 @@ class _SearchRun:
 
     def retime_finalists(self) -> None:
         """Re-times the finalists together: the FINALISTS fastest candidates within
-        RACE_MARGIN of the best, and the cost model's pick (the first candidate) if timed,
+        RACE_MARGIN of the best, and the cost model's pick (the first candidate) if within it,
         in RETIME_ROUNDS interleaved rounds (each compiles them in turn, from the runtime's
         cache, on the ordinary inputs: a slow spell of the machine falls on all of them). Not
         when it would take over RETIME_SECONDS: their first timing stands."""
@@ -677,7 +677,7 @@ class _SearchRun:
         fast = sorted((i for i in timed if self.results[i].seconds <= timing.RACE_MARGIN * best),
                       key=lambda i: (self.results[i].seconds, i))
         finalists = fast[:timing.FINALISTS]
-        if 0 in timed and 0 not in finalists:
+        if 0 in fast and 0 not in finalists:
             finalists.append(0)
         if len(finalists) < 2 or \
                 not timing.retime_fits([self.results[i].seconds for i in finalists]):

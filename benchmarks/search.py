@@ -3,6 +3,9 @@
 runtimes that tune (CpuRuntime), the speed of search(rt, 20)'s winner against search(rt, 1)'s.
 Not a timed test: run `python benchmarks/search.py [--runtime cpu]` and read the figures.
 Targets: build + search(rt, 1) under 5 s, search(rt, 20) under 60 s, a cache hit under 1 s.
+Also printed: the duplicate candidates skipped (programs that run as an earlier one), and the
+repeat stability: search(rt, 20) twice more (no search cache; compiled objects cached), each
+winner, and whether it is the first winner or within the first search's margin of it.
 The graph is written with the primitives only (no RoPE: it needs concatenation): matmuls,
 softmax from exp/amax/sum, RMSNorm from mean/sqrt, SwiGLU from exp and reciprocal.
 """
@@ -106,6 +109,30 @@ def run_speed(cx, rt, inputs, repeats=5):
     return statistics.median(times)
 
 
+def repeat_stability(rt_class, first, time_limit, compile_cache, searches=2):
+    """Searches again (budget 20, no search cache) and prints each winner beside the first
+    search's: the same program, or within the first search's margin of its winner."""
+    won = first.candidates[first.winner]
+    times = {c.fingerprint: c.seconds for c in first.candidates if c.seconds is not None}
+    margin = first.margin or 0.0
+    print(f"repeat stability: first winner [{won.choice}] {won.seconds * 1e3:.3f} ms, "
+          f"margin {margin * 1e3:.3f} ms")
+    for i in range(searches):
+        _, cx, _, _, _ = timed_search(rt_class, 20, tempfile.mkdtemp(prefix="luminal-rep-"),
+                                      time_limit, compile_cache)
+        rep = cx.last_search_report
+        again = rep.candidates[rep.winner]
+        if again.fingerprint == won.fingerprint:
+            verdict = "the same program"
+        elif again.fingerprint in times:
+            gap = times[again.fingerprint] - won.seconds
+            verdict = (f"{'within' if gap <= margin else 'OUTSIDE'} the margin "
+                       f"(first search timed it {gap * 1e3:+.3f} ms from its winner)")
+        else:
+            verdict = "not timed by the first search"
+        print(f"  search {i + 2}: winner [{again.choice}] {again.seconds * 1e3:.3f} ms: {verdict}")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runtime", default="native", choices=["native", "cpu"])
@@ -129,11 +156,14 @@ def main():
     rep = cx20.last_search_report
     tried = [c for c in rep.candidates if c.status != "skipped"]
     print(f"build_search_space + search(rt, 20): {s20:7.2f} s   (target < 60 s), "
-          f"{len(tried)} candidates tried, {len(rep.candidates) - len(tried)} skipped, "
+          f"{len(tried)} distinct candidates tried, {rep.duplicates} duplicates skipped, "
+          f"{len(rep.candidates) - len(tried)} skipped by the time limit, "
           f"{len(rep.wrong_rules)} wrong")
     hit, cx_hit, _, _, _ = timed_search(rt_class, 20, cache_dir, compile_cache=compile_cache)
     print(f"same again (cache hit: {cx_hit.last_search_report.cache_hit}): "
           f"{hit:7.2f} s   (target < 1 s)")
+    if args.runtime != "native":
+        repeat_stability(rt_class, rep, args.time_limit, compile_cache)
     repeats = 1 if args.runtime == "native" else 5
     t1 = run_speed(cx1, rt1, in1, repeats)
     t20 = run_speed(cx20, rt20, in20, repeats)

@@ -263,3 +263,23 @@ def test_bf16_linear_reads_its_weight_as_16_bits():
     rt.execute()
     want = dx.double() @ dw.double().t()
     np.testing.assert_allclose(rt.get(out), want.numpy(), rtol=1e-3, atol=1e-3)
+
+
+def test_search_skips_duplicates_and_checks_every_set():
+    """The search on the GPU: candidates distinct by their CUDA source, each checked on every
+    set (large magnitudes included), the winner right on the inputs that break a softmax
+    without its max."""
+    cx = lm.Graph()
+    x = cx.tensor((64, 256), name="x")
+    y = x.softmax(-1).output()
+    rt = cx.search(lm.CudaRuntime(), 8, cache=False)
+    report = cx.last_search_report
+    marks = [c.fingerprint for c in report.candidates]
+    assert len(marks) == len(set(marks)), str(report)
+    assert "large" in report.check_sets and "exp2 edge" in report.check_sets, str(report)
+    assert all(c.status == "ok" for c in report.candidates), str(report)
+    data = np.random.default_rng(0).uniform(80, 120, size=(64, 256)).astype(np.float32)
+    rt.set_data(x, data)
+    rt.execute()
+    want = torch.softmax(torch.from_numpy(data), -1).numpy()
+    np.testing.assert_allclose(rt.get(y), want, rtol=1e-4, atol=1e-6)

@@ -1,5 +1,6 @@
 // k-best extraction. Classes are renumbered densely; a program is a pick (node index) per
-// class. Programs are evaluated by a DFS from the roots that also detects cycles.
+// class. Programs are evaluated by a DFS from the roots that also detects cycles. Deviations
+// that cannot change what runs (an inline flag on a node read once) are not generated.
 #include "egraph/extract.h"
 
 #include <algorithm>
@@ -31,6 +32,32 @@ bool commutation_equal(const ENode& a, const ENode& b) {
   if (a.children == b.children) return true;
   if ((a.op != OpKind::Add && a.op != OpKind::Mul) || a.children.size() != 2) return false;
   return a.children[0] == b.children[1] && a.children[1] == b.children[0];
+}
+
+// The schedule of `node` without the lowering's kInlineParam (ir/graph.h).
+ScheduleParams schedule_without_inline(const EGraph& g, const ENode& node) {
+  ScheduleParams out;
+  if (node.attr < 0) return out;
+  for (const auto& param : g.attr(node.attr).node.schedule) {
+    if (param.first != kInlineParam) out.push_back(param);
+  }
+  return out;
+}
+
+// True when e-nodes `a` and `b` of one class differ at most in kInlineParam, which only
+// chooses between recomputing a node in each of several reading kernels and storing it once
+// (kernel/buffer_plan.cc): for a node read once, both lower to the same kernels. Not for a
+// Cast, whose `inline 1` also widens a 16-bit input in its one reader (buffer_plan.h).
+bool differs_only_in_inline(const EGraph& g, const ENode& a, const ENode& b) {
+  if (a.op != b.op || a.children != b.children || a.op == OpKind::Cast) return false;
+  if (a.attr >= 0 && b.attr >= 0) {
+    const Node& x = g.attr(a.attr).node;
+    const Node& y = g.attr(b.attr).node;
+    if (x.axis != y.axis || x.dtype != y.dtype) return false;
+  } else if (a.attr != b.attr && !is_unary(a.op) && !is_binary(a.op)) {
+    return false;
+  }
+  return schedule_without_inline(g, a) == schedule_without_inline(g, b);
 }
 
 Table make_table(const EGraph& g, const CostModel& model) {
@@ -185,13 +212,21 @@ std::vector<Extracted> extract_best(const EGraph& g, const CostModel& model,
     for (int c : cur.order) ex.order.push_back({t.ids[c], *t.nodes[c][cur.pick[c]]});
     out.push_back(std::move(ex));
     if (out.size() == k) break;
-    // Single-class deviations, most promising (by tree-cost estimate) first.
+    // Single-class deviations, most promising (by tree-cost estimate) first; none that only
+    // flips the inline flag of a class read once (differs_only_in_inline).
+    std::vector<int> readers(t.ids.size(), 0);
+    for (int c : cur.order) {
+      for (int kid : t.kids[c][cur.pick[c]]) readers[kid]++;
+    }
+    for (int r : root_idx) readers[r]++;
     std::vector<std::tuple<double, int, int>> devs;
     for (int c : cur.order) {
       int mine = t.canon[c][cur.pick[c]];
       double base = via(t, c, cur.pick[c]);
+      const ENode& picked = *t.nodes[c][cur.pick[c]];
       for (size_t j = 0; j < t.nodes[c].size(); ++j) {
         if (t.canon[c][j] != static_cast<int>(j) || static_cast<int>(j) == mine) continue;
+        if (readers[c] == 1 && differs_only_in_inline(g, picked, *t.nodes[c][j])) continue;
         double alt = via(t, c, static_cast<int>(j));
         if (alt < kInf) devs.push_back({alt - base, c, static_cast<int>(j)});
       }

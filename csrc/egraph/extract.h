@@ -2,7 +2,8 @@
 // fixed-point of tree costs (cycles never win: every non-source node costs > 0); the k best
 // distinct programs come best-first from single-class deviations of programs already found,
 // ranked by DAG cost (shared subterms counted once), cyclic choices rejected. Programs that
-// differ only in the operand order of a commutative op are one program.
+// differ only in the operand order of a commutative op are one program, and a deviation that
+// only flips the inline flag of a node read once (which lowers to the same kernels) is none.
 #pragma once
 
 #include <vector>

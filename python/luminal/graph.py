@@ -248,10 +248,13 @@ class Graph(CreationOps):
         before are set again on the program it loads (from the same arrays); other inputs must
         be set again.
 
-        Up to ``budget`` candidates (distinct programs from the search space, best-first by
-        the cost model, times the runtime's tuning choices) are compiled, checked against the
-        reference interpreter on random inputs (``seed``) and timed; the fastest wins. Budget
-        1 takes the cost model's pick untimed. The choice is cached on disk (``cache_dir``,
+        Up to ``budget`` candidates (programs from the search space, best-first by the cost
+        model, times the runtime's tuning choices; distinct by the code the runtime would run,
+        duplicates skipped) are compiled, checked against the reference interpreter on several
+        input sets (random ones of ``seed``; for small graphs also large magnitudes, exp2's
+        edge, large ints, zeros) and timed; the finalists are re-timed together, and the cost
+        model's pick stays unless a challenger is faster by more than the measured spread.
+        Budget 1 takes the cost model's pick untimed. The choice is cached on disk (``cache_dir``,
         default ~/.cache/luminal/search; ``cache=False`` to bypass). ``progress``: None shows
         a bar on stderr for long searches, True always, False never. ``verbose`` prints the
         report, which is also kept as ``cx.last_search_report``. ``time_limit`` (seconds)

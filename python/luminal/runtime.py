@@ -120,6 +120,12 @@ class Runtime:
         """The rewrite rules this runtime adds to the search space (csrc/egraph rules)."""
         return self._rt.rewrite_rules()
 
+    def _runs_as(self, program, choice) -> str:
+        """What this runtime would run for search candidate ``program`` under tuning
+        ``choice``, as text: candidates with the same text are one (search's fingerprint).
+        Here the program itself; a runtime that generates code returns the code."""
+        return program.text() + "\n" + str(choice)
+
     def _check_tensor(self, tensor, what: str):
         if self._graph is None:
             raise ShapeError(f"{what}: the runtime has no program; call cx.search(rt) first")
@@ -270,6 +276,10 @@ class CpuRuntime(Runtime):
         """The generated C of the compiled program."""
         return self._rt.source
 
+    def _runs_as(self, program, choice) -> str:
+        """The C this runtime would compile for ``program`` under ``choice``."""
+        return _core.cpu_render(program.graph, choice)
+
     def memory(self) -> dict:
         """The bytes this runtime holds, by kind: ``borrowed_input_bytes`` (inputs read in
         place from the caller's arrays: memory-mapped weights stay in their file's pages),
@@ -301,10 +311,17 @@ class CudaRuntime(Runtime):
 
         options = cuda_options(nvrtc_library, cache_dir, device, driver_library)
         super().__init__(_core.CudaRuntime(options))
+        self._fixed = _core.TuningChoice()
         if choice:  # fixed params: every compile (search's too) uses them, over node schedules
-            fixed = _core.TuningChoice()
-            fixed.params = sorted(dict(choice).items())
-            self._rt.fix_choice(fixed)
+            self._fixed.params = sorted(dict(choice).items())
+            self._rt.fix_choice(self._fixed)
+
+    def _runs_as(self, program, choice) -> str:
+        """The CUDA C this runtime would compile for ``program`` under ``choice``, and the
+        choice itself: a program-wide choice may change how kernels launch, not only their
+        text."""
+        return _core.cuda_render(program.graph, self.arch, choice, self._fixed) + \
+            f"\n{choice}"
 
     @property
     def device(self) -> str:

@@ -1,23 +1,30 @@
 """Search: the driver behind ``Graph.build_search_space`` and ``Graph.search``.
 
 The C++ core (csrc/egraph) saturates an e-graph of the graph with the generic rules and the
-runtime's rules and extracts distinct programs best-first by a cost model. Here each candidate
-(program x tuning choice) is compiled on the runtime, checked against the reference interpreter
-(NativeRuntime on the graph as written; for graphs too big for the interpreter, the runtime
-itself on the graph as written, see AUTO_NATIVE_WORK) on random inputs, and timed (warm-up,
-repeats, median); the runtime comes back loaded with the fastest. A candidate that disagrees is
-dropped and reported as a wrong rule. Budget 1 takes the cost model's pick without timing
-(still checked, unless it is the graph as written on NativeRuntime). search() runs as named
-steps, the methods of _SearchRun: cache lookup, candidates, reference, attempt each, pick,
-store.
+runtime's rules and extracts programs best-first by a cost model. Here each candidate (program
+x tuning choice) is fingerprinted by what the runtime would run (Runtime._runs_as: its
+generated code), and duplicates are skipped before anything is compiled: the budget counts
+distinct programs. Each is compiled, checked against the reference interpreter (NativeRuntime
+on the graph as written; for graphs too big for the interpreter, the runtime itself on the
+graph as written, see AUTO_NATIVE_WORK) on several input sets (search_check: ordinary values,
+and for graphs up to EXTRA_SETS_WORK, large magnitudes, exp2's edge, large ints, zeros), and
+timed (search_timing: repeats, then the finalists re-timed in interleaved rounds); the runtime
+comes back loaded with the winner, the cost model's pick unless a challenger is faster by more
+than the measured spread. A candidate that disagrees on any set is dropped and reported as a
+wrong rule, with the set. Budget 1 takes the cost model's pick without timing (still checked,
+unless it is the graph as written on NativeRuntime). search() runs as named steps, the methods
+of _SearchRun: cache lookup (re-verified on the ordinary set), candidates, reference, attempt
+each, re-time the finalists, pick, store.
 
 Symbolic dims are bound, for costing, checking and timing, to their value in ``cx.dyn_map``
 or else to DEFAULT_DIM. Candidates, their order and the check data are deterministic for a
-seed; which candidate wins can depend on timing noise between near-equal candidates.
+seed; which candidate wins can still depend on timing noise between candidates within the
+margin of each other (SearchReport.margin).
 """
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 import sys
 import time
@@ -27,28 +34,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _core
-from . import dtype as dt
 from . import search_cache
+from . import search_timing as timing
 from .errors import LuminalError
-from .runtime import NativeRuntime, _from_storage, _to_storage
+from .runtime import NativeRuntime
+from .search_check import CheckSet, disagreement, extra_sets, random_inputs
 
 DEFAULT_DIM = 16
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
 # seconds of the interpreter); bigger graphs are checked against the runtime itself running the
 # graph as written, which still catches every wrong rule (the runtime's own tests answer for it).
 AUTO_NATIVE_WORK = 2e7
+# The extra check sets (search_check.extra_sets) run against the interpreter for graphs up to
+# this much work (a tenth of a second a run), at the search's dims or, above it, with every
+# symbolic dim bound to SHRUNK_DIM; bigger graphs are checked on the ordinary set only. A
+# cache hit is re-verified on the ordinary set up to this work too.
+EXTRA_SETS_WORK = 4e6
+SHRUNK_DIM = 2
 SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed by that run
-# A candidate is timed no further once RACE_SAMPLES runs all took over RACE_MARGIN x the best
-# median so far: it cannot win, and a 16-layer model's slow candidates took seconds each.
-RACE_SAMPLES = 2
-RACE_MARGIN = 1.25
-# Checking tolerances per output dtype: |got - want| <= atol * scale + rtol * |want|, where
-# scale = max(1, max |want|). Loose enough for reassociated float sums, tight enough for bugs.
-CHECK_TOLERANCE = {
-    dt.float32: (1e-3, 1e-4),
-    dt.float16: (2e-2, 1e-2),
-    dt.bfloat16: (6e-2, 5e-2),
-}
+# Programs extracted per distinct candidate wanted, so that duplicates can be skipped.
+EXTRACT_PER_CANDIDATE = 3
 
 
 @dataclass
@@ -73,8 +78,12 @@ class CandidateResult:
     cost: float               # the cost model's estimate
     # "ok", "untimed", "wrong" (disagrees with the reference), "failed", "skipped" (time limit)
     status: str = "untimed"
-    seconds: float | None = None  # median execute time
+    seconds: float | None = None  # median execute time (of the re-timing, when re-timed)
+    spread: float | None = None   # the interquartile range of those samples
+    retimed: bool = False     # a finalist, re-timed in interleaved rounds
+    fingerprint: str = ""     # what the runtime runs, hashed (search: _fingerprint)
     detail: str = ""
+    failed_set: str = ""      # "wrong": the check set it disagreed on
 
 
 @dataclass
@@ -89,6 +98,11 @@ class SearchReport:
     winner: int | None = None  # index into candidates
     winner_program: str = ""   # program text of the winner
     wrong_rules: list = field(default_factory=list)
+    duplicates: int = 0        # candidates skipped as the same program as an earlier one
+    check_sets: list = field(default_factory=list)  # the sets checked on, with notes
+    # How much faster than the incumbent (the cost model's pick) a challenger had to be
+    # (search_timing.pick), seconds; None when nothing was timed.
+    margin: float | None = None
     seconds: float = 0.0
     # The winner's kernels, slowest first, when the runtime times kernels one by one:
     # (seconds, what the kernel computes: op, shape and schedule).
@@ -99,18 +113,24 @@ class SearchReport:
     phases: dict = field(default_factory=dict)
 
     def __str__(self) -> str:
+        found = f"{len(self.candidates)} distinct candidates ({self.duplicates} duplicates " \
+                f"skipped)"
         lines = [f"search on {self.runtime}, budget {self.budget}: "
-                 f"{'cache hit' if self.cache_hit else f'{len(self.candidates)} candidates'}"
-                 f" in {self.seconds:.3f} s"]
+                 f"{'cache hit' if self.cache_hit else found} in {self.seconds:.3f} s"]
         for i, c in enumerate(self.candidates):
             t = f"{c.seconds * 1e3:.3f} ms" if c.seconds is not None else "-"
+            if c.spread is not None:
+                t += f" +-{c.spread * 1e3:.3f}" + (" re-timed" if c.retimed else "")
             mark = "*" if i == self.winner else " "
             lines.append(f" {mark} program {c.rank} [{c.choice}] cost {c.cost:.4g}: {c.status} "
                          f"{t} {c.detail}".rstrip())
+        if self.margin is not None:
+            lines.append(f"   a challenger had to win by {self.margin * 1e3:.3f} ms")
         for w in self.wrong_rules:
             lines.append(f"   wrong: {w}")
         if self.reference:
-            lines.append(f"   checked against: {self.reference}")
+            lines.append(f"   checked against: {self.reference}, on sets: "
+                         f"{', '.join(self.check_sets)}")
         if self.saturation:
             lines.append("   " + self.saturation.splitlines()[0])
         if self.phases:
@@ -167,47 +187,6 @@ def _choice(params) -> _core.TuningChoice:
     return c
 
 
-# Random floats as bit patterns, per storage dtype: (word type, kept bits, set bits). The kept
-# bits are the sign, the exponent's lowest bit and the mantissa, the set bits the rest of an
-# exponent of 2^-1: values +-[0.5, 2) with random mantissas, each one a word of random bits.
-_RANDOM_FLOAT_BITS = {
-    dt.float32: (np.uint32, 0x80FFFFFF, 0x3F000000),
-    dt.float16: (np.uint16, 0x87FF, 0x3800),
-    dt.bfloat16: (np.uint16, 0x80FF, 0x3F00),
-}
-
-
-def _random_floats(rng, count: int, dtype) -> np.ndarray:
-    """``count`` random values of float ``dtype`` in +-[0.5, 2), in its storage layout, made
-    from random words in place: a 1B-parameter model's bf16 weights take 2 s here, where
-    uniform draws in f32 rounded to bf16 took 22 s and twice the memory."""
-    word, keep, set_bits = _RANDOM_FLOAT_BITS[dtype]
-    words_per_draw = 8 // np.dtype(word).itemsize
-    draws = -(-count // words_per_draw)
-    bits = rng.integers(0, 1 << 64, size=draws, dtype=np.uint64).view(word)[:count]
-    bits &= word(keep)
-    bits |= word(set_bits)
-    return bits.view(dt.storage(dtype))
-
-
-def _random_inputs(g, dims: dict, seed: int) -> list:
-    """One storage array per input of g, by position, deterministic for the seed: floats in
-    +-[0.5, 2) (_random_floats), ints in [0, 4), bools 0 or 1."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for node in g.inputs():
-        shape = [d.eval(dims) if not d.is_const() else d.as_const() for d in g.node_shape(node)]
-        dtype = g.node_dtype(node)
-        count = int(np.prod(shape, dtype=np.int64))
-        if dt.is_float(dtype):
-            out.append((dtype, _random_floats(rng, count, dtype)))
-            continue
-        high = 2 if dtype == dt.bool_ else 4
-        values = rng.integers(0, high, size=count, dtype=np.int32)
-        out.append((dtype, _to_storage(values, dtype)))
-    return out
-
-
 def _run(core_rt, input_ids, output_ids, inputs, dims, seconds=None) -> list:
     """Sets the inputs, executes and reads the outputs; ``seconds`` (a list) gets the time of
     the execute alone (setting a parameter may lay it out, which is no part of a run)."""
@@ -218,32 +197,6 @@ def _run(core_rt, input_ids, output_ids, inputs, dims, seconds=None) -> list:
     if seconds is not None:
         seconds.append(time.perf_counter() - t0)
     return [np.asarray(core_rt.get(o)) for o in output_ids]
-
-
-def _disagreement(got: list, want: list, dtypes: list) -> str:
-    for i, (a, b, dtype) in enumerate(zip(got, want, dtypes)):
-        a = _from_storage(a, dtype).astype(np.float64).reshape(-1)
-        b = _from_storage(b, dtype).astype(np.float64).reshape(-1)
-        if a.shape != b.shape:
-            return f"output {i}: {a.size} elements, expected {b.size}"
-        nan_a, nan_b = np.isnan(a), np.isnan(b)
-        if not np.array_equal(nan_a, nan_b):
-            return f"output {i}: NaN where the reference has none (or the reverse)"
-        a, b = a[~nan_a], b[~nan_b]
-        inf = np.isinf(b) | np.isinf(a)
-        if not np.array_equal(a[inf], b[inf]):
-            return f"output {i}: infinities differ"
-        a, b = a[~inf], b[~inf]
-        if b.size == 0:
-            continue
-        rtol, atol = CHECK_TOLERANCE.get(dtype, (0.0, 0.0))
-        scale = max(1.0, float(np.max(np.abs(b))))
-        err = np.abs(a - b)
-        bad = err > atol * scale + rtol * np.abs(b)
-        if np.any(bad):
-            k = int(np.argmax(bad))
-            return f"output {i}: element {k} is {a[k]!r}, expected {b[k]!r}"
-    return ""
 
 
 class _Progress:
@@ -335,25 +288,33 @@ def _order(programs: list, choices: list, budget: int) -> list:
     return [(p, choice) for _, p, _, choice in pairs[:budget]]
 
 
-def _time(core_rt, dims, warmup: int, repeats: int, best: float | None = None,
-          samples: list | None = None) -> float:
-    """The median of ``samples`` (seconds of runs already made) and more runs, up to
-    ``repeats`` in all, after ``warmup`` more (2 s of runs at most). A candidate whose first
-    RACE_SAMPLES all took over RACE_MARGIN x ``best`` (the fastest median so far) has lost
-    the race: it stops there."""
-    for _ in range(max(warmup, 0)):
-        core_rt.execute(dims)
-    times = list(samples or [])
-    spent = sum(times)
-    while len(times) < repeats and spent <= 2.0:
-        if best is not None and len(times) >= RACE_SAMPLES and \
-                min(times[:RACE_SAMPLES]) > RACE_MARGIN * best:
-            break
-        t0 = time.perf_counter()
-        core_rt.execute(dims)
-        times.append(time.perf_counter() - t0)
-        spent += times[-1]
-    return statistics.median(times)
+class _Texts:
+    """The program text of each candidate, by index into ``programs`` (a list that may
+    grow), made when first asked for: a model's program text takes a while to print."""
+
+    def __init__(self, programs: list):
+        self.programs = programs
+        self.made = {}
+
+    def __getitem__(self, p: int) -> str:
+        if p not in self.made:
+            self.made[p] = self.programs[p].text()
+        return self.made[p]
+
+
+def _fingerprint(runtime, program, choice) -> str:
+    """A short hash of what ``runtime`` would run for ``program`` under ``choice``; a
+    program it cannot render is its own (the compile will say why)."""
+    try:
+        text = runtime._runs_as(program, choice)
+    except LuminalError as e:
+        text = f"unrendered {program.text()} {choice}: {e}"
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _set_inputs(core_rt, input_ids, inputs) -> None:
+    for node, (dtype, data) in zip(input_ids, inputs):
+        core_rt.set_data(node, data, dtype)
 
 
 def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: bool = True,
@@ -361,17 +322,19 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
            time_limit: float | None = None, reference: str = "auto", warmup: int = 1,
            repeats: int = 5):
     """See Graph.search. The steps, in order: look the graph up in the cache; extract the
-    candidates; run the reference they are checked against; attempt (compile, check, time)
-    each; pick the winner, which the runtime adopts; store it in the cache."""
+    distinct candidates; run the reference they are checked against; attempt (compile, check,
+    time) each; re-time the finalists together; pick the winner, which the runtime adopts;
+    store it in the cache."""
     if reference not in ("auto", "native", "runtime"):
         raise ValueError(f"search: reference must be 'auto', 'native' or 'runtime', "
                          f"got {reference!r}")
     run = _SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats)
     held = runtime._held_parameters(cx)
-    if not (cache and run.load_cached()):
+    if not (cache and run.load_cached(verify)):
         run.extract_candidates()
         run.run_reference(verify, reference)
         run.attempt_each(progress, time_limit)
+        run.retime_finalists()
         run.pick_winner()
         if cache:
             run.store()
@@ -401,22 +364,37 @@ class _SearchRun:
         self.report = SearchReport(runtime=self.core_rt.name, budget=budget)
         self.original = _core.identity_program(self.g)  # the graph as written
         self.original_text = self.original.text()
+        rules_text = _core.all_rules_text(self.rules)
+        # What a cache entry records it was made with, and must match when loaded.
+        self.made_with = {"core": __version__,
+                          "rules": hashlib.sha256(rules_text.encode()).hexdigest()}
         self.key = search_cache.make_key(self.original_text, self.core_rt.name,
                                          search_cache.device_name(runtime), __version__,
-                                         _core.all_rules_text(self.rules))
+                                         rules_text)
         self.directory = cache_dir or search_cache.default_dir()
+        self.out_dtypes = [self.g.node_dtype(o) for o in self.g.outputs()]
 
-    def load_cached(self) -> bool:
+    def load_cached(self, verify: bool) -> bool:
         """Cache lookup: the winner stored for this graph, runtime, device and rules by a
-        search of at least this budget is loaded into the runtime. False on a miss; an entry
-        that does not load is not trusted (the search runs again and overwrites it)."""
+        search of at least this budget, made with this core and these rules, is loaded into
+        the runtime and (``verify``, graphs up to EXTRA_SETS_WORK) re-checked against the
+        interpreter on the ordinary set. False on a miss; an entry that does not load or
+        disagrees is not trusted (the search runs again and overwrites it)."""
         entry = search_cache.load(self.directory, self.key)
         if entry is None or entry["budget"] < self.budget:
+            return False
+        info = entry.get("info")
+        if not isinstance(info, dict) or info.get("made_with") != self.made_with:
             return False
         try:
             with _Phase(self.report, "load"):
                 program = _core.parse_program(entry["program"], self.g)
                 self.runtime._load(self.cx, program, _choice(entry["choice"]))
+            if verify and _core.graph_work(self.g, self.dims) <= EXTRA_SETS_WORK:
+                with _Phase(self.report, "recheck"):
+                    wrong = self._recheck(program)
+                if wrong:
+                    return False
         except (LuminalError, ValueError, TypeError):
             return False
         self.report.cache_hit = True
@@ -424,43 +402,94 @@ class _SearchRun:
         self.report.winner_program = entry["program"]
         return True
 
+    def _recheck(self, program) -> str:
+        """The loaded ``program`` against the interpreter on the ordinary set: "" when they
+        agree (or the interpreter cannot run these inputs), else what differs. Leaves no
+        check inputs in the runtime."""
+        inputs = random_inputs(self.g, self.dims, self.seed)
+        native = _core.NativeRuntime()
+        try:
+            native.compile(self.g)
+            want = _run(native, self.g.inputs(), self.g.outputs(), inputs, self.dims)
+        except LuminalError:
+            return ""
+        got = _run(self.core_rt, program.inputs, program.outputs, inputs, self.dims)
+        self.core_rt.clear_data()
+        return disagreement(got, want, self.out_dtypes)
+
     def extract_candidates(self) -> None:
         """Candidates: the search space's programs, best-first by the cost model, times the
-        runtime's tuning choices, in the order they are tried (_order), at most the budget.
-        With room to spare, one slot of the budget goes to the combination of the fastest
-        kernels (see _combine), when the runtime can time its kernels one by one."""
+        runtime's tuning choices, in the order they are tried (_order), skipping any that
+        runs as one before it (_fingerprint), at most the budget of distinct ones. With room
+        to spare, one slot of the budget goes to the combination of the fastest kernels (see
+        _combine), when the runtime can time its kernels one by one."""
         with _Phase(self.report, "saturation"):
             self.space = self.cx._search_space.build(self.cx, self.rules, self.core_rt)
         self.report.saturation = str(self.space.report)
         self.timing_kernels = self.budget > 1 and self.core_rt.can_time_kernels()
         self.combine = self.budget >= 3 and self.timing_kernels
         count = self.budget - 1 if self.combine else self.budget
-        with _Phase(self.report, "extraction"):
-            self.programs = self.space.extract(count, self.dims)
-            choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
-                       for p in self.programs]
-            self.order = _order(self.programs, choices, self.budget)  # (program index, choice)
-            self.texts = [p.text() for p in self.programs]
+        marks = {}  # (program text, choice text) -> fingerprint, across extractions
+        wanted = count
+        while True:
+            with _Phase(self.report, "extraction"):
+                self.programs = self.space.extract(wanted, self.dims)
+                choices = [list(self.core_rt.tuning_space(p.graph)) or [_core.TuningChoice()]
+                           for p in self.programs]
+                pairs = _order(self.programs, choices, sum(len(c) for c in choices))
+            with _Phase(self.report, "fingerprint"):
+                self._take_distinct(pairs, count, marks)
+            # Short of distinct ones while the space may hold more: extract further, once.
+            if len(self.order) == count or len(self.programs) < wanted or wanted > count:
+                break
+            wanted = count * EXTRACT_PER_CANDIDATE
+        self.texts = _Texts(self.programs)
+
+    def _take_distinct(self, pairs: list, count: int, marks: dict) -> None:
+        """self.order: the first ``count`` of ``pairs`` that run as none before them (budget 1:
+        the first, unfingerprinted); self.report.duplicates counts those skipped."""
+        self.fingerprints = {}  # fingerprint -> index in order
+        self.order = []         # (program index, choice)
+        self.order_marks = []   # the fingerprint of each
+        self.report.duplicates = 0
+        for p, choice in pairs:
+            if len(self.order) == count:
+                break
+            mark = ""
+            if count > 1:
+                key = (self.programs[p].text(), str(choice))
+                if key not in marks:
+                    marks[key] = _fingerprint(self.runtime, self.programs[p], choice)
+                mark = marks[key]
+                if mark in self.fingerprints:
+                    self.report.duplicates += 1
+                    continue
+                self.fingerprints[mark] = len(self.order)
+            self.order.append((p, choice))
+            self.order_marks.append(mark)
 
     def run_reference(self, verify: bool, reference: str) -> None:
-        """Reference: the outputs every candidate must match on random inputs (``seed``),
-        from the interpreter or from the runtime running the graph as written (``reference``;
-        "auto" picks by AUTO_NATIVE_WORK). Nothing to check when ``verify`` is off, or for
-        budget 1 on NativeRuntime with the graph as written. When the reference fails on the
-        random inputs, no candidate can be checked: the graph as written is the only one."""
+        """Reference: the outputs every candidate must match on each check set, from the
+        interpreter or from the runtime running the graph as written (``reference``; "auto"
+        picks by AUTO_NATIVE_WORK). The ordinary set (random inputs of ``seed``) always; the
+        extra sets (search_check.extra_sets) against the interpreter, for graphs up to
+        EXTRA_SETS_WORK at the search's dims or at SHRUNK_DIM; a set the interpreter cannot
+        run (Gather indices out of range) is left out. Nothing to check when ``verify`` is
+        off, or for budget 1 on NativeRuntime with the graph as written. When the reference
+        fails on the ordinary set, no candidate can be checked: the graph as written is the
+        only one."""
         g = self.g
-        self.want = None
-        self.out_dtypes = [g.node_dtype(o) for o in g.outputs()]
+        self.sets = []
         on_native = isinstance(self.runtime, NativeRuntime)
         self.need_check = verify and (self.budget > 1
                                       or self.texts[self.order[0][0]] != self.original_text
                                       or not on_native)
+        work = _core.graph_work(g, self.dims)
         if reference == "auto":
-            small = _core.graph_work(g, self.dims) <= AUTO_NATIVE_WORK
-            reference = "native" if small or on_native else "runtime"
+            reference = "native" if work <= AUTO_NATIVE_WORK or on_native else "runtime"
         if not self.need_check:
             with _Phase(self.report, "reference"):
-                self.inputs = _random_inputs(g, self.dims, self.seed)
+                self.inputs = random_inputs(g, self.dims, self.seed)
             return
         self.report.reference = "native" if reference == "native" else \
             f"{self.core_rt.name} running the graph as written"
@@ -470,19 +499,47 @@ class _SearchRun:
             # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
             with _Phase(self.report, "reference"), ThreadPoolExecutor(max_workers=1) as pool:
                 compiling = pool.submit(ref_rt.compile, g)
-                self.inputs = _random_inputs(g, self.dims, self.seed)
+                self.inputs = random_inputs(g, self.dims, self.seed)
                 compiling.result()
             with _Phase(self.report, "reference run"):
-                self.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
+                ordinary = CheckSet("ordinary", self.inputs, self.dims, strict=True)
+                ordinary.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
         except LuminalError as e:
             # E.g. Gather indices out of range: keep the graph as written.
             self.programs = [self.original]
-            self.texts = [self.original_text]
+            self.texts = _Texts(self.programs)
             self.order = [(0, _core.TuningChoice())]
             self.report.wrong_rules.append(f"not checked (reference failed on random inputs: "
                                            f"{e})")
             self.need_check = False
             self.combine = False
+            return
+        self.sets = [ordinary]
+        self.report.check_sets = ["ordinary"]
+        with _Phase(self.report, "reference run"):
+            self._add_extra_sets(work)
+
+    def _add_extra_sets(self, work: float) -> None:
+        """The extra check sets with the interpreter's outputs on them (run_reference)."""
+        g = self.g
+        dims = self.dims
+        if work > EXTRA_SETS_WORK:
+            dims = {s: min(v, SHRUNK_DIM) for s, v in self.dims.items()}
+            if not dims or _core.graph_work(g, dims) > EXTRA_SETS_WORK:
+                self.report.check_sets.append(f"no others (work {work:.3g} > "
+                                              f"{EXTRA_SETS_WORK:.3g})")
+                return
+        native = _core.NativeRuntime()
+        native.compile(g)
+        shrunk = "" if dims == self.dims else f" at {dims}"
+        for check in extra_sets(g, dims, self.seed):
+            try:
+                check.want = _run(native, g.inputs(), g.outputs(), check.inputs, dims)
+            except LuminalError as e:
+                self.report.check_sets.append(f"{check.name} (left out: {e})")
+                continue
+            self.sets.append(check)
+            self.report.check_sets.append(check.name + shrunk)
 
     def attempt_each(self, progress, time_limit: float | None) -> None:
         """Attempt each candidate in order (_attempt), showing ``progress``. Once
@@ -492,6 +549,7 @@ class _SearchRun:
         bar = _Progress(progress, len(self.order) + self.combine)
         self.results = []
         self.skipped = []
+        self.compiled = None  # the index in results of the candidate the runtime holds
         self.kernel_times = []  # (program index, [(kernel root node, seconds)]) per timed one
         combine_after = -1
         if self.combine:
@@ -503,7 +561,8 @@ class _SearchRun:
             label = _label(self.programs[p], choice)
             if p == combined:
                 label = f"fastest kernels: {label}"
-            res = CandidateResult(rank=p, cost=self.programs[p].cost, choice=label)
+            res = CandidateResult(rank=p, cost=self.programs[p].cost, choice=label,
+                                  fingerprint=self.order_marks[done])
             done += 1
             if self.results and time_limit is not None and \
                     time.perf_counter() - self.start > time_limit:
@@ -520,26 +579,24 @@ class _SearchRun:
         bar.close()
 
     def _attempt(self, p: int, choice, res: CandidateResult) -> None:
-        """Compiles candidate ``p`` with ``choice``, checks it against the reference and
-        (budget > 1) times it; fills ``res``. A wrong result is reported as a wrong rule."""
+        """Compiles candidate ``p`` with ``choice``, checks it against the reference on every
+        set and (budget > 1) times it on the ordinary set; fills ``res``. A wrong result is
+        reported as a wrong rule, with the set it failed."""
         prog = self.programs[p]
         core_rt = self.core_rt
         try:
             with _Phase(self.report, "compile"):
+                self.compiled = len(self.results) - 1
                 core_rt.compile(prog.graph, choice)
             t_check = None
             with _Phase(self.report, "check"):
                 if self.need_check:
-                    seconds = []
-                    got = _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims,
-                               seconds)
-                    t_check = seconds[0]
-                    res.detail = _disagreement(got, self.want, self.out_dtypes)
+                    t_check = self._check(prog, res)
                 elif self.budget > 1:
                     _run(core_rt, prog.inputs, prog.outputs, self.inputs, self.dims)
             if res.detail:
                 res.status = "wrong"
-                self.report.wrong_rules.append(f"program {p} [{choice}]: {res.detail}\n"
+                self.report.wrong_rules.append(f"program {p} [{res.choice}] {res.detail}\n"
                                                f"{self.texts[p]}")
                 return
             if self.budget > 1:
@@ -549,11 +606,28 @@ class _SearchRun:
             res.status = "failed"
             res.detail = f"{type(e).__name__}: {e}"
 
+    def _check(self, prog, res: CandidateResult) -> float:
+        """Runs the compiled ``prog`` on each check set, the ordinary one first; on the first
+        that disagrees, sets res.detail and res.failed_set. Leaves the ordinary inputs set.
+        Returns the seconds of the ordinary run."""
+        seconds = []
+        for check in self.sets:
+            got = _run(self.core_rt, prog.inputs, prog.outputs, check.inputs, check.dims,
+                       seconds if check is self.sets[0] else None)
+            wrong = disagreement(got, check.want, self.out_dtypes, check.strict)
+            if wrong:
+                res.detail = f"on the {check.name} set: {wrong}"
+                res.failed_set = check.name
+                break
+        if len(self.sets) > 1:
+            _set_inputs(self.core_rt, prog.inputs, self.inputs)
+        return seconds[0]
+
     def _time_candidate(self, p: int, res: CandidateResult, t_check: float | None) -> None:
         """Times candidate ``p``, just run once (checked: the first warm-up): its kernels one
         by one when the runtime can (their total is the first sample, or with more warm-ups
-        asked for, the second warm-up), then repeats (_time), unless its check run took over
-        SLOW_RUN, which then is its only sample."""
+        asked for, the second warm-up), then repeats (search_timing.time_runs), unless its
+        check run took over SLOW_RUN, which then is its only sample."""
         samples = []
         warmups = self.warmup - 1
         if self.timing_kernels:
@@ -564,31 +638,85 @@ class _SearchRun:
             else:
                 samples.append(sum(seconds for _, seconds in kernels))
         if t_check is not None and t_check > SLOW_RUN:
-            res.seconds = t_check
+            samples = [t_check]
         else:
-            res.seconds = _time(self.core_rt, self.dims, warmups, self.repeats,
-                                _best_time(self.results), samples)
+            samples = timing.time_runs(self.core_rt, self.dims, warmups, self.repeats,
+                                       _best_time(self.results), samples)
+        res.seconds = statistics.median(samples)
+        res.spread = timing.spread(samples)
         res.status = "ok"
 
     def _insert_combination(self, position: int) -> int:
         """Extracts the program that takes, per e-class, the schedule whose kernel ran
-        fastest (_combine) and puts it at ``position`` in the order, unless it is a candidate
-        already. Returns its index in programs, or -1."""
+        fastest (_combine) and puts it at ``position`` in the order, unless it runs as a
+        candidate already. Returns its index in programs, or -1."""
         chosen = _combine(self.programs, self.kernel_times)
         with _Phase(self.report, "extraction"):
             program = self.space.extract_choosing(chosen, self.dims) if chosen else None
-        if program is None or program.text() in self.texts:
+        if program is None:
+            return -1
+        mark = _fingerprint(self.runtime, program, _core.TuningChoice())
+        if mark in self.fingerprints:
+            self.report.duplicates += 1
             return -1
         self.programs.append(program)
-        self.texts.append(program.text())
         combined = len(self.programs) - 1
+        self.fingerprints[mark] = position
         self.order.insert(position, (combined, _core.TuningChoice()))
+        self.order_marks.insert(position, mark)
         return combined
 
+    def retime_finalists(self) -> None:
+        """Re-times the finalists together: the FINALISTS fastest candidates within
+        RACE_MARGIN of the best, and the cost model's pick (the first candidate) if within it,
+        in RETIME_ROUNDS interleaved rounds (each compiles them in turn, from the runtime's
+        cache, on the ordinary inputs: a slow spell of the machine falls on all of them). Not
+        when it would take over RETIME_SECONDS: their first timing stands."""
+        timed = [i for i, r in enumerate(self.results) if r.status == "ok"]
+        if len(timed) < 2:
+            return
+        best = min(self.results[i].seconds for i in timed)
+        fast = sorted((i for i in timed if self.results[i].seconds <= timing.RACE_MARGIN * best),
+                      key=lambda i: (self.results[i].seconds, i))
+        finalists = fast[:timing.FINALISTS]
+        if 0 in fast and 0 not in finalists:
+            finalists.append(0)
+        if len(finalists) < 2 or \
+                not timing.retime_fits([self.results[i].seconds for i in finalists]):
+            return
+        try:
+            with _Phase(self.report, "timing"):
+                rounds = self._retime_rounds(finalists)
+        except LuminalError:  # a recompile that failed: the first timings stand
+            self.compiled = None
+            return
+        for i in finalists:
+            res = self.results[i]
+            res.seconds = statistics.median([t for r in rounds[i] for t in r])
+            res.spread = timing.rounds_spread(rounds[i])
+            res.retimed = True
+
+    def _retime_rounds(self, finalists: list) -> dict:
+        """{finalist: its samples of each round}: RETIME_ROUNDS rounds, each starting one
+        finalist further along, each compiling and timing every finalist in turn."""
+        rounds = {i: [] for i in finalists}
+        for round_index in range(timing.RETIME_ROUNDS):
+            start = round_index % len(finalists)
+            for i in finalists[start:] + finalists[:start]:
+                p, choice = self.order[i]
+                prog = self.programs[p]
+                self.compiled = i
+                self.core_rt.compile(prog.graph, choice)
+                _set_inputs(self.core_rt, prog.inputs, self.inputs)
+                rounds[i].append(timing.time_runs(self.core_rt, self.dims, 1,
+                                                  timing.RETIME_RUNS))
+        return rounds
+
     def pick_winner(self) -> None:
-        """Pick: the fastest timed candidate that matched (untimed: the first usable one),
-        else the graph as written; the runtime adopts it. The candidate attempted last is
-        still compiled in the runtime, so when it wins the runtime only maps its ids."""
+        """Pick: among the re-timed finalists (none re-timed: the timed candidates), the cost
+        model's pick unless a challenger is faster by more than the margin
+        (search_timing.pick); untimed, the first usable candidate; none usable, the graph as
+        written. The runtime adopts it. When the runtime still holds the winner, it only maps its ids."""
         usable = [i for i, r in enumerate(self.results) if r.status in ("ok", "untimed")]
         if not usable:
             self.report.winner = None
@@ -596,14 +724,19 @@ class _SearchRun:
             self.win_choice = _core.TuningChoice()
             self.win_text = self.original_text
         else:
-            timed = [i for i in usable if self.results[i].seconds is not None]
-            best = min(timed, key=lambda i: (self.results[i].seconds, i)) if timed else usable[0]
+            timed = {i: (self.results[i].seconds, self.results[i].spread or 0.0)
+                     for i in usable if self.results[i].seconds is not None}
+            retimed = {i: t for i, t in timed.items() if self.results[i].retimed}
+            if timed:
+                best, self.report.margin = timing.pick(retimed or timed, 0)
+            else:
+                best = usable[0]
             self.report.winner = best
             p, self.win_choice = self.order[best]
             self.win_program = self.programs[p]
             self.win_text = self.texts[p]
         with _Phase(self.report, "load"):
-            if self.report.winner is not None and self.report.winner == len(self.results) - 1:
+            if self.report.winner is not None and self.report.winner == self.compiled:
                 self.runtime._rt.clear_data()  # the check inputs must not stand in for the user's
                 self.runtime._adopt(self.cx, self.win_program)
             else:
@@ -622,10 +755,11 @@ class _SearchRun:
 
     def store(self) -> None:
         """Store: the winner's program text and tuning choice go to the search cache (not
-        when no candidate was usable)."""
+        when no candidate was usable), with the core and rules they were made with."""
         if self.report.winner is None:
             return
-        info = {"cost": self.win_program.cost, "candidates": len(self.results)}
+        info = {"cost": self.win_program.cost, "candidates": len(self.results),
+                "made_with": self.made_with}
         params = [[n, v] for n, v in self.win_choice.params]
         try:
             self.report.cache_path = search_cache.store(self.directory, self.key,

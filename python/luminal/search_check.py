@@ -1,0 +1,176 @@
+"""What a search candidate is checked on, and when it disagrees: the input sets (ordinary
+values, large magnitudes, values at the edge of exp2's range, large and negative ints, zeros)
+and the per-element tolerance. Each set is deterministic for a seed. Not the running of
+candidates or of the reference (python/luminal/search.py does that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import dtype as dt
+from .runtime import _from_storage, _to_storage
+
+# Per output dtype, (floor, rtol): an element passes when |got - want| <= floor * scale +
+# rtol * |want|, where scale = max(1, the median |want| of that output): an absolute floor at
+# the output's typical size (reassociated float sums err there) plus a tolerance relative to
+# the element itself, so next to a 1000 an element of 0.01 returned as 0.1 still fails.
+CHECK_TOLERANCE = {
+    dt.float32: (1e-3, 2e-3),
+    dt.float16: (2e-2, 1e-2),
+    dt.bfloat16: (6e-2, 5e-2),
+}
+LARGE_SCALE = 64.0  # the large set: the ordinary floats times this, so +-[32, 128)
+LARGE_INTS = 30000  # the large-ints set: ints in [-LARGE_INTS, LARGE_INTS], products fit in i32
+# The exp2-edge set: +-(edge - [0.5, 2)), where 2**edge is the first power of two past the
+# dtype's largest finite value: exp2 of the largest of them is still finite.
+EXP2_EDGE = {dt.float32: 128.0, dt.float16: 16.0, dt.bfloat16: 128.0}
+
+# Random floats as bit patterns, per storage dtype: (word type, kept bits, set bits). The kept
+# bits are the sign, the exponent's lowest bit and the mantissa, the set bits the rest of an
+# exponent of 2^-1: values +-[0.5, 2) with random mantissas, each one a word of random bits.
+_RANDOM_FLOAT_BITS = {
+    dt.float32: (np.uint32, 0x80FFFFFF, 0x3F000000),
+    dt.float16: (np.uint16, 0x87FF, 0x3800),
+    dt.bfloat16: (np.uint16, 0x80FF, 0x3F00),
+}
+
+
+@dataclass
+class CheckSet:
+    """One set of check inputs: a storage array per graph input (by position), the dims they
+    are shaped for, and the reference's outputs on them (filled by the search). ``strict``:
+    NaNs must match exactly; otherwise an element where the reference is NaN is not compared
+    (the graph itself gives no value there, and equivalent programs may differ in how)."""
+    name: str
+    inputs: list
+    dims: dict
+    strict: bool = False
+    want: list | None = None
+
+
+def random_floats(rng, count: int, dtype) -> np.ndarray:
+    """``count`` random values of float ``dtype`` in +-[0.5, 2), in its storage layout, made
+    from random words in place: a 1B-parameter model's bf16 weights take 2 s here, where
+    uniform draws in f32 rounded to bf16 took 22 s and twice the memory."""
+    word, keep, set_bits = _RANDOM_FLOAT_BITS[dtype]
+    words_per_draw = 8 // np.dtype(word).itemsize
+    draws = -(-count // words_per_draw)
+    bits = rng.integers(0, 1 << 64, size=draws, dtype=np.uint64).view(word)[:count]
+    bits &= word(keep)
+    bits |= word(set_bits)
+    return bits.view(dt.storage(dtype))
+
+
+def _input_shapes(g, dims: dict) -> list:
+    """(dtype, element count) of each input of g, by position."""
+    out = []
+    for node in g.inputs():
+        shape = [d.eval(dims) if not d.is_const() else d.as_const() for d in g.node_shape(node)]
+        out.append((g.node_dtype(node), int(np.prod(shape, dtype=np.int64))))
+    return out
+
+
+def random_inputs(g, dims: dict, seed: int) -> list:
+    """The ordinary set's inputs, deterministic for the seed: floats in +-[0.5, 2)
+    (random_floats), ints in [0, 4), bools 0 or 1."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for dtype, count in _input_shapes(g, dims):
+        if dt.is_float(dtype):
+            out.append((dtype, random_floats(rng, count, dtype)))
+            continue
+        high = 2 if dtype == dt.bool_ else 4
+        values = rng.integers(0, high, size=count, dtype=np.int32)
+        out.append((dtype, _to_storage(values, dtype)))
+    return out
+
+
+def _map_floats(inputs: list, varied: list, fn) -> list:
+    """``inputs`` with every float array of a ``varied`` input replaced by fn(its values in
+    f32, its dtype)."""
+    out = []
+    for (dtype, data), vary in zip(inputs, varied):
+        if vary and dt.is_float(dtype):
+            values = _from_storage(data, dtype).astype(np.float32)
+            data = _to_storage(fn(values, dtype).astype(np.float32), dtype)
+        out.append((dtype, data))
+    return out
+
+
+def _exp2_edge(values: np.ndarray, dtype) -> np.ndarray:
+    return np.sign(values) * (EXP2_EDGE[dtype] - np.abs(values))
+
+
+def _large_ints(seed: int, inputs: list, varied: list) -> list:
+    rng = np.random.default_rng(seed)
+    out = []
+    for (dtype, data), vary in zip(inputs, varied):
+        if vary and dtype == dt.int32:
+            values = rng.integers(-LARGE_INTS, LARGE_INTS + 1, size=data.size, dtype=np.int32)
+            data = _to_storage(values, dtype)
+        out.append((dtype, data))
+    return out
+
+
+def _zeros(inputs: list, varied: list) -> list:
+    return [(dtype, np.zeros_like(data) if vary else data)
+            for (dtype, data), vary in zip(inputs, varied)]
+
+
+def extra_sets(g, dims: dict, seed: int) -> list:
+    """The sets beyond the ordinary one, for the value-range bugs it cannot show: "large"
+    (floats +-[32, 128): an exp that overflows without a max subtracted), "exp2 edge" (floats
+    near the largest finite exp2 argument), "large ints" (ints in +-LARGE_INTS, when the graph
+    has int inputs) and "zeros". Each is built on the ordinary set of ``seed + 1`` and varies
+    the inputs that are not parameters: a model's weights keep ordinary values (at +-100 in
+    every weight, a deep model's activations overflow in any order of summation, which then
+    decides where NaNs appear, bug or not)."""
+    base = random_inputs(g, dims, seed + 1)
+    varied = [not g.node_parameter(node) for node in g.inputs()]
+    kinds = {dtype for (dtype, _), vary in zip(base, varied) if vary}
+    sets = []
+    if any(dt.is_float(k) for k in kinds):
+        large = _map_floats(base, varied, lambda v, _: v * LARGE_SCALE)
+        sets.append(CheckSet("large", large, dims))
+        sets.append(CheckSet("exp2 edge", _map_floats(base, varied, _exp2_edge), dims))
+    if dt.int32 in kinds:
+        sets.append(CheckSet("large ints", _large_ints(seed + 2, base, varied), dims))
+    if kinds:
+        sets.append(CheckSet("zeros", _zeros(base, varied), dims))
+    return sets
+
+
+def disagreement(got: list, want: list, dtypes: list, strict: bool = True) -> str:
+    """"" when every output of ``got`` matches ``want`` (CHECK_TOLERANCE per element;
+    infinities exactly; NaNs exactly when ``strict``, else only where the reference has
+    none), else what differs first."""
+    for i, (a, b, dtype) in enumerate(zip(got, want, dtypes)):
+        a = _from_storage(a, dtype).astype(np.float64).reshape(-1)
+        b = _from_storage(b, dtype).astype(np.float64).reshape(-1)
+        if a.shape != b.shape:
+            return f"output {i}: {a.size} elements, expected {b.size}"
+        nan_a, nan_b = np.isnan(a), np.isnan(b)
+        if not strict:
+            a, b = a[~nan_b], b[~nan_b]
+            nan_a, nan_b = np.isnan(a), np.zeros(a.shape, bool)
+        if not np.array_equal(nan_a, nan_b):
+            k = int(np.argmax(nan_a != nan_b))
+            return f"output {i}: element {k} is {a[k]!r}, expected {b[k]!r} (NaN)"
+        a, b = a[~nan_a], b[~nan_b]
+        inf = np.isinf(b) | np.isinf(a)
+        if not np.array_equal(a[inf], b[inf]):
+            k = int(np.flatnonzero(inf)[np.argmax(a[inf] != b[inf])])
+            return f"output {i}: element {k} is {a[k]!r}, expected {b[k]!r} (infinite)"
+        a, b = a[~inf], b[~inf]
+        if b.size == 0:
+            continue
+        floor, rtol = CHECK_TOLERANCE.get(dtype, (0.0, 0.0))
+        scale = max(1.0, float(np.median(np.abs(b))))
+        bad = np.abs(a - b) > floor * scale + rtol * np.abs(b)
+        if np.any(bad):
+            k = int(np.argmax(bad))
+            return f"output {i}: element {k} is {a[k]!r}, expected {b[k]!r}"
+    return ""

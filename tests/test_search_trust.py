@@ -151,7 +151,11 @@ def test_extraction_offers_no_inline_flag_on_a_node_read_once():
     assert len(set(texts)) == 1
 
 
-def test_repeated_searches_pick_programs_within_the_margin(tmp_path):
+def _three_searches_disagree(tmp_path) -> str:
+    """'' when each of three searches' winners, timed by every other search, is within that
+    search's margin of its own winner: twice it (a difference right at the margin can fall
+    either way), and a tenth more for runs of a few microseconds on a shared machine; else
+    the reports."""
     reports = []
     for _ in range(3):
         cx = mlp_graph(64, 256, 64)[0]  # runs of ~0.1 ms: a few microseconds of jitter less
@@ -159,18 +163,24 @@ def test_repeated_searches_pick_programs_within_the_margin(tmp_path):
         # core ran the same program 500x slower from one search to the next.
         cx.search(lm.CpuRuntime(threads=1, cache_dir=str(tmp_path)), 6, cache=False)
         reports.append(cx.last_search_report)
-    # Each search's winner, timed by every other search, is within that search's margin of
-    # its own winner: twice it (a difference right at the margin can fall either way), and
-    # a tenth more for runs of a few microseconds on a shared machine.
     winners = [r.candidates[r.winner].fingerprint for r in reports]
     for r in reports:
         times = {c.fingerprint: c.seconds for c in r.candidates if c.seconds is not None}
         own = r.candidates[r.winner].seconds
         margin = r.margin if r.margin is not None else search_timing.MIN_MARGIN * own
         allowed = 2 * margin + 0.1 * own
-        for w in winners:
-            if w in times:
-                assert times[w] <= own + allowed, "\n".join(str(x) for x in reports)
+        if any(w in times and times[w] > own + allowed for w in winners):
+            return "\n".join(str(x) for x in reports)
+    return ""
+
+
+def test_repeated_searches_pick_programs_within_the_margin(tmp_path):
+    """Timing on a shared machine: a burst of load during one of the searches can move a
+    winner out of the margin, so a disagreement is measured once more before it fails."""
+    first = _three_searches_disagree(tmp_path)
+    if first:
+        again = _three_searches_disagree(tmp_path)
+        assert not again, first + "\n--- measured again ---\n" + again
 
 
 def test_pick_keeps_the_incumbent_within_the_margin():

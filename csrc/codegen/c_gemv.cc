@@ -232,6 +232,7 @@ void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
            row_kernel_name(mm.b_stored, width, kXRows) + args + ", " + str(kXRows) + ");");
   }
   w.line("for (; lm_i < M; lm_i++) " + row_kernel_name(mm.b_stored, width, 1) + args + ", 1);");
+  emit_matmul_epilogue(k, outer, "0", "M", "n0", "n0 + rows", w);
   w.close();
   if (copy_x) w.line("free(lm_x);");
   w.close();

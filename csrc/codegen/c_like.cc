@@ -298,6 +298,14 @@ std::string CLikeRenderer::store_statement(const Kernel& kernel) const {
          store_expr(kernel.values[last].dtype, value_name(last)) + ";";
 }
 
+void CLikeRenderer::emit_epilogue(const Kernel& kernel, const std::string& acc,
+                                  CodeWriter& w) const {
+  const Value& sum = kernel.values[kernel.reduce_at];
+  w.line(compute_type(sum.dtype) + " " + value_name(kernel.reduce_at) + " = " +
+         round_to(sum.dtype, acc) + ";");
+  emit_values(kernel, kernel.reduce_at + 1, static_cast<int>(kernel.values.size()), w);
+}
+
 void CLikeRenderer::emit_body(const Kernel& kernel, CodeWriter& w) const {
   int n = static_cast<int>(kernel.values.size());
   int start = 0;

@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "ir/scalar_ops.h"
 #include "kernel/buffer_plan.h"
+#include "kernel/epilogue.h"
 #include "kernel/match.h"
 #include "kernel/view_index.h"
 
@@ -240,7 +241,15 @@ class Lowerer {
     r.operand = n.dtype;
     r.args = {x};
     ValueId id = add(std::move(r));
+    // Read again at the same element (an epilogue's padded stacked pair, kernel/epilogue.h),
+    // the reduction is one value with one loop.
+    if (id == k_.reduce_at) {
+      k_.reduce.pop_back();
+      return id;
+    }
     k_.reduce_at = id;
+    // A reduction fused into its readers (an epilogue) brings its schedule to their kernel.
+    if (&n != &g_.node(k_.root)) reduce_schedule_ = n.schedule;
     return id;
   }
 
@@ -274,6 +283,7 @@ class Lowerer {
     const Node& n = g_.node(id);
     k_ = Kernel{};
     cse_.clear();
+    reduce_schedule_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
@@ -289,6 +299,8 @@ class Lowerer {
     k_.out_index = 0;
     for (size_t k = 0; k < idx.size(); ++k) k_.out_index = k_.out_index + idx[k] * rs[k];
     apply_schedule(n.schedule);
+    k_.schedule.insert(k_.schedule.end(), reduce_schedule_.begin(), reduce_schedule_.end());
+    reduction_first(k_);
     k_.matmul = match_matmul(k_);
     p_.kernels.push_back(std::move(k_));
   }
@@ -308,6 +320,7 @@ class Lowerer {
   std::set<NodeId> skipped_;  // Output nodes whose producer writes their buffer
   Kernel k_;
   std::map<std::string, ValueId> cse_;
+  ScheduleParams reduce_schedule_;  // of the kernel's reduction when it is not the root
 };
 
 }  // namespace

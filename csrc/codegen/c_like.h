@@ -112,6 +112,9 @@ class CLikeRenderer {
   // (MatmulInfo::epilogue_from) on it at the output element the loop variables name; the last
   // value is the one to store.
   void emit_epilogue(const Kernel& kernel, const std::string& acc, CodeWriter& w) const;
+  // The store of a matmul kernel's sum `acc` at the output element the loop variables name:
+  // as is, or through its epilogue.
+  void emit_sum_store(const Kernel& kernel, const std::string& acc, CodeWriter& w) const;
 };
 
 }  // namespace luminal

@@ -228,6 +228,9 @@ class Lowerer {
   }
 
   ValueId emit_reduce(const Node& n, const std::vector<Expr>& idx) {
+    // An epilogue's readers (kernel/epilogue.h) read the reduction at their own element, maybe
+    // through index Exprs that differ (a size-1 axis as 0): it is one value with one loop.
+    if (reduced_ == &n) return k_.reduce_at;
     ShapeTracker v = rn(n.inputs[0].view);
     size_t axis = static_cast<size_t>(n.axis);
     k_.reduce.push_back(Loop{"r0", v.dims[axis]});
@@ -241,13 +244,8 @@ class Lowerer {
     r.operand = n.dtype;
     r.args = {x};
     ValueId id = add(std::move(r));
-    // Read again at the same element (an epilogue's padded stacked pair, kernel/epilogue.h),
-    // the reduction is one value with one loop.
-    if (id == k_.reduce_at) {
-      k_.reduce.pop_back();
-      return id;
-    }
     k_.reduce_at = id;
+    reduced_ = &n;
     // A reduction fused into its readers (an epilogue) brings its schedule to their kernel.
     if (&n != &g_.node(k_.root)) reduce_schedule_ = n.schedule;
     return id;
@@ -284,6 +282,7 @@ class Lowerer {
     k_ = Kernel{};
     cse_.clear();
     reduce_schedule_.clear();
+    reduced_ = nullptr;
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
@@ -321,6 +320,7 @@ class Lowerer {
   Kernel k_;
   std::map<std::string, ValueId> cse_;
   ScheduleParams reduce_schedule_;  // of the kernel's reduction when it is not the root
+  const Node* reduced_ = nullptr;    // the node of the kernel's reduction loop, once emitted
 };
 
 }  // namespace

@@ -3,8 +3,8 @@ in one run: matmul, GEMMs with a parameter weight (1024^3, 4096^3 and the prefil
 128x2048x8192, 128x8192x2048) against numpy/OpenBLAS timed in its own process, decode-shaped
 matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, as a fraction of
 the read bandwidth measured in the same run), a fused elementwise chain, softmax, layer_norm,
-Linear + bias + GELU and a SwiGLU MLP (matmul epilogues) and a Llama-style decoder block. Prints one table of
-rates and ratios. Usage: python benchmarks/cpu.py [--quick] [--no-compile] [--threads N]
+Linear + bias + GELU and a SwiGLU MLP (matmul epilogues) and a Llama-style decoder block.
+Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick] [--no-compile] [--threads N]
 [--only NAME...] (benchmarks whose name starts with one of them: matmul, gemm, gemv, ...)."""
 
 from __future__ import annotations

@@ -18,25 +18,12 @@ from luminal.nn import Linear
 import cuda_emu
 from conftest import CPU_CACHE
 from matmul_cases import TORCH, scheduled
+from test_runtime_rules import rewrites, saturate, schedule_of
 
 EPILOGUE = [("epilogue", 1)]
 CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(), "cpu.rules")
 CUDA_RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
 EPILOGUE_RULES = [r for r in list(CPU_RULES) + list(CUDA_RULES) if "epilogue" in r.name]
-
-
-def schedule_of(rule):
-    import re
-
-    text = rule.text.split("schedule", 1)[1]
-    return [(n, int(v)) for n, v in re.findall(r"\((\w+) (\d+)\)", text) if n != "Mul"]
-
-
-def saturate(cx, rules):
-    g = _core.EGraph()
-    roots = g.add_graph(cx._g)
-    report = g.run(rules, _core.RunnerLimits())
-    return g, roots, report
 
 
 # ---- the rules as this => that -----------------------------------------------------------
@@ -62,16 +49,7 @@ def test_epilogue_rules_exist_for_both_runtimes():
 @pytest.mark.parametrize("name", [r.name for r in EPILOGUE_RULES])
 def test_epilogue_rule_this_gives_that(name):
     rule = next(r for r in EPILOGUE_RULES if r.name == name)
-    cx = lm.Graph()
-    this = rule_case(cx, rule)
-    that = scheduled(this, schedule_of(rule))
-    this.output()
-    that.output()
-    g, (r_this, r_that), _ = saturate(cx, [])
-    assert not g.equivalent(r_this, r_that)
-    g, (r_this, r_that), report = saturate(cx, [rule])
-    assert g.equivalent(r_this, r_that)
-    assert report.rejected_merges == 0
+    assert rewrites([rule], rule_case(lm.Graph(), rule), schedule_of(rule))
 
 
 def test_epilogue_rules_skip_reductions_that_are_not_matmuls():

@@ -5,7 +5,9 @@
 // micro-kernel loads them); a tile_m x tile_n block of C lives in vector registers (GCC vector
 // extensions) while k runs. Work is split over (batch, n block, m chunk) tasks across OpenMP
 // threads. A kernel with gemv_rows set first tests M and, for few rows, takes the GEMV path of
-// c_gemv.cc instead, unless it reads packed panels.
+// c_gemv.cc instead, unless it reads packed panels. A matmul's epilogue (kernel/epilogue.h)
+// runs over each block of rows once its last k block is summed, while the block is in cache,
+// writing its result over the sum in C (so the result is f32, as C).
 #include <map>
 #include <optional>
 #include <set>

@@ -4,9 +4,8 @@
 // runs the matchers once per kernel; every renderer reads the result from the Kernel and only
 // adds its own conditions (dtypes it handles). Not a rewrite: a match changes no value.
 // A matmul's epilogue (elementwise work after the sum, kernel/epilogue.h) is part of its match.
-// Next patterns (attention) slot in beside match_matmul as
-// their own struct and matcher; a GEMV is not one: it is how the C renderer runs a matmul of
-// few rows (codegen/c_gemv.cc).
+// Next patterns (attention) slot in beside match_matmul as their own struct and matcher; a GEMV
+// is not one: it is how the C renderer runs a matmul of few rows (codegen/c_gemv.cc).
 #pragma once
 
 #include "kernel/kernel.h"
@@ -17,9 +16,10 @@ namespace luminal {
 // distinct plain loads (optionally through a Cast of the product to f32), each load read as
 // stored or through a Cast widening a 16-bit float to f32, the reduction loop's body holds
 // nothing else, the values after the sum (if any: an epilogue, kernel/epilogue.h) are
-// elementwise work reading no value of the loop but the sum, and the loads' indices are affine in the last two output loops (m, n) and the
-// reduction loop (k) with a not moving along n and b not along m (the Mul's operands are taken
-// in either order, the written one first). `present` is false otherwise.
+// elementwise work reading no value of the loop but the sum, and the loads' indices are affine
+// in the last two output loops (m, n) and the reduction loop (k) with a not moving along n and
+// b not along m (the Mul's operands are taken in either order, the written one first).
+// `present` is false otherwise.
 MatmulInfo match_matmul(const Kernel& kernel);
 
 }  // namespace luminal

@@ -9,6 +9,8 @@ the CPU emulator and through NVRTC."""
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import luminal as lm
 import luminal.nn.functional as F
@@ -221,6 +223,60 @@ def test_a_sum_read_twice_through_a_broadcast_is_stored():
     dx, dw = torch.randn(4, 9), torch.randn(9, 11)
     got, program, _ = run_cpu(cx, {x: dx, w: dw}, out, {})
     check(got, torch.softmax(dx @ dw, -1))
+
+
+@st.composite
+def graphs_with_epilogues(draw):
+    """A matmul scheduled `epilogue 1`, then random elementwise work on it: several readers of
+    one node, relu and clamp (stacked pairs), a bias and a residual, a row reduction read
+    through a broadcast, and outputs in the middle of the chain."""
+    cx = lm.Graph()
+    m = draw(st.sampled_from([1, 3, 5]))
+    x, w = cx.tensor((m, 6)), cx.tensor((6, 7))
+    b, r = cx.tensor((7,)), cx.tensor((m, 7))
+    pool = [scheduled(x @ w, EPILOGUE)]
+    for _ in range(draw(st.integers(1, 6))):
+        a = draw(st.sampled_from(pool[-3:]))
+        kind = draw(st.sampled_from(["bias", "residual", "square", "relu", "clamp", "silu",
+                                     "exp", "rowsum", "output", "pair"]))
+        if kind == "bias":
+            pool.append(a + b)
+        elif kind == "residual":
+            pool.append(a + r)
+        elif kind == "square":
+            pool.append(a * a * 0.1)
+        elif kind == "relu":
+            pool.append(a.relu())
+        elif kind == "clamp":
+            pool.append(a.clamp(-1, 2))
+        elif kind == "silu":
+            pool.append(a.silu())
+        elif kind == "exp":
+            pool.append((a * 0.1).exp())
+        elif kind == "rowsum":
+            pool.append(a - a.sum(-1, keepdim=True) * 0.1)
+        elif kind == "output":
+            a.output()
+        else:
+            pool.append(a * pool[-1] * 0.1 + pool[0])
+    pool[-1].output()
+    return cx
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs_with_epilogues(), st.integers(0, 2 ** 16))
+def test_every_epilogue_program_computes_the_graph(cx, seed):
+    from luminal.search import _random_inputs, _run
+
+    feeds = _random_inputs(cx._g, {}, seed)
+    native = _core.NativeRuntime()
+    native.compile(cx._g)
+    want = _run(native, cx._g.inputs(), cx._g.outputs(), feeds, {})
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)._rt
+    rt.compile(cx._g, _core.TuningChoice())
+    got = _run(rt, cx._g.inputs(), cx._g.outputs(), feeds, {})
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-4, err_msg=rt.program_text())
 
 
 # ---- the rules on graphs nn builds: the fused program is a candidate of the search -------

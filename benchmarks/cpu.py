@@ -2,9 +2,9 @@
 in one run: matmul, GEMMs with a parameter weight (1024^3, 4096^3 and the prefill shapes
 128x2048x8192, 128x8192x2048) against numpy/OpenBLAS timed in its own process, decode-shaped
 matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, as a fraction of
-the read bandwidth measured in the same run), a fused elementwise chain, softmax, layer_norm
-and a Llama-style decoder block. Prints one table of
-rates and ratios. Usage: python benchmarks/cpu.py [--quick] [--no-compile] [--threads N]
+the read bandwidth measured in the same run), a fused elementwise chain, softmax, layer_norm,
+Linear + bias + GELU and a SwiGLU MLP (matmul epilogues) and a Llama-style decoder block.
+Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick] [--no-compile] [--threads N]
 [--only NAME...] (benchmarks whose name starts with one of them: matmul, gemm, gemv, ...)."""
 
 from __future__ import annotations
@@ -39,12 +39,12 @@ def timeit(fn, repeats: int, min_time: float = 0.3) -> float:
     return statistics.median(times)
 
 
-def compile_best(cx, threads, cache, repeats, feeds):
+def compile_best(cx, threads, cache, repeats, feeds, budget=8):
     """Searches the graph's space on CpuRuntime (the matmul tilings of its rules, timed) and
     returns the runtime loaded with the winner and a description of it."""
     rt = lm.CpuRuntime(threads=threads, cache_dir=cache)
     cx.build_search_space(lm.CpuRuntime)
-    cx.search(rt, 8, cache=False, progress=False)
+    cx.search(rt, budget, cache=False, progress=False)
     for t, v in feeds.items():
         rt.set_data(t, v)
     report = cx.last_search_report
@@ -327,6 +327,75 @@ def bench_rows(kind, ctx):
                 compile=comp, note="in + out bytes")
 
 
+def bench_linear_gelu(m, k, n, ctx):
+    """gelu(x @ W.T + b), BERT's FFN input (128 x 768 -> 3072), W and b parameters: the search
+    may run the bias and the GELU in the matmul's kernel (its epilogue) or as a pass of their
+    own. GFLOP/s of the matmul's work against torch eager and torch.compile."""
+    cx = lm.Graph()
+    x = cx.tensor((m, k))
+    w = cx.tensor((n, k), parameter=True)
+    b = cx.tensor((n,), parameter=True)
+    y = (x @ w.t() + b).gelu().output()
+    g = torch.Generator().manual_seed(0)
+    xt, wt, bt = torch.randn(m, k, generator=g), torch.randn(n, k, generator=g) * 0.05, \
+        torch.randn(n, generator=g)
+    rt, choice = compile_best(cx, ctx.threads, ctx.cache, ctx.repeats, {x: xt, w: wt, b: bt},
+                              budget=12)
+    rt.execute()
+    with torch.no_grad():
+        ref = F.gelu(F.linear(xt, wt, bt))
+    np.testing.assert_allclose(rt.get(y), ref.numpy(), rtol=1e-3, atol=1e-3)
+    gf = 2.0 * m * k * n / 1e9
+    lum = gf / timeit(lambda: rt.execute(), ctx.repeats)
+    with torch.no_grad():
+        tor = gf / timeit(lambda: F.gelu(F.linear(xt, wt, bt)), ctx.repeats)
+        comp = gf / time_compiled(ctx.compiled(lambda a: F.gelu(F.linear(a, wt, bt))), (xt,),
+                                  ctx.repeats)
+    return dict(name=f"linear+gelu {m}x{k}->{n}", unit="GFLOP/s", lm=lum, torch=tor,
+                numpy=NAN, compile=comp, note=_kernel_note(rt, choice), target=("torch", 1.3))
+
+
+def bench_swiglu(m, h, inter, ctx):
+    """(silu(x @ Wg.T) * (x @ Wu.T)) @ Wd.T, a Llama MLP (128 x 2048 -> 8192 -> 2048), the
+    weights parameters: the gate's SiLU and its product with the up projection may run in a
+    matmul's epilogue. GFLOP/s against torch eager and torch.compile."""
+    cx = lm.Graph()
+    x = cx.tensor((m, h))
+    wg = cx.tensor((inter, h), parameter=True)
+    wu = cx.tensor((inter, h), parameter=True)
+    wd = cx.tensor((h, inter), parameter=True)
+    y = (((x @ wg.t()).silu() * (x @ wu.t())) @ wd.t()).output()
+    g = torch.Generator().manual_seed(0)
+    xt = torch.randn(m, h, generator=g)
+    wgt, wut = (torch.randn(inter, h, generator=g) * h ** -0.5 for _ in range(2))
+    wdt = torch.randn(h, inter, generator=g) * inter ** -0.5
+    feeds = {x: xt, wg: wgt, wu: wut, wd: wdt}
+    rt, choice = compile_best(cx, ctx.threads, ctx.cache, ctx.repeats, feeds, budget=12)
+    rt.execute()
+
+    def mlp(a):
+        return F.linear(F.silu(F.linear(a, wgt)) * F.linear(a, wut), wdt)
+
+    with torch.no_grad():
+        ref = mlp(xt)
+    np.testing.assert_allclose(rt.get(y), ref.numpy(), rtol=2e-3, atol=2e-3)
+    gf = 2.0 * m * h * inter * 3 / 1e9
+    reps = max(2, ctx.repeats // 2)
+    lum = gf / timeit(lambda: rt.execute(), reps)
+    with torch.no_grad():
+        tor = gf / timeit(lambda: mlp(xt), reps)
+        comp = gf / time_compiled(ctx.compiled(mlp), (xt,), reps)
+    return dict(name=f"swiglu mlp {m}x{h}->{inter}", unit="GFLOP/s", lm=lum, torch=tor,
+                numpy=NAN, compile=comp, note=_kernel_note(rt, choice), target=("torch", 1.3))
+
+
+def _kernel_note(rt, choice) -> str:
+    """The winner's kernels and whether a matmul runs an epilogue (the C GEMM's loop over the
+    finished rows, codegen/c_matmul.cc)."""
+    fused = "epilogue" if "lm_er" in rt.source else "no epilogue"
+    return f"{rt._rt.program_text().count('(kernel')} kernels, {fused}; {choice}"
+
+
 def bench_decoder(ctx):
     s, h, heads, inter = 128, 512, 8, 1536
     rng = torch.Generator().manual_seed(0)
@@ -432,6 +501,8 @@ def main():
     benches += [("elementwise", lambda: bench_elementwise(ctx)),
                 ("softmax", lambda: bench_rows("softmax", ctx)),
                 ("layer_norm", lambda: bench_rows("layer_norm", ctx)),
+                ("linear_gelu", lambda: bench_linear_gelu(128, 768, 3072, ctx)),
+                ("swiglu", lambda: bench_swiglu(128, 2048, 8192, ctx)),
                 ("decoder", lambda: bench_decoder(ctx))]
     if args.only:
         benches = [(n, b) for n, b in benches if n.startswith(tuple(args.only))]

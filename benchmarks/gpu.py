@@ -2,7 +2,8 @@
 bandwidth (our copy kernel and cuMemcpyDtoD; torch's copy if torch sees the GPU), GEMV,
 decode-shaped Linears (f32 x, f32 or bf16 W: 1x2048 @ 2048x8192 and the LM head 1x2048 @
 2048x128256) and elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in
-TFLOP/s (and % of torch), and one decode step of a Llama-3-8B-shaped decoder (random bf16
+TFLOP/s (and % of torch), bf16 Linear + bias + GELU with the epilogue in the matmul's kernel
+and without (TFLOP/s against torch), and one decode step of a Llama-3-8B-shaped decoder (random bf16
 weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in
 tokens/s and % of the bandwidth bound (weight bytes per token / copy bandwidth). Each section
 survives the failure of another.
@@ -226,6 +227,59 @@ def gemm_section(cache, torch, size=4096):
     return results
 
 
+# ---- matmul epilogues --------------------------------------------------------------------
+
+EPILOGUE_SHAPES = [(128, 768, 3072), (4096, 4096, 4096), (1, 4096, 14336)]
+
+
+def epilogue_graph(m, k, n, fused):
+    """gelu(x @ W.T + b) in bf16 (x, W, b of dtype bf16), the f32 sum of the products under
+    `epilogue 1` (kernel/epilogue.h: the Cast back to bf16, the bias and the GELU in the
+    matmul's kernel) or as written (separate kernels)."""
+    from luminal.graph import GraphTensor
+
+    cx = lm.Graph()
+    x = cx.tensor((m, k), lm.bfloat16)
+    w = cx.tensor((n, k), lm.bfloat16)
+    b = cx.tensor((n,), lm.bfloat16)
+    total = (x.unsqueeze(-2) * w.unsqueeze(-3)).to(lm.float32).sum(-1)
+    if fused:
+        total = GraphTensor(cx, cx._g.scheduled(total.id, [("epilogue", 1)]), total.st,
+                            total.dtype)
+    (total.to(lm.bfloat16) + b).gelu().output()
+    return cx, (x, w, b)
+
+
+def epilogue_section(cache, torch):
+    """bf16 Linear + bias + GELU, TFLOP/s with the epilogue in the matmul's kernel and without
+    (the automatic mapping: tensor cores for many rows, the GEMV for one), against torch's
+    F.gelu(F.linear(x, W, b)) in bf16."""
+    out = {}
+    for m, k, n in EPILOGUE_SHAPES:
+        ref = NAN
+        if torch is not None:
+            tx = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+            tw = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+            tb = torch.randn(n, device="cuda", dtype=torch.bfloat16)
+            f = torch.nn.functional
+            ref = 2 * m * k * n / (torch_ms(torch, lambda: f.gelu(f.linear(tx, tw, tb))) * 1e9)
+            del tx, tw, tb
+        for fused in (False, True):
+            cx, (x, w, b) = epilogue_graph(m, k, n, fused)
+            rt = compile_graph(cx, make_rt(cache))
+            set_words(rt, x, bf16_words(m * k, 8, 1.0))
+            set_words(rt, w, bf16_words(n * k, 9))
+            set_words(rt, b, bf16_words(n, 10))
+            ms = rt.benchmark(20)
+            tflops = 2 * m * k * n / (ms * 1e9)
+            label = "epilogue" if fused else "separate"
+            row("epilogue", f"bf16 {m}x{k}->{n} +b gelu {label} TFLOP/s", tflops, ref,
+                f"{ms * 1e3:.0f} us; ref: torch F.gelu(F.linear)")
+            out[f"{m}x{k}x{n} {label}"] = tflops
+            del rt
+    return out
+
+
 # ---- Llama-3-8B-shaped decode step ----------------------------------------------------
 
 def rms_norm(x, w, eps=1e-5):
@@ -388,6 +442,8 @@ def dry_run(layers) -> int:
     a, b = cx.tensor((4096, 4096), lm.bfloat16), cx.tensor((4096, 4096), lm.bfloat16)
     (a @ b).output()
     graphs["gemm"] = (cx, {"cuda_matmul": 3})
+    for m, k, n in EPILOGUE_SHAPES:
+        graphs[f"epilogue {m}x{k}x{n}"] = (epilogue_graph(m, k, n, True)[0], {})
     graphs["decode"] = (decode_graph(layers)[0], {})
     for name, (g, choice) in graphs.items():
         t0 = time.perf_counter()
@@ -418,6 +474,7 @@ def main() -> int:
         ("elementwise", lambda: elementwise_section(cache, results.get("copy", NAN), torch,
                                                     (16 if args.quick else 64) << 20)),
         ("gemm", lambda: gemm_section(cache, torch, 2048 if args.quick else 4096)),
+        ("epilogue", lambda: epilogue_section(cache, torch)),
         ("decode", lambda: decode_section(cache, results.get("copy", NAN), torch, layers)),
     ]
     failed = 0

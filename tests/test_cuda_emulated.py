@@ -155,7 +155,7 @@ RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
 
 def _schedule(rule):
     """The schedule a rule's right-hand side attaches, read from its text."""
-    params = re.findall(r"\((cuda_\w+|inline) (\d+)\)", rule.text)
+    params = re.findall(r"\((cuda_\w+|inline|epilogue) (\d+)\)", rule.text)
     return [(n, int(v)) for n, v in params]
 
 
@@ -178,11 +178,11 @@ def _rows(shape, dtype, op, schedule, axis=-1):
     return cx, {x: dx}, [out], [dx.sum(axis)], dtype
 
 
-def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False):
-    """a @ b with the reduce node carrying `schedule`, built as hl_ops' matmul builds it. As a
-    reduction (cuda_matmul 1) each half product rounds to its dtype (like torch's half mul)
-    before the f32 sum; the tiled and tensor-core kernels multiply exactly, like torch's
-    matmul."""
+def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False, doubled=False):
+    """a @ b with the reduce node carrying `schedule`, built as hl_ops' matmul builds it (then
+    doubled, exactly in any dtype: elementwise work an epilogue may take). As a reduction (cuda_matmul 1) each half
+    product rounds to its dtype (like torch's half mul) before the f32 sum; the tiled and
+    tensor-core kernels multiply exactly, like torch's matmul."""
     cx = lm.Graph()
     a = cx.tensor((m, k), dtype)
     b = cx.tensor((n, k) if transposed_b else (k, n), dtype)
@@ -192,6 +192,8 @@ def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False):
         out = _scheduled(prod.sum(-2), schedule)
     else:
         out = _scheduled(prod.to(lm.float32).sum(-2), schedule).to(dtype)
+    if doubled:
+        out = out * 2
     out.output()
     da, db = _data(a.shape, dtype, 22), _data(b.shape, dtype, 23)
     dbt = db.t() if transposed_b else db
@@ -199,6 +201,8 @@ def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False):
     if dtype != lm.float32 and ("cuda_matmul", 1) in schedule:
         t = TORCH[dtype]
         ref = (da.to(t)[:, :, None] * dbt.to(t)[None, :, :]).float().sum(1)
+    if doubled:
+        ref = ref * 2
     return cx, {a: da, b: db}, [out], [ref], dtype
 
 
@@ -222,6 +226,11 @@ def _rule_graphs(rule, s=None):
         return [("bf16_linear", lambda: _widened_linear(3, 200, 37, lm.bfloat16, s)),
                 ("f16_linear", lambda: _widened_linear(7, 72, 20, lm.float16, s))]
     gemv = "cuda_matmul 4" in rule.text
+    if "epilogue" in rule.name:  # the matmul's readers in its kernel (kernel/epilogue.h)
+        dtype = lm.bfloat16 if "Cast" in lhs else lm.float32
+        return [("doubled", lambda: _scheduled_matmul(40, 64, 48, dtype, s, True, doubled=True)),
+                ("gemv_doubled",
+                 lambda: _scheduled_matmul(1, 96, 40, dtype, s, True, doubled=True))]
     if "Cast" in lhs and gemv:
         return [("bf16", lambda: _scheduled_matmul(40, 64, 48, lm.bfloat16, s, True)),
                 ("f16_few_rows", lambda: _scheduled_matmul(8, 70, 24, lm.float16, s, True))]
@@ -263,6 +272,8 @@ MARKS = {
     (("cuda_matmul", 4), ("cuda_gemv_split", 4)): lambda k: "GEMV: 4 warps splitting k" in k,
     # One kernel, the matmul reading W's 16-bit words.
     (("inline", 1),): lambda k: k.count("writes b") == 1 and "const uint16_t*" in k,
+    # One kernel: the matmul and its reader (a half matmul's Cast back to 16 bits, a product).
+    (("epilogue", 1),): lambda k: k.count("writes b") == 1,
 }
 
 

@@ -237,7 +237,7 @@ def test_packing_is_offered_only_where_b_is_a_parameter(parameter, wdtype):
     """The packed rules' condition (parameter ?b): a weight, or a Cast widening one."""
     rules = [r for r in _core.parse_rules(CpuRuntime().rewrite_rules(), "cpu.rules")
              if r.name.startswith("cpu-matmul-packed")]
-    assert len(rules) == 2
+    assert len(rules) == 4  # two tilings, each also with the epilogue (kernel/epilogue.h)
     cx = lm.Graph()
     x = cx.tensor((5, 7), name="x")
     w = cx.tensor((9, 7), wdtype, "w", parameter=parameter)

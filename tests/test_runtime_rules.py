@@ -509,7 +509,8 @@ def cuda_this(cx, rule, dtype=None):
 def test_cuda_offers_reductions_and_matmuls_and_tensor_cores_from_sm_80():
     assert all(schedule_of(r) for r in CUDA_RULES)
     params = {n for r in CUDA_RULES for n, _ in schedule_of(r)}
-    assert params == {"cuda_reduce", "cuda_vector", "cuda_matmul", "cuda_gemv_split", "inline"}
+    assert params == {"cuda_reduce", "cuda_vector", "cuda_matmul", "cuda_gemv_split", "inline",
+                      "epilogue"}
     older = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_75"), "cuda.rules")]
     sm80 = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_80"), "cuda.rules")]
     assert "cuda-matmul-tensor-cores" in CUDA_RULE_NAMES and "cuda-matmul-tensor-cores" in sm80

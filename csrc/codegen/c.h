@@ -58,6 +58,12 @@ class CRenderer : public CLikeRenderer {
   // The GEMV path of matmul kernel `k` (c_gemv.cc): "if (M <= gemv_rows) { ... return; }",
   // after render_matmul's M, N, K, strides and lm_batches; the first `outer` loops are batches.
   void emit_gemv(const Kernel& k, int outer, CodeWriter& w) const;
+  // The epilogue of matmul kernel `k` (MatmulInfo::epilogue_from) over the summed elements
+  // C[row, col] of rows [rows_from, rows_to) and columns [cols_from, cols_to), in place
+  // (c_matmul.cc); nothing when `k` has none. The first `outer` loops are batches.
+  void emit_matmul_epilogue(const Kernel& k, int outer, const std::string& rows_from,
+                            const std::string& rows_to, const std::string& cols_from,
+                            const std::string& cols_to, CodeWriter& w) const;
 
   bool split_ = false;  // kernels are linked from other units (hidden), not static
 };

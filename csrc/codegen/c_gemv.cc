@@ -5,8 +5,9 @@
 // each step loads a vector of k from every row of the block (16-bit storage widened in
 // registers) and multiplies it with the same k of kXRows rows of A, read in place when they are
 // contiguous along k, else copied once per thread and batch. f32 accumulators; the tail of K
-// past the last whole step is scalar. Not the GEMM path (c_matmul.cc), which the same kernel
-// takes above gemv_rows.
+// past the last whole step is scalar; a matmul's epilogue runs over each task's columns once
+// they are summed. Not the GEMM path (c_matmul.cc), which the same kernel takes above
+// gemv_rows.
 #include <optional>
 
 #include "codegen/c.h"
@@ -232,6 +233,7 @@ void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
            row_kernel_name(mm.b_stored, width, kXRows) + args + ", " + str(kXRows) + ");");
   }
   w.line("for (; lm_i < M; lm_i++) " + row_kernel_name(mm.b_stored, width, 1) + args + ", 1);");
+  emit_matmul_epilogue(k, outer, "0", "M", "n0", "n0 + rows", w);
   w.close();
   if (copy_x) w.line("free(lm_x);");
   w.close();

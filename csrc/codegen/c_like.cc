@@ -274,7 +274,7 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
     case ValueKind::kReduce:
       break;
   }
-  throw InternalError("value_expr: a reduction has no expression");
+  throw InternalError("value_expr: a reduction has no expression in " + kernel.to_string());
 }
 
 void CLikeRenderer::emit_values(const Kernel& kernel, int begin, int end, CodeWriter& w) const {
@@ -296,6 +296,25 @@ std::string CLikeRenderer::store_statement(const Kernel& kernel) const {
   ValueId last = static_cast<ValueId>(kernel.values.size()) - 1;
   return buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
          store_expr(kernel.values[last].dtype, value_name(last)) + ";";
+}
+
+void CLikeRenderer::emit_epilogue(const Kernel& kernel, const std::string& acc,
+                                  CodeWriter& w) const {
+  const Value& sum = kernel.values[kernel.reduce_at];
+  w.line(compute_type(sum.dtype) + " " + value_name(kernel.reduce_at) + " = " +
+         round_to(sum.dtype, acc) + ";");
+  emit_values(kernel, kernel.reduce_at + 1, static_cast<int>(kernel.values.size()), w);
+}
+
+void CLikeRenderer::emit_sum_store(const Kernel& kernel, const std::string& acc,
+                                   CodeWriter& w) const {
+  if (kernel.matmul.epilogue_from < 0) {
+    w.line(buffer_name(kernel.out) + "[" + kernel.out_index.to_c() + "] = " +
+           store_expr(kernel.values[kernel.reduce_at].dtype, acc) + ";");
+    return;
+  }
+  emit_epilogue(kernel, acc, w);
+  w.line(store_statement(kernel));
 }
 
 void CLikeRenderer::emit_body(const Kernel& kernel, CodeWriter& w) const {

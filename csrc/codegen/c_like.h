@@ -108,6 +108,13 @@ class CLikeRenderer {
   std::string value_expr(const Kernel& kernel, ValueId id) const;  // right-hand side of vN
   // "bN[index] = last value;": the store of a kernel's result.
   std::string store_statement(const Kernel& kernel) const;
+  // A matmul kernel's sum `acc` (an f32 expression) as its value, then its epilogue
+  // (MatmulInfo::epilogue_from) on it at the output element the loop variables name; the last
+  // value is the one to store.
+  void emit_epilogue(const Kernel& kernel, const std::string& acc, CodeWriter& w) const;
+  // The store of a matmul kernel's sum `acc` at the output element the loop variables name:
+  // as is, or through its epilogue.
+  void emit_sum_store(const Kernel& kernel, const std::string& acc, CodeWriter& w) const;
 };
 
 }  // namespace luminal

@@ -5,7 +5,9 @@
 // micro-kernel loads them); a tile_m x tile_n block of C lives in vector registers (GCC vector
 // extensions) while k runs. Work is split over (batch, n block, m chunk) tasks across OpenMP
 // threads. A kernel with gemv_rows set first tests M and, for few rows, takes the GEMV path of
-// c_gemv.cc instead, unless it reads packed panels.
+// c_gemv.cc instead, unless it reads packed panels. A matmul's epilogue (kernel/epilogue.h)
+// runs over each block of rows once its last k block is summed, while the block is in cache,
+// writing its result over the sum in C (so the result is f32, as C).
 #include <map>
 #include <optional>
 #include <set>
@@ -172,12 +174,13 @@ std::string micro_kernel(const Tiles& t, DType panel) {
 }
 
 // The GEMM here takes f32 products summed in f32 (no widening of the product) of a matched
-// matmul, with A stored as f32 and B stored as f32 or widened from f16/bf16.
+// matmul, with A stored as f32 and B stored as f32 or widened from f16/bf16, and stores f32:
+// the sum, or its epilogue's result, written over the sum in C.
 bool renders_matmul(const Kernel& k) {
   const MatmulInfo& mm = k.matmul;
   if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
   if (mm.a_widened) return false;
-  return k.values[k.reduce_at].dtype == DType::F32;
+  return k.values[k.reduce_at].dtype == DType::F32 && k.values.back().dtype == DType::F32;
 }
 
 bool uses_loop_vars(const Expr& e, const Kernel& k) {
@@ -409,6 +412,30 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, CodeWriter& w) {
 
 }  // namespace
 
+void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::string& rows_from,
+                                     const std::string& rows_to, const std::string& cols_from,
+                                     const std::string& cols_to, CodeWriter& w) const {
+  const MatmulInfo& mm = k.matmul;
+  if (mm.epilogue_from < 0) return;
+  w.open("for (int64_t lm_er = " + rows_from + "; lm_er < " + rows_to + "; lm_er++)");
+  // The folded row's loop variables: m, then the batch loops folded into the rows.
+  std::string rest = "lm_er";
+  for (int i = mm.m_loop; i >= outer; --i) {
+    const Loop& l = k.loops[i];
+    const std::string at = i == outer ? rest : "(" + rest + ") % (" + l.extent.to_c() + ")";
+    w.line("const int64_t " + l.var + " = " + at + ";");
+    rest = "(" + rest + ") / (" + l.extent.to_c() + ")";
+  }
+  w.line("float* restrict lm_crow = C + lm_er * N;");
+  w.open("for (int64_t " + k.loops[mm.n_loop].var + " = " + cols_from + "; " +
+         k.loops[mm.n_loop].var + " < " + cols_to + "; " + k.loops[mm.n_loop].var + "++)");
+  emit_epilogue(k, "lm_crow[" + k.loops[mm.n_loop].var + "]", w);
+  w.line("lm_crow[" + k.loops[mm.n_loop].var + "] = " +
+         value_name(static_cast<ValueId>(k.values.size()) - 1) + ";");
+  w.close();
+  w.close();
+}
+
 // Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
 // threads never wait on each other inside the kernel (robust when cores are shared). n blocks
 // shrink until there are enough tasks; m chunks split the rows when there still are not.
@@ -473,6 +500,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.open("if (K == 0)");
   w.line("for (int64_t i = m0; i < m1; i++) for (int64_t j = 0; j < ncols; j++) "
          "C[i * N + n0 + j] = 0.0f;");
+  emit_matmul_epilogue(k, outer, "m0", "m1", "n0", "n0 + ncols", w);
   w.close();
   w.open("for (int64_t pc = 0; pc < K; pc += " + kc + ")");
   w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
@@ -486,6 +514,12 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   std::optional<DType> panel_dtype;
   if (panels) panel_dtype = panels->stored;
   emit_row_tile(t, panel_dtype, w);
+  if (mm.epilogue_from >= 0) {
+    // The rows' sums are complete after the last k block: their epilogue, while in cache.
+    w.open("if (pc + kcur == K)");
+    emit_matmul_epilogue(k, outer, "i", "i + rows", "n0", "n0 + ncols", w);
+    w.close();
+  }
   w.close();
   w.close();
   w.close();

@@ -15,7 +15,8 @@ namespace luminal {
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
 // renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width", "threads" and
 // "gemv_rows", "pack_b" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
-// is a CPU parameter too, checked here, but no field: the lowering reads it from the node.
+// and kEpilogueParam (kernel/epilogue.h) are CPU parameters too, checked here, but no fields:
+// the lowering reads them from the node.
 struct CpuSchedule {
   int64_t tile_m = 0;        // matmul: rows of the register block (default 6, at most 16)
   int64_t tile_n = 0;        // matmul: columns of the register block, a multiple of

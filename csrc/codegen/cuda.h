@@ -41,8 +41,8 @@ struct CudaSchedule {
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
 // that is not in the table (cuda_block, cuda_reduce, cuda_matmul, cuda_vector, cuda_gemv_rows,
-// cuda_gemv_cols, cuda_gemv_split, and the lowering's own kInlineParam, 0 or 1) or a value out
-// of its range.
+// cuda_gemv_cols, cuda_gemv_split, and the lowering's own kInlineParam and kEpilogueParam, 0 or
+// 1) or a value out of its range.
 void check_cuda_schedule(const ScheduleParams& params, const std::string& where);
 
 // CudaRuntime's prices for the search's cost model (Runtime::kernel_cost): only the widening

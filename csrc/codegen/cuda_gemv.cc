@@ -7,7 +7,8 @@
 // widened in registers, or 4 floats) where W's rows are aligned, A's k-run read by vector
 // loads where aligned too (else element by element, from cache), f32 accumulators, shuffle
 // reductions; the tail of K past the last whole vector is an element a lane. Any M is correct
-// (a pass per gemv_rows rows). Not the tiled kernels (cuda_matmul.cc).
+// (a pass per gemv_rows rows); a matmul's epilogue (kernel/epilogue.h) runs on each sum as it
+// is stored. Not the tiled kernels (cuda_matmul.cc).
 #include <algorithm>
 #include <map>
 
@@ -180,8 +181,6 @@ std::string CudaRenderer::render_gemv(const Program& program, const Kernel& k,
   w.close();
   w.close();
   w.close();
-  const std::string store = buffer_name(k.out) + "[" + k.out_index.to_c() + "] = ";
-  const DType out_dtype = k.values[k.reduce_at].dtype;
   if (split == 1) {
     w.open("if (lm_lane == 0 && lm_live)");
     open_unrolled("i", rows, w);
@@ -189,7 +188,7 @@ std::string CudaRenderer::render_gemv(const Program& program, const Kernel& k,
     w.line("const int64_t " + mv + " = lm_m0 + i;");
     w.line("const int64_t " + nv + " = lm_n0 + c;");
     w.open("if (i < lm_rows && " + nv + " < lm_N)");
-    w.line(store + store_expr(out_dtype, acc) + ";");
+    emit_sum_store(k, acc, w);
     w.close();
     w.close();
     w.close();
@@ -213,7 +212,7 @@ std::string CudaRenderer::render_gemv(const Program& program, const Kernel& k,
     w.line("const int64_t " + mv + " = lm_m0 + i;");
     w.line("const int64_t " + nv + " = lm_n0 + c;");
     w.open("if (i < lm_rows && " + nv + " < lm_N)");
-    w.line(store + store_expr(out_dtype, "lm_total") + ";");
+    emit_sum_store(k, "lm_total", w);
     w.close();
     w.close();
     w.line("__syncthreads();");

@@ -1,7 +1,9 @@
 // The CUDA renderer's matmul kernels: a shared-memory tiled kernel with f32 FMA (any float
 // dtype, any strides, an operand widened from 16 bits as it is loaded) and a tensor-core kernel
 // for f16/bf16 (mma.sync m16n8k16, f32 accumulators) with 16-byte global loads where the
-// operands are aligned and contiguous.
+// operands are aligned and contiguous. Either runs a matmul's epilogue (kernel/epilogue.h) on
+// each accumulator as it stores it.
+#include <functional>
 #include <map>
 
 #include "codegen/cuda.h"
@@ -59,10 +61,10 @@ void tile_launch(const Kernel& k, const MatmulInfo& mm, int64_t tile, KernelLaun
   launch.batch = product(batch);
 }
 
-// The epilogue: unrolled loops over i < counts[0], j < counts[1] (and c < counts[2]), each
-// storing `stored` (which names them) at output (m, col), bounds-checked.
-void store_tile(const Kernel& k, const MatmulNames& n, const std::vector<int>& counts,
-                const std::string& m, const std::string& col, const std::string& stored,
+// The store: unrolled loops over i < counts[0], j < counts[1] (and c < counts[2]), each
+// running `store` (which names them) at output (m, col), bounds-checked.
+void store_tile(const MatmulNames& n, const std::vector<int>& counts, const std::string& m,
+                const std::string& col, const std::function<void(CodeWriter&)>& store,
                 CodeWriter& w) {
   const char* vars[] = {"i", "j", "c"};
   for (size_t d = 0; d < counts.size(); ++d) {
@@ -74,8 +76,7 @@ void store_tile(const Kernel& k, const MatmulNames& n, const std::vector<int>& c
   w.line("const int64_t " + n.mv + " = " + m + ";");
   w.line("const int64_t " + n.nv + " = " + col + ";");
   w.open("if (" + n.mv + " < lm_M && " + n.nv + " < lm_N)");
-  w.line(CLikeRenderer::buffer_name(k.out) + "[" + k.out_index.to_c() + "] = " +
-         stored + ";");
+  store(w);
   w.close();
   w.close();
   for (size_t d = 0; d < counts.size(); ++d) w.close();
@@ -153,8 +154,8 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.close();
   w.line("__syncthreads();");
   w.close();
-  store_tile(k, n, {4, 4}, "lm_m0 + lm_ty + 16 * i", "lm_n0 + lm_tx + 16 * j",
-             store_expr(k.values[k.reduce_at].dtype, "lm_acc[i][j]"), w);
+  store_tile(n, {4, 4}, "lm_m0 + lm_ty + 16 * i", "lm_n0 + lm_tx + 16 * j",
+             [&](CodeWriter& out) { emit_sum_store(k, "lm_acc[i][j]", out); }, w);
   w.close();
   return w.str();
 }
@@ -238,9 +239,9 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   w.close();
   w.line("__syncthreads();");
   w.close();
-  store_tile(k, n, {4, 4, 4}, "lm_m0 + lm_wm * 64 + i * 16 + lm_g + (c >> 1) * 8",
+  store_tile(n, {4, 4, 4}, "lm_m0 + lm_wm * 64 + i * 16 + lm_g + (c >> 1) * 8",
              "lm_n0 + lm_wn * 32 + j * 8 + lm_t * 2 + (c & 1)",
-             store_expr(k.values[k.reduce_at].dtype, "lm_acc[i][j][c]"), w);
+             [&](CodeWriter& out) { emit_sum_store(k, "lm_acc[i][j][c]", out); }, w);
   w.close();
   return w.str();
 }

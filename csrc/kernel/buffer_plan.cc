@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "kernel/epilogue.h"
 #include "kernel/view_index.h"
 
 namespace luminal {
@@ -33,11 +34,13 @@ class Planner {
     std::vector<int>& uses = uses_;
     uses.assign(g_.size(), 0);
     std::vector<bool> forced(g_.size(), false);
+    std::vector<std::vector<NodeId>> readers(g_.size());
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
+        readers[e.node].push_back(id);
         if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
         if (broadcasts(e.view) && !widened_in_readers(e.node)) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
@@ -58,10 +61,15 @@ class Planner {
       output_of[e.node] = id;
       p_.skipped.insert(id);
     }
+    plan_epilogues(order, readers, forced);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
       if (p_.skipped.count(id)) continue;
+      if (epilogue_inner_.count(id)) {
+        depth_[id] = fused_depth(n);
+        continue;
+      }
       if (output_of[id] >= 0) {
         add(output_of[id], BufferRole::kOutput);
         p_.buffer_of[id] = p_.buffer_of[output_of[id]];
@@ -69,7 +77,7 @@ class Planner {
         add(id, BufferRole::kInput);
       } else if (n.op == OpKind::Output) {
         add(id, BufferRole::kOutput);
-      } else if (is_reduce(n.op) && !unrolled_reduce(n)) {
+      } else if ((is_reduce(n.op) && !unrolled_reduce(n)) || epilogue_sinks_.count(id)) {
         add(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota)
                         : ((uses[id] > 1 && !recomputed(id)) || forced[id] || roots_kernel(n) ||
@@ -91,6 +99,29 @@ class Planner {
   }
 
  private:
+  // The regions of the SumReduces scheduled `epilogue 1` (kernel/epilogue.h), in order; a node
+  // belongs to one region at most (a later matmul whose reader an earlier region took, as
+  // SwiGLU's up projection, is stored).
+  void plan_epilogues(const std::vector<NodeId>& order,
+                      const std::vector<std::vector<NodeId>>& readers,
+                      const std::vector<bool>& forced) {
+    std::set<NodeId> taken;
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op != OpKind::SumReduce || unrolled_reduce(n)) continue;
+      if (schedule_param(n.schedule, kEpilogueParam) != std::optional<int64_t>(1)) continue;
+      if (taken.count(id)) continue;
+      EpilogueRegion region = epilogue_region(g_, order, readers, forced, taken, id);
+      if (region.sink < 0) continue;
+      epilogue_sinks_.insert(region.sink);
+      taken.insert(region.sink);
+      for (NodeId inner : region.inner) {
+        epilogue_inner_.insert(inner);
+        taken.insert(inner);
+      }
+    }
+  }
+
   void add(NodeId id, BufferRole role) {
     p_.buffer_of[id] = static_cast<int>(p_.buffers.size());
     p_.buffers.push_back(PlannedBuffer{id, role});
@@ -162,6 +193,8 @@ class Planner {
   BufferPlan p_;
   std::vector<int> uses_;   // readers of each node
   std::vector<int> depth_;  // fused_depth of each node planned so far (0: stored)
+  std::set<NodeId> epilogue_inner_;  // computed inline in their region's sink (epilogue.h)
+  std::set<NodeId> epilogue_sinks_;  // the stored ends of those regions
 };
 
 }  // namespace

@@ -4,7 +4,8 @@
 // scheduled as its own kernel, or read by several kernels and not cheap to recompute (a
 // node's kInlineParam schedule overrides that last choice either way, and `inline 1` on a
 // Cast widening a 16-bit input to f32 overrides the broadcast too: it is widened in its
-// readers). Not the kernels
+// readers). A SumReduce scheduled kEpilogueParam is not stored but computed in the kernel of
+// its elementwise readers' region (kernel/epilogue.h), whose one sink is stored. Not the kernels
 // themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
 #pragma once
 

@@ -96,6 +96,10 @@ struct MatmulInfo {
   bool product_widened = false;  // the product is cast to f32 before the sum
   // Element strides of a and b along m, n, k (constant or symbolic), from their index Exprs.
   Expr a_m, a_k, b_k, b_n;
+  // The first value of the epilogue, the elementwise work on the sum before the store
+  // (values[epilogue_from:], reading the sum and their own loads; kernel/epilogue.h), or -1
+  // when the sum is stored as is. A renderer that cannot run it renders the generic loop nest.
+  int epilogue_from = -1;
 };
 
 struct Kernel {

@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "ir/scalar_ops.h"
 #include "kernel/buffer_plan.h"
+#include "kernel/epilogue.h"
 #include "kernel/match.h"
 #include "kernel/view_index.h"
 
@@ -227,6 +228,9 @@ class Lowerer {
   }
 
   ValueId emit_reduce(const Node& n, const std::vector<Expr>& idx) {
+    // An epilogue's readers (kernel/epilogue.h) read the reduction at their own element, maybe
+    // through index Exprs that differ (a size-1 axis as 0): it is one value with one loop.
+    if (reduced_ == &n) return k_.reduce_at;
     ShapeTracker v = rn(n.inputs[0].view);
     size_t axis = static_cast<size_t>(n.axis);
     k_.reduce.push_back(Loop{"r0", v.dims[axis]});
@@ -241,6 +245,9 @@ class Lowerer {
     r.args = {x};
     ValueId id = add(std::move(r));
     k_.reduce_at = id;
+    reduced_ = &n;
+    // A reduction fused into its readers (an epilogue) brings its schedule to their kernel.
+    if (&n != &g_.node(k_.root)) reduce_schedule_ = n.schedule;
     return id;
   }
 
@@ -274,6 +281,8 @@ class Lowerer {
     const Node& n = g_.node(id);
     k_ = Kernel{};
     cse_.clear();
+    reduce_schedule_.clear();
+    reduced_ = nullptr;
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
@@ -289,6 +298,8 @@ class Lowerer {
     k_.out_index = 0;
     for (size_t k = 0; k < idx.size(); ++k) k_.out_index = k_.out_index + idx[k] * rs[k];
     apply_schedule(n.schedule);
+    k_.schedule.insert(k_.schedule.end(), reduce_schedule_.begin(), reduce_schedule_.end());
+    reduction_first(k_);
     k_.matmul = match_matmul(k_);
     p_.kernels.push_back(std::move(k_));
   }
@@ -308,6 +319,8 @@ class Lowerer {
   std::set<NodeId> skipped_;  // Output nodes whose producer writes their buffer
   Kernel k_;
   std::map<std::string, ValueId> cse_;
+  ScheduleParams reduce_schedule_;  // of the kernel's reduction when it is not the root
+  const Node* reduced_ = nullptr;    // the node of the kernel's reduction loop, once emitted
 };
 
 }  // namespace

@@ -44,16 +44,32 @@ std::optional<Strides> strides_of(const Expr& index, const std::string& m, const
   return Strides{*along_m, *along_n, *along_k};
 }
 
+// Whether the values after the kernel's reduction are elementwise work on its result: no
+// reduction among them, and none reads a value of the reduction loop but the sum itself (the
+// epilogue runs where only the sum is left, kernel/epilogue.h).
+bool elementwise_epilogue(const Kernel& kernel) {
+  const std::vector<Value>& values = kernel.values;
+  for (size_t i = static_cast<size_t>(kernel.reduce_at) + 1; i < values.size(); ++i) {
+    const Value& v = values[i];
+    if (v.kind == ValueKind::kReduce) return false;
+    for (ValueId a : v.args) {
+      if (a < kernel.reduce_at) return false;
+    }
+    for (const Bind& b : v.binds) {
+      if (b.value < kernel.reduce_at) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 MatmulInfo match_matmul(const Kernel& kernel) {
   const MatmulInfo none;
   const std::vector<Value>& values = kernel.values;
   if (kernel.loops.size() < 2 || kernel.reduce.size() != 1 || values.empty()) return none;
-  // The reduction is stored as is: no epilogue after it.
-  const ValueId stored = static_cast<ValueId>(values.size()) - 1;
-  if (kernel.reduce_at != stored) return none;
-  const Value& sum = values[stored];
+  if (kernel.reduce_at < 0 || !elementwise_epilogue(kernel)) return none;
+  const Value& sum = values[kernel.reduce_at];
   if (sum.op != OpKind::SumReduce || !is_float(sum.dtype)) return none;
   ValueId product = sum.args[0];
   const bool product_widened = values[product].kind == ValueKind::kCast;
@@ -67,9 +83,10 @@ MatmulInfo match_matmul(const Kernel& kernel) {
   std::optional<Operand> y = operand_of(values, mul.args[1]);
   if (!x || !y || x->load == y->load) return none;
   if (values[mul.args[0]].dtype != values[mul.args[1]].dtype) return none;
-  // Two loads, their widening casts, the product, its cast and the sum are the whole body.
+  // Two loads, their widening casts, the product, its cast and the sum are the whole body of
+  // the reduction loop.
   const size_t body = 4 + (product_widened ? 1 : 0) + (x->widened ? 1 : 0) + (y->widened ? 1 : 0);
-  if (values.size() != body) return none;
+  if (static_cast<size_t>(kernel.reduce_at) + 1 != body) return none;
   MatmulInfo info;
   info.m_loop = static_cast<int>(kernel.loops.size()) - 2;
   info.n_loop = info.m_loop + 1;
@@ -100,6 +117,9 @@ MatmulInfo match_matmul(const Kernel& kernel) {
   info.a_k = sx->k;
   info.b_k = sy->k;
   info.b_n = sy->n;
+  if (static_cast<size_t>(kernel.reduce_at) + 1 < values.size()) {
+    info.epilogue_from = kernel.reduce_at + 1;
+  }
   return info;
 }
 

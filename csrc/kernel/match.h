@@ -3,21 +3,23 @@
 // here that reads the value graph (which value feeds which), never value positions. Lowering
 // runs the matchers once per kernel; every renderer reads the result from the Kernel and only
 // adds its own conditions (dtypes it handles). Not a rewrite: a match changes no value.
-// Next patterns (a matmul with a fused epilogue, attention) slot in beside match_matmul as
-// their own struct and matcher; a GEMV is not one: it is how the C renderer runs a matmul of
-// few rows (codegen/c_gemv.cc).
+// A matmul's epilogue (elementwise work after the sum, kernel/epilogue.h) is part of its match.
+// Next patterns (attention) slot in beside match_matmul as their own struct and matcher; a GEMV
+// is not one: it is how the C renderer runs a matmul of few rows (codegen/c_gemv.cc).
 #pragma once
 
 #include "kernel/kernel.h"
 
 namespace luminal {
 
-// The matmul of `kernel`: its stored value is its reduction, a SumReduce of a float dtype of
-// the Mul of two distinct plain loads (optionally through a Cast of the product to f32), each
-// load read as stored or through a Cast widening a 16-bit float to f32, the body holds nothing
-// else, and the loads' indices are affine in the last two output loops (m, n) and the
-// reduction loop (k) with a not moving along n and b not along m (the Mul's operands are taken
-// in either order, the written one first). `present` is false otherwise.
+// The matmul of `kernel`: its reduction is a SumReduce of a float dtype of the Mul of two
+// distinct plain loads (optionally through a Cast of the product to f32), each load read as
+// stored or through a Cast widening a 16-bit float to f32, the reduction loop's body holds
+// nothing else, the values after the sum (if any: an epilogue, kernel/epilogue.h) are
+// elementwise work reading no value of the loop but the sum, and the loads' indices are affine
+// in the last two output loops (m, n) and the reduction loop (k) with a not moving along n and
+// b not along m (the Mul's operands are taken in either order, the written one first).
+// `present` is false otherwise.
 MatmulInfo match_matmul(const Kernel& kernel);
 
 }  // namespace luminal

@@ -7,6 +7,7 @@
 
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
+#include "kernel/row_kernel.h"
 
 namespace luminal {
 
@@ -25,6 +26,7 @@ constexpr Param kParams[] = {
     {"gemv_rows", &CpuSchedule::gemv_rows, 0},
     {"pack_b", &CpuSchedule::pack_b, 0},
     {kInlineParam, nullptr, 0},
+    {kRowParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter
 constexpr int64_t kMaxTileM = 16;

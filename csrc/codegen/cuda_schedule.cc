@@ -8,6 +8,7 @@
 #include "codegen/cuda.h"
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
+#include "kernel/row_kernel.h"
 
 namespace luminal {
 
@@ -33,6 +34,7 @@ constexpr Param kParams[] = {
     {"cuda_gemv_cols", &CudaSchedule::gemv_cols, Range::kPowerOfTwo, 4},
     {"cuda_gemv_split", &CudaSchedule::gemv_split, Range::kPowerOfTwo, 8},
     {kInlineParam, nullptr, Range::kUpTo, 1},
+    {kRowParam, nullptr, Range::kUpTo, 1},
 };
 
 const Param* find_param(const std::string& name) {

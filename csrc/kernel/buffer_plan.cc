@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
 
 namespace luminal {
@@ -25,7 +26,7 @@ namespace {
 
 class Planner {
  public:
-  explicit Planner(const Graph& graph) : g_(graph) {}
+  Planner(const Graph& graph, const std::set<NodeId>& unfused) : g_(graph), unfused_(unfused) {}
 
   BufferPlan run(const std::vector<NodeId>& order) {
     p_.buffer_of.assign(g_.size(), -1);
@@ -39,7 +40,8 @@ class Planner {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
         if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
-        if (broadcasts(e.view) && !widened_in_readers(e.node)) forced[e.node] = true;
+        bool in_readers = widened_in_readers(e.node) || row_fused(e.node);
+        if (broadcasts(e.view) && !in_readers) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;
         }
@@ -69,6 +71,8 @@ class Planner {
         add(id, BufferRole::kInput);
       } else if (n.op == OpKind::Output) {
         add(id, BufferRole::kOutput);
+      } else if (row_fused(id) && !forced[id]) {
+        // computed by its readers
       } else if (is_reduce(n.op) && !unrolled_reduce(n)) {
         add(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota)
@@ -113,6 +117,7 @@ class Planner {
   int inline_cost(NodeId id, int budget, bool root = true) const {
     const Node& n = g_.node(id);
     if (p_.buffer_of[id] >= 0 || n.op == OpKind::Constant) return 0;
+    if (row_fused(id)) return 0;  // a value of the row, computed once per row
     if (!root && uses_[id] > 1) return -1;
     int own = op_recompute_weight(n.op);
     if (is_reduce(n.op)) {
@@ -150,15 +155,23 @@ class Planner {
     return schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(1);
   }
 
+  // A reduction scheduled `row 1` and not excluded by lowering: fused into its readers.
+  bool row_fused(NodeId id) const {
+    const Node& n = g_.node(id);
+    if (!is_reduce(n.op) || unrolled_reduce(n) || unfused_.count(id)) return false;
+    return schedule_param(n.schedule, kRowParam) == std::optional<int64_t>(1);
+  }
+
   // Any other schedule parameter makes the node the root of its own kernel.
   static bool roots_kernel(const Node& n) {
     for (const auto& [name, value] : n.schedule) {
-      if (name != kInlineParam) return true;
+      if (name != kInlineParam && name != kRowParam) return true;
     }
     return false;
   }
 
   const Graph& g_;
+  const std::set<NodeId>& unfused_;
   BufferPlan p_;
   std::vector<int> uses_;   // readers of each node
   std::vector<int> depth_;  // fused_depth of each node planned so far (0: stored)
@@ -166,8 +179,9 @@ class Planner {
 
 }  // namespace
 
-BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order) {
-  return Planner(graph).run(order);
+BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order,
+                        const std::set<NodeId>& unfused) {
+  return Planner(graph, unfused).run(order);
 }
 
 }  // namespace luminal

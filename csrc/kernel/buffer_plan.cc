@@ -34,13 +34,15 @@ class Planner {
     std::vector<int>& uses = uses_;
     uses.assign(g_.size(), 0);
     std::vector<bool> forced(g_.size(), false);
+    row_kind_.assign(g_.size(), RowKind::kOther);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
+      row_kind_[id] = row_kind(id);
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
         if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
-        bool in_readers = widened_in_readers(e.node) || row_fused(e.node);
+        bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
         if (broadcasts(e.view) && !in_readers) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;
@@ -162,6 +164,32 @@ class Planner {
     return schedule_param(n.schedule, kRowParam) == std::optional<int64_t>(1);
   }
 
+  // A statistic of the rows: a fused reduction, or elementwise work on fused reductions and
+  // constants (layer_norm's 1 / sqrt(var + eps), log_softmax's log of the sum). Read through a
+  // broadcast along the row, it is computed once per row by its reader (a row kernel), so it is
+  // not stored as other broadcast reads are. Set for the inputs of a node before the node.
+  // kRow for such a statistic, kConstant for a constant or elementwise work on constants only
+  // (mean's count), kOther for anything else.
+  enum class RowKind : uint8_t { kOther, kConstant, kRow };
+  RowKind row_kind(NodeId id) const {
+    const Node& n = g_.node(id);
+    if (row_fused(id)) return RowKind::kRow;
+    if (n.op == OpKind::Constant) return RowKind::kConstant;
+    bool elementwise = is_unary(n.op) || is_binary(n.op) || n.op == OpKind::Cast ||
+                       unrolled_reduce(n);
+    if (!elementwise || roots_kernel(n)) return RowKind::kOther;
+    if (schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(0)) {
+      return RowKind::kOther;
+    }
+    RowKind kind = RowKind::kConstant;
+    for (const Edge& e : n.inputs) {
+      RowKind k = row_kind_[e.node];
+      if (k == RowKind::kOther) return RowKind::kOther;
+      if (k == RowKind::kRow) kind = RowKind::kRow;
+    }
+    return kind;
+  }
+
   // Any other schedule parameter makes the node the root of its own kernel.
   static bool roots_kernel(const Node& n) {
     for (const auto& [name, value] : n.schedule) {
@@ -175,6 +203,7 @@ class Planner {
   BufferPlan p_;
   std::vector<int> uses_;   // readers of each node
   std::vector<int> depth_;  // fused_depth of each node planned so far (0: stored)
+  std::vector<RowKind> row_kind_;  // per node: row_kind, set in topological order
 };
 
 }  // namespace

@@ -26,9 +26,11 @@ Expr program_dim(size_t k) { return Expr::symbol("d" + std::to_string(k)); }
 
 namespace {
 
-// Thrown by build_kernel: the fused reductions of a kernel that is no row kernel.
+// Thrown by build_kernel: a kernel with fused reductions is no row kernel; `reduction`, the
+// last fused (the innermost of nested ones: a matmul's sum read along the row of a softmax's
+// max), is to be stored.
 struct NotARowKernel {
-  std::vector<NodeId> reductions;
+  NodeId reduction;
 };
 
 class Lowerer {
@@ -42,7 +44,7 @@ class Lowerer {
       try {
         return lower(unfused);
       } catch (const NotARowKernel& e) {
-        unfused.insert(e.reductions.begin(), e.reductions.end());
+        unfused.insert(e.reduction);
       }
     }
   }
@@ -325,7 +327,7 @@ class Lowerer {
     k_.matmul = match_matmul(k_);
     if (!fused_.empty()) {
       k_.row = match_row(k_);
-      if (!k_.row.present) throw NotARowKernel{fused_};
+      if (!k_.row.present) throw NotARowKernel{fused_.back()};
     }
     p_.kernels.push_back(std::move(k_));
   }

@@ -119,7 +119,7 @@ class Planner {
   int inline_cost(NodeId id, int budget, bool root = true) const {
     const Node& n = g_.node(id);
     if (p_.buffer_of[id] >= 0 || n.op == OpKind::Constant) return 0;
-    if (row_fused(id)) return 0;  // a value of the row, computed once per row
+    if (row_kind_[id] == RowKind::kRow) return 0;  // a statistic, computed once per row
     if (!root && uses_[id] > 1) return -1;
     int own = op_recompute_weight(n.op);
     if (is_reduce(n.op)) {

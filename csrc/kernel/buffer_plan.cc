@@ -157,11 +157,23 @@ class Planner {
     return schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(1);
   }
 
-  // A reduction scheduled `row 1` and not excluded by lowering: fused into its readers.
+  // A reduction scheduled `row 1` and not excluded by lowering: fused into its readers. Not a
+  // sum of a broadcast product (a matmul, whose blocked kernel it would lose).
   bool row_fused(NodeId id) const {
     const Node& n = g_.node(id);
     if (!is_reduce(n.op) || unrolled_reduce(n) || unfused_.count(id)) return false;
-    return schedule_param(n.schedule, kRowParam) == std::optional<int64_t>(1);
+    if (schedule_param(n.schedule, kRowParam) != std::optional<int64_t>(1)) return false;
+    return !broadcast_product(n);
+  }
+
+  // A SumReduce of a Mul (or of a Cast of one) whose operands are both read through a
+  // broadcast: how hl_ops writes a matmul.
+  bool broadcast_product(const Node& n) const {
+    if (n.op != OpKind::SumReduce) return false;
+    const Node* product = &g_.node(n.inputs[0].node);
+    if (product->op == OpKind::Cast) product = &g_.node(product->inputs[0].node);
+    if (product->op != OpKind::Mul) return false;
+    return broadcasts(product->inputs[0].view) && broadcasts(product->inputs[1].view);
   }
 
   // A statistic of the rows: a fused reduction, or elementwise work on fused reductions and

@@ -13,9 +13,9 @@
 
 namespace luminal {
 
-// Schedule parameter of a reduction: `row 1` computes it inside the kernels that read it,
-// once per row, instead of storing it to its own buffer (the default, `row 0` or absent).
-inline constexpr char kRowParam[] = "row";
+// The schedule parameter kRowParam (ir/graph.h) of a reduction: `row 1` computes it inside
+// the kernels that read it, once per row, instead of storing it to its own buffer (the
+// default, `row 0` or absent).
 
 // The row structure of `kernel`, whose reductions lowering emitted inside the kernel rather
 // than as its root alone; not present when some value would need two inner loops at once (a

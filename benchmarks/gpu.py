@@ -2,7 +2,8 @@
 bandwidth (our copy kernel and cuMemcpyDtoD; torch's copy if torch sees the GPU), GEMV,
 decode-shaped Linears (f32 x, f32 or bf16 W: 1x2048 @ 2048x8192 and the LM head 1x2048 @
 2048x128256) and elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in
-TFLOP/s (and % of torch), and one decode step of a Llama-3-8B-shaped decoder (random bf16
+TFLOP/s (and % of torch), softmax, log_softmax, layer_norm and rms_norm over (4096, 4096) as
+row kernels in GB/s and % of copy bandwidth, and one decode step of a Llama-3-8B-shaped decoder (random bf16
 weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in
 tokens/s and % of the bandwidth bound (weight bytes per token / copy bandwidth). Each section
 survives the failure of another.
@@ -202,6 +203,54 @@ def elementwise_section(cache, copy_bw, torch, n=64 << 20):
     return out
 
 
+ROW_KINDS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
+
+
+def row_graph(kind, rows=4096, cols=4096):
+    """A normalization over the rows, as luminal.nn.functional builds it: (graph, x, w, b)."""
+    from luminal.nn import functional as LF
+
+    cx = lm.Graph()
+    x, w, b = cx.tensor((rows, cols)), cx.tensor((cols,)), cx.tensor((cols,))
+    out = {"softmax": lambda: LF.softmax(x, -1), "log_softmax": lambda: LF.log_softmax(x, -1),
+           "layer_norm": lambda: LF.layer_norm(x, (cols,), w, b),
+           "rms_norm": lambda: LF.rms_norm(x, (cols,), w, 1e-6)}[kind]()
+    out.output()
+    return cx, x, w, b
+
+
+def rows_section(cache, copy_bw, torch, rows=4096, cols=4096):
+    """softmax, log_softmax, layer_norm, rms_norm (f32) as row kernels (kernel/row_kernel.h,
+    a warp per row: codegen/cuda_row.cc): GB/s of input + output bytes, % of copy."""
+    out = {}
+    rng = np.random.default_rng(6)
+    xn = rng.standard_normal((rows, cols), dtype=np.float32)
+    wn = rng.standard_normal(cols, dtype=np.float32)
+    for kind in ROW_KINDS:
+        cx, x, w, b = row_graph(kind, rows, cols)
+        rt = compile_graph(cx, make_rt(cache))
+        rt.set_data(x, xn)
+        if kind in ("layer_norm", "rms_norm"):
+            rt.set_data(w, wn)
+        if kind == "layer_norm":
+            rt.set_data(b, wn)
+        gbps = 2 * rows * cols * 4 / (rt.benchmark(50) * 1e6)
+        ref = NAN
+        if torch is not None:
+            tx = torch.from_numpy(xn).cuda()
+            tw = torch.from_numpy(wn).cuda()
+            fn = {"softmax": lambda: torch.softmax(tx, -1),
+                  "log_softmax": lambda: torch.log_softmax(tx, -1),
+                  "layer_norm": lambda: torch.nn.functional.layer_norm(tx, (cols,), tw, tw),
+                  "rms_norm": lambda: torch.nn.functional.rms_norm(tx, (cols,), tw, 1e-6)}[kind]
+            ref = 2 * rows * cols * 4 / (torch_ms(torch, fn) * 1e6)
+        kernels = rt.source.count('extern "C" __global__')
+        row("rows", f"{kind} ({rows}, {cols}) GB/s", gbps, ref,
+            f"{100 * gbps / copy_bw:.0f}% of copy, {kernels} kernels; ref: torch")
+        out[kind] = gbps
+    return out
+
+
 def gemm_section(cache, torch, size=4096):
     results = {}
     ref = NAN
@@ -388,6 +437,8 @@ def dry_run(layers) -> int:
     a, b = cx.tensor((4096, 4096), lm.bfloat16), cx.tensor((4096, 4096), lm.bfloat16)
     (a @ b).output()
     graphs["gemm"] = (cx, {"cuda_matmul": 3})
+    for kind in ROW_KINDS:
+        graphs[kind] = (row_graph(kind)[0], {})
     graphs["decode"] = (decode_graph(layers)[0], {})
     for name, (g, choice) in graphs.items():
         t0 = time.perf_counter()
@@ -417,6 +468,7 @@ def main() -> int:
         ("linear", lambda: linear_section(cache, results.get("copy", NAN), torch)),
         ("elementwise", lambda: elementwise_section(cache, results.get("copy", NAN), torch,
                                                     (16 if args.quick else 64) << 20)),
+        ("rows", lambda: rows_section(cache, results.get("copy", NAN), torch)),
         ("gemm", lambda: gemm_section(cache, torch, 2048 if args.quick else 4096)),
         ("decode", lambda: decode_section(cache, results.get("copy", NAN), torch, layers)),
     ]

@@ -184,6 +184,10 @@ def _normalized_rows(shape, dtype, op, schedule):
     cx = lm.Graph()
     x = cx.tensor(shape, dtype)
     dx = _data(shape, dtype, 22)
+    if op == "softmax":  # the max and sum of one row kernel, online under row 2
+        e = (x - _scheduled(x.amax(-1, keepdim=True), schedule)).exp()
+        out = (e / e.sum(-1, keepdim=True)).output()
+        return cx, {x: dx}, [out], [torch.softmax(dx.to(TORCH[dtype]), -1).float()], dtype
     if op == "max":
         out = (x - _scheduled(x.amax(-1, keepdim=True), schedule)).output()
         ref = dx.to(TORCH[dtype]) - dx.to(TORCH[dtype]).amax(-1, keepdim=True)
@@ -250,6 +254,9 @@ def _rule_graphs(rule, s=None):
         return [("f32", lambda: _scheduled_matmul(70, 50, 90, lm.float32, s)),
                 ("gemv", lambda: _scheduled_matmul(1, 96, 40, lm.float32, s, True))]
     op = "max" if "MaxReduce" in lhs else "sum"
+    if "(row 2)" in rule.text:  # f32 only: a half softmax's max is a half (match_online)
+        return [("f32", lambda: _normalized_rows((7, 100), lm.float32, "softmax", s)),
+                ("f32_odd", lambda: _normalized_rows((5, 203), lm.float32, "softmax", s))]
     if "(row 1)" in rule.text:
         return [("f32", lambda: _normalized_rows((7, 100), lm.float32, op, s)),
                 ("bf16", lambda: _normalized_rows((6, 256), lm.bfloat16, op, s)),
@@ -281,6 +288,7 @@ MARKS = {
     (("cuda_matmul", 4),): lambda k: "GEMV: a warp per" in k,
     (("cuda_matmul", 4), ("cuda_gemv_split", 4)): lambda k: "GEMV: 4 warps splitting k" in k,
     (("row", 1),): lambda k: k.count("writes b") == 1 and "a warp per row" in k,
+    (("row", 2),): lambda k: "in one loop (online)" in k,
     # One kernel, the matmul reading W's 16-bit words.
     (("inline", 1),): lambda k: k.count("writes b") == 1 and "const uint16_t*" in k,
 }

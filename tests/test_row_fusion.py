@@ -1,11 +1,13 @@
 """Row kernels (kernel/row_kernel.h): a reduction scheduled `row 1` (the rules cpu-row-sum,
 cpu-row-max, cuda-row-sum, cuda-row-max) is computed inside the kernels that read it, once per
-row, so softmax, log_softmax, layer_norm and rms_norm, as hl_ops and nn build them from
+row (row 2 on a max, cpu-row-online-max and cuda-row-online-max: softmax's max and sum in one
+loop by the online recurrence), so softmax, log_softmax, layer_norm and rms_norm, as hl_ops and nn build them from
 primitives, become one kernel that reads each row once and writes it once. Each rule as
 this => that and on the graphs F.softmax, F.log_softmax, F.layer_norm, nn.RMSNorm and nn
 attention build, with symbolic row lengths; every fused kernel against torch, on the CPU and in
 the CUDA emulator, on odd rows, with -inf masks, fully masked rows and large logits."""
 
+import re
 import types
 
 import numpy as np
@@ -93,11 +95,16 @@ def feeds_and_reference(name, x, params, data):
     return feeds, GRAPHS[name][1](data, values)
 
 
-def row_program(cx):
-    """cx's graph with every reduction scheduled row 1, as a program to load."""
+def row_program(cx, max_row=1):
+    """cx's graph with every reduction scheduled row 1 (a max row `max_row`: 2 asks for the
+    online softmax), as a program to load."""
     text = _core.identity_program(cx._g).text()
-    lines = [line[:-1] + " (schedule (row 1)))" if line.strip().startswith(REDUCE_LINES)
-             else line for line in text.splitlines()]
+    lines = []
+    for line in text.splitlines():
+        if line.strip().startswith(REDUCE_LINES):
+            row = max_row if line.strip().startswith("(MaxReduce") else 1
+            line = line[:-1] + f" (schedule (row {row})))"
+        lines.append(line)
     return _core.parse_program("\n".join(lines), cx._g)
 
 
@@ -115,7 +122,8 @@ def test_row_rule_this_gives_that(rule):
     cx = lm.Graph()
     x = cx.tensor((3, "n"))
     this = x.amax(-1) if "MaxReduce" in rule.text.split("(schedule")[0] else x.sum(-1)
-    that = scheduled(this, [("row", 1)])
+    row = int(re.search(r"\(row (\d)\)", rule.text).group(1))
+    that = scheduled(this, [("row", row)])
     this.output()
     that.output()
     g, (r_this, r_that), _ = saturate(cx, [])
@@ -130,9 +138,9 @@ def test_row_rule_this_gives_that(rule):
 def test_row_rules_fire_on_the_graphs_hl_ops_and_nn_build(name, rules):
     cx, _, _, _ = build(name, ("b", "s", "n"))
     _, _, report = saturate(cx, rules)
-    applied = {r.name.rsplit("-", 1)[1]: r.applied for r in report.rules}
-    assert applied["sum"] > 0
-    assert (applied["max"] > 0) == GRAPHS[name][2]
+    applied = {r.name.split("-", 1)[1]: r.applied for r in report.rules}
+    assert applied["row-sum"] > 0
+    assert (applied["row-max"] > 0) == (applied["row-online-max"] > 0) == GRAPHS[name][2]
 
 
 def test_row_rules_fire_on_nn_rms_norm_and_attention():
@@ -190,24 +198,29 @@ CASES = [(n, k) for n, kinds in KINDS.items() for k in kinds]
 SHAPES = [(7, 37), (3, 5, 33), (2, 1), (4, 64)]  # rows not a multiple of the vector width
 
 
-def run_cpu(cx, program, feeds, y, dims):
-    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
-    rt._load(cx, program)
-    for t, v in feeds.items():
-        rt.set_data(t, v)
-    for k, v in dims.items():
-        cx.set_dim(k, v)
-    rt.execute(cx.dyn_map)
-    return rt.get(y)
+ONLINE = ("softmax", "log_softmax")  # the graphs whose max and sum match_online takes
+VARIANTS = [(n, k, 1) for n, k in CASES] + [(n, k, 2) for n, k in CASES if n in ONLINE]
+
+
+def variant_id(v):
+    name, kind, max_row = v
+    return f"{name}-{kind}" + ("-online" if max_row == 2 else "")
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=str)
-@pytest.mark.parametrize("name,kind", CASES)
-def test_cpu_row_kernel_matches_torch(name, kind, shape):
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_cpu_row_kernel_matches_torch(variant, shape):
+    name, kind, max_row = variant
     cx, x, y, params = build(name, tuple(shape[:-1]) + ("n",))
     feeds, want = feeds_and_reference(name, x, params, data_of(kind, shape))
-    got = run_cpu(cx, row_program(cx), feeds, y, {"n": shape[-1]})
-    assert_close(got, want, rtol=1e-4, atol=1e-4)
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    rt._load(cx, row_program(cx, max_row))
+    assert ("(online)" in rt.source) == (max_row == 2)
+    for t, v in feeds.items():
+        rt.set_data(t, v)
+    cx.set_dim("n", shape[-1])
+    rt.execute(cx.dyn_map)
+    assert_close(rt.get(y), want, rtol=1e-4, atol=1e-4)
 
 
 # ---- CUDA: the warp-per-row kernels in the CPU emulator --------------------------------------
@@ -234,12 +247,14 @@ def emulate(cx, program, feeds, y, dims, workdir):
 
 @pytest.mark.skipif(cuda_emu.compiler() is None, reason="no C++ compiler")
 @pytest.mark.parametrize("shape", [(5, 37), (2, 3, 70)], ids=str)
-@pytest.mark.parametrize("name,kind", CASES)
-def test_cuda_row_kernel_matches_torch_in_the_emulator(name, kind, shape, tmp_path_factory):
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_cuda_row_kernel_matches_torch_in_the_emulator(variant, shape, tmp_path_factory):
+    name, kind, max_row = variant
     cx, x, y, params = build(name, tuple(shape[:-1]) + ("n",))
     feeds, want = feeds_and_reference(name, x, params, data_of(kind, shape))
-    program = row_program(cx)
-    assert "a warp per row" in _core.cuda_render(program.graph, "sm_90", _core.TuningChoice())
+    program = row_program(cx, max_row)
+    src = _core.cuda_render(program.graph, "sm_90", _core.TuningChoice())
+    assert "a warp per row" in src and ("(online)" in src) == (max_row == 2)
     got = emulate(cx, program, feeds, y, {"n": shape[-1]}, tmp_path_factory.getbasetemp())
     assert_close(got.reshape(want.shape), want, rtol=1e-4, atol=1e-4)
 
@@ -247,8 +262,8 @@ def test_cuda_row_kernel_matches_torch_in_the_emulator(name, kind, shape, tmp_pa
 @pytest.mark.skipif(not cuda.find_nvrtc(), reason="NVRTC is not installed")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 def test_cuda_row_kernels_compile_with_nvrtc(arch):
-    for name in GRAPHS:
+    for name, max_row in [(n, 1) for n in GRAPHS] + [(n, 2) for n in ONLINE]:
         cx, _, _, _ = build(name, ("b", "n"))
-        src = _core.cuda_render(row_program(cx).graph, arch, _core.TuningChoice())
+        src = _core.cuda_render(row_program(cx, max_row).graph, arch, _core.TuningChoice())
         assert "a warp per row" in src
         assert _core.cuda_nvrtc_compile(src, arch, cuda.find_nvrtc()) > 0

@@ -64,6 +64,10 @@ class CRenderer : public CLikeRenderer {
   // after render_matmul's M, N, K, strides and lm_batches; the first `outer` loops are batches.
   void emit_gemv(const Kernel& k, int outer, CodeWriter& w) const;
 
+  // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
+  // vectorized loop with partial (max, sum) pairs (c_row.cc).
+  void emit_online_loop(const Kernel& k, CodeWriter& w) const;
+
   bool split_ = false;  // kernels are linked from other units (hidden), not static
 };
 

@@ -104,6 +104,10 @@ class CLikeRenderer {
   // partial accumulators: declares the accumulator (the reduction's value name) before it.
   void emit_reduction_loop(const Kernel& kernel, ValueId reduce, const Loop& loop, int lanes,
                            const std::vector<ValueId>& body, CodeWriter& w) const;
+  // exp2(c * (a - b)), read as 1 where a == b: the online softmax's rescaling of a sum kept
+  // against max a to max b, and a term's weight (kernel/row_kernel.h match_online).
+  std::string online_weight(const std::string& c, const std::string& a,
+                            const std::string& b) const;
   // The whole loop body of a generic kernel: reduction loop (if any), epilogue and store.
   void emit_body(const Kernel& kernel, CodeWriter& w) const;
   // Reads buffer element `index` of `dtype` as its compute type.

@@ -35,6 +35,9 @@ bool CRenderer::render_row(const Program& program, const Kernel& k, CodeWriter& 
   int steps = static_cast<int>(row.reductions.size());
   for (int s = 0; s < steps; ++s) {
     for (ValueId i : row_values_before(k, s)) emit_value(k, i, bound, w);
+    if (s == row.online) emit_online_loop(k, w);
+    bool merged = row.online >= 0 && (s == row.online || s == row.online + 1);
+    if (merged) continue;  // the sum ran with the max
     const Value& red = k.values[row.reductions[s]];
     int lanes = lanes_of(k, red, k.reduce[s]);
     emit_reduction_loop(k, row.reductions[s], k.reduce[s], lanes, values_in(k, s), w);
@@ -54,6 +57,58 @@ bool CRenderer::render_row(const Program& program, const Kernel& k, CodeWriter& 
   }
   for (size_t i = 0; i < outer.size(); ++i) w.close();
   return true;
+}
+
+void CRenderer::emit_online_loop(const Kernel& k, CodeWriter& w) const {
+  const RowInfo& row = k.row;
+  const int s = row.online;
+  const Value& max = k.values[row.reductions[s]];
+  const Loop& loop = k.reduce[s];
+  const std::string m = value_name(row.reductions[s]);
+  const std::string sum = value_name(row.reductions[s + 1]);
+  const std::string x = value_name(max.args[0]);
+  const std::string c = value_expr(k, row.online_scale);
+  const std::string extent = loop.extent.to_c();
+  const std::string l = std::to_string(lanes_of(k, max, loop));
+  const std::vector<ValueId> body = values_in(k, s);
+  auto emit_body_values = [&] {
+    std::set<std::string> bound;
+    for (ValueId i : body) emit_value(k, i, bound, w);
+  };
+  // One step of the recurrence on the pair (mv, sv) for the element x.
+  auto step = [&](const std::string& mv, const std::string& sv) {
+    w.line("const float " + m + "_new = lm_fmax_nan(" + mv + ", " + x + ");");
+    w.line(sv + " = " + sv + " * " + online_weight(c, mv, m + "_new") + " + " +
+           online_weight(c, x, m + "_new") + ";");
+    w.line(mv + " = " + m + "_new;");
+  };
+  w.line("/* " + m + " = max, " + sum + " = sum of exp2(c * (x - max)), in one loop (online) */");
+  w.line("float " + m + " = (-1.0f / 0.0f);");
+  w.line("float " + sum + " = 0.0f;");
+  w.line("float " + m + "_p[" + l + "], " + sum + "_p[" + l + "];");
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + m + "_p[lm_u] = " + m + ", " + sum +
+         "_p[lm_u] = 0.0f;");
+  w.line("const int64_t " + loop.var + "_main = " + extent + " / " + l + " * " + l + ";");
+  w.open("for (int64_t " + loop.var + "_b = 0; " + loop.var + "_b < " + loop.var + "_main; " +
+         loop.var + "_b += " + l + ")");
+  w.line("#pragma omp simd");
+  w.open("for (int lm_u = 0; lm_u < " + l + "; lm_u++)");
+  w.line("const int64_t " + loop.var + " = " + loop.var + "_b + lm_u;");
+  emit_body_values();
+  step(m + "_p[lm_u]", sum + "_p[lm_u]");
+  w.close();
+  w.close();
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + m + " = lm_fmax_nan(" + m + ", " + m +
+         "_p[lm_u]);");
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + sum + " = " + sum + " + " + sum +
+         "_p[lm_u] * " + online_weight(c, m + "_p[lm_u]", m) + ";");
+  w.open("for (int64_t " + loop.var + " = " + loop.var + "_main; " + loop.var + " < " + extent +
+         "; " + loop.var + "++)");
+  emit_body_values();
+  step(m, sum);
+  w.close();
+  // Where the max is not finite the two loops' sum is NaN (exp2 of inf - inf).
+  w.line(sum + " = " + m + " - " + m + " == 0.0f ? " + sum + " : (0.0f / 0.0f);");
 }
 
 }  // namespace luminal

@@ -70,8 +70,10 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where) 
       throw CompileError(prefix + "unknown schedule parameter '" + name + "' in " + where +
                          " (known: " + schedule_names(kParams) + ")");
     }
-    if (!known->field && value != 0 && value != 1) {
-      throw CompileError(prefix + "schedule parameter " + name + " must be 0 or 1 in " + where);
+    int64_t most = name == kRowParam ? 2 : 1;  // row 2: a softmax's max and sum online
+    if (!known->field && (value < 0 || value > most)) {
+      throw CompileError(prefix + "schedule parameter " + name + " must be 0 to " +
+                         std::to_string(most) + " in " + where);
     }
     if (value < 0 || value > kMaxValue) {
       throw CompileError(prefix + "schedule parameter " + name + " = " + std::to_string(value) +

@@ -9,6 +9,7 @@
 // Self-contained text: no headers.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,10 @@ class CudaRenderer : public CLikeRenderer {
   // A row kernel (kernel/row_kernel.h; cuda_row.cc): a warp per row.
   std::string render_row_kernel(const Program& program, const Kernel& kernel,
                                 cuda::KernelLaunch& launch) const;
+  // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
+  // loop of the lanes, each keeping a (max, sum) pair, combined across the warp.
+  void emit_online_loop(const Kernel& k, const std::set<std::string>& bound,
+                        CodeWriter& w) const;
   // The warp-wide reduction helper of reduction `red`: "lm_warp_sum" and the like.
   static std::string warp_reduce_fn(const Value& red);
   std::string signature(const Program& program, const Kernel& kernel, int block) const;

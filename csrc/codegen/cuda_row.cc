@@ -33,6 +33,9 @@ std::string CudaRenderer::render_row_kernel(const Program& program, const Kernel
   int steps = static_cast<int>(row.reductions.size());
   for (int s = 0; s < steps; ++s) {
     for (ValueId i : row_values_before(k, s)) emit_value(k, i, bound, w);
+    if (s == row.online) emit_online_loop(k, bound, w);
+    bool merged = row.online >= 0 && (s == row.online || s == row.online + 1);
+    if (merged) continue;  // the sum ran with the max
     const Value& red = k.values[row.reductions[s]];
     const Loop& loop = k.reduce[s];
     const std::string acc = value_name(row.reductions[s]);
@@ -65,6 +68,35 @@ std::string CudaRenderer::render_row_kernel(const Program& program, const Kernel
   w.close();
   w.close();
   return w.str();
+}
+
+void CudaRenderer::emit_online_loop(const Kernel& k, const std::set<std::string>& bound,
+                                    CodeWriter& w) const {
+  const RowInfo& row = k.row;
+  const int s = row.online;
+  const Value& max = k.values[row.reductions[s]];
+  const Loop& loop = k.reduce[s];
+  const std::string m = value_name(row.reductions[s]);
+  const std::string sum = value_name(row.reductions[s + 1]);
+  const std::string x = value_name(max.args[0]);
+  const std::string c = value_expr(k, row.online_scale);
+  w.line("/* " + m + " = max, " + sum + " = sum of exp2(c * (x - max)), in one loop (online) */");
+  w.line("float " + m + " = (-1.0f / 0.0f);");
+  w.line("float " + sum + " = 0.0f;");
+  w.open("for (int64_t " + loop.var + " = lm_lane; " + loop.var + " < " + loop.extent.to_c() +
+         "; " + loop.var + " += 32)");
+  std::set<std::string> inner = bound;
+  for (ValueId i : values_in(k, s)) emit_value(k, i, inner, w);
+  w.line("const float " + m + "_new = lm_fmax_nan(" + m + ", " + x + ");");
+  w.line(sum + " = " + sum + " * " + online_weight(c, m, m + "_new") + " + " +
+         online_weight(c, x, m + "_new") + ";");
+  w.line(m + " = " + m + "_new;");
+  w.close();
+  w.line("const float " + m + "_all = lm_warp_max(" + m + ");");
+  w.line(sum + " = lm_warp_sum(" + sum + " * " + online_weight(c, m, m + "_all") + ");");
+  w.line(m + " = " + m + "_all;");
+  // Where the max is not finite the two loops' sum is NaN (exp2 of inf - inf).
+  w.line(sum + " = " + m + " - " + m + " == 0.0f ? " + sum + " : (0.0f / 0.0f);");
 }
 
 }  // namespace luminal

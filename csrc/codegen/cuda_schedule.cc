@@ -34,7 +34,7 @@ constexpr Param kParams[] = {
     {"cuda_gemv_cols", &CudaSchedule::gemv_cols, Range::kPowerOfTwo, 4},
     {"cuda_gemv_split", &CudaSchedule::gemv_split, Range::kPowerOfTwo, 8},
     {kInlineParam, nullptr, Range::kUpTo, 1},
-    {kRowParam, nullptr, Range::kUpTo, 1},
+    {kRowParam, nullptr, Range::kUpTo, 2},
 };
 
 const Param* find_param(const std::string& name) {

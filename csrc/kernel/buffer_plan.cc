@@ -162,7 +162,7 @@ class Planner {
   bool row_fused(NodeId id) const {
     const Node& n = g_.node(id);
     if (!is_reduce(n.op) || unrolled_reduce(n) || unfused_.count(id)) return false;
-    if (schedule_param(n.schedule, kRowParam) != std::optional<int64_t>(1)) return false;
+    if (schedule_param(n.schedule, kRowParam).value_or(0) < 1) return false;
     return !broadcast_product(n);
   }
 

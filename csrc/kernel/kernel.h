@@ -108,6 +108,11 @@ struct RowInfo {
   // Per value: kRowScope, k (inside reduction loop k) or reductions.size() (inside the row
   // loop). A kReduce value is row scope: it is the accumulator once its loop has run.
   std::vector<int> scope;
+  // Softmax's max and sum in one loop (schedule row 2; kernel/row_kernel.h match_online):
+  // loop `online` is a float max m of x, loop online + 1 the sum of exp2(online_scale * (x' -
+  // m)), x' the same value as x; both run in loop `online` by the online recurrence. -1: none.
+  int online = -1;
+  ValueId online_scale = -1;  // the kConst scale (log2(e) for softmax), > 0
 };
 
 struct Kernel {

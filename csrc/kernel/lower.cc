@@ -328,8 +328,19 @@ class Lowerer {
     if (!fused_.empty()) {
       k_.row = match_row(k_);
       if (!k_.row.present) throw NotARowKernel{fused_.back()};
+      if (wants_online()) match_online(k_);
     }
     p_.kernels.push_back(std::move(k_));
+  }
+
+  // Whether a reduction fused into the kernel is scheduled row 2: its max and sum online.
+  bool wants_online() const {
+    for (NodeId id : fused_) {
+      if (schedule_param(g_.node(id).schedule, kRowParam) == std::optional<int64_t>(2)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // The kernel's schedule: the program-wide one, then its root node's own (from a runtime's

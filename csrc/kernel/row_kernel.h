@@ -23,6 +23,16 @@ namespace luminal {
 // cannot run as a row kernel.
 RowInfo match_row(const Kernel& kernel);
 
+// Whether loops k and k + 1 of row kernel `kernel` are softmax's max and sum, the sum's body
+// exp2(c * (x' - m)) with m the max of x, x' the same value as x over the sum's loop, c a
+// positive constant and nothing else in the sum's loop: then `kernel.row`'s online fields are
+// set for the first such k (they stay -1 otherwise). The renderers then run both in one loop,
+// keeping per lane the running max m and the sum s rescaled to it:
+//   m' = max(m, x),  s' = s * exp2(c * (m - m')) + exp2(c * (x - m')),
+// with exp2(c * (a - b)) read as 1 where a == b (so rows starting with -inf add nothing) and
+// the sum NaN where the max is not finite (as the two loops give).
+void match_online(Kernel& kernel);
+
 // The values a renderer emits at step `step` of a row: for step k < reductions.size(), first
 // the row-scope values between the previous reduction and reduction k, then (values_in) the
 // body of loop k; at step reductions.size(), the row-scope values after the last reduction,

@@ -267,3 +267,21 @@ def test_cuda_row_kernels_compile_with_nvrtc(arch):
         src = _core.cuda_render(row_program(cx, max_row).graph, arch, _core.TuningChoice())
         assert "a warp per row" in src
         assert _core.cuda_nvrtc_compile(src, arch, cuda.find_nvrtc()) > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.gpu_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("variant", VARIANTS, ids=variant_id)
+def test_gpu_row_kernel_matches_torch(variant):
+    """On a real GPU: rows longer than a warp's stride many times over, odd length."""
+    name, kind, max_row = variant
+    shape = (33, 4103)
+    cx, x, y, params = build(name, (33, "n"))
+    feeds, want = feeds_and_reference(name, x, params, data_of(kind, shape))
+    rt = lm.CudaRuntime()
+    rt._load(cx, row_program(cx, max_row))
+    for t, v in feeds.items():
+        rt.set_data(t, v)
+    cx.set_dim("n", shape[-1])
+    rt.execute(cx.dyn_map)
+    assert_close(rt.get(y), want, rtol=1e-4, atol=1e-4)

@@ -3,10 +3,10 @@ bandwidth (our copy kernel and cuMemcpyDtoD; torch's copy if torch sees the GPU)
 decode-shaped Linears (f32 x, f32 or bf16 W: 1x2048 @ 2048x8192 and the LM head 1x2048 @
 2048x128256) and elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in
 TFLOP/s (and % of torch), softmax, log_softmax, layer_norm and rms_norm over (4096, 4096) as
-row kernels in GB/s and % of copy bandwidth, and one decode step of a Llama-3-8B-shaped decoder (random bf16
-weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in
-tokens/s and % of the bandwidth bound (weight bytes per token / copy bandwidth). Each section
-survives the failure of another.
+row kernels in GB/s and % of copy bandwidth, and one decode step of a Llama-3-8B-shaped
+decoder (random bf16 weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache
+of 1024 tokens) in tokens/s and % of the bandwidth bound (weight bytes per token / copy
+bandwidth). Each section survives the failure of another.
 Usage: python benchmarks/gpu.py [--quick] [--json PATH] [--layers N] [--dry-run]."""
 
 from __future__ import annotations

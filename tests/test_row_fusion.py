@@ -1,11 +1,12 @@
 """Row kernels (kernel/row_kernel.h): a reduction scheduled `row 1` (the rules cpu-row-sum,
 cpu-row-max, cuda-row-sum, cuda-row-max) is computed inside the kernels that read it, once per
 row (row 2 on a max, cpu-row-online-max and cuda-row-online-max: softmax's max and sum in one
-loop by the online recurrence), so softmax, log_softmax, layer_norm and rms_norm, as hl_ops and nn build them from
-primitives, become one kernel that reads each row once and writes it once. Each rule as
-this => that and on the graphs F.softmax, F.log_softmax, F.layer_norm, nn.RMSNorm and nn
-attention build, with symbolic row lengths; every fused kernel against torch, on the CPU and in
-the CUDA emulator, on odd rows, with -inf masks, fully masked rows and large logits."""
+loop by the online recurrence), so softmax, log_softmax, layer_norm and rms_norm, as hl_ops
+and nn build them from primitives, become one kernel that reads each row once and writes it
+once. Each rule as this => that and on the graphs F.softmax, F.log_softmax, F.layer_norm,
+nn.RMSNorm and nn attention build, with symbolic row lengths; every fused kernel against torch,
+on the CPU and in the CUDA emulator, on odd rows, with -inf masks, fully masked rows and large
+logits."""
 
 import re
 import types

@@ -1,7 +1,8 @@
 // LLIR: a program is a list of kernels over a list of buffers. A kernel is a loop nest over an
 // output index space with a fused scalar body in SSA form, one reduction loop (or, in a row
-// kernel, several over the rows: kernel/row_kernel.h), one store, and tuning parameters. Index arithmetic is symbolic (Expr over loop variables and
-// the program's dims) and renders to C with Expr::to_c. Renderers (csrc/codegen) read this;
+// kernel, several over the rows: kernel/row_kernel.h), one store, and tuning parameters.
+// Index arithmetic is symbolic (Expr over loop variables and the program's dims) and renders
+// to C with Expr::to_c. Renderers (csrc/codegen) read this;
 // lowering (kernel/lower.h) and buffer planning (kernel/memory_plan.h) write it.
 #pragma once
 

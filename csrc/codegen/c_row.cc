@@ -75,12 +75,19 @@ void CRenderer::emit_online_loop(const Kernel& k, CodeWriter& w) const {
     std::set<std::string> bound;
     for (ValueId i : body) emit_value(k, i, bound, w);
   };
-  // One step of the recurrence on the pair (mv, sv) for the element x.
+  // One step of the recurrence on the pair (mv, sv) for the element x. Both exp2 are computed
+  // before the selects (exp2 of NaN where a == b == -inf, then not taken) so GCC if-converts
+  // the selects and vectorizes the loop.
   auto step = [&](const std::string& mv, const std::string& sv) {
-    w.line("const float " + m + "_new = lm_fmax_nan(" + mv + ", " + x + ");");
-    w.line(sv + " = " + sv + " * " + online_weight(c, mv, m + "_new") + " + " +
-           online_weight(c, x, m + "_new") + ";");
-    w.line(mv + " = " + m + "_new;");
+    const std::string mn = m + "_new";
+    w.line("const float " + mn + " = lm_fmax_nan(" + mv + ", " + x + ");");
+    w.line("const float " + m + "_wm = " + math_call(OpKind::Exp2, c + " * (" + mv + " - " +
+           mn + ")") + ";");
+    w.line("const float " + m + "_wx = " + math_call(OpKind::Exp2, c + " * (" + x + " - " + mn +
+           ")") + ";");
+    w.line(sv + " = " + sv + " * (" + mv + " == " + mn + " ? 1.0f : " + m + "_wm) + (" + x +
+           " == " + mn + " ? 1.0f : " + m + "_wx);");
+    w.line(mv + " = " + mn + ";");
   };
   w.line("/* " + m + " = max, " + sum + " = sum of exp2(c * (x - max)), in one loop (online) */");
   w.line("float " + m + " = (-1.0f / 0.0f);");

@@ -2,9 +2,11 @@
 in one run: matmul, GEMMs with a parameter weight (1024^3, 4096^3 and the prefill shapes
 128x2048x8192, 128x8192x2048) against numpy/OpenBLAS timed in its own process, decode-shaped
 matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, as a fraction of
-the read bandwidth measured in the same run), a fused elementwise chain, softmax, layer_norm,
-Linear + bias + GELU and a SwiGLU MLP (matmul epilogues) and a Llama-style decoder block.
-Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick] [--no-compile] [--threads N]
+the read bandwidth measured in the same run), a fused elementwise chain, softmax,
+log_softmax, layer_norm and rms_norm over (4096, 4096) (as a fraction of the copy bandwidth of
+the same run), Linear + bias + GELU and a SwiGLU MLP (matmul epilogues) and a Llama-style
+decoder block. Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick]
+[--no-compile] [--threads N]
 [--only NAME...] (benchmarks whose name starts with one of them: matmul, gemm, gemv, ...)."""
 
 from __future__ import annotations
@@ -279,27 +281,45 @@ def bench_elementwise(ctx):
                 target=("torch", 2.0), pct=pct, pct_target=70)
 
 
+def lm_log_softmax(x, dim=-1):
+    shifted = x - x.amax(dim, keepdim=True)
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
+
+
+def _row_graph(kind, x, w, b, cols):
+    """The library's own op over the rows, where this version has it, else ours above."""
+    try:
+        from luminal.nn import functional as LF
+
+        ops = {"softmax": lambda: LF.softmax(x, -1), "log_softmax": lambda: LF.log_softmax(x, -1),
+               "layer_norm": lambda: LF.layer_norm(x, (cols,), w, b),
+               "rms_norm": lambda: LF.rms_norm(x, (cols,), w, 1e-6)}
+        return ops[kind]()
+    except (ImportError, AttributeError):
+        ops = {"softmax": lambda: lm_softmax(x), "log_softmax": lambda: lm_log_softmax(x),
+               "layer_norm": lambda: lm_layer_norm(x, w, b), "rms_norm": lambda: lm_rms_norm(x, w)}
+        return ops[kind]()
+
+
 def bench_rows(kind, ctx):
+    """A normalization over the rows of (4096, 4096): GB/s of its input and output bytes, as a
+    fraction of the copy bandwidth of the same run (one read and one write is the floor; the
+    row kernels, kernel/row_kernel.h, read each row once and write it once)."""
     rows, cols = 4096, 4096
     cx = lm.Graph()
     x = cx.tensor((rows, cols))
     w, b = cx.tensor((cols,)), cx.tensor((cols,))
-    try:  # the library's own ops, where this version has them
-        from luminal.nn import functional as LF
-
-        out = LF.softmax(x, -1) if kind == "softmax" else LF.layer_norm(x, (cols,), w, b)
-    except ImportError:
-        out = lm_softmax(x) if kind == "softmax" else lm_layer_norm(x, w, b)
-    out = out.output()
+    out = _row_graph(kind, x, w, b, cols).output()
     rng = np.random.default_rng(2)
     xn = rng.standard_normal((rows, cols), dtype=np.float32)
     wn = rng.standard_normal(cols, dtype=np.float32)
     bn = rng.standard_normal(cols, dtype=np.float32)
     rt = cx.search(lm.CpuRuntime(threads=ctx.threads, cache_dir=ctx.cache))
     rt.set_data(x, xn)
-    if kind != "softmax":
-        rt.set_data(w, wn)
-        rt.set_data(b, bn)
+    params = {"softmax": (), "log_softmax": (), "layer_norm": ((w, wn), (b, bn)),
+              "rms_norm": ((w, wn),)}[kind]
+    for t, v in params:
+        rt.set_data(t, v)
     rt.execute()
     xt, wt, bt = (torch.from_numpy(v) for v in (xn, wn, bn))
     if kind == "softmax":
@@ -309,7 +329,14 @@ def bench_rows(kind, ctx):
         def numpy_fn():
             e = np.exp(xn - xn.max(-1, keepdims=True))
             return e / e.sum(-1, keepdims=True)
-    else:
+    elif kind == "log_softmax":
+        fn = lambda t: torch.log_softmax(t, -1)  # noqa: E731
+        args = (xt,)
+
+        def numpy_fn():
+            s = xn - xn.max(-1, keepdims=True)
+            return s - np.log(np.exp(s).sum(-1, keepdims=True))
+    elif kind == "layer_norm":
         fn = lambda t, w_, b_: F.layer_norm(t, (cols,), w_, b_)  # noqa: E731
         args = (xt, wt, bt)
 
@@ -317,14 +344,24 @@ def bench_rows(kind, ctx):
             m = xn.mean(-1, keepdims=True)
             c = xn - m
             return c / np.sqrt((c * c).mean(-1, keepdims=True) + 1e-5) * wn + bn
+    else:
+        fn = lambda t, w_: F.rms_norm(t, (cols,), w_, 1e-6)  # noqa: E731
+        args = (xt, wt)
+
+        def numpy_fn():
+            return xn / np.sqrt((xn * xn).mean(-1, keepdims=True) + 1e-6) * wn
     np.testing.assert_allclose(rt.get(out), fn(*args).numpy(), rtol=1e-4, atol=1e-4)
+    kernels = rt._rt.program_text().count("(kernel ")
     gb = 2 * rows * cols * 4 / 1e9
     lum = gb / timeit(lambda: rt.execute(), ctx.repeats)
     tor = gb / timeit(lambda: fn(*args), ctx.repeats)
     nump = gb / timeit(numpy_fn, max(3, ctx.repeats // 2))
     comp = gb / time_compiled(ctx.compiled(fn), args, ctx.repeats)
+    pct = 100 * lum / ctx.bandwidth
     return dict(name=f"{kind} (4096, 4096)", unit="GB/s", lm=lum, torch=tor, numpy=nump,
-                compile=comp, note="in + out bytes")
+                compile=comp, target=("torch", 1.0), pct=pct, pct_target=80,
+                note=f"in + out bytes, {pct:.0f}% of {ctx.bandwidth:.1f} GB/s copy, "
+                     f"{kernels} kernel{'s' if kernels > 1 else ''}")
 
 
 def bench_linear_gelu(m, k, n, ctx):
@@ -500,7 +537,9 @@ def main():
                             lambda wdtype=wdtype: bench_gemv(128256, 2048, wdtype, ctx)))
     benches += [("elementwise", lambda: bench_elementwise(ctx)),
                 ("softmax", lambda: bench_rows("softmax", ctx)),
+                ("log_softmax", lambda: bench_rows("log_softmax", ctx)),
                 ("layer_norm", lambda: bench_rows("layer_norm", ctx)),
+                ("rms_norm", lambda: bench_rows("rms_norm", ctx)),
                 ("linear_gelu", lambda: bench_linear_gelu(128, 768, 3072, ctx)),
                 ("swiglu", lambda: bench_swiglu(128, 2048, 8192, ctx)),
                 ("decoder", lambda: bench_decoder(ctx))]

@@ -2,11 +2,12 @@
 bandwidth (our copy kernel and cuMemcpyDtoD; torch's copy if torch sees the GPU), GEMV,
 decode-shaped Linears (f32 x, f32 or bf16 W: 1x2048 @ 2048x8192 and the LM head 1x2048 @
 2048x128256) and elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in
-TFLOP/s (and % of torch), bf16 Linear + bias + GELU with the epilogue in the matmul's kernel
-and without (TFLOP/s against torch), and one decode step of a Llama-3-8B-shaped decoder (random bf16
-weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache of 1024 tokens) in
-tokens/s and % of the bandwidth bound (weight bytes per token / copy bandwidth). Each section
-survives the failure of another.
+TFLOP/s (and % of torch), softmax, log_softmax, layer_norm and rms_norm over (4096, 4096) as
+row kernels in GB/s and % of copy bandwidth, bf16 Linear + bias + GELU with the epilogue in the
+matmul's kernel and without (TFLOP/s against torch), and one decode step of a Llama-3-8B-shaped
+decoder (random bf16 weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache
+of 1024 tokens) in tokens/s and % of the bandwidth bound (weight bytes per token / copy
+bandwidth). Each section survives the failure of another.
 Usage: python benchmarks/gpu.py [--quick] [--json PATH] [--layers N] [--dry-run]."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import sys
 import tempfile
 import time
 import traceback
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -200,6 +202,54 @@ def elementwise_section(cache, copy_bw, torch, n=64 << 20):
         row("eltwise", f"{name} x*1.5+y ({n >> 20}M) GB/s", gbps, ref,
             f"{100 * gbps / copy_bw:.0f}% of copy")
         out[name] = gbps
+    return out
+
+
+ROW_KINDS = ("softmax", "log_softmax", "layer_norm", "rms_norm")
+
+
+def row_graph(kind, rows=4096, cols=4096):
+    """A normalization over the rows, as luminal.nn.functional builds it: (graph, x, w, b)."""
+    from luminal.nn import functional as LF
+
+    cx = lm.Graph()
+    x, w, b = cx.tensor((rows, cols)), cx.tensor((cols,)), cx.tensor((cols,))
+    out = {"softmax": lambda: LF.softmax(x, -1), "log_softmax": lambda: LF.log_softmax(x, -1),
+           "layer_norm": lambda: LF.layer_norm(x, (cols,), w, b),
+           "rms_norm": lambda: LF.rms_norm(x, (cols,), w, 1e-6)}[kind]()
+    out.output()
+    return cx, x, w, b
+
+
+def rows_section(cache, copy_bw, torch, rows=4096, cols=4096):
+    """softmax, log_softmax, layer_norm, rms_norm (f32) as row kernels (kernel/row_kernel.h,
+    a warp per row: codegen/cuda_row.cc): GB/s of input + output bytes, % of copy."""
+    out = {}
+    rng = np.random.default_rng(6)
+    xn = rng.standard_normal((rows, cols), dtype=np.float32)
+    wn = rng.standard_normal(cols, dtype=np.float32)
+    for kind in ROW_KINDS:
+        cx, x, w, b = row_graph(kind, rows, cols)
+        rt = compile_graph(cx, make_rt(cache))
+        rt.set_data(x, xn)
+        if kind in ("layer_norm", "rms_norm"):
+            rt.set_data(w, wn)
+        if kind == "layer_norm":
+            rt.set_data(b, wn)
+        gbps = 2 * rows * cols * 4 / (rt.benchmark(50) * 1e6)
+        ref = NAN
+        if torch is not None:
+            tx = torch.from_numpy(xn).cuda()
+            tw = torch.from_numpy(wn).cuda()
+            fn = {"softmax": lambda: torch.softmax(tx, -1),
+                  "log_softmax": lambda: torch.log_softmax(tx, -1),
+                  "layer_norm": lambda: torch.nn.functional.layer_norm(tx, (cols,), tw, tw),
+                  "rms_norm": lambda: torch.nn.functional.rms_norm(tx, (cols,), tw, 1e-6)}[kind]
+            ref = 2 * rows * cols * 4 / (torch_ms(torch, fn) * 1e6)
+        kernels = rt.source.count('extern "C" __global__')
+        row("rows", f"{kind} ({rows}, {cols}) GB/s", gbps, ref,
+            f"{100 * gbps / copy_bw:.0f}% of copy, {kernels} kernels; ref: torch")
+        out[kind] = gbps
     return out
 
 
@@ -444,6 +494,10 @@ def dry_run(layers) -> int:
     graphs["gemm"] = (cx, {"cuda_matmul": 3})
     for m, k, n in EPILOGUE_SHAPES:
         graphs[f"epilogue {m}x{k}x{n}"] = (epilogue_graph(m, k, n, True)[0], {})
+    for kind in ROW_KINDS:  # the cost model's pick, as rows_section compiles: row kernels
+        space = lm._core.SearchSpace(row_graph(kind)[0]._g, cuda.rewrite_rules("sm_90"),
+                                     lm._core.RunnerLimits())
+        graphs[kind] = (SimpleNamespace(_g=space.extract(1, {})[0].graph), {})
     graphs["decode"] = (decode_graph(layers)[0], {})
     for name, (g, choice) in graphs.items():
         t0 = time.perf_counter()
@@ -473,6 +527,7 @@ def main() -> int:
         ("linear", lambda: linear_section(cache, results.get("copy", NAN), torch)),
         ("elementwise", lambda: elementwise_section(cache, results.get("copy", NAN), torch,
                                                     (16 if args.quick else 64) << 20)),
+        ("rows", lambda: rows_section(cache, results.get("copy", NAN), torch)),
         ("gemm", lambda: gemm_section(cache, torch, 2048 if args.quick else 4096)),
         ("epilogue", lambda: epilogue_section(cache, torch)),
         ("decode", lambda: decode_section(cache, results.get("copy", NAN), torch, layers)),

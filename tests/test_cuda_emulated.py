@@ -155,7 +155,7 @@ RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
 
 def _schedule(rule):
     """The schedule a rule's right-hand side attaches, read from its text."""
-    params = re.findall(r"\((cuda_\w+|inline|epilogue) (\d+)\)", rule.text)
+    params = re.findall(r"\((cuda_\w+|inline|epilogue|row) (\d+)\)", rule.text)
     return [(n, int(v)) for n, v in params]
 
 
@@ -178,11 +178,30 @@ def _rows(shape, dtype, op, schedule, axis=-1):
     return cx, {x: dx}, [out], [dx.sum(axis)], dtype
 
 
+def _normalized_rows(shape, dtype, op, schedule):
+    """x - max(x) or x / sum(x) over the last axis, the reduce node carrying `schedule`: with
+    row 1 (cuda-row-*) one row kernel, a warp per row (codegen/cuda_row.cc)."""
+    cx = lm.Graph()
+    x = cx.tensor(shape, dtype)
+    dx = _data(shape, dtype, 22)
+    if op == "softmax":  # the max and sum of one row kernel, online under row 2
+        e = (x - _scheduled(x.amax(-1, keepdim=True), schedule)).exp()
+        out = (e / e.sum(-1, keepdim=True)).output()
+        return cx, {x: dx}, [out], [torch.softmax(dx.to(TORCH[dtype]), -1).float()], dtype
+    if op == "max":
+        out = (x - _scheduled(x.amax(-1, keepdim=True), schedule)).output()
+        ref = dx.to(TORCH[dtype]) - dx.to(TORCH[dtype]).amax(-1, keepdim=True)
+        return cx, {x: dx}, [out], [ref.float()], dtype
+    total = _scheduled(x.to(lm.float32).sum(-1, keepdim=True), schedule)
+    out = (x.to(lm.float32) / total).to(dtype).output()
+    return cx, {x: dx}, [out], [dx / dx.sum(-1, keepdim=True)], dtype
+
+
 def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False, doubled=False):
     """a @ b with the reduce node carrying `schedule`, built as hl_ops' matmul builds it (then
-    doubled, exactly in any dtype: elementwise work an epilogue may take). As a reduction (cuda_matmul 1) each half
-    product rounds to its dtype (like torch's half mul) before the f32 sum; the tiled and
-    tensor-core kernels multiply exactly, like torch's matmul."""
+    doubled, exactly in any dtype: elementwise work an epilogue may take). As a reduction
+    (cuda_matmul 1) each half product rounds to its dtype (like torch's half mul) before the f32
+    sum; the tiled and tensor-core kernels multiply exactly, like torch's matmul."""
     cx = lm.Graph()
     a = cx.tensor((m, k), dtype)
     b = cx.tensor((n, k) if transposed_b else (k, n), dtype)
@@ -244,6 +263,13 @@ def _rule_graphs(rule, s=None):
         return [("f32", lambda: _scheduled_matmul(70, 50, 90, lm.float32, s)),
                 ("gemv", lambda: _scheduled_matmul(1, 96, 40, lm.float32, s, True))]
     op = "max" if "MaxReduce" in lhs else "sum"
+    if "(row 2)" in rule.text:  # f32 only: a half softmax's max is a half (match_online)
+        return [("f32", lambda: _normalized_rows((7, 100), lm.float32, "softmax", s)),
+                ("f32_odd", lambda: _normalized_rows((5, 203), lm.float32, "softmax", s))]
+    if "(row 1)" in rule.text:
+        return [("f32", lambda: _normalized_rows((7, 100), lm.float32, op, s)),
+                ("bf16", lambda: _normalized_rows((6, 256), lm.bfloat16, op, s)),
+                ("f16_misaligned", lambda: _normalized_rows((5, 203), lm.float16, op, s))]
     return [("f32", lambda: _rows((7, 100), lm.float32, op, s)),
             ("bf16", lambda: _rows((6, 256), lm.bfloat16, op, s)),
             ("f16_misaligned", lambda: _rows((5, 203), lm.float16, op, s)),
@@ -270,6 +296,8 @@ MARKS = {
     (("cuda_matmul", 3),): lambda k: "mma.sync" in k and "(lm_acc[i][j], lm_af[i]" in k,
     (("cuda_matmul", 4),): lambda k: "GEMV: a warp per" in k,
     (("cuda_matmul", 4), ("cuda_gemv_split", 4)): lambda k: "GEMV: 4 warps splitting k" in k,
+    (("row", 1),): lambda k: k.count("writes b") == 1 and "a warp per row" in k,
+    (("row", 2),): lambda k: "in one loop (online)" in k,
     # One kernel, the matmul reading W's 16-bit words.
     (("inline", 1),): lambda k: k.count("writes b") == 1 and "const uint16_t*" in k,
     # One kernel: the matmul and its reader (a half matmul's Cast back to 16 bits, a product).

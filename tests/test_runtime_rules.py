@@ -21,6 +21,7 @@ STORE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-store-")]
 THREAD_RULES = [r for r in CPU_RULES if r.name.startswith(("cpu-serial-", "cpu-two-threads-"))]
 REDUCTIONS = {"sum": lambda x: x.sum(-1), "max": lambda x: x.amax(-1)}
 WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
+ROW_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-row-")]
 INLINE_OPS = {
     "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
     "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
@@ -56,8 +57,10 @@ def test_cpu_offers_matmul_tilings_and_inlining():
     assert sorted(r.name[len("cpu-store-"):] for r in STORE_RULES) == sorted(INLINE_OPS)
     assert sorted(r.name.rsplit("-", 1)[1] for r in THREAD_RULES) == sorted(list(REDUCTIONS) * 2)
     assert [r.name for r in WIDEN_RULES] == ["cpu-widen-cast"]
+    assert sorted(r.name for r in ROW_RULES) == ["cpu-row-max", "cpu-row-online-max",
+                                                 "cpu-row-sum"]
     assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
-        len(WIDEN_RULES) == len(CPU_RULES)
+        len(WIDEN_RULES) + len(ROW_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -66,7 +69,7 @@ def cpu_rule_case(cx, name):
     if name.startswith(("cpu-inline-", "cpu-store-")):
         x, y = cx.tensor((3, 4)), cx.tensor((3, 4))
         return INLINE_OPS[name.split("-", 2)[2]](x, y)
-    if name.startswith(("cpu-serial-", "cpu-two-threads-")):
+    if name.startswith(("cpu-serial-", "cpu-two-threads-", "cpu-row-")):
         return REDUCTIONS[name.rsplit("-", 1)[1]](cx.tensor((3, 4)))
     if name == "cpu-widen-cast":  # a bf16 weight read by an f32 matmul
         return cx.tensor((9, 7), lm.bfloat16).to(lm.float32)
@@ -510,7 +513,7 @@ def test_cuda_offers_reductions_and_matmuls_and_tensor_cores_from_sm_80():
     assert all(schedule_of(r) for r in CUDA_RULES)
     params = {n for r in CUDA_RULES for n, _ in schedule_of(r)}
     assert params == {"cuda_reduce", "cuda_vector", "cuda_matmul", "cuda_gemv_split", "inline",
-                      "epilogue"}
+                      "epilogue", "row"}
     older = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_75"), "cuda.rules")]
     sm80 = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_80"), "cuda.rules")]
     assert "cuda-matmul-tensor-cores" in CUDA_RULE_NAMES and "cuda-matmul-tensor-cores" in sm80
@@ -577,8 +580,9 @@ def test_cuda_matmul_rules_skip_reductions_that_are_not_matmuls(build):
 
 
 def test_cuda_search_space_has_one_program_per_schedule():
-    """The cost model's pick first (no schedule: the renderer's automatic choice), then a
-    program per schedule the rules attached, each using it wherever it applies."""
+    """The cost model's pick first (no schedule but the reductions' row fusion: the renderer's
+    automatic choice), then a program per schedule the rules attached, each using it wherever
+    it applies."""
     cx = lm.Graph()
     x = cx.tensor((4, 64), lm.bfloat16)
     a, b = cx.tensor((32, 16), lm.bfloat16), cx.tensor((16, 24), lm.bfloat16)
@@ -587,7 +591,7 @@ def test_cuda_search_space_has_one_program_per_schedule():
     (a @ b).output()
     space = _core.SearchSpace(cx._g, cuda.rewrite_rules("sm_90"), _core.RunnerLimits())
     programs = space.extract(12, {})
-    assert "(schedule" not in programs[0].text()
+    assert "(schedule" not in programs[0].text().replace("(schedule (row 1))", "")
     schedules = {"(schedule " + " ".join(f"({n} {v})" for n, v in schedule_of(r)) + ")"
                  for r in CUDA_RULES}
     for s in schedules:

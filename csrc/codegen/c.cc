@@ -56,9 +56,12 @@ std::string CRenderer::kernel_signature(const Program& program, const Kernel& ke
 }
 
 int CRenderer::reduce_lanes(const Kernel& kernel) const {
-  const Value& red = kernel.values[kernel.reduce_at];
+  return lanes_of(kernel, kernel.values[kernel.reduce_at], kernel.reduce[0]);
+}
+
+int CRenderer::lanes_of(const Kernel& kernel, const Value& red, const Loop& loop) const {
   if (red.dtype != DType::F32) return 1;
-  auto extent = kernel.reduce[0].extent.try_const();
+  auto extent = loop.extent.try_const();
   if (extent && *extent < 32) return 1;
   return static_cast<int>(cpu_schedule(kernel).vector_width);
 }

@@ -3,7 +3,7 @@
 // its `threads` schedule says: codegen/c_schedule.h); float reductions keep
 // 8 partial accumulators so they vectorize; matmul-shaped kernels get a register-blocked
 // micro-kernel (c_matmul.cc) and, where their schedule asks, a GEMV path for few rows
-// (c_gemv.cc). The entry is
+// (c_gemv.cc); row kernels loop over each row's reductions (c_row.cc). The entry is
 //   void lm_run(void** buffers, const int64_t* dims, int threads).
 // A program renders as one translation unit (render) or split for separate, cached compiles
 // (render_split): one unit per distinct kernel, named by a hash of its text, plus a driver.
@@ -40,9 +40,14 @@ class CRenderer : public CLikeRenderer {
   std::string prelude(const Program& program) const override;
   std::string kernel_signature(const Program& program, const Kernel& kernel) const override;
   int reduce_lanes(const Kernel& kernel) const override;
+  // The partial accumulators of reduction `red` over `loop` in `kernel` (reduce_lanes' rule).
+  int lanes_of(const Kernel& kernel, const Value& red, const Loop& loop) const;
   void open_output_loops(const Kernel& kernel, CodeWriter& w) const override;
   std::string program_entry(const Program& program) const override;
   bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
+  // A row kernel (c_row.cc): OpenMP over the rows, each reduction a vectorized loop over the
+  // row (as a generic kernel's), then the row's outputs in one vectorized loop.
+  bool render_row(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
   std::string math_call(OpKind op, const std::string& x) const override;
 
   // The clauses of `kernel`'s "#pragma omp parallel" under its `threads` schedule, `work` its
@@ -64,6 +69,10 @@ class CRenderer : public CLikeRenderer {
   void emit_matmul_epilogue(const Kernel& k, int outer, const std::string& rows_from,
                             const std::string& rows_to, const std::string& cols_from,
                             const std::string& cols_to, CodeWriter& w) const;
+
+  // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
+  // vectorized loop with partial (max, sum) pairs (c_row.cc).
+  void emit_online_loop(const Kernel& k, CodeWriter& w) const;
 
   bool split_ = false;  // kernels are linked from other units (hidden), not static
 };

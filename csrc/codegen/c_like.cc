@@ -317,47 +317,64 @@ void CLikeRenderer::emit_sum_store(const Kernel& kernel, const std::string& acc,
   w.line(store_statement(kernel));
 }
 
+void CLikeRenderer::emit_reduction_loop(const Kernel& kernel, ValueId reduce, const Loop& loop,
+                                        int lanes, const std::vector<ValueId>& body,
+                                        CodeWriter& w) const {
+  const Value& red = kernel.values[reduce];
+  std::string t = compute_type(red.dtype);
+  std::string acc = value_name(reduce);
+  std::string x = value_name(red.args[0]);
+  std::string extent = loop.extent.to_c();
+  auto emit_body_values = [&] {
+    std::set<std::string> bound;
+    for (ValueId i : body) emit_value(kernel, i, bound, w);
+  };
+  w.line(t + " " + acc + " = " + reduce_init(red) + ";");
+  std::string tail_start = "0";
+  if (lanes > 1) {
+    std::string l = std::to_string(lanes);
+    w.line(t + " " + acc + "_p[" + l + "];");
+    w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + acc + "_p[lm_u] = " + acc + ";");
+    w.line("const int64_t " + loop.var + "_main = " + extent + " / " + l + " * " + l + ";");
+    w.open("for (int64_t " + loop.var + "_b = 0; " + loop.var + "_b < " + loop.var +
+           "_main; " + loop.var + "_b += " + l + ")");
+    // The lanes are independent; GCC does not vectorize the NaN-propagating select of a
+    // float max on its own (a sum it does), so say so.
+    if (red.op == OpKind::MaxReduce && is_float(red.dtype)) w.line("#pragma omp simd");
+    w.open("for (int lm_u = 0; lm_u < " + l + "; lm_u++)");
+    w.line("const int64_t " + loop.var + " = " + loop.var + "_b + lm_u;");
+    emit_body_values();
+    w.line(acc + "_p[lm_u] = " + reduce_combine(red, acc + "_p[lm_u]", x) + ";");
+    w.close();
+    w.close();
+    w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + acc + " = " +
+           reduce_combine(red, acc, acc + "_p[lm_u]") + ";");
+    tail_start = loop.var + "_main";
+  }
+  w.open("for (int64_t " + loop.var + " = " + tail_start + "; " + loop.var + " < " + extent +
+         "; " + loop.var + "++)");
+  emit_body_values();
+  w.line(acc + " = " + reduce_combine(red, acc, x) + ";");
+  w.close();
+  if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
+    w.line(acc + " = " + round_to(red.dtype, acc) + ";");
+  }
+}
+
+std::string CLikeRenderer::online_weight(const std::string& c, const std::string& a,
+                                         const std::string& b) const {
+  return "(" + a + " == " + b + " ? 1.0f : " + math_call(OpKind::Exp2, c + " * (" + a + " - " +
+         b + ")") + ")";
+}
+
 void CLikeRenderer::emit_body(const Kernel& kernel, CodeWriter& w) const {
   int n = static_cast<int>(kernel.values.size());
   int start = 0;
   if (kernel.reduce_at >= 0) {
-    const Value& red = kernel.values[kernel.reduce_at];
-    const Loop& loop = kernel.reduce[0];
-    std::string t = compute_type(red.dtype);
-    std::string acc = value_name(kernel.reduce_at);
-    std::string x = value_name(red.args[0]);
-    std::string extent = loop.extent.to_c();
-    int lanes = reduce_lanes(kernel);
-    w.line(t + " " + acc + " = " + reduce_init(red) + ";");
-    std::string tail_start = "0";
-    if (lanes > 1) {
-      std::string l = std::to_string(lanes);
-      w.line(t + " " + acc + "_p[" + l + "];");
-      w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + acc + "_p[lm_u] = " + acc + ";");
-      w.line("const int64_t " + loop.var + "_main = " + extent + " / " + l + " * " + l + ";");
-      w.open("for (int64_t " + loop.var + "_b = 0; " + loop.var + "_b < " + loop.var +
-             "_main; " + loop.var + "_b += " + l + ")");
-      // The lanes are independent; GCC does not vectorize the NaN-propagating select of a
-      // float max on its own (a sum it does), so say so.
-      if (red.op == OpKind::MaxReduce && is_float(red.dtype)) w.line("#pragma omp simd");
-      w.open("for (int lm_u = 0; lm_u < " + l + "; lm_u++)");
-      w.line("const int64_t " + loop.var + " = " + loop.var + "_b + lm_u;");
-      emit_values(kernel, 0, kernel.reduce_at, w);
-      w.line(acc + "_p[lm_u] = " + reduce_combine(red, acc + "_p[lm_u]", x) + ";");
-      w.close();
-      w.close();
-      w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + acc + " = " +
-             reduce_combine(red, acc, acc + "_p[lm_u]") + ";");
-      tail_start = loop.var + "_main";
-    }
-    w.open("for (int64_t " + loop.var + " = " + tail_start + "; " + loop.var + " < " + extent +
-           "; " + loop.var + "++)");
-    emit_values(kernel, 0, kernel.reduce_at, w);
-    w.line(acc + " = " + reduce_combine(red, acc, x) + ";");
-    w.close();
-    if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
-      w.line(acc + " = " + round_to(red.dtype, acc) + ";");
-    }
+    std::vector<ValueId> body;
+    for (ValueId i = 0; i < kernel.reduce_at; ++i) body.push_back(i);
+    emit_reduction_loop(kernel, kernel.reduce_at, kernel.reduce[0], reduce_lanes(kernel), body,
+                        w);
     start = kernel.reduce_at + 1;
   }
   emit_values(kernel, start, n, w);
@@ -421,11 +438,21 @@ bool CLikeRenderer::render_matmul(const Program& program, const Kernel& kernel,
   return false;
 }
 
+bool CLikeRenderer::render_row(const Program& program, const Kernel& kernel,
+                               CodeWriter& w) const {
+  (void)program;
+  (void)kernel;
+  (void)w;
+  return false;
+}
+
 std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& kernel) const {
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");
   w.open(kernel_signature(program, kernel));
-  if (!(kernel.matmul.present && render_matmul(program, kernel, w))) {
+  if (kernel.row.present) {
+    if (!render_row(program, kernel, w)) throw InternalError("renderer: no row kernels");
+  } else if (!(kernel.matmul.present && render_matmul(program, kernel, w))) {
     open_output_loops(kernel, w);
     emit_body(kernel, w);
     close_output_loops(kernel, w);

@@ -61,6 +61,9 @@ class CLikeRenderer {
   virtual std::string program_entry(const Program& program) const;
   // A matmul-shaped kernel rendered specially; false = use the generic loop nest.
   virtual bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const;
+  // A row kernel (kernel/row_kernel.h); false = the renderer has none (an InternalError: the
+  // generic loop nest holds one reduction).
+  virtual bool render_row(const Program& program, const Kernel& kernel, CodeWriter& w) const;
   // Storage type of a buffer element ("float", "uint16_t", "int32_t", "uint8_t").
   virtual std::string storage_type(DType dtype) const;
   // Type a value computes in: f32 for every float dtype, int32_t for Int and Bool.
@@ -97,6 +100,14 @@ class CLikeRenderer {
   // The statement of value `id`, after its run-time symbols not yet in `bound` (Gather).
   void emit_value(const Kernel& kernel, ValueId id, std::set<std::string>& bound,
                   CodeWriter& w) const;
+  // The loop of reduction `reduce` over `loop`, its body the values `body`, into `lanes`
+  // partial accumulators: declares the accumulator (the reduction's value name) before it.
+  void emit_reduction_loop(const Kernel& kernel, ValueId reduce, const Loop& loop, int lanes,
+                           const std::vector<ValueId>& body, CodeWriter& w) const;
+  // exp2(c * (a - b)), read as 1 where a == b: the online softmax's rescaling of a sum kept
+  // against max a to max b, and a term's weight (kernel/row_kernel.h match_online).
+  std::string online_weight(const std::string& c, const std::string& a,
+                            const std::string& b) const;
   // The whole loop body of a generic kernel: reduction loop (if any), epilogue and store.
   void emit_body(const Kernel& kernel, CodeWriter& w) const;
   // Reads buffer element `index` of `dtype` as its compute type.

@@ -8,6 +8,7 @@
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
 #include "kernel/epilogue.h"
+#include "kernel/row_kernel.h"
 
 namespace luminal {
 
@@ -27,6 +28,7 @@ constexpr Param kParams[] = {
     {"pack_b", &CpuSchedule::pack_b, 0},
     {kInlineParam, nullptr, 0},
     {kEpilogueParam, nullptr, 0},
+    {kRowParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter
 constexpr int64_t kMaxTileM = 16;
@@ -70,8 +72,10 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where) 
       throw CompileError(prefix + "unknown schedule parameter '" + name + "' in " + where +
                          " (known: " + schedule_names(kParams) + ")");
     }
-    if (!known->field && value != 0 && value != 1) {
-      throw CompileError(prefix + "schedule parameter " + name + " must be 0 or 1 in " + where);
+    int64_t most = name == kRowParam ? 2 : 1;  // row 2: a softmax's max and sum online
+    if (!known->field && (value < 0 || value > most)) {
+      throw CompileError(prefix + "schedule parameter " + name + " must be 0 to " +
+                         std::to_string(most) + " in " + where);
     }
     if (value < 0 || value > kMaxValue) {
       throw CompileError(prefix + "schedule parameter " + name + " = " + std::to_string(value) +

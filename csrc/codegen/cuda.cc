@@ -214,11 +214,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   emit_values(kernel, 0, kernel.reduce_at, w);
   w.line(acc + " = " + reduce_combine(red, acc, x) + ";");
   w.close();
-  std::string reduce_fn = red.op == OpKind::SumReduce ? (is_float(red.dtype) ? "lm_warp_sum"
-                                                                             : "lm_warp_isum")
-                                                      : (is_float(red.dtype) ? "lm_warp_max"
-                                                                             : "lm_warp_imax");
-  w.line(acc + " = " + reduce_fn + "(" + acc + ");");
+  w.line(acc + " = " + warp_reduce_fn(red) + "(" + acc + ");");
   finish_reduction(kernel, w);
   w.open("if (lm_lane == 0)");
   w.line(store_statement(kernel));
@@ -226,6 +222,11 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   w.close();
   w.close();
   return w.str();
+}
+
+std::string CudaRenderer::warp_reduce_fn(const Value& red) {
+  if (red.op == OpKind::SumReduce) return is_float(red.dtype) ? "lm_warp_sum" : "lm_warp_isum";
+  return is_float(red.dtype) ? "lm_warp_max" : "lm_warp_imax";
 }
 
 std::string CudaRenderer::render_split_kernel(const Program& program, const Kernel& kernel,
@@ -322,6 +323,7 @@ std::string CudaRenderer::render_mapped(const Program& program, const Kernel& k,
   launch.name = k.name;
   launch.block = block(k);
   launch.items = product(extents);
+  if (k.row.present) return render_row_kernel(program, k, launch);
   switch (choose(k)) {
     case Mapping::kTiledMatmul:
       return render_tiled_matmul(program, k, launch);

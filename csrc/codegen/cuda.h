@@ -1,13 +1,15 @@
 // CudaRenderer: CUDA C for NVRTC from LLIR, as a subclass of the C-like renderer. Each kernel
 // gets one of a few thread mappings (a thread per output, a warp per output with a shuffle
 // reduction and 16-byte loads where aligned, a shared-memory tiled matmul, a tensor-core
-// mma.sync matmul for f16/bf16, a GEMV for matmuls of few rows), chosen per kernel by its
+// mma.sync matmul for f16/bf16, a GEMV for matmuls of few rows, a warp per row for row
+// kernels), chosen per kernel by its
 // CudaSchedule: the renderer's base
 // schedule, overridden by the kernel's own schedule params (from a node's schedule, the
 // runtime's rules in runtime/rules/cuda*.rules), overridden by the user's fixed params.
 // Self-contained text: no headers.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -106,6 +108,15 @@ class CudaRenderer : public CLikeRenderer {
                                 cuda::KernelLaunch& launch) const;
   std::string render_gemv(const Program& program, const Kernel& kernel,
                           cuda::KernelLaunch& launch) const;
+  // A row kernel (kernel/row_kernel.h; cuda_row.cc): a warp per row.
+  std::string render_row_kernel(const Program& program, const Kernel& kernel,
+                                cuda::KernelLaunch& launch) const;
+  // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
+  // loop of the lanes, each keeping a (max, sum) pair, combined across the warp.
+  void emit_online_loop(const Kernel& k, const std::set<std::string>& bound,
+                        CodeWriter& w) const;
+  // The warp-wide reduction helper of reduction `red`: "lm_warp_sum" and the like.
+  static std::string warp_reduce_fn(const Value& red);
   std::string signature(const Program& program, const Kernel& kernel, int block) const;
   // What the reduction mappings share: the reduce value, its loop, its compute type, the
   // accumulator's and the reduced value's names.

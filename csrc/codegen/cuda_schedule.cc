@@ -9,6 +9,7 @@
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
 #include "kernel/epilogue.h"
+#include "kernel/row_kernel.h"
 
 namespace luminal {
 
@@ -35,6 +36,7 @@ constexpr Param kParams[] = {
     {"cuda_gemv_split", &CudaSchedule::gemv_split, Range::kPowerOfTwo, 8},
     {kInlineParam, nullptr, Range::kUpTo, 1},
     {kEpilogueParam, nullptr, Range::kUpTo, 1},
+    {kRowParam, nullptr, Range::kUpTo, 2},
 };
 
 const Param* find_param(const std::string& name) {

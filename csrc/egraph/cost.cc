@@ -47,6 +47,13 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   // repeats the work; the model cannot count readers, so either fixed choice is priced a shade
   // above the lowering's default (the model's pick keeps the default) and timing decides.
   if (schedule_param(s, kInlineParam)) base *= 1.01;
+  // A reduction computed in its readers, once per row (row 1), saves its launch and the pass
+  // that stores it; a matmul so computed would lose its blocked kernel (a shade above).
+  // The online max and sum of a softmax (row 2) is priced a shade above: timing decides.
+  if (std::optional<int64_t> row = schedule_param(s, kRowParam); row && *row >= 1) {
+    base = matmul_shape(g, n) ? base * 1.01 : base - launch;
+    if (*row == 2) base *= 1.01;
+  }
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);
   if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;

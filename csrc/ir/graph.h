@@ -31,9 +31,11 @@ using NodeId = int32_t;
 // CpuSchedule (codegen/c_schedule.h), CudaSchedule (codegen/cuda.h).
 using ScheduleParams = std::vector<std::pair<std::string, int64_t>>;
 
-// The one parameter the lowering itself reads, whatever the runtime (kernel/lower.cc):
-// "inline" 1 recomputes an elementwise node in each of its readers, 0 stores it once.
+// The parameters the lowering itself reads, whatever the runtime (kernel/lower.cc):
+// "inline" 1 recomputes an elementwise node in each of its readers, 0 stores it once;
+// "row" 1 computes a reduction in the kernels that read it, once per row (kernel/row_kernel.h).
 inline constexpr char kInlineParam[] = "inline";
+inline constexpr char kRowParam[] = "row";
 
 // "(tile_m 4) (tile_n 16)"; "" when empty.
 std::string schedule_to_string(const ScheduleParams& schedule);

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "kernel/epilogue.h"
+#include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
 
 namespace luminal {
@@ -26,7 +27,7 @@ namespace {
 
 class Planner {
  public:
-  explicit Planner(const Graph& graph) : g_(graph) {}
+  Planner(const Graph& graph, const std::set<NodeId>& unfused) : g_(graph), unfused_(unfused) {}
 
   BufferPlan run(const std::vector<NodeId>& order) {
     p_.buffer_of.assign(g_.size(), -1);
@@ -35,14 +36,17 @@ class Planner {
     uses.assign(g_.size(), 0);
     std::vector<bool> forced(g_.size(), false);
     std::vector<std::vector<NodeId>> readers(g_.size());
+    row_kind_.assign(g_.size(), RowKind::kOther);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
+      row_kind_[id] = row_kind(id);
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
         readers[e.node].push_back(id);
         if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
-        if (broadcasts(e.view) && !widened_in_readers(e.node)) forced[e.node] = true;
+        bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
+        if (broadcasts(e.view) && !in_readers) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;
         }
@@ -77,6 +81,8 @@ class Planner {
         add(id, BufferRole::kInput);
       } else if (n.op == OpKind::Output) {
         add(id, BufferRole::kOutput);
+      } else if (row_fused(id) && !forced[id]) {
+        // computed by its readers
       } else if ((is_reduce(n.op) && !unrolled_reduce(n)) || epilogue_sinks_.count(id)) {
         add(id, BufferRole::kTemp);
       } else if (source ? (forced[id] && n.op == OpKind::Iota)
@@ -144,6 +150,7 @@ class Planner {
   int inline_cost(NodeId id, int budget, bool root = true) const {
     const Node& n = g_.node(id);
     if (p_.buffer_of[id] >= 0 || n.op == OpKind::Constant) return 0;
+    if (row_kind_[id] == RowKind::kRow) return 0;  // a statistic, computed once per row
     if (!root && uses_[id] > 1) return -1;
     int own = op_recompute_weight(n.op);
     if (is_reduce(n.op)) {
@@ -181,26 +188,74 @@ class Planner {
     return schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(1);
   }
 
+  // A reduction scheduled `row 1` and not excluded by lowering: fused into its readers. Not a
+  // sum of a broadcast product (a matmul, whose blocked kernel it would lose).
+  bool row_fused(NodeId id) const {
+    const Node& n = g_.node(id);
+    if (!is_reduce(n.op) || unrolled_reduce(n) || unfused_.count(id)) return false;
+    if (schedule_param(n.schedule, kRowParam).value_or(0) < 1) return false;
+    return !broadcast_product(n);
+  }
+
+  // A SumReduce of a Mul (or of a Cast of one) whose operands are both read through a
+  // broadcast: how hl_ops writes a matmul.
+  bool broadcast_product(const Node& n) const {
+    if (n.op != OpKind::SumReduce) return false;
+    const Node* product = &g_.node(n.inputs[0].node);
+    if (product->op == OpKind::Cast) product = &g_.node(product->inputs[0].node);
+    if (product->op != OpKind::Mul) return false;
+    return broadcasts(product->inputs[0].view) && broadcasts(product->inputs[1].view);
+  }
+
+  // A statistic of the rows: a fused reduction, or elementwise work on fused reductions and
+  // constants (layer_norm's 1 / sqrt(var + eps), log_softmax's log of the sum). Read through a
+  // broadcast along the row, it is computed once per row by its reader (a row kernel), so it is
+  // not stored as other broadcast reads are. Set for the inputs of a node before the node.
+  // kRow for such a statistic, kConstant for a constant or elementwise work on constants only
+  // (mean's count), kOther for anything else.
+  enum class RowKind : uint8_t { kOther, kConstant, kRow };
+  RowKind row_kind(NodeId id) const {
+    const Node& n = g_.node(id);
+    if (row_fused(id)) return RowKind::kRow;
+    if (n.op == OpKind::Constant) return RowKind::kConstant;
+    bool elementwise = is_unary(n.op) || is_binary(n.op) || n.op == OpKind::Cast ||
+                       unrolled_reduce(n);
+    if (!elementwise || roots_kernel(n)) return RowKind::kOther;
+    if (schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(0)) {
+      return RowKind::kOther;
+    }
+    RowKind kind = RowKind::kConstant;
+    for (const Edge& e : n.inputs) {
+      RowKind k = row_kind_[e.node];
+      if (k == RowKind::kOther) return RowKind::kOther;
+      if (k == RowKind::kRow) kind = RowKind::kRow;
+    }
+    return kind;
+  }
+
   // Any other schedule parameter makes the node the root of its own kernel.
   static bool roots_kernel(const Node& n) {
     for (const auto& [name, value] : n.schedule) {
-      if (name != kInlineParam) return true;
+      if (name != kInlineParam && name != kRowParam) return true;
     }
     return false;
   }
 
   const Graph& g_;
+  const std::set<NodeId>& unfused_;
   BufferPlan p_;
   std::vector<int> uses_;   // readers of each node
   std::vector<int> depth_;  // fused_depth of each node planned so far (0: stored)
   std::set<NodeId> epilogue_inner_;  // computed inline in their region's sink (epilogue.h)
   std::set<NodeId> epilogue_sinks_;  // the stored ends of those regions
+  std::vector<RowKind> row_kind_;  // per node: row_kind, set in topological order
 };
 
 }  // namespace
 
-BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order) {
-  return Planner(graph).run(order);
+BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order,
+                        const std::set<NodeId>& unfused) {
+  return Planner(graph, unfused).run(order);
 }
 
 }  // namespace luminal

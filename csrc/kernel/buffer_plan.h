@@ -5,7 +5,9 @@
 // node's kInlineParam schedule overrides that last choice either way, and `inline 1` on a
 // Cast widening a 16-bit input to f32 overrides the broadcast too: it is widened in its
 // readers). A SumReduce scheduled kEpilogueParam is not stored but computed in the kernel of
-// its elementwise readers' region (kernel/epilogue.h), whose one sink is stored. Not the kernels
+// its elementwise readers' region (kernel/epilogue.h), whose one sink is stored. A reduction
+// scheduled `row 1` (kernel/row_kernel.h) is not stored unless it must be (a Gather's data, an
+// Output's): its readers compute it, once per row. Not the kernels
 // themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
 #pragma once
 
@@ -28,7 +30,10 @@ struct BufferPlan {
   std::set<NodeId> skipped;            // Outputs whose producer writes their buffer
 };
 
-BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order);
+// `unfused`: reductions stored whatever their `row` schedule says (lowering found that a
+// kernel reading them could not run as a row kernel).
+BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order,
+                        const std::set<NodeId>& unfused = {});
 
 // A reduction over a few elements (a constant extent of at most 4), as the max of a stacked
 // pair is (maximum, relu, clamp), lowers to an unrolled chain of combines: no loop, so it

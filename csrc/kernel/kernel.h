@@ -1,7 +1,8 @@
 // LLIR: a program is a list of kernels over a list of buffers. A kernel is a loop nest over an
-// output index space with a fused scalar body in SSA form, at most one reduction loop, one
-// store, and tuning parameters. Index arithmetic is symbolic (Expr over loop variables and
-// the program's dims) and renders to C with Expr::to_c. Renderers (csrc/codegen) read this;
+// output index space with a fused scalar body in SSA form, one reduction loop (or, in a row
+// kernel, several over the rows: kernel/row_kernel.h), one store, and tuning parameters.
+// Index arithmetic is symbolic (Expr over loop variables and the program's dims) and renders
+// to C with Expr::to_c. Renderers (csrc/codegen) read this;
 // lowering (kernel/lower.h) and buffer planning (kernel/memory_plan.h) write it.
 #pragma once
 
@@ -102,12 +103,30 @@ struct MatmulInfo {
   int epilogue_from = -1;
 };
 
+// A kernel's reductions over its rows and where each value runs (kernel/row_kernel.h).
+struct RowInfo {
+  static constexpr int kRowScope = -1;  // once per row, outside every inner loop
+  bool present = false;  // the fields below are set only when it is
+  int row_loop = -1;     // index into Kernel::loops of the loop run after the reductions (the
+                         // row itself); -1: the kernel stores one value per row
+  std::vector<ValueId> reductions;  // the kReduce values, in order; loop k is Kernel::reduce[k]
+  // Per value: kRowScope, k (inside reduction loop k) or reductions.size() (inside the row
+  // loop). A kReduce value is row scope: it is the accumulator once its loop has run.
+  std::vector<int> scope;
+  // Softmax's max and sum in one loop (schedule row 2; kernel/row_kernel.h match_online):
+  // loop `online` is a float max m of x, loop online + 1 the sum of exp2(online_scale * (x' -
+  // m)), x' the same value as x; both run in loop `online` by the online recurrence. -1: none.
+  int online = -1;
+  ValueId online_scale = -1;  // the kConst scale (log2(e) for softmax), > 0
+};
+
 struct Kernel {
   std::string name;              // "k0", "k1", ... in execution order
   NodeId root = -1;              // the HLIR node whose value it computes
   std::vector<Loop> loops;       // output axes, outermost first (may be empty: a scalar)
   std::vector<Loop> reduce;      // zero or one loop; values before `reduce_at` run inside it
-  int reduce_at = -1;            // index of the kReduce value, or -1
+                                 // (a row kernel: one per reduction, as `row` says)
+  int reduce_at = -1;            // index of the kReduce value, or -1 (a row kernel: the last)
   std::vector<Value> values;     // the body; the last value is stored
   BufferId out = -1;             // the buffer stored to, at `out_index`
   Expr out_index;                // over the output loop variables
@@ -116,6 +135,7 @@ struct Kernel {
   // (codegen/c_schedule.h CpuSchedule, codegen/cuda.h CudaSchedule).
   ScheduleParams schedule;
   MatmulInfo matmul;
+  RowInfo row;  // present when reductions other than the root run inside the kernel
 
   // Buffers read by this kernel, sorted, without `out`.
   std::vector<BufferId> reads() const;

@@ -1,7 +1,9 @@
 // The default lowering: takes the buffer plan (buffer_plan.h: which nodes are stored), then
 // builds one kernel per buffer by walking each kernel root's inputs back through views
 // (view_index.h) until it meets a buffer, emitting the fused body in SSA form with CSE, and
-// marks recognized patterns (match.h).
+// marks recognized patterns (match.h) and row kernels (row_kernel.h). A kernel that reads a
+// fused reduction but cannot run as a row kernel has that reduction stored instead: the plan
+// is made again without it.
 #include "kernel/lower.h"
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "kernel/buffer_plan.h"
 #include "kernel/epilogue.h"
 #include "kernel/match.h"
+#include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
 
 namespace luminal {
@@ -24,16 +27,36 @@ Expr program_dim(size_t k) { return Expr::symbol("d" + std::to_string(k)); }
 
 namespace {
 
+// Thrown by build_kernel: a kernel with fused reductions is no row kernel; `reduction`, the
+// last fused (the innermost of nested ones: a matmul's sum read along the row of a softmax's
+// max), is to be stored.
+struct NotARowKernel {
+  NodeId reduction;
+};
+
 class Lowerer {
  public:
   Lowerer(const Graph& graph, const ScheduleParams& program_schedule)
       : g_(graph), program_schedule_(program_schedule) {}
 
   Program run() {
+    std::set<NodeId> unfused;  // reductions stored whatever their `row` schedule says
+    while (true) {
+      try {
+        return lower(unfused);
+      } catch (const NotARowKernel& e) {
+        unfused.insert(e.reduction);
+      }
+    }
+  }
+
+ private:
+  Program lower(const std::set<NodeId>& unfused) {
+    p_ = Program{};
     p_.dims = g_.symbols();
     for (size_t k = 0; k < p_.dims.size(); ++k) rename_[p_.dims[k]] = program_dim(k);
     std::vector<NodeId> order = g_.topo_order();
-    add_buffers(plan_buffers(g_, order));
+    add_buffers(plan_buffers(g_, order, unfused));
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       if (n.op == OpKind::Input || buffer_of_[id] < 0 || skipped_.count(id)) continue;
@@ -42,7 +65,6 @@ class Lowerer {
     return std::move(p_);
   }
 
- private:
   Expr rn(const Expr& e) const { return rename_.empty() ? e : e.substitute(rename_); }
 
   std::vector<Expr> rn(const std::vector<Expr>& dims) const {
@@ -205,7 +227,7 @@ class Lowerer {
         return emit_gather(n, idx, ctx);
       case OpKind::SumReduce:
       case OpKind::MaxReduce:
-        return unrolled_reduce(n) ? emit_unrolled_reduce(n, idx, ctx) : emit_reduce(n, idx);
+        return unrolled_reduce(n) ? emit_unrolled_reduce(n, idx, ctx) : emit_reduce(id, idx);
       case OpKind::Input:
         break;
     }
@@ -227,28 +249,42 @@ class Lowerer {
     return add(std::move(load));
   }
 
-  ValueId emit_reduce(const Node& n, const std::vector<Expr>& idx) {
-    // An epilogue's readers (kernel/epilogue.h) read the reduction at their own element, maybe
-    // through index Exprs that differ (a size-1 axis as 0): it is one value with one loop.
-    if (reduced_ == &n) return k_.reduce_at;
+  // A reduction loop: the kernel's root, or a reduction fused into it (row_kernel.h, or an
+  // epilogue's matmul, epilogue.h), emitted once per index it is read at. Its loop is added
+  // after its body, whose own fused reductions come first, so the loops are in the order of
+  // their kReduce values.
+  ValueId emit_reduce(NodeId id, const std::vector<Expr>& idx) {
+    const Node& n = g_.node(id);
+    // An epilogue's readers read the matmul's sum at their own element, maybe through index
+    // Exprs that differ (a size-1 axis as 0): it is one value with one loop.
+    if (epilogue_sum_.first == id) return epilogue_sum_.second;
+    std::string memo = std::to_string(id);
+    for (const Expr& e : idx) memo += " " + e.to_string();
+    if (auto it = reduced_.find(memo); it != reduced_.end()) return it->second;
+    if (id != k_.root) fused_.push_back(id);
     ShapeTracker v = rn(n.inputs[0].view);
     size_t axis = static_cast<size_t>(n.axis);
-    k_.reduce.push_back(Loop{"r0", v.dims[axis]});
+    std::string var = "r" + std::to_string(reduce_vars_++);
     std::vector<Expr> full = idx;
-    full.insert(full.begin() + static_cast<long>(axis), Expr::symbol("r0"));
+    full.insert(full.begin() + static_cast<long>(axis), Expr::symbol(var));
     ValueId x = read_edge(n.inputs[0], full, 1);
+    k_.reduce.push_back(Loop{var, v.dims[axis]});
     Value r;
     r.kind = ValueKind::kReduce;
     r.op = n.op;
     r.dtype = n.dtype;
     r.operand = n.dtype;
     r.args = {x};
-    ValueId id = add(std::move(r));
-    k_.reduce_at = id;
-    reduced_ = &n;
-    // A reduction fused into its readers (an epilogue) brings its schedule to their kernel.
-    if (&n != &g_.node(k_.root)) reduce_schedule_ = n.schedule;
-    return id;
+    ValueId out = add(std::move(r));
+    k_.reduce_at = out;
+    reduced_.emplace(std::move(memo), out);
+    // A matmul fused into its readers (an epilogue) brings its schedule to their kernel.
+    bool epilogue = schedule_param(n.schedule, kEpilogueParam) == std::optional<int64_t>(1);
+    if (id != k_.root && epilogue) {
+      reduce_schedule_ = n.schedule;
+      epilogue_sum_ = {id, out};
+    }
+    return out;
   }
 
   // The reduction in the order of the loop emit_reduce would run: a float sum starts from
@@ -282,7 +318,10 @@ class Lowerer {
     k_ = Kernel{};
     cse_.clear();
     reduce_schedule_.clear();
-    reduced_ = nullptr;
+    epilogue_sum_ = {-1, -1};
+    reduced_.clear();
+    fused_.clear();
+    reduce_vars_ = 0;
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
@@ -301,7 +340,22 @@ class Lowerer {
     k_.schedule.insert(k_.schedule.end(), reduce_schedule_.begin(), reduce_schedule_.end());
     reduction_first(k_);
     k_.matmul = match_matmul(k_);
+    if (!fused_.empty()) {
+      k_.row = match_row(k_);
+      if (!k_.row.present) throw NotARowKernel{fused_.back()};
+      if (wants_online()) match_online(k_);
+    }
     p_.kernels.push_back(std::move(k_));
+  }
+
+  // Whether a reduction fused into the kernel is scheduled row 2: its max and sum online.
+  bool wants_online() const {
+    for (NodeId id : fused_) {
+      if (schedule_param(g_.node(id).schedule, kRowParam) == std::optional<int64_t>(2)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   // The kernel's schedule: the program-wide one, then its root node's own (from a runtime's
@@ -319,8 +373,11 @@ class Lowerer {
   std::set<NodeId> skipped_;  // Output nodes whose producer writes their buffer
   Kernel k_;
   std::map<std::string, ValueId> cse_;
-  ScheduleParams reduce_schedule_;  // of the kernel's reduction when it is not the root
-  const Node* reduced_ = nullptr;    // the node of the kernel's reduction loop, once emitted
+  ScheduleParams reduce_schedule_;  // of the kernel's epilogue matmul (not the root)
+  std::pair<NodeId, ValueId> epilogue_sum_{-1, -1};  // that matmul's node and its kReduce
+  std::map<std::string, ValueId> reduced_;  // emit_reduce's: node and index -> its kReduce
+  std::vector<NodeId> fused_;  // reductions emitted in the kernel other than its root
+  int reduce_vars_ = 0;        // reduction loops named so far: r0, r1, ...
 };
 
 }  // namespace

@@ -1,0 +1,121 @@
+// The C renderer's row kernels (kernel/row_kernel.h): an OpenMP loop over the rows; in each
+// row, every reduction as its own loop over the row with partial accumulators (as a generic
+// reduction's, so it vectorizes), the row-scope values between them once, then the row's
+// outputs in one `omp simd` loop. Not the choice of which reductions fuse (kernel/buffer_plan).
+#include <set>
+
+#include "codegen/c.h"
+#include "kernel/row_kernel.h"
+
+namespace luminal {
+
+bool CRenderer::render_row(const Program& program, const Kernel& k, CodeWriter& w) const {
+  (void)program;
+  const RowInfo& row = k.row;
+  std::vector<Loop> outer;
+  for (size_t i = 0; i < k.loops.size(); ++i) {
+    if (static_cast<int>(i) != row.row_loop) outer.push_back(k.loops[i]);
+  }
+  // Iterations: per row, every reduction loop's and the row loop's.
+  Expr per_row = row.row_loop >= 0 ? k.loops[row.row_loop].extent : Expr(0);
+  for (const Loop& l : k.reduce) per_row = per_row + l.extent;
+  Expr work = per_row;
+  for (const Loop& l : outer) work = work * l.extent;
+  std::string team = omp_team(k, work.to_c());
+  if (!team.empty() && !outer.empty()) {
+    std::string pragma = "#pragma omp parallel for" + team + " schedule(static)";
+    if (outer.size() > 1) pragma += " collapse(" + std::to_string(outer.size()) + ")";
+    w.line(pragma);
+  }
+  for (const Loop& l : outer) {
+    w.open("for (int64_t " + l.var + " = 0; " + l.var + " < " + l.extent.to_c() + "; " + l.var +
+           "++)");
+  }
+  std::set<std::string> bound;  // run-time symbols of the row scope
+  int steps = static_cast<int>(row.reductions.size());
+  for (int s = 0; s < steps; ++s) {
+    for (ValueId i : row_values_before(k, s)) emit_value(k, i, bound, w);
+    if (s == row.online) emit_online_loop(k, w);
+    bool merged = row.online >= 0 && (s == row.online || s == row.online + 1);
+    if (merged) continue;  // the sum ran with the max
+    const Value& red = k.values[row.reductions[s]];
+    int lanes = lanes_of(k, red, k.reduce[s]);
+    emit_reduction_loop(k, row.reductions[s], k.reduce[s], lanes, values_in(k, s), w);
+  }
+  for (ValueId i : row_values_before(k, steps)) emit_value(k, i, bound, w);
+  if (row.row_loop >= 0) {
+    const Loop& l = k.loops[row.row_loop];
+    w.line("#pragma omp simd");
+    w.open("for (int64_t " + l.var + " = 0; " + l.var + " < " + l.extent.to_c() + "; " + l.var +
+           "++)");
+    std::set<std::string> inner = bound;
+    for (ValueId i : values_in(k, steps)) emit_value(k, i, inner, w);
+    w.line(store_statement(k));
+    w.close();
+  } else {
+    w.line(store_statement(k));
+  }
+  for (size_t i = 0; i < outer.size(); ++i) w.close();
+  return true;
+}
+
+void CRenderer::emit_online_loop(const Kernel& k, CodeWriter& w) const {
+  const RowInfo& row = k.row;
+  const int s = row.online;
+  const Value& max = k.values[row.reductions[s]];
+  const Loop& loop = k.reduce[s];
+  const std::string m = value_name(row.reductions[s]);
+  const std::string sum = value_name(row.reductions[s + 1]);
+  const std::string x = value_name(max.args[0]);
+  const std::string c = value_expr(k, row.online_scale);
+  const std::string extent = loop.extent.to_c();
+  const std::string l = std::to_string(lanes_of(k, max, loop));
+  const std::vector<ValueId> body = values_in(k, s);
+  auto emit_body_values = [&] {
+    std::set<std::string> bound;
+    for (ValueId i : body) emit_value(k, i, bound, w);
+  };
+  // One step of the recurrence on the pair (mv, sv) for the element x. Both exp2 are computed
+  // before the selects (exp2 of NaN where a == b == -inf, then not taken) so GCC if-converts
+  // the selects and vectorizes the loop.
+  auto step = [&](const std::string& mv, const std::string& sv) {
+    const std::string mn = m + "_new";
+    w.line("const float " + mn + " = lm_fmax_nan(" + mv + ", " + x + ");");
+    w.line("const float " + m + "_wm = " + math_call(OpKind::Exp2, c + " * (" + mv + " - " +
+           mn + ")") + ";");
+    w.line("const float " + m + "_wx = " + math_call(OpKind::Exp2, c + " * (" + x + " - " + mn +
+           ")") + ";");
+    w.line(sv + " = " + sv + " * (" + mv + " == " + mn + " ? 1.0f : " + m + "_wm) + (" + x +
+           " == " + mn + " ? 1.0f : " + m + "_wx);");
+    w.line(mv + " = " + mn + ";");
+  };
+  w.line("/* " + m + " = max, " + sum + " = sum of exp2(c * (x - max)), in one loop (online) */");
+  w.line("float " + m + " = (-1.0f / 0.0f);");
+  w.line("float " + sum + " = 0.0f;");
+  w.line("float " + m + "_p[" + l + "], " + sum + "_p[" + l + "];");
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + m + "_p[lm_u] = " + m + ", " + sum +
+         "_p[lm_u] = 0.0f;");
+  w.line("const int64_t " + loop.var + "_main = " + extent + " / " + l + " * " + l + ";");
+  w.open("for (int64_t " + loop.var + "_b = 0; " + loop.var + "_b < " + loop.var + "_main; " +
+         loop.var + "_b += " + l + ")");
+  w.line("#pragma omp simd");
+  w.open("for (int lm_u = 0; lm_u < " + l + "; lm_u++)");
+  w.line("const int64_t " + loop.var + " = " + loop.var + "_b + lm_u;");
+  emit_body_values();
+  step(m + "_p[lm_u]", sum + "_p[lm_u]");
+  w.close();
+  w.close();
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + m + " = lm_fmax_nan(" + m + ", " + m +
+         "_p[lm_u]);");
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + sum + " = " + sum + " + " + sum +
+         "_p[lm_u] * " + online_weight(c, m + "_p[lm_u]", m) + ";");
+  w.open("for (int64_t " + loop.var + " = " + loop.var + "_main; " + loop.var + " < " + extent +
+         "; " + loop.var + "++)");
+  emit_body_values();
+  step(m, sum);
+  w.close();
+  // Where the max is not finite the two loops' sum is NaN (exp2 of inf - inf).
+  w.line(sum + " = " + m + " - " + m + " == 0.0f ? " + sum + " : (0.0f / 0.0f);");
+}
+
+}  // namespace luminal

@@ -1,0 +1,102 @@
+// The CUDA renderer's row kernels (kernel/row_kernel.h): a warp per row, grid-stride over the
+// rows. Each reduction is a loop of the lanes over the row and a butterfly shuffle (every
+// lane gets the result), the row-scope values are computed by every lane, and the row's
+// outputs are written by the lanes in one strided loop. Not the choice of what fuses.
+#include <set>
+
+#include "codegen/cuda.h"
+#include "kernel/row_kernel.h"
+
+namespace luminal {
+
+std::string CudaRenderer::render_row_kernel(const Program& program, const Kernel& k,
+                                            cuda::KernelLaunch& launch) const {
+  const RowInfo& row = k.row;
+  std::vector<Loop> outer;
+  std::vector<Expr> rows;
+  for (size_t i = 0; i < k.loops.size(); ++i) {
+    if (static_cast<int>(i) == row.row_loop) continue;
+    outer.push_back(k.loops[i]);
+    rows.push_back(k.loops[i].extent);
+  }
+  launch.mode = cuda::LaunchMode::kWarpPerItem;
+  launch.items = product(rows);
+  CodeWriter w;
+  w.line("/* " + k.name + ": writes " + buffer_name(k.out) + "; a warp per row, " +
+         std::to_string(row.reductions.size()) + " reductions */");
+  w.open(signature(program, k, launch.block));
+  w.line("const int lm_lane = threadIdx.x & 31;");
+  w.open("for (int64_t lm_w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lm_w < " +
+         launch.items.to_c() + "; lm_w += ((int64_t)gridDim.x * blockDim.x) >> 5)");
+  emit_unravel(outer, "lm_w", w);
+  std::set<std::string> bound;  // run-time symbols of the row scope
+  int steps = static_cast<int>(row.reductions.size());
+  for (int s = 0; s < steps; ++s) {
+    for (ValueId i : row_values_before(k, s)) emit_value(k, i, bound, w);
+    if (s == row.online) emit_online_loop(k, bound, w);
+    bool merged = row.online >= 0 && (s == row.online || s == row.online + 1);
+    if (merged) continue;  // the sum ran with the max
+    const Value& red = k.values[row.reductions[s]];
+    const Loop& loop = k.reduce[s];
+    const std::string acc = value_name(row.reductions[s]);
+    w.line(compute_type(red.dtype) + " " + acc + " = " + reduce_init(red) + ";");
+    w.open("for (int64_t " + loop.var + " = lm_lane; " + loop.var + " < " + loop.extent.to_c() +
+           "; " + loop.var + " += 32)");
+    std::set<std::string> inner = bound;
+    for (ValueId i : values_in(k, s)) emit_value(k, i, inner, w);
+    w.line(acc + " = " + reduce_combine(red, acc, value_name(red.args[0])) + ";");
+    w.close();
+    w.line(acc + " = " + warp_reduce_fn(red) + "(" + acc + ");");
+    if (red.dtype == DType::F16 || red.dtype == DType::BF16) {
+      w.line(acc + " = " + round_to(red.dtype, acc) + ";");
+    }
+  }
+  for (ValueId i : row_values_before(k, steps)) emit_value(k, i, bound, w);
+  if (row.row_loop >= 0) {
+    const Loop& l = k.loops[row.row_loop];
+    w.open("for (int64_t " + l.var + " = lm_lane; " + l.var + " < " + l.extent.to_c() + "; " +
+           l.var + " += 32)");
+    std::set<std::string> inner = bound;
+    for (ValueId i : values_in(k, steps)) emit_value(k, i, inner, w);
+    w.line(store_statement(k));
+    w.close();
+  } else {
+    w.open("if (lm_lane == 0)");
+    w.line(store_statement(k));
+    w.close();
+  }
+  w.close();
+  w.close();
+  return w.str();
+}
+
+void CudaRenderer::emit_online_loop(const Kernel& k, const std::set<std::string>& bound,
+                                    CodeWriter& w) const {
+  const RowInfo& row = k.row;
+  const int s = row.online;
+  const Value& max = k.values[row.reductions[s]];
+  const Loop& loop = k.reduce[s];
+  const std::string m = value_name(row.reductions[s]);
+  const std::string sum = value_name(row.reductions[s + 1]);
+  const std::string x = value_name(max.args[0]);
+  const std::string c = value_expr(k, row.online_scale);
+  w.line("/* " + m + " = max, " + sum + " = sum of exp2(c * (x - max)), in one loop (online) */");
+  w.line("float " + m + " = (-1.0f / 0.0f);");
+  w.line("float " + sum + " = 0.0f;");
+  w.open("for (int64_t " + loop.var + " = lm_lane; " + loop.var + " < " + loop.extent.to_c() +
+         "; " + loop.var + " += 32)");
+  std::set<std::string> inner = bound;
+  for (ValueId i : values_in(k, s)) emit_value(k, i, inner, w);
+  w.line("const float " + m + "_new = lm_fmax_nan(" + m + ", " + x + ");");
+  w.line(sum + " = " + sum + " * " + online_weight(c, m, m + "_new") + " + " +
+         online_weight(c, x, m + "_new") + ";");
+  w.line(m + " = " + m + "_new;");
+  w.close();
+  w.line("const float " + m + "_all = lm_warp_max(" + m + ");");
+  w.line(sum + " = lm_warp_sum(" + sum + " * " + online_weight(c, m, m + "_all") + ");");
+  w.line(m + " = " + m + "_all;");
+  // Where the max is not finite the two loops' sum is NaN (exp2 of inf - inf).
+  w.line(sum + " = " + m + " - " + m + " == 0.0f ? " + sum + " : (0.0f / 0.0f);");
+}
+
+}  // namespace luminal

@@ -81,10 +81,12 @@ bool elementwise(const Node& n) {
 }
 
 // A node the region may end on but not pass: one the plan stores whatever (forced, or
-// scheduled as its own kernel or as stored).
+// scheduled as its own kernel or as stored). `row` means nothing on the elementwise nodes
+// (and unrolled reductions) a region holds.
 bool stops_region(const Node& n, bool forced) {
   if (forced) return true;
   for (const auto& [name, value] : n.schedule) {
+    if (name == kRowParam) continue;
     if (name != kInlineParam || value != 1) return true;
   }
   return false;

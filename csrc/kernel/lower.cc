@@ -261,7 +261,8 @@ class Lowerer {
     std::string memo = std::to_string(id);
     for (const Expr& e : idx) memo += " " + e.to_string();
     if (auto it = reduced_.find(memo); it != reduced_.end()) return it->second;
-    if (id != k_.root) fused_.push_back(id);
+    bool epilogue = schedule_param(n.schedule, kEpilogueParam) == std::optional<int64_t>(1);
+    if (id != k_.root && !epilogue) fused_.push_back(id);  // a row kernel's
     ShapeTracker v = rn(n.inputs[0].view);
     size_t axis = static_cast<size_t>(n.axis);
     std::string var = "r" + std::to_string(reduce_vars_++);
@@ -279,7 +280,6 @@ class Lowerer {
     k_.reduce_at = out;
     reduced_.emplace(std::move(memo), out);
     // A matmul fused into its readers (an epilogue) brings its schedule to their kernel.
-    bool epilogue = schedule_param(n.schedule, kEpilogueParam) == std::optional<int64_t>(1);
     if (id != k_.root && epilogue) {
       reduce_schedule_ = n.schedule;
       epilogue_sum_ = {id, out};

@@ -12,6 +12,7 @@ import pytest
 
 import luminal as lm
 from luminal.models import AutoModelForCausalLM, CausalLMSession, generate
+from test_llama import hf_greedy
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -55,13 +56,6 @@ def make_hf(path, family, seed=0, dtype=torch.float32, **changes):
                 p.uniform_(-0.5, 0.5).add_(0.0 if family.startswith("gemma") else 1.0)
     model.eval().to(dtype).save_pretrained(str(path))
     return model
-
-
-def hf_greedy(model, ids, n):
-    with torch.no_grad():
-        out = model.generate(torch.tensor([ids]), max_new_tokens=n, do_sample=False,
-                             min_new_tokens=n)
-    return out[0, len(ids):].tolist()
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))

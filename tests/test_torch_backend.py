@@ -68,6 +68,13 @@ def compiled(model, **kw):
     return torch.compile(model, backend="luminal", **kw)
 
 
+def model_and_input(name):
+    """MODELS[name]'s model (eval mode, random statistics) and an example input."""
+    torch.manual_seed(0)
+    make, example = MODELS[name]
+    return randomized(make()), example()
+
+
 MODELS = {
     "mlp": (lambda: nn.Sequential(nn.Linear(10, 32), nn.GELU(), nn.LayerNorm(32),
                                   nn.Linear(32, 7), nn.Softmax(-1)), lambda: torch.randn(5, 10)),
@@ -78,10 +85,7 @@ MODELS = {
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_plain_torch_models_match_eager(name):
-    torch.manual_seed(0)
-    make, example = MODELS[name]
-    model = randomized(make())
-    x = example()
+    model, x = model_and_input(name)
     with torch.no_grad():
         got = compiled(model)(x)
         want = model(x)
@@ -168,10 +172,7 @@ def test_from_torch_exports_a_graph_that_runs_on_native_and_cpu(name):
     import luminal as lm
     from conftest import CpuRuntime
 
-    torch.manual_seed(0)
-    make, example = MODELS[name]
-    model = randomized(make())
-    x = example()
+    model, x = model_and_input(name)
     program = lm.from_torch(model, (x,))
     assert all(t.is_parameter for t in program._weight_tensors)
     with torch.no_grad():

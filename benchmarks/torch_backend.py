@@ -1,0 +1,90 @@
+"""torch.compile backends side by side on PyTorch models with random weights: eager, inductor
+and luminal, at batch 1 and 8 — a BERT-base-shaped encoder and a GPT-2-small-shaped LM from
+transformers, and a ResNet-style CNN written in torch. Prints latency (median of --iters
+calls under torch.no_grad), each backend's first-call (compile) time, and luminal's ratio to
+inductor. Not a test.
+
+    python benchmarks/torch_backend.py                  # the real shapes
+    python benchmarks/torch_backend.py --small          # a quick look
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def models(small: bool):
+    import torch
+    import transformers
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from test_torch_backend import resnet  # the CNN the backend's tests use
+
+    layers = 2 if small else 12
+    hidden = 128 if small else 768
+    bert = transformers.BertModel(transformers.BertConfig(
+        hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=hidden // 64,
+        intermediate_size=4 * hidden)).eval()
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        n_embd=hidden, n_layer=layers, n_head=hidden // 64)).eval()
+    seq = 32 if small else 128
+    return {
+        "bert": (bert, lambda b: (torch.randint(0, 1000, (b, seq)),)),
+        "gpt2": (gpt2, lambda b: (torch.randint(0, 1000, (b, seq)),)),
+        "cnn": (resnet().eval(), lambda b: (torch.randn(b, 3, 64, 64),)),
+    }
+
+
+def timed(fn, inputs, iters: int):
+    import torch
+
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        fn(*inputs)
+        first = time.perf_counter() - t0
+        times = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            fn(*inputs)
+            times.append(time.perf_counter() - t0)
+    return first, statistics.median(times)
+
+
+def main() -> None:
+    import torch
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--small", action="store_true")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--search", type=int, default=1, help="luminal's search budget")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    import luminal.fx
+
+    print(f"{'model':6} {'batch':>5} {'eager ms':>9} {'inductor ms':>12} {'luminal ms':>11} "
+          f"{'lm/inductor':>12} {'compile s (ind / lm)':>21}")
+    for name, (model, make_inputs) in models(args.small).items():
+        for batch in (1, 8):
+            inputs = make_inputs(batch)
+            _, eager = timed(model, inputs, args.iters)
+            torch._dynamo.reset()
+            ind_first, ind = timed(torch.compile(model, backend="inductor"), inputs, args.iters)
+            torch._dynamo.reset()
+            luminal.fx.report.reset()
+            lm_model = torch.compile(model, backend="luminal", options={"search": args.search})
+            lm_first, lm = timed(lm_model, inputs, args.iters)
+            note = "" if not luminal.fx.report.fallbacks else \
+                f"  ({len(luminal.fx.report.fallbacks)} graph(s) in PyTorch)"
+            print(f"{name:6} {batch:>5} {eager * 1e3:9.2f} {ind * 1e3:12.2f} {lm * 1e3:11.2f} "
+                  f"{ind / lm:11.2f}x {ind_first:10.1f} / {lm_first:.1f}{note}")
+
+
+if __name__ == "__main__":
+    main()

@@ -27,26 +27,22 @@ Expr program_dim(size_t k) { return Expr::symbol("d" + std::to_string(k)); }
 
 namespace {
 
-// Thrown by build_kernel: a kernel with fused reductions is no row kernel; `reduction`, the
-// last fused (the innermost of nested ones: a matmul's sum read along the row of a softmax's
-// max), is to be stored.
-struct NotARowKernel {
-  NodeId reduction;
-};
-
 class Lowerer {
  public:
   Lowerer(const Graph& graph, const ScheduleParams& program_schedule)
       : g_(graph), program_schedule_(program_schedule) {}
 
+  // Lowers with the buffer plan's row fusions; where kernels turn out not to be row kernels,
+  // lowers again with each one's innermost fused reduction stored, until none is left (one
+  // pass per nesting level, not per kernel: a 16-layer model's dozens of such kernels cost a
+  // lowering or two, not one each).
   Program run() {
     std::set<NodeId> unfused;  // reductions stored whatever their `row` schedule says
     while (true) {
-      try {
-        return lower(unfused);
-      } catch (const NotARowKernel& e) {
-        unfused.insert(e.reduction);
-      }
+      Program p = lower(unfused);
+      if (not_row_.empty()) return p;
+      unfused.insert(not_row_.begin(), not_row_.end());
+      not_row_.clear();
     }
   }
 
@@ -342,7 +338,12 @@ class Lowerer {
     k_.matmul = match_matmul(k_);
     if (!fused_.empty()) {
       k_.row = match_row(k_);
-      if (!k_.row.present) throw NotARowKernel{fused_.back()};
+      if (!k_.row.present) {
+        // no row kernel: `fused_.back()`, the last fused (the innermost of nested ones: a
+        // matmul's sum read along the row of a softmax's max), is to be stored
+        not_row_.insert(fused_.back());
+        return;
+      }
       if (wants_online()) match_online(k_);
     }
     p_.kernels.push_back(std::move(k_));
@@ -377,6 +378,7 @@ class Lowerer {
   std::pair<NodeId, ValueId> epilogue_sum_{-1, -1};  // that matmul's node and its kReduce
   std::map<std::string, ValueId> reduced_;  // emit_reduce's: node and index -> its kReduce
   std::vector<NodeId> fused_;  // reductions emitted in the kernel other than its root
+  std::set<NodeId> not_row_;   // this lowering's failed row fusions (their reductions)
   int reduce_vars_ = 0;        // reduction loops named so far: r0, r1, ...
 };
 

@@ -43,17 +43,6 @@ def _axis_slice(x, dim, index):
     return x[(slice(None),) * _dim(dim, x.ndim) + (index,)]
 
 
-def _sizes(x, size):
-    """A size list of view/expand: -1 keeps (expand) or infers (view) as the op says."""
-    return [int(s) if isinstance(s, int) else s for s in size]
-
-
-def _expand(x, size):
-    lead = len(size) - x.ndim
-    full = [x.shape[i - lead] if (s == -1 and i >= lead) else s for i, s in enumerate(size)]
-    return x.expand(*full)
-
-
 def _slice(x, dim=0, start=None, end=None, step=1):
     n = x.shape[_dim(dim, x.ndim)]
     start = 0 if start is None else start
@@ -265,13 +254,13 @@ ATEN = {
     aten.mm.default: operator.matmul,
     aten.bmm.default: operator.matmul,
     aten.addmm.default: _addmm,
-    aten.view.default: lambda x, size: x.reshape(*_sizes(x, size)),
-    aten._unsafe_view.default: lambda x, size: x.reshape(*_sizes(x, size)),
-    aten.reshape.default: lambda x, size: x.reshape(*_sizes(x, size)),
+    aten.view.default: lambda x, size: x.reshape(*size),
+    aten._unsafe_view.default: lambda x, size: x.reshape(*size),
+    aten.reshape.default: lambda x, size: x.reshape(*size),
     aten.permute.default: lambda x, dims: x.permute(*dims),
     aten.t.default: lambda x: x.t(),
     aten.transpose.int: lambda x, a, b: x.transpose(a, b),
-    aten.expand.default: lambda x, size, implicit=False: _expand(x, list(size)),
+    aten.expand.default: lambda x, size, implicit=False: x.expand(*size),
     aten.unsqueeze.default: lambda x, dim: x.unsqueeze(dim),
     aten.squeeze.dim: lambda x, dim: x.squeeze(dim),
     aten.squeeze.dims: lambda x, dims: x.squeeze(tuple(dims)),

@@ -15,7 +15,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 
 from .aten import Unsupported

@@ -166,8 +166,6 @@ def _arg(a, env):
         return type(a)(_arg(x, env) for x in a)
     if isinstance(a, torch.SymInt):
         return sym_expr(a)
-    if isinstance(a, torch.dtype):
-        return a
     return a
 
 

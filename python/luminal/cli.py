@@ -1,6 +1,7 @@
 """The ``luminal`` command: ``luminal run MODEL_DIR --prompt ...`` generates text with a Llama
 model directory, ``luminal embed MODEL_DIR TEXT...`` prints sentence embeddings of a BERT
-model and their similarities. Both compile the model with luminal first, showing progress.
+model and their similarities, ``luminal transcribe MODEL_DIR AUDIO.wav`` prints a Whisper
+model's transcript. Each compiles the model with luminal first, showing progress.
 Not here: model code (luminal.models)."""
 
 from __future__ import annotations
@@ -192,6 +193,34 @@ def cmd_embed(args) -> int:
     return 0
 
 
+def cmd_transcribe(args) -> int:
+    from .models.audio import SAMPLE_RATE, load_wav
+    from .models.config import read_config
+    from .models.tokenizer import load_tokenizer
+    from .models.whisper import WhisperForConditionalGeneration, WhisperSession
+
+    kind = read_config(args.model_dir).get("model_type")
+    if kind != "whisper":
+        raise LuminalError(f"luminal transcribe: {args.model_dir} holds a {kind!r} model; "
+                           f"transcribe takes Whisper models (model_type 'whisper')")
+    audio = load_wav(args.audio)
+    tokenizer = load_tokenizer(args.model_dir)
+    model = WhisperForConditionalGeneration.from_pretrained(args.model_dir)
+    c = model.config
+    rt = chosen_runtime(args)
+    with Progress(f"compiling Whisper ({c.encoder_layers}+{c.decoder_layers} layers, d_model "
+                  f"{c.d_model}) on {type(rt).__name__} (search {args.search})"):
+        session = WhisperSession(model, rt, search=args.search)
+    start = time.perf_counter()
+    tokens = session.transcribe(audio, args.model_dir, args.language, args.task,
+                                args.max_new_tokens)
+    elapsed = time.perf_counter() - start
+    print(tokenizer.decode(tokens, skip_special_tokens=True).strip())
+    print(f"[{len(audio) / SAMPLE_RATE:.1f} s of audio, {len(tokens)} tokens in "
+          f"{elapsed * 1000:.0f} ms]", file=sys.stderr)
+    return 0
+
+
 def _short(texts, n: int = 32):
     return [t if len(t) <= n else t[:n - 3] + "..." for t in texts]
 
@@ -229,6 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("texts", nargs="+")
     embed.add_argument("--json", action="store_true", help="print the full vectors as JSON")
     embed.set_defaults(func=cmd_embed)
+
+    transcribe = sub.add_parser("transcribe", help="speech to text with a Whisper model")
+    common(transcribe, 1)
+    transcribe.add_argument("audio", help="a PCM .wav file (any rate; resampled to 16 kHz)")
+    transcribe.add_argument("--language", default=None,
+                            help="spoken language code, e.g. en (default: detected)")
+    transcribe.add_argument("--task", choices=["transcribe", "translate"], default="transcribe")
+    transcribe.add_argument("--max-new-tokens", type=int, default=128,
+                            help="per 30 s window (default: 128)")
+    transcribe.set_defaults(func=cmd_transcribe)
     return p
 
 

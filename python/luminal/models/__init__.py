@@ -1,13 +1,15 @@
 """Model definitions with their loaders: the Llama family (causal LMs with KV-cache generation:
-Llama, Mistral, Phi-3, Qwen2/3, Gemma 1/2/3) and BERT (sentence embeddings), each built from a
-Hugging Face model directory."""
+Llama, Mistral, Phi-3, Qwen2/3, Gemma 1/2/3), BERT (sentence embeddings) and Whisper (speech
+recognition), each built from a Hugging Face model directory."""
 
 from .bert import BertConfig, BertModel, SentenceEmbedder, mean_pool_normalize
 from .decoder_config import DecoderConfig
 from .generation import CausalLMSession, GenerationStats, Sampler, generate
 from .llama import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+from .whisper import WhisperConfig, WhisperForConditionalGeneration, WhisperSession
 
 __all__ = [
     "AutoModelForCausalLM", "BertConfig", "BertModel", "CausalLMSession", "DecoderConfig",
     "GenerationStats", "LlamaConfig", "LlamaForCausalLM", "Sampler", "SentenceEmbedder", "generate", "mean_pool_normalize",
+    "WhisperConfig", "WhisperForConditionalGeneration", "WhisperSession",
 ]

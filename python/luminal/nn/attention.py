@@ -30,13 +30,15 @@ class MultiHeadAttention(Module):
     ``scale`` in place of 1 / sqrt(head_dim), ``softcap`` (scores -> cap * tanh(scores / cap)
     before the mask) and ``window`` (with ``causal``, a query sees only the last ``window``
     keys, itself included), ``fused_qkv`` (one projection qkv_proj whose output is q, k and v
-    side by side, as Phi-3 stores them)."""
+    side by side, as Phi-3 stores them), ``key_bias`` (k_proj's bias where it differs from
+    ``bias``: Whisper's k_proj has none)."""
 
     def __init__(self, dim: int, num_heads: int, num_kv_heads: int | None = None,
                  head_dim: int | None = None, bias: bool = False, out_bias: bool | None = None,
                  dtype=dt.float32, *, qk_norm: float | None = None, norm_offset: float = 0.0,
                  scale: float | None = None, softcap: float | None = None,
-                 window: int | None = None, fused_qkv: bool = False):
+                 window: int | None = None, fused_qkv: bool = False,
+                 key_bias: bool | None = None):
         super().__init__()
         num_kv_heads = num_kv_heads or num_heads
         if num_heads % num_kv_heads:
@@ -55,7 +57,8 @@ class MultiHeadAttention(Module):
                                    dtype)
         else:
             self.q_proj = Linear(dim, num_heads * self.head_dim, bias, dtype)
-            self.k_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
+            self.k_proj = Linear(dim, num_kv_heads * self.head_dim,
+                                 bias if key_bias is None else key_bias, dtype)
             self.v_proj = Linear(dim, num_kv_heads * self.head_dim, bias, dtype)
         self.o_proj = Linear(num_heads * self.head_dim, dim, out_bias, dtype)
         if qk_norm is not None:

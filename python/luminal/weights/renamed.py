@@ -26,6 +26,9 @@ class RenamedWeights(Mapping):
     def __getitem__(self, name):
         return self._weights[self._to_file[name]]
 
+    def dtype_name(self, name):
+        return self._weights.dtype_name(self._to_file[name])
+
     def storage(self, name):
         storage = getattr(self._weights, "storage", None)
         if storage is None:

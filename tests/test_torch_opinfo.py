@@ -2,8 +2,9 @@
 float32 sample is traced to core ATen (make_fx with the core ATen decompositions, as AOT
 autograd hands the backend), converted, run on NativeRuntime and compared with eager. A
 sample luminal cannot express is counted as unsupported, one it fails on as a luminal error
-(the backend runs either in PyTorch, with the reason); a wrong result fails the test, and at least 300 OpInfos must pass (the torch backend
-issue's target). Dynamo itself is covered by test_torch_backend.py."""
+(the backend runs either in PyTorch, with the reason); a wrong result fails the test, and at
+least 300 OpInfos must pass (the torch backend issue's target), a quarter in each chunk.
+Dynamo itself is covered by test_torch_backend.py."""
 
 import collections
 
@@ -72,14 +73,21 @@ def _outcome(op) -> str:
     return "passed"
 
 
-def test_opinfo_samples_match_eager_and_none_is_wrong():
+# The OpInfos run in interleaved chunks, so pytest-xdist spreads them over its workers; each
+# chunk must reach its share of the target.
+CHUNKS = 4
+
+
+@pytest.mark.parametrize("chunk", range(CHUNKS))
+def test_opinfo_samples_match_eager_and_none_is_wrong(chunk):
     from torch.testing._internal.common_methods_invocations import op_db
 
+    ops = op_db[chunk::CHUNKS]
     outcomes = {}
-    for op in op_db:
+    for op in ops:
         outcomes[f"{op.name}.{op.variant_test_name}".rstrip(".")] = _outcome(op)
     counts = collections.Counter(outcomes.values())
-    print(f"\nOpInfo ({len(op_db)}): {dict(counts)}")
+    print(f"\nOpInfo chunk {chunk} ({len(ops)} of {len(op_db)}): {dict(counts)}")
     wrong = sorted(name for name, o in outcomes.items() if o == "wrong")
     assert not wrong, f"wrong results: {wrong}"
-    assert counts["passed"] >= PASSING_TARGET, dict(counts)
+    assert counts["passed"] >= PASSING_TARGET // CHUNKS, dict(counts)

@@ -293,6 +293,10 @@ class WhisperSession:
     def past(self) -> int:
         return self.cache_buffers.length
 
+    def reset(self) -> None:
+        """Empties the decoder's caches (the window's cross keys and values stay)."""
+        self.cache_buffers.reset()
+
     def encode(self, features) -> None:
         """Runs the encoder on ``features`` (batch, mels, frames) or (mels, frames) and hands
         its cross keys and values to the decoder; empties the caches."""
@@ -310,7 +314,7 @@ class WhisperSession:
         for (k_out, v_out), (k_in, v_in) in zip(self.cross_out, self.cross_in):
             self.runtime.set_data(k_in, rt.get(k_out))
             self.runtime.set_data(v_in, rt.get(v_out))
-        self.cache_buffers.reset()
+        self.reset()
 
     def step(self, ids) -> np.ndarray:
         """Runs decoder tokens ``ids`` (batch, s) after the cached ones; returns the last

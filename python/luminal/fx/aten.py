@@ -63,11 +63,50 @@ def _var(x, dim=None, correction=1, keepdim=False):
 
 
 def _layer_norm(x, shape, weight, bias, eps):
-    return F.layer_norm(x, tuple(shape), weight, bias, eps), None, None
+    """(out, mean, rstd): the statistics keep the normalized dims as 1s, as ATen's, for the
+    backward AOT autograd derives."""
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    mean = x.mean(axes, keepdim=True)
+    centered = x - mean
+    rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
+    out = centered * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
 
 
 def _batch_norm(x, weight, bias, mean, var, momentum, eps):
     return F.batch_norm(x, mean, var, weight, bias, False, momentum, eps), None, None
+
+
+def _batch_norm_training(x, weight, bias, running_mean, running_var, training, momentum, eps):
+    """(out, mean, rstd, new running mean, new running var) of a batch norm: with
+    ``training``, normalized by the batch's statistics over every dim but the channels (1),
+    the running ones moved by ``momentum`` towards them (the variance unbiased, as torch)."""
+    if not training:
+        out = _batch_norm(x, weight, bias, running_mean, running_var, momentum, eps)[0]
+        rstd = (running_var + eps).rsqrt()
+        return out, running_mean, rstd, running_mean, running_var
+    axes = tuple(i for i in range(x.ndim) if i != 1)
+    count = 1
+    for i in axes:
+        count *= x.shape[i]
+    mean = x.mean(axes, keepdim=True)
+    centered = x - mean
+    var = (centered * centered).mean(axes, keepdim=True)
+    rstd = (var + eps).rsqrt()
+    channel = (1, -1) + (1,) * (x.ndim - 2)
+    out = centered * rstd
+    if weight is not None:
+        out = out * weight.reshape(*channel)
+    if bias is not None:
+        out = out + bias.reshape(*channel)
+    mean, var, rstd = (t.reshape(-1) for t in (mean, var, rstd))
+    unbiased = var * (count / max(count - 1, 1))
+    return (out, mean, rstd, running_mean * (1 - momentum) + mean * momentum,
+            running_var * (1 - momentum) + unbiased * momentum)
 
 
 def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
@@ -248,6 +287,7 @@ ATEN = {
     aten._log_softmax.default: lambda x, dim, half_to_float=False: x.log_softmax(dim),
     aten.native_layer_norm.default: _layer_norm,
     aten._native_batch_norm_legit_no_training.default: _batch_norm,
+    aten._native_batch_norm_legit_functional.default: _batch_norm_training,
     aten.convolution.default: _convolution,
     aten.max_pool2d_with_indices.default: _max_pool2d,
     aten.avg_pool2d.default: _avg_pool2d,

@@ -2,8 +2,9 @@
 decompositions), is converted to a luminal Graph (convert.py), searched on a runtime and run
 there. Tensors cross without a copy where they are contiguous CPU float32 (the CPU runtime
 reads them in place); weights are set once and set again only when they change.
-A graph luminal cannot express, or one that needs gradients, runs in PyTorch instead: never a
-wrong result; the reason is reported once on stderr and counted in ``report``.
+Training works too: AOT autograd's forward and backward graphs are each compiled by luminal.
+A graph luminal cannot express runs in PyTorch instead: never a wrong result; the reason is
+reported once on stderr and counted in ``report``.
 
     compiled = torch.compile(model, backend="luminal", options={"runtime": "cpu", "search": 4})
 
@@ -58,28 +59,31 @@ def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options=None):
     if options.get("runtime", "cpu") not in _RUNTIMES:
         raise ValueError(f"luminal backend: runtime must be one of {sorted(_RUNTIMES)}, got "
                          f"{options['runtime']!r}")
-    if torch.is_grad_enabled() and any(getattr(x, "requires_grad", False)
-                                       for x in example_inputs):
-        return _fallback(gm, "the graph needs gradients (run it under torch.no_grad() or "
-                             "torch.inference_mode() to compile it)")
     lifted = len(list(gm.parameters())) + len(list(gm.buffers()))
     weights = {i for i, x in enumerate(example_inputs) if isinstance(x, torch.nn.Parameter)}
     parameters = set(range(lifted)) | {lifted + i for i in weights}
 
-    def forward_compiler(fw_gm, fw_inputs):
-        from torch._functorch.aot_autograd import make_boxed_func
+    def compiler(graph_parameters):
+        def compile_graph(aten_gm, aten_inputs):
+            from torch._functorch.aot_autograd import make_boxed_func
 
-        try:
-            compiled = CompiledGraph(fw_gm, parameters, options)
-        except Unsupported as e:
-            return _fallback(fw_gm, str(e), boxed=True)
-        except Exception as e:  # a luminal failure must not stop the user's program
-            return _fallback(fw_gm, f"luminal failed: {type(e).__name__}: "
-                                    f"{str(e).splitlines()[0] if str(e) else ''}", boxed=True)
-        report.compiled += 1
-        return make_boxed_func(compiled)
+            try:
+                compiled = CompiledGraph(aten_gm, graph_parameters, options)
+            except Unsupported as e:
+                return _fallback(aten_gm, str(e), boxed=True)
+            except Exception as e:  # a luminal failure must not stop the user's program
+                return _fallback(aten_gm, f"luminal failed: {type(e).__name__}: "
+                                          f"{str(e).splitlines()[0] if str(e) else ''}",
+                                 boxed=True)
+            report.compiled += 1
+            return make_boxed_func(compiled)
+        return compile_graph
 
-    return aot_module_simplified(gm, example_inputs, fw_compiler=forward_compiler,
+    # With gradients, AOT autograd splits the forward (which also returns what the backward
+    # saves) from the backward (saved tensors and output gradients in, input gradients out):
+    # each is an ATen graph of its own, compiled the same way; the backward has no weights.
+    return aot_module_simplified(gm, example_inputs, fw_compiler=compiler(parameters),
+                                 bw_compiler=compiler(set()),
                                  decompositions=core_aten_decompositions())
 
 

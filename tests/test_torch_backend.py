@@ -148,7 +148,7 @@ def test_an_operator_luminal_lacks_runs_in_pytorch_with_its_reason(capsys):
     assert "running a graph in PyTorch" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["mlp", "resnet"])
+@pytest.mark.parametrize("name", ["mlp", "mixer"])
 def test_training_through_the_backend_matches_eager(name):
     # Forward and backward graphs both compiled by luminal; three SGD steps with momentum,
     # batch norm in training mode (its running statistics are updated too).

@@ -148,12 +148,22 @@ def test_an_operator_luminal_lacks_runs_in_pytorch_with_its_reason(capsys):
     assert "running a graph in PyTorch" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("name", ["mlp", "mixer"])
+# Convolutions with stride, padding, dilation and groups, overlapping pooling windows with
+# padding: the backward's transposed convolution, weight gradient per group and max-pool
+# gradient placed window offset by window offset.
+TRAINED = dict(MODELS, odd_cnn=(
+    lambda: nn.Sequential(nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2),
+                          nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1), nn.Flatten(),
+                          nn.Linear(6 * 3 * 3, 3)),
+    lambda: torch.randn(2, 4, 11, 11)))
+
+
+@pytest.mark.parametrize("name", sorted(TRAINED))
 def test_training_through_the_backend_matches_eager(name):
     # Forward and backward graphs both compiled by luminal; three SGD steps with momentum,
     # batch norm in training mode (its running statistics are updated too).
     torch.manual_seed(0)
-    make, example = MODELS[name]
+    make, example = TRAINED[name]
     eager = make().train()
     ours = make().train()
     ours.load_state_dict(eager.state_dict())

@@ -15,12 +15,10 @@ import torch
 from .. import dtype as dt
 from ..hl_ops.joining import cat
 from ..nn import functional as F
+from . import aten_backward
+from .unsupported import Unsupported
 
 aten = torch.ops.aten
-
-
-class Unsupported(Exception):
-    """A call luminal does not express; its message is the one-line reason reported."""
 
 
 def to_dtype(torch_dtype):
@@ -121,7 +119,7 @@ def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding,
 
 def _max_pool2d(x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
     return F.max_pool2d(x, tuple(kernel), tuple(stride) or None, padding, dilation,
-                        ceil_mode), None
+                        ceil_mode, return_indices=True)
 
 
 def _avg_pool2d(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
@@ -289,6 +287,9 @@ ATEN = {
     aten._native_batch_norm_legit_no_training.default: _batch_norm,
     aten._native_batch_norm_legit_functional.default: _batch_norm_training,
     aten.convolution.default: _convolution,
+    aten.convolution_backward.default: aten_backward.convolution_backward,
+    aten.max_pool2d_with_indices_backward.default:
+        aten_backward.max_pool2d_with_indices_backward,
     aten.max_pool2d_with_indices.default: _max_pool2d,
     aten.avg_pool2d.default: _avg_pool2d,
     aten.mm.default: operator.matmul,

@@ -1,5 +1,6 @@
 """Pooling with torch.nn.functional's names and arguments: max_pool1d/2d/3d, avg_pool1d/2d/3d
-(padding, ceil_mode, count_include_pad, divisor_override) and adaptive_avg_pool1d/2d/3d.
+(padding, ceil_mode, count_include_pad, divisor_override; max pooling's return_indices: the
+flat place of each window's first maximum in its input plane) and adaptive_avg_pool1d/2d/3d.
 Windows come from one Iota+Gather over the padded input; adaptive pooling is one small
 averaging matrix per spatial axis."""
 
@@ -75,8 +76,6 @@ def _inside(graph, geometry, nd: int, lo_pad: bool):
 
 
 def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op):
-    if return_indices:
-        raise NotImplementedError(f"{op}: return_indices=True is not supported")
     # Ints go through f32 (exact below 2**24) so that padding can hold -inf.
     x = input if dt.is_float(input.dtype) else input.to(dt.float32)
     windows, geometry = _windows(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op)
@@ -84,7 +83,35 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     outside = neg_inf_where_false(_inside(input.graph, geometry, nd, lo_pad=False))
     windows = windows + outside.to(windows.dtype)
     axes = tuple(range(windows.ndim - nd, windows.ndim))
-    return windows.amax(axes).to(input.dtype)
+    out = windows.amax(axes).to(input.dtype)
+    if not return_indices:
+        return out
+    return out, _argmax_places(windows, geometry, nd)
+
+
+def _argmax_places(windows, geometry, nd: int):
+    """Int (..., *O): the flat index, within its input plane, of each window's first
+    maximum (torch's return_indices)."""
+    kernel, stride, padding, dilation, lengths, outs = geometry
+    area = 1
+    for k in kernel:
+        area *= k
+    lead = list(windows.st.dims[:windows.ndim - 2 * nd])
+    local = windows.reshape(*(lead + list(outs) + [area])).argmax(-1)  # (..., *O)
+    sizes = list(outs) + [area]
+    c = grid_coords(sizes)
+    place, inner = Expr(0), Expr(1)
+    for j in reversed(range(nd)):  # window offset j of the flat one, then its input place
+        offset = (c[nd] // inner) % kernel[j] if j else c[nd] // inner
+        inner = inner * kernel[j]
+        pos = c[j] * stride[j] + offset * dilation[j] - padding[j]
+        plane = 1
+        for n in lengths[j + 1:]:
+            plane *= n
+        place = place + pos * plane
+    table = iota_grid(windows.graph, sizes, place)  # (*O, area)
+    picks = windows.graph.iota("z", area).eq(local.unsqueeze(-1))
+    return (picks.to(dt.int32) * table).sum(-1)
 
 
 def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_pad,

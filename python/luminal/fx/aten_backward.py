@@ -1,0 +1,107 @@
+"""The ATen backward ops that AOT autograd leaves in a backward graph after the core ATen
+decompositions, as luminal ops: convolution_backward (the input's gradient a transposed
+convolution, the weight's a convolution of the input by the output gradient, per group) and
+max_pool2d_with_indices_backward (each window's gradient placed at its argmax, window by
+window offset). Not here: the forward ops (aten.py)."""
+
+from __future__ import annotations
+
+import itertools
+
+from ..hl_ops.joining import cat
+from ..nn import functional as F
+from ..nn._grid import grid_coords, iota_grid
+from .unsupported import Unsupported
+
+
+def _input_grad(grad, weight, in_size, stride, padding, dilation, groups):
+    """d(conv)/d(input): the transposed convolution of ``grad`` by the same weight, with the
+    output padding that gives back the input's size."""
+    nd = len(in_size)
+    kernel = weight.shape[2:]
+    out = grad.shape[2:]
+    extra = tuple(in_size[j] - ((out[j] - 1) * stride[j] - 2 * padding[j] +
+                                dilation[j] * (kernel[j] - 1) + 1) for j in range(nd))
+    if any(e < 0 or e >= max(stride[j], dilation[j]) for j, e in enumerate(extra)):
+        raise Unsupported(f"convolution_backward: input size {in_size} is not reachable")
+    conv_t = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
+    return conv_t(grad, weight, None, stride, padding, extra, groups, dilation)
+
+
+def _weight_grad(grad, x, kernel, stride, padding, dilation, groups):
+    """d(conv)/d(weight): per group, the convolution of the input (channels as the batch) by
+    the output gradient (batch as the channels), stride and dilation swapped, cut to the
+    kernel."""
+    nd = len(kernel)
+    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+    cin = x.shape[1] // groups
+    cout = grad.shape[1] // groups
+    parts = []
+    for g in range(groups):
+        xs = x[:, g * cin:(g + 1) * cin].transpose(0, 1)        # (cin, n, *in)
+        gs = grad[:, g * cout:(g + 1) * cout].transpose(0, 1)   # (cout, n, *out)
+        w = conv(xs, gs, None, dilation, padding, stride, 1)    # (cin, cout, *k')
+        cut = (slice(None), slice(None)) + tuple(slice(0, k) for k in kernel)
+        parts.append(w[cut].transpose(0, 1))                     # (cout, cin, *kernel)
+    return parts[0] if groups == 1 else cat(parts, 0)
+
+
+def convolution_backward(grad, x, weight, bias_sizes, stride, padding, dilation, transposed,
+                         output_padding, groups, output_mask):
+    if transposed:
+        raise Unsupported("convolution_backward of a transposed convolution")
+    nd = weight.ndim - 2
+    stride, padding, dilation = (tuple(v) * (nd if len(v) == 1 else 1)
+                                 for v in (stride, padding, dilation))
+    want_input, want_weight, want_bias = output_mask
+    gi = _input_grad(grad, weight, x.shape[2:], stride, padding, dilation, groups) \
+        if want_input else None
+    gw = _weight_grad(grad, x, weight.shape[2:], stride, padding, dilation, groups) \
+        if want_weight else None
+    gb = grad.sum([0] + list(range(2, grad.ndim))) if want_bias else None
+    return gi, gw, gb
+
+
+def _place(t, axis: int, stride: int, offset: int, length: int):
+    """A tensor of ``length`` along ``axis`` whose element o * stride + offset is t's o and
+    whose others are 0 (places outside [0, length) dropped)."""
+    n = t.shape[axis]
+    if stride > 1:
+        t = t.unsqueeze(axis + 1)
+        pads = [0, 0] * (t.ndim - axis - 2) + [0, stride - 1]
+        t = t.pad_zeros(pads)
+        dims = list(t.shape)
+        t = t.reshape(*dims[:axis], n * stride, *dims[axis + 2:])
+    span = t.shape[axis]
+    lo, hi = offset, length - offset - span  # zeros to add before and after
+    index = [slice(None)] * t.ndim
+    index[axis] = slice(max(0, -lo), span - max(0, -hi))
+    t = t[tuple(index)]
+    after = [0, 0] * (t.ndim - axis - 1) + [max(0, lo), max(0, hi)]
+    return t.pad_zeros(after)
+
+
+def max_pool2d_with_indices_backward(grad, x, kernel, stride, padding, dilation, ceil_mode,
+                                     indices):
+    """The gradient of each output goes to the input place its index names: for each window
+    offset k, the outputs whose index is that offset's place, placed at o * stride + k *
+    dilation - padding and summed over k."""
+    kernel = tuple(kernel) * (2 if len(kernel) == 1 else 1)
+    stride = (tuple(stride) * (2 if len(stride) == 1 else 1)) or kernel
+    padding = tuple(padding) * (2 if len(padding) == 1 else 1)
+    dilation = tuple(dilation) * (2 if len(dilation) == 1 else 1)
+    height, width = x.shape[-2:]
+    oh, ow = grad.shape[-2:]
+    graph = grad.graph
+    total = None
+    for ky, kx in itertools.product(range(kernel[0]), range(kernel[1])):
+        c = grid_coords([oh, ow])
+        place = iota_grid(graph, [oh, ow],  # (oh, ow): the input place of offset (ky, kx)
+                          (c[0] * stride[0] + (ky * dilation[0] - padding[0])) * width +
+                          c[1] * stride[1] + (kx * dilation[1] - padding[1]))
+        hit = (indices == place.to(indices.dtype)).to(grad.dtype)
+        term = _place(grad * hit, grad.ndim - 2, stride[0], ky * dilation[0] - padding[0],
+                      height)
+        term = _place(term, grad.ndim - 1, stride[1], kx * dilation[1] - padding[1], width)
+        total = term if total is None else total + term
+    return total

@@ -2,7 +2,8 @@
 and luminal, at batch 1 and 8 — a BERT-base-shaped encoder and a GPT-2-small-shaped LM from
 transformers, and a ResNet-style CNN written in torch. Prints latency (median of --iters
 calls under torch.no_grad), each backend's first-call (compile) time, and luminal's ratio to
-inductor. Not a test.
+inductor; then train steps (forward, backward, SGD update) of an MLP and the CNN, the forward
+and backward graphs compiled by each backend. Not a test.
 
     python benchmarks/torch_backend.py                  # the real shapes
     python benchmarks/torch_backend.py --small          # a quick look
@@ -17,13 +18,13 @@ import sys
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 
 
 def models(small: bool):
     import torch
     import transformers
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
     from test_torch_backend import resnet  # the CNN the backend's tests use
 
     layers = 2 if small else 12
@@ -56,6 +57,43 @@ def timed(fn, inputs, iters: int):
     return first, statistics.median(times)
 
 
+def train_models(small: bool):
+    import torch
+
+    from test_torch_backend import resnet
+
+    nn = torch.nn
+    width = 256 if small else 1024
+    mlp = nn.Sequential(nn.Linear(64, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(),
+                        nn.Linear(width, 10))
+    return {
+        "mlp": (mlp, lambda: torch.randn(256, 64)),
+        "cnn": (resnet(), lambda: torch.randn(8, 3, 32 if small else 64, 32 if small else 64)),
+    }
+
+
+def timed_train(model, compiled, x, iters: int):
+    """(first step s, median step s) of SGD steps on mean(model(x) ** 2)."""
+    import torch
+
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step():
+        opt.zero_grad()
+        (compiled(x) ** 2).mean().backward()
+        opt.step()
+
+    t0 = time.perf_counter()
+    step()
+    first = time.perf_counter() - t0
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return first, statistics.median(times)
+
+
 def main() -> None:
     import torch
 
@@ -84,6 +122,23 @@ def main() -> None:
                 f"  ({len(luminal.fx.report.fallbacks)} graph(s) in PyTorch)"
             print(f"{name:6} {batch:>5} {eager * 1e3:9.2f} {ind * 1e3:12.2f} {lm * 1e3:11.2f} "
                   f"{ind / lm:11.2f}x {ind_first:10.1f} / {lm_first:.1f}{note}")
+    print(f"\ntrain step {'model':6} {'eager ms':>9} {'inductor ms':>12} {'luminal ms':>11} "
+          f"{'lm/eager':>9} {'lm/inductor':>12} {'compile s (ind / lm)':>21}")
+    for name, (model, make_input) in train_models(args.small).items():
+        model.train()
+        x = make_input()
+        _, eager = timed_train(model, model, x, args.iters)
+        torch._dynamo.reset()
+        ind_first, ind = timed_train(model, torch.compile(model, backend="inductor"), x,
+                                     args.iters)
+        torch._dynamo.reset()
+        luminal.fx.report.reset()
+        compiled = torch.compile(model, backend="luminal", options={"search": args.search})
+        lm_first, lm = timed_train(model, compiled, x, args.iters)
+        note = "" if not luminal.fx.report.fallbacks else \
+            f"  ({len(luminal.fx.report.fallbacks)} graph(s) in PyTorch)"
+        print(f"train step {name:6} {eager * 1e3:9.2f} {ind * 1e3:12.2f} {lm * 1e3:11.2f} "
+              f"{eager / lm:8.2f}x {ind / lm:11.2f}x {ind_first:10.1f} / {lm_first:.1f}{note}")
 
 
 if __name__ == "__main__":

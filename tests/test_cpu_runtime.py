@@ -505,3 +505,24 @@ def test_float_to_int_to_float_gives_positive_zero():
     rt.set_data(x, data)
     rt.execute()
     assert rt.get(y).tolist() == data.to(torch.int32).float().reciprocal().tolist()
+
+
+@pytest.mark.parametrize("size", [4, 16])
+def test_a_reduction_over_a_relu_of_a_padded_pair_compiles(size):
+    # relu is a max over the pair (x, 0); lowering the pair's padded place left values the
+    # store did not need, which once ended up last after the reduction and were stored
+    # (uncompilable C: the loop's constants read after the loop).
+    from luminal.nn import functional as F
+    from conftest import CpuRuntime, run
+
+    cx = lm.Graph()
+    x = cx.tensor((1, 8, size, size), lm.float32, "x")
+    m = cx.tensor((8,), lm.float32, "m")
+    out = F.adaptive_avg_pool2d((x - m.reshape(1, 8, 1, 1)).relu(), 1)
+    rng = np.random.default_rng(0)
+    xv = rng.standard_normal((1, 8, size, size)).astype(np.float32)
+    mv = rng.standard_normal(8).astype(np.float32)
+    got, = run(cx, {x: xv, m: mv}, [out], CpuRuntime)
+    want = torch.nn.functional.adaptive_avg_pool2d(
+        torch.relu(torch.from_numpy(xv) - torch.from_numpy(mv).reshape(1, 8, 1, 1)), 1)
+    assert_close(got, want, rtol=1e-5, atol=1e-6)

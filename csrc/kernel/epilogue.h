@@ -43,7 +43,8 @@ inline constexpr size_t kMaxEpilogueNodes = 96;
 
 // Reorders the values of `kernel` so that the cone of its reduction comes first (the values the
 // reduction loop runs) and every other value after the reduction, keeping SSA order: lowering
-// emits an epilogue's own loads (a bias read first by an Add) wherever it meets them.
+// emits an epilogue's own loads (a bias read first by an Add) wherever it meets them. Values
+// outside that cone the stored value does not need are dropped.
 void reduction_first(Kernel& kernel);
 
 }  // namespace luminal

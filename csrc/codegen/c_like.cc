@@ -180,8 +180,8 @@ std::string CLikeRenderer::storage_type(DType dtype) const {
     case DType::BF16: return "uint16_t";
     case DType::Int: return "int32_t";
     case DType::Bool: return "uint8_t";
+    default: return "uint8_t";  // quantized blocks: raw bytes (codegen/c_quant.h)
   }
-  throw InternalError("unknown dtype");
 }
 
 std::string CLikeRenderer::compute_type(DType dtype) const {

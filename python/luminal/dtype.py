@@ -92,6 +92,14 @@ def element_shape(dtype: DType, storage_shape: tuple) -> tuple:
     return (*storage_shape[:-1], row // block_bytes * block_values)
 
 
+def storage_shape(dtype: DType, shape: tuple) -> tuple:
+    """The shape of the storage of a tensor of ``shape``: element_shape's inverse."""
+    if not is_quantized(dtype) or not shape:
+        return tuple(shape)
+    blocks = shape[-1] // _core.block_values(dtype)
+    return (*shape[:-1], blocks * _core.block_bytes(dtype))
+
+
 def promote(a: DType, b: DType) -> DType:
     """The dtype two tensors combine to, as torch.result_type does."""
     if a == b:

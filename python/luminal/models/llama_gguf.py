@@ -1,7 +1,8 @@
 """Llama from a llama.cpp GGUF file: the config from its ``llama.*`` metadata, its tensor
 names (blk.N.attn_q, ...) mapped onto Hugging Face's, and the rows of the q/k projections put
-back in Hugging Face's rotate-half order (llama.cpp stores them interleaved). Q8_0 tensors
-arrive dequantized; a ``rope_freqs`` tensor (Llama 3.1 scaling) divides the frequencies.
+back in Hugging Face's rotate-half order (llama.cpp stores them interleaved; quantized rows are
+whole blocks, so their raw rows are reordered the same way). Quantized tensors stay quantized;
+a ``rope_freqs`` tensor (Llama 3.1 scaling) divides the frequencies.
 Not here: the GGUF format itself (weights/gguf.py)."""
 
 from __future__ import annotations
@@ -91,10 +92,17 @@ class GGUFLlamaWeights(RenamedWeights):
                 return heads
         return None
 
+    def file_dtype(self, name: str):
+        """The luminal dtype tensor ``name`` is stored in (quantized ones included)."""
+        return super().storage(name)[1]
+
     def storage(self, name: str):
-        if self._heads_of(name) is not None:
-            return None  # reordered on read: no zero-copy view
-        return super().storage(name)
+        raw = super().storage(name)
+        heads = self._heads_of(name)
+        if heads is None:
+            return raw
+        array, dtype = raw
+        return unpermute(array, heads), dtype  # reordered on read: a copy
 
     def __getitem__(self, name):
         array = super().__getitem__(name)

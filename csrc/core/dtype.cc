@@ -135,6 +135,8 @@ bool is_float(DType dtype) {
 
 bool is_half(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
 
+bool is_narrow_storage(DType dtype) { return is_half(dtype) || is_quantized(dtype); }
+
 static uint32_t float_bits(float value) {
   uint32_t bits;
   std::memcpy(&bits, &value, sizeof bits);

@@ -19,6 +19,7 @@ size_t dtype_size(DType dtype);          // bytes per element; DTypeError for a 
 bool is_float(DType dtype);              // f32, f16, bf16
 bool is_half(DType dtype);               // f16, bf16: 16-bit storage widened to f32
 bool is_quantized(DType dtype);          // q8_0, q4_0, q4_k, q6_k: blocks of values
+bool is_narrow_storage(DType dtype);     // f16, bf16 or quantized: a Cast to f32 widens it
 
 // Storage is counted in blocks: a block of block_values(d) elements takes block_bytes(d)
 // bytes (1 and dtype_size(d) for the plain dtypes). The one place byte sizes are computed.

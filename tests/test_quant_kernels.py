@@ -1,7 +1,7 @@
 """CPU kernels that read quantized weights (codegen/c_quant.cc), against the interpreter's
 dequantization (core/quant.h; itself checked against gguf-py in test_quant_dtype.py) on odd
 shapes: K a multiple of the block, N odd, M = 1..8 (one program, symbolic M). The quantized
-GEMV (the weight's Cast scheduled inline 1: cpu-dequantize-in-kernel), the default program
+GEMV (the weight's Cast scheduled inline 1: cpu-widen-quantized), the default program
 (an f32 copy dequantized by a generic kernel, then the f32 matmul), a batched and an epilogue
 case, and a Gather of embedding rows dequantized in its kernel."""
 

@@ -1,6 +1,8 @@
 """The ``luminal`` command: ``luminal run MODEL_DIR --prompt ...`` generates text with a Llama
 model directory, ``luminal embed MODEL_DIR TEXT...`` prints sentence embeddings of a BERT
 model and their similarities. Both compile the model with luminal first, showing progress.
+``luminal quantize MODEL_DIR OUT.gguf --type q4_k`` writes a Llama directory as a llama.cpp
+GGUF with quantized weights.
 Not here: model code (luminal.models)."""
 
 from __future__ import annotations
@@ -192,6 +194,14 @@ def cmd_embed(args) -> int:
     return 0
 
 
+def cmd_quantize(args) -> int:
+    from .models.llama_to_gguf import write_llama_gguf
+
+    with Progress(f"writing {args.out} ({args.type})"):
+        write_llama_gguf(args.model_dir, args.out, args.type)
+    return 0
+
+
 def _short(texts, n: int = 32):
     return [t if len(t) <= n else t[:n - 3] + "..." for t in texts]
 
@@ -229,6 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
     embed.add_argument("texts", nargs="+")
     embed.add_argument("--json", action="store_true", help="print the full vectors as JSON")
     embed.set_defaults(func=cmd_embed)
+
+    quant = sub.add_parser("quantize", help="write a Llama directory as a quantized GGUF")
+    quant.add_argument("model_dir", help="a Hugging Face Llama directory")
+    quant.add_argument("out", help="the .gguf file to write")
+    quant.add_argument("--type", default="q8_0", choices=["q8_0", "q4_0", "q4_k", "q6_k", "f16"],
+                       help="the 2-D weights' type (default: q8_0)")
+    quant.set_defaults(func=cmd_quantize, search=1)
     return p
 
 

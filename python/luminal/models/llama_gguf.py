@@ -40,6 +40,26 @@ def hf_name(gguf_name: str):
     return None
 
 
+def gguf_name(hf: str):
+    """hf_name's inverse: the llama.cpp name of a Hugging Face tensor name (None: none)."""
+    for gguf, name in _GLOBAL.items():
+        if name == hf:
+            return gguf
+    m = re.match(r"^model\.layers\.(\d+)\.(.+)\.(weight|bias)$", hf)
+    for short, module in _LAYER.items():
+        if m and m.group(2) == module:
+            return f"blk.{m.group(1)}.{short}.{m.group(3)}"
+    return None
+
+
+def permute(w: np.ndarray, heads: int) -> np.ndarray:
+    """llama.cpp's convert permute (unpermute's inverse): per head, halves (x0, x1, ..., y0,
+    y1, ...) to interleaved rows (x0, y0, x1, y1, ...)."""
+    rows = w.shape[0]
+    return np.ascontiguousarray(
+        w.reshape(heads, 2, rows // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape))
+
+
 def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
     """Inverse of llama.cpp's convert permute: per head, interleaved (x0, y0, x1, y1, ...)
     rows back to halves (x0, x1, ..., y0, y1, ...)."""

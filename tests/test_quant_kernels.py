@@ -129,3 +129,17 @@ def test_a_misaligned_slice_of_the_dequantized_weight_takes_the_generic_kernel()
     rt.set_data(x, xt)
     rt.execute({"m": 2})
     check(rt.get(y), xt.double() @ wt.T)
+
+
+def test_search_checks_and_times_the_quantized_gemv_against_the_f32_copy(tmp_path):
+    """The search's check sets hold valid blocks (search_check.random_blocks): both the
+    default and the dequantize-in-kernel candidates are verified, and the winner is right."""
+    cx, x, w, y = linear(256, 33, lm.dtype.q4_k, inline=False)
+    y = y.output()
+    cx.set_dim("m", 1)
+    cx.build_search_space(lm.CpuRuntime)
+    rt = cx.search(CpuRuntime(), 4, cache_dir=str(tmp_path), progress=False)
+    report = cx.last_search_report
+    assert "wrong" not in str(report) and "not checked" not in str(report)
+    assert "inline=1" in str(report)
+    run_rows(rt, x, y, w, random_weight(lm.dtype.q4_k, 33, 256, seed=5), (1, 3))

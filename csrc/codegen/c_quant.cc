@@ -1,9 +1,11 @@
 // Quantized weights in generated C: the element readers (renderings of core/quant.cc's
 // dequantize_element, in the same f32 operations and order) and the C renderer's quantized
 // GEMV. Each task of the GEMV takes kWRows rows of W (columns of C); per block along k it
-// dequantizes the block of each row once into a small f32 tile (no reduction there, so it
-// vectorizes), then multiplies the tile with kXRows rows of A in f32 vectors. Every M runs this
-// path: a block dequantized per pair of rows of A still beats a generic loop nest.
+// dequantizes the block of each row once into a small f32 tile, in vectors (bytes widened to
+// lanes, nibbles and bit pairs masked and shifted, times the block's scales: the readers'
+// arithmetic a vector at a time), then multiplies the tile with kXRows rows of A in f32
+// vectors. Every M runs this path: a block dequantized per pair of rows of A still beats a
+// generic loop nest.
 #include "codegen/c_quant.h"
 
 #include <set>
@@ -59,6 +61,94 @@ std::string reader(DType dtype, const std::string& q) {
   throw InternalError(std::string("quant reader: ") + dtype_name(dtype) + " is not quantized");
 }
 
+std::string tile_name(DType dtype, int64_t width) {
+  return "lm_" + std::string(dtype_name(dtype)) + "_tile_v" + str(width);
+}
+
+// The vector types a tile function uses: `width` bytes (unaligned) and `width` int32 lanes.
+std::string tile_typedefs(int64_t width) {
+  const std::string w = str(width);
+  return "typedef unsigned char lm_vb" + w + "u __attribute__((vector_size(" + w +
+         "), aligned(1), may_alias));\n" + "typedef signed char lm_vsb" + w +
+         "u __attribute__((vector_size(" + w + "), aligned(1), may_alias));\n" +
+         "typedef int lm_vi" + w + " __attribute__((vector_size(" + str(4 * width) + ")));\n";
+}
+
+// static inline void lm_q4_k_tile_v8(const uint8_t* b, float* t): block b's values into
+// t[0, block), `width` lanes at a time (width divides 16).
+std::string tile_function(DType dtype, int64_t width) {
+  const std::string W = str(width);
+  const std::string v = float_vector(width);
+  const std::string bytes = "lm_vb" + W + "u";
+  const std::string ints = "lm_vi" + W;
+  auto widen = [&](const std::string& at) {  // `width` bytes at `at` as int lanes
+    return "__builtin_convertvector(*(const " + bytes + "*)(" + at + "), " + ints + ")";
+  };
+  auto to_float = [&](const std::string& x) {
+    return "__builtin_convertvector(" + x + ", " + v + ")";
+  };
+  CodeWriter w;
+  w.open("static inline void " + tile_name(dtype, width) +
+         "(const uint8_t* restrict b, float* restrict t)");
+  switch (dtype) {
+    case DType::Q8_0:
+      w.line("const float d = " + f16_at("0") + ";");
+      w.line("for (int l = 0; l < 32; l += " + W + ") *(" + v + "*)(t + l) = " +
+             to_float("__builtin_convertvector(*(const lm_vsb" + W + "u*)(b + 2 + l), " + ints +
+                      ")") +
+             " * d;");
+      break;
+    case DType::Q4_0:
+      w.line("const float d = " + f16_at("0") + ";");
+      w.open("for (int l = 0; l < 16; l += " + W + ")");
+      w.line(ints + " u = " + widen("b + 2 + l") + ";");
+      w.line("*(" + v + "*)(t + l) = d * " + to_float("(u & 15) - 8") + ";");
+      w.line("*(" + v + "*)(t + 16 + l) = d * " + to_float("(u >> 4) - 8") + ";");
+      w.close();
+      break;
+    case DType::Q4_K:
+      w.line("const float d = " + f16_at("0") + ", dmin = " + f16_at("2") + ";");
+      w.line("const uint8_t* s = b + 4;");
+      w.open("for (int sub = 0; sub < 8; sub += 2)");
+      w.line("int sc[2], m[2];");
+      w.open("for (int h = 0; h < 2; h++)");
+      w.line("const int j = sub + h;");
+      w.line("sc[h] = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);");
+      w.line("m[h] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 2) & 48);");
+      w.close();
+      w.line("const float s0 = d * (float)sc[0], m0 = dmin * (float)m[0];");
+      w.line("const float s1 = d * (float)sc[1], m1 = dmin * (float)m[1];");
+      w.open("for (int l = 0; l < 32; l += " + W + ")");
+      w.line(ints + " u = " + widen("b + 16 + sub * 16 + l") + ";");
+      w.line("*(" + v + "*)(t + sub * 32 + l) = s0 * " + to_float("u & 15") + " - m0;");
+      w.line("*(" + v + "*)(t + sub * 32 + 32 + l) = s1 * " + to_float("u >> 4") + " - m1;");
+      w.close();
+      w.close();
+      break;
+    case DType::Q6_K:
+      w.line("const float d = " + f16_at("208") + ";");
+      w.line("const signed char* sc = (const signed char*)(b + 192);");
+      w.open("for (int h = 0; h < 2; h++)");
+      w.open("for (int c = 0; c < 32; c += " + W + ")");
+      w.line(ints + " l0 = " + widen("b + h * 64 + c") + ";");
+      w.line(ints + " l1 = " + widen("b + h * 64 + 32 + c") + ";");
+      w.line(ints + " hi = " + widen("b + 128 + h * 32 + c") + ";");
+      w.line(ints + " q[4] = {(l0 & 15) | (hi & 3) << 4, (l1 & 15) | (hi >> 2 & 3) << 4,");
+      w.line("             (l0 >> 4) | (hi >> 4 & 3) << 4, (l1 >> 4) | (hi >> 6 & 3) << 4};");
+      w.open("for (int r = 0; r < 4; r++)");
+      w.line("const int j = h * 128 + r * 32 + c;");
+      w.line("*(" + v + "*)(t + j) = d * (float)sc[j / 16] * " + to_float("q[r] - 32") + ";");
+      w.close();
+      w.close();
+      w.close();
+      break;
+    default:
+      throw InternalError(std::string("quant tile: ") + dtype_name(dtype) + " is not quantized");
+  }
+  w.close();
+  return w.str();
+}
+
 std::string gemv_name(DType stored, int64_t width, int64_t x_rows) {
   return "lm_qgemv_" + str(kWRows) + "x" + str(x_rows) + "_v" + str(width) + "_" +
          dtype_name(stored);
@@ -93,6 +183,8 @@ bool renders_quant_gemv(const Kernel& k) {
     return false;
   }
   if (!is_one(mm.b_k) || !is_one(mm.a_k)) return false;
+  const int64_t width = cpu_schedule(k).vector_width;  // the tile functions' lanes
+  if (width > 16 || 16 % width != 0) return false;
   const int64_t block = block_values(mm.b_stored);
   if (!whole_blocks(k.reduce[0].extent, block) || !whole_blocks(mm.b_n, block)) return false;
   // B's offset, and its stride along every batch loop, whole blocks too.
@@ -113,6 +205,8 @@ std::string CRenderer::quant_gemv_prelude(const Kernel& k, std::set<std::string>
   const std::string v = float_vector(width);
   const std::string bytes = str(block_bytes(stored));
   std::string s;
+  if (seen.insert("lm_vb" + str(width) + "u").second) s += tile_typedefs(width);
+  if (seen.insert(tile_name(stored, width)).second) s += tile_function(stored, width);
   for (int64_t x_rows : {kXRows, int64_t{1}}) {
     const std::string name = gemv_name(stored, width, x_rows);
     if (!seen.insert(name).second) continue;
@@ -134,8 +228,8 @@ std::string CRenderer::quant_gemv_prelude(const Kernel& k, std::set<std::string>
     w.line("float lm_t[" + str(kWRows) + "][" + str(block) + "] __attribute__((aligned(64)));");
     w.open("for (int64_t kb = 0; kb < K / " + str(block) + "; kb++)");
     for (int64_t j = 0; j < kWRows; ++j) {
-      w.line("for (int l = 0; l < " + str(block) + "; l++) lm_t[" + str(j) + "][l] = " +
-             quant_load(stored, "(w" + str(j) + " + kb * " + bytes + ")", "l") + ";");
+      w.line(tile_name(stored, width) + "(w" + str(j) + " + kb * " + bytes + ", lm_t[" + str(j) +
+             "]);");
     }
     w.open("for (int l = 0; l < " + str(block) + "; l += " + str(width) + ")");
     for (int64_t j = 0; j < kWRows; ++j) {

@@ -20,8 +20,8 @@ std::string quant_load(DType dtype, const std::string& buffer, const std::string
 
 // Whether the C renderer runs matmul kernel `k` by its quantized GEMV path: an f32 matmul
 // whose B is a quantized buffer widened by a Cast (a Linear's weight W(N, K) in blocks), read
-// in whole blocks along k (b_k == 1, K, b_n and B's offset multiples of the block), A f32, and
-// a gemv_rows schedule. Above gemv_rows rows the same kernel runs the generic loop nest.
+// in whole blocks along k (b_k == 1, K, b_n and B's offset multiples of the block), A f32 and
+// contiguous along k, and a vector width dividing 16. It runs every M.
 bool renders_quant_gemv(const Kernel& k);
 
 }  // namespace luminal

@@ -5,6 +5,8 @@ GEMV (the weight's Cast scheduled inline 1: cpu-widen-quantized), the default pr
 (an f32 copy dequantized by a generic kernel, then the f32 matmul), a batched and an epilogue
 case, and a Gather of embedding rows dequantized in its kernel."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -16,6 +18,7 @@ from conftest import CpuRuntime
 from matmul_cases import check, scheduled
 
 QTYPES = [lm.dtype.q8_0, lm.dtype.q4_0, lm.dtype.q4_k, lm.dtype.q6_k]
+GATHERED_BLOCKS = re.compile(r"lm_\w+_at\(\(const uint8_t\*\)b\d+, g\d+\)")
 SCALE_AT = {lm.dtype.q8_0: [0], lm.dtype.q4_0: [0], lm.dtype.q4_k: [0, 2],
             lm.dtype.q6_k: [208]}  # byte offsets of each block's f16 scales
 
@@ -104,12 +107,33 @@ def test_embedding_rows_dequantized_in_the_gather(dtype):
     y = rows.output()
     rt = CpuRuntime()
     rt._load(cx)
+    assert GATHERED_BLOCKS.search(rt.source)  # the Gather reads blocks: no f32 copy of the table
     raw = random_weight(dtype, 11, k, seed=3)
     rt.set_storage(table, raw)
     idx = np.array([3, 0, 10, 3, 7], np.int32)
     rt.set_data(ids, idx)
     rt.execute({"m": 5})
     np.testing.assert_array_equal(rt.get(y), dequantize(raw, dtype)[idx])
+
+
+def test_a_tied_embedding_is_gathered_and_multiplied_from_its_blocks():
+    """One Cast read by the embedding's Gather and the LM head's matmul (tied weights): both
+    read the quantized table, neither an f32 copy."""
+    cx = lm.Graph()
+    ids = cx.tensor((1,), lm.int32)
+    table = cx.tensor((37, 64), lm.dtype.q4_0, name="table", parameter=True)
+    wf = scheduled(table.to(lm.float32), [("inline", 1)])
+    h = wf.index_select_tensor(0, ids).reshape(1, 64)
+    y = (h @ wf.t()).output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_qgemv" in rt.source and GATHERED_BLOCKS.search(rt.source)
+    raw = random_weight(lm.dtype.q4_0, 37, 64, seed=6)
+    rt.set_storage(table, raw)
+    rt.set_data(ids, np.array([5], np.int32))
+    rt.execute()
+    wt = torch.from_numpy(dequantize(raw, lm.dtype.q4_0)).double()
+    check(rt.get(y), wt[5:6] @ wt.T)
 
 
 def test_a_misaligned_slice_of_the_dequantized_weight_takes_the_generic_kernel():

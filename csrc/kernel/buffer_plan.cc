@@ -44,8 +44,10 @@ class Planner {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
         readers[e.node].push_back(id);
-        if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
         bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
+        // A Gather's data is a buffer, or a widened Cast of one (an embedding table kept
+        // quantized or in 16 bits: the Gather widens the rows it takes, lower.cc).
+        if (n.op == OpKind::Gather && k == 0 && !widened_in_readers(e.node)) forced[e.node] = true;
         if (broadcasts(e.view) && !in_readers) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;

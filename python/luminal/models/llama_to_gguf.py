@@ -68,12 +68,15 @@ def _tokenizer_metadata(model_dir: str, vocab_size: int) -> dict:
     with open(path, encoding="utf-8") as f:
         spec = json.load(f)
     model = spec.get("model", {})
-    if model.get("type") != "BPE":
+    vocab = model.get("vocab", {})
+    if model.get("type") == "Unigram":  # [[token, score], ...] in id order
+        vocab = {token: i for i, (token, _) in enumerate(vocab)}
+    elif model.get("type") not in ("BPE", "WordLevel"):
         raise WeightsError(f"{path}: a {model.get('type')} tokenizer; luminal quantize writes "
-                           f"BPE tokenizers only")
+                           f"BPE, WordLevel and Unigram tokenizers")
     tokens = [f"[PAD{i}]" for i in range(vocab_size)]
     types = [_CONTROL] * vocab_size  # ids no token has: unused, as llama.cpp pads
-    for token, i in model.get("vocab", {}).items():
+    for token, i in vocab.items():
         if i < vocab_size:
             tokens[i], types[i] = token, _BYTE if token.startswith("<0x") else _NORMAL
     for added in spec.get("added_tokens", []):

@@ -123,14 +123,15 @@ def child(args) -> None:
     print("RESULT " + json.dumps(run(args.path, args)))
 
 
-def spawn(engine: str, path: str, args) -> dict:
+def spawn(engine: str, path: str, args, cache_dir: str) -> dict:
     cmd = [sys.executable, __file__, "--engine", engine, "--path", path, "--threads",
            str(args.threads), "--decode", str(args.decode), "--prompt-tokens",
            str(args.prompt_tokens), "--search", str(args.search), "--preset", args.preset]
     for flag in ("layers", "hidden", "intermediate", "vocab"):
         if getattr(args, flag):
             cmd += [f"--{flag}", str(getattr(args, flag))]
-    done = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, LUMINAL_SEARCH_CACHE=cache_dir)  # cold searches, this run's own
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
@@ -155,16 +156,17 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = os.path.join(tmp, "model")
-        if "error" in spawn("build", model_dir, args):
+        cache = os.path.join(tmp, "search-cache")
+        if "error" in spawn("build", model_dir, args, cache):
             sys.exit("building the model failed")
         bandwidth = read_bandwidth(args.threads)
         for kind in args.types.split(","):
-            q = spawn(f"quantize:{kind}", model_dir, args)
+            q = spawn(f"quantize:{kind}", model_dir, args, cache)
             if "error" in q:
                 rows.append({"engine": "luminal quantize", "type": kind, "error": q["error"]})
                 continue
             for engine in engines:
-                r = spawn(engine, q["path"], args)
+                r = spawn(engine, q["path"], args, cache)
                 after = read_bandwidth(args.threads)
                 r.update(engine=engine, type=kind, bandwidth=(bandwidth + after) / 2,
                          bytes_per_token=q["bytes_per_token"], quantize_s=q["seconds"])

@@ -28,7 +28,7 @@ std::vector<VectorLoad> vector_loads(const Kernel& kernel) {
   for (int i = 0; i < kernel.reduce_at; ++i) {
     const Value& v = kernel.values[i];
     if (v.kind != ValueKind::kLoad || !v.binds.empty() || !is_const(v.valid, 1)) continue;
-    if (v.dtype == DType::Bool) continue;
+    if (v.dtype == DType::Bool || is_quantized(v.dtype)) continue;  // quantized: its reader
     auto s = affine_stride(v.index, r);
     if (!s || !is_const(*s, 1)) continue;
     out.push_back(VectorLoad{i, v.index.substitute(r, 0)});

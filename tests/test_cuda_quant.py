@@ -79,3 +79,20 @@ def test_emulated_quantized_kernels_match_the_interpreter(name, emulated):
     got = emu.run(list(CASES).index(name), feeds, outputs)
     for g, want in zip(got, wants):
         np.testing.assert_allclose(g.reshape(want.shape), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda.gpu_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("name", list(CASES))
+def test_quantized_kernels_on_the_gpu(name):
+    """The same graphs on CudaRuntime (a later session with a GPU runs these)."""
+    cx, feeds, outputs, wants = build(name)
+    rt = cx.search(lm.CudaRuntime(), 2, cache=False, progress=False)
+    for t, data in feeds.items():
+        if lm.dtype.is_quantized(t.dtype):
+            rt.set_storage(t, data)
+        else:
+            rt.set_data(t, data)
+    rt.execute()
+    for t, want in zip(outputs, wants):
+        np.testing.assert_allclose(rt.get(t).reshape(want.shape), want, rtol=1e-5, atol=1e-5)

@@ -214,7 +214,11 @@ class Emulated:
         arrays = []
         by_node = {t.id: t for t in feeds}
         for role, node, dtype, numel in buffers:
-            if role == 0 and node in by_node:
+            if role == 0 and node in by_node and lm.dtype.is_quantized(dtype):  # raw blocks
+                data = np.ascontiguousarray(feeds[by_node[node]], np.uint8).reshape(-1)
+                assert data.size == _core.storage_bytes(dtype, numel)
+                arrays.append(data)
+            elif role == 0 and node in by_node:
                 t = by_node[node]
                 data = _to_storage(np.asarray(feeds[t], dtype=np.float32).reshape(-1), dtype)
                 assert data.size == numel

@@ -56,7 +56,7 @@ def test_cpu_offers_matmul_tilings_and_inlining():
     assert sorted(r.name[len("cpu-inline-"):] for r in INLINE_RULES) == sorted(INLINE_OPS)
     assert sorted(r.name[len("cpu-store-"):] for r in STORE_RULES) == sorted(INLINE_OPS)
     assert sorted(r.name.rsplit("-", 1)[1] for r in THREAD_RULES) == sorted(list(REDUCTIONS) * 2)
-    assert [r.name for r in WIDEN_RULES] == ["cpu-widen-cast"]
+    assert [r.name for r in WIDEN_RULES] == ["cpu-widen-cast", "cpu-widen-quantized"]
     assert sorted(r.name for r in ROW_RULES) == ["cpu-row-max", "cpu-row-online-max",
                                                  "cpu-row-sum"]
     assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
@@ -73,6 +73,8 @@ def cpu_rule_case(cx, name):
         return REDUCTIONS[name.rsplit("-", 1)[1]](cx.tensor((3, 4)))
     if name == "cpu-widen-cast":  # a bf16 weight read by an f32 matmul
         return cx.tensor((9, 7), lm.bfloat16).to(lm.float32)
+    if name == "cpu-widen-quantized":  # a Q8_0 weight dequantized in the matmul's kernel
+        return cx.tensor((9, 32), lm.dtype.q8_0).to(lm.float32)
     if name.startswith("cpu-matmul-packed-") or name == "cpu-matmul-packed":  # B a parameter
         return cx.tensor((5, 7), name="a") @ cx.tensor((7, 9), name="b", parameter=True)
     return matmul(cx)[2]
@@ -99,6 +101,8 @@ def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     b = cx.tensor((2, 5, 4), lm.bfloat16, parameter=True)  # widened to f32 by the matmul
     scores = a @ b.transpose(1, 2)
     (scores.softmax(-1) + scores.sqrt().log2().sin()).output()
+    q = cx.tensor((5, 32), lm.dtype.q4_0, parameter=True)  # dequantized in the matmul
+    (cx.tensor((6, 32)) @ q.to(lm.float32).t()).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied
@@ -112,7 +116,18 @@ def test_widening_is_offered_only_for_casts_of_16_bit_floats(source, target):
     cast = cx.tensor((3, 4), source).to(target)
     cast.output()
     _, _, report = saturate(cx, WIDEN_RULES)
-    assert [r.applied > 0 for r in report.rules] == [source == lm.bfloat16]
+    applied = {r.name: r.applied > 0 for r in report.rules}
+    assert applied == {"cpu-widen-cast": source == lm.bfloat16, "cpu-widen-quantized": False}
+
+
+@pytest.mark.parametrize("dtype,fires", [(lm.float32, False), (lm.bfloat16, False),
+                                         (lm.dtype.q8_0, True), (lm.dtype.q6_k, True)], ids=str)
+def test_quantized_condition_this_gives_that(dtype, fires):
+    """(quantized ?x): the block dtypes only."""
+    rule = _core.parse_rules("(rule q-only (Cast:c ?x) (schedule ((inline 1)) (Cast:c ?x))"
+                             " (if (quantized ?x)))", "test")
+    x = lm.Graph().tensor((4, 256), dtype)
+    assert rewrites(rule, x.to(lm.float16), [("inline", 1)]) == fires
 
 
 @pytest.mark.parametrize("build", [

@@ -194,6 +194,8 @@ lm_status lm_get_f32(lm_runtime* runtime, const lm_tensor* output, float* out,
         case DType::Bool:
           out[i] = bytes[i] ? 1.0f : 0.0f;
           break;
+        default:
+          throw InternalError("lm_get_f32: a quantized output");  // Graph::output refuses them
       }
     }
   });

@@ -19,17 +19,14 @@ namespace {
 using CpuArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;  // read-only too
 
 void set_data_borrowed(CpuRuntime& rt, NodeId input, const CpuArray& data, DType dtype) {
-  if (data.itemsize() != dtype_size(dtype)) {
-    throw DTypeError(std::string("set_data: elements of ") + std::to_string(data.itemsize()) +
-                     " bytes cannot hold dtype " + dtype_name(dtype));
-  }
+  const int64_t count = elements_in(dtype, data.itemsize(), static_cast<int64_t>(data.size()));
   auto* holder = new CpuArray(data);
   std::shared_ptr<const void> owner(data.data(), [holder](const void*) {
     if (!Py_IsInitialized()) return;  // interpreter gone: nothing left to release
     nb::gil_scoped_acquire gil;
     delete holder;
   });
-  rt.set_data_borrowed(input, data.data(), static_cast<int64_t>(data.size()), dtype,
+  rt.set_data_borrowed(input, data.data(), count, dtype,
                        std::move(owner));
 }
 

@@ -19,9 +19,17 @@ void init_ir(nb::module_& m) {
       .value("F16", DType::F16)
       .value("BF16", DType::BF16)
       .value("Int", DType::Int)
-      .value("Bool", DType::Bool);
+      .value("Bool", DType::Bool)
+      .value("Q8_0", DType::Q8_0)
+      .value("Q4_0", DType::Q4_0)
+      .value("Q4_K", DType::Q4_K)
+      .value("Q6_K", DType::Q6_K);
   m.def("dtype_name", &dtype_name);
   m.def("dtype_size", &dtype_size);
+  m.def("is_quantized", &is_quantized);
+  m.def("block_values", &block_values);
+  m.def("block_bytes", &block_bytes);
+  m.def("storage_bytes", &storage_bytes, "dtype"_a, "count"_a);
   m.def("schedule_to_string", &schedule_to_string, "schedule"_a);
 
   nb::enum_<OpKind> ops(m, "OpKind");

@@ -23,11 +23,8 @@ namespace {
 using CpuArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
 void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
-  if (data.itemsize() != dtype_size(dtype)) {
-    throw DTypeError(std::string("set_data: elements of ") + std::to_string(data.itemsize()) +
-                     " bytes cannot hold dtype " + dtype_name(dtype));
-  }
-  rt.set_data(input, data.data(), static_cast<int64_t>(data.size()), dtype);
+  const int64_t count = elements_in(dtype, data.itemsize(), static_cast<int64_t>(data.size()));
+  rt.set_data(input, data.data(), count, dtype);
 }
 
 nb::dlpack::dtype numpy_dtype(DType dtype) {
@@ -42,6 +39,11 @@ nb::dlpack::dtype numpy_dtype(DType dtype) {
       return nb::dtype<int32_t>();
     case DType::Bool:
       return nb::dtype<bool>();
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_K:
+    case DType::Q6_K:
+      break;  // never an output (Graph::output refuses them)
   }
   throw InternalError("unknown dtype");
 }

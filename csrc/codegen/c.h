@@ -63,6 +63,10 @@ class CRenderer : public CLikeRenderer {
   // The GEMV path of matmul kernel `k` (c_gemv.cc): "if (M <= gemv_rows) { ... return; }",
   // after render_matmul's M, N, K, strides and lm_batches; the first `outer` loops are batches.
   void emit_gemv(const Kernel& k, int outer, CodeWriter& w) const;
+  // The quantized GEMV (c_quant.cc) of a kernel renders_quant_gemv takes: its row kernels
+  // whose names `seen` lacks, and the kernel body after render_matmul's sizes (every M).
+  std::string quant_gemv_prelude(const Kernel& k, std::set<std::string>& seen) const;
+  void emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const;
   // The epilogue of matmul kernel `k` (MatmulInfo::epilogue_from) over the summed elements
   // C[row, col] of rows [rows_from, rows_to) and columns [cols_from, cols_to), in place
   // (c_matmul.cc); nothing when `k` has none. The first `outer` loops are batches.

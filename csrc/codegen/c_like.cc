@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <set>
 
+#include "codegen/c_quant.h"
 #include "core/errors.h"
 
 namespace luminal {
@@ -101,7 +102,6 @@ std::string CLikeRenderer::type_prelude() const {
 }
 
 std::string CLikeRenderer::prelude(const Program& program) const {
-  (void)program;
   std::string q = helper_qualifiers() + " ";
   std::string s = type_prelude();
   s += "\n";
@@ -170,7 +170,7 @@ std::string CLikeRenderer::prelude(const Program& program) const {
   s += q + "float lm_fmax_nan(float acc, float x) {\n"
            "  return acc != acc ? acc : ((x != x || x > acc) ? x : acc);\n"
            "}\n";
-  return s;
+  return s + quant_readers(program, helper_qualifiers());
 }
 
 std::string CLikeRenderer::storage_type(DType dtype) const {
@@ -180,12 +180,12 @@ std::string CLikeRenderer::storage_type(DType dtype) const {
     case DType::BF16: return "uint16_t";
     case DType::Int: return "int32_t";
     case DType::Bool: return "uint8_t";
+    default: return "uint8_t";  // quantized blocks: raw bytes (codegen/c_quant.h)
   }
-  throw InternalError("unknown dtype");
 }
 
 std::string CLikeRenderer::compute_type(DType dtype) const {
-  return is_float(dtype) ? "float" : "int32_t";
+  return is_float(dtype) || is_quantized(dtype) ? "float" : "int32_t";
 }
 
 std::string CLikeRenderer::math_call(OpKind op, const std::string& x) const {
@@ -207,6 +207,7 @@ int CLikeRenderer::reduce_lanes(const Kernel& kernel) const {
 
 std::string CLikeRenderer::load_expr(DType dtype, const std::string& buffer,
                                      const std::string& index) const {
+  if (is_quantized(dtype)) return quant_load(dtype, buffer, index);
   return to_compute(dtype, buffer + "[" + index + "]");
 }
 
@@ -256,7 +257,7 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
     case ValueKind::kBinary:
       return binary_expr(v, arg(0), arg(1));
     case ValueKind::kCast: {
-      if (is_float(v.operand)) {
+      if (is_float(v.operand) || is_quantized(v.operand)) {  // quantized: loaded as a float
         if (is_float(v.dtype)) return round_to(v.dtype, arg(0));
         if (v.dtype == DType::Bool) return "(int32_t)(" + arg(0) + " != 0.0f)";
         return "lm_f2i(" + arg(0) + ")";

@@ -14,6 +14,7 @@
 
 #include "codegen/c.h"
 #include "codegen/c_matmul.h"
+#include "codegen/c_quant.h"
 #include "codegen/c_schedule.h"
 
 namespace luminal {
@@ -179,7 +180,7 @@ std::string micro_kernel(const Tiles& t, DType panel) {
 bool renders_matmul(const Kernel& k) {
   const MatmulInfo& mm = k.matmul;
   if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
-  if (mm.a_widened) return false;
+  if (mm.a_widened || is_quantized(mm.b_stored)) return false;  // quantized B: c_quant.cc
   return k.values[k.reduce_at].dtype == DType::F32 && k.values.back().dtype == DType::F32;
 }
 
@@ -221,6 +222,12 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
   std::set<std::string> seen;  // names of the micro-kernels and helpers emitted so far
   std::string s;
   for (const Kernel& k : program.kernels) {
+    if (renders_quant_gemv(k)) {
+      const int64_t width = cpu_schedule(k).vector_width;
+      if (widths.insert(width).second) s += float_vector_typedefs(width);
+      s += quant_gemv_prelude(k, seen);
+      continue;
+    }
     if (!renders_matmul(k)) continue;
     Tiles t = tiles_of(k);
     if (widths.insert(t.vw).second) s += float_vector_typedefs(t.vw);
@@ -295,8 +302,12 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
   std::string c = CLikeRenderer::buffer_name(k.out);
   w.line("const float* restrict A = " + a + " + " + k.values[mm.a].index.substitute(zero).to_c() +
          ";");
-  w.line("const " + b_type + "* restrict B = " + b + " + " +
-         k.values[mm.b].index.substitute(zero).to_c() + ";");
+  std::string b_offset = k.values[mm.b].index.substitute(zero).to_c();
+  if (is_quantized(mm.b_stored)) {  // bytes: the offset is whole blocks (c_quant.h)
+    b_offset = "(" + b_offset + ") / " + std::to_string(block_values(mm.b_stored)) + " * " +
+               std::to_string(block_bytes(mm.b_stored));
+  }
+  w.line("const " + b_type + "* restrict B = " + b + " + " + b_offset + ";");
   w.line("float* restrict C = " + c + " + " + k.out_index.substitute(zero).to_c() + ";");
 }
 
@@ -439,27 +450,37 @@ void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::stri
 // Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
 // threads never wait on each other inside the kernel (robust when cores are shared). n blocks
 // shrink until there are enough tasks; m chunks split the rows when there still are not.
+// The sizes and strides both matmul paths read: M, N, K, am, ak, bk, bn and lm_batches.
+static void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
+  const MatmulInfo& mm = k.matmul;
+  Expr batches = 1;
+  for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
+  w.line("const int64_t M = " + folded_rows(k).to_c() + ";");
+  w.line("const int64_t N = " + k.loops[mm.n_loop].extent.to_c() + ";");
+  w.line("const int64_t K = " + k.reduce[0].extent.to_c() + ";");
+  w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
+  w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
+  w.line("const int64_t lm_batches = " + batches.to_c() + ";");
+}
+
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
-  if (!takes_gemm(k)) return false;
   const MatmulInfo& mm = k.matmul;
+  const int outer = mm.m_loop - folded_batch_loops(k);
+  if (renders_quant_gemv(k)) {
+    emit_matmul_sizes(k, outer, w);
+    emit_quant_gemv(k, outer, w);
+    return true;
+  }
+  if (!takes_gemm(k)) return false;
   std::optional<PackedPanels> panels = packed_panels(k);
   Tiles t = tiles_of(k);
-  const Loop& nl = k.loops[mm.n_loop];
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   std::string kc = std::to_string(t.kc);
   std::string ncmax = std::to_string(t.nc);
   std::string b_type = storage_type(mm.b_stored);
-  int outer = mm.m_loop - folded_batch_loops(k);
-  Expr batches = 1;
-  for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
-  w.line("const int64_t M = " + folded_rows(k).to_c() + ";");
-  w.line("const int64_t N = " + nl.extent.to_c() + ";");
-  w.line("const int64_t K = " + k.reduce[0].extent.to_c() + ";");
-  w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
-  w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
-  w.line("const int64_t lm_batches = " + batches.to_c() + ";");
+  emit_matmul_sizes(k, outer, w);
   if (renders_gemv(k) && !panels) emit_gemv(k, outer, w);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");

@@ -28,7 +28,7 @@ std::vector<VectorLoad> vector_loads(const Kernel& kernel) {
   for (int i = 0; i < kernel.reduce_at; ++i) {
     const Value& v = kernel.values[i];
     if (v.kind != ValueKind::kLoad || !v.binds.empty() || !is_const(v.valid, 1)) continue;
-    if (v.dtype == DType::Bool) continue;
+    if (v.dtype == DType::Bool || is_quantized(v.dtype)) continue;  // quantized: its reader
     auto s = affine_stride(v.index, r);
     if (!s || !is_const(*s, 1)) continue;
     out.push_back(VectorLoad{i, v.index.substitute(r, 0)});
@@ -272,7 +272,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
 CudaRenderer::Mapping CudaRenderer::choose(const Kernel& kernel) const {
   const CudaSchedule s = schedule_of(kernel);
   const MatmulInfo& mm = kernel.matmul;
-  if (mm.present) {
+  if (mm.present && !is_quantized(mm.b_stored)) {  // quantized B: the generic loop nest
     const Expr& m = kernel.loops[mm.m_loop].extent;
     bool small_m = m.try_const() && *m.try_const() < 16;
     // Tensor cores take two half operands; one widened to f32 in the body makes an f32 product.

@@ -1,7 +1,9 @@
-// Dtype names, sizes and the 16-bit float conversions.
+// Dtype names, sizes (per element and per block) and the 16-bit float conversions.
 #include "core/dtype.h"
 
 #include <cstring>
+#include <limits>
+#include <string>
 
 #include "core/errors.h"
 
@@ -19,15 +21,25 @@ const char* dtype_name(DType dtype) {
       return "int";
     case DType::Bool:
       return "bool";
+    case DType::Q8_0:
+      return "q8_0";
+    case DType::Q4_0:
+      return "q4_0";
+    case DType::Q4_K:
+      return "q4_k";
+    case DType::Q6_K:
+      return "q6_k";
   }
   throw InternalError("unknown dtype");
 }
 
 DType dtype_from_name(const std::string& name) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Int, DType::Bool}) {
+  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Int, DType::Bool, DType::Q8_0,
+                  DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
     if (name == dtype_name(d)) return d;
   }
-  throw DTypeError("unknown dtype '" + name + "' (expected f32, f16, bf16, int or bool)");
+  throw DTypeError("unknown dtype '" + name +
+                   "' (expected f32, f16, bf16, int, bool, q8_0, q4_0, q4_k or q6_k)");
 }
 
 size_t dtype_size(DType dtype) {
@@ -40,8 +52,81 @@ size_t dtype_size(DType dtype) {
       return 2;
     case DType::Bool:
       return 1;
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_K:
+    case DType::Q6_K:
+      break;
   }
-  throw InternalError("unknown dtype");
+  throw DTypeError(std::string("dtype ") + dtype_name(dtype) +
+                   " is stored in blocks and has no per-element size (see storage_bytes)");
+}
+
+bool is_quantized(DType dtype) {
+  return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q4_K ||
+         dtype == DType::Q6_K;
+}
+
+// GGUF's block layouts (ggml-common.h): Q8_0 = f16 d, 32 x int8; Q4_0 = f16 d, 16 bytes of
+// nibbles; Q4_K = f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
+// Q6_K = 128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales, f16 d.
+int64_t block_values(DType dtype) {
+  switch (dtype) {
+    case DType::Q8_0:
+    case DType::Q4_0:
+      return 32;
+    case DType::Q4_K:
+    case DType::Q6_K:
+      return 256;
+    default:
+      return 1;
+  }
+}
+
+int64_t block_bytes(DType dtype) {
+  switch (dtype) {
+    case DType::Q8_0:
+      return 34;
+    case DType::Q4_0:
+      return 18;
+    case DType::Q4_K:
+      return 144;
+    case DType::Q6_K:
+      return 210;
+    default:
+      return static_cast<int64_t>(dtype_size(dtype));
+  }
+}
+
+int64_t storage_bytes(DType dtype, int64_t count) {
+  const int64_t values = block_values(dtype);
+  if (count < 0 || count % values != 0) {
+    throw ShapeError(std::to_string(count) + " elements of " + dtype_name(dtype) +
+                     " are not a whole number of blocks of " + std::to_string(values));
+  }
+  const int64_t blocks = count / values;
+  if (blocks > std::numeric_limits<int64_t>::max() / block_bytes(dtype)) {
+    throw ShapeError(std::to_string(count) + " elements of " + dtype_name(dtype) +
+                     " take more bytes than int64 holds");
+  }
+  return blocks * block_bytes(dtype);
+}
+
+int64_t elements_in(DType dtype, size_t itemsize, int64_t items) {
+  if (!is_quantized(dtype)) {
+    if (itemsize != dtype_size(dtype)) {
+      throw DTypeError("set_data: elements of " + std::to_string(itemsize) +
+                       " bytes cannot hold dtype " + dtype_name(dtype));
+    }
+    return items;
+  }
+  if (itemsize != 1 || items % block_bytes(dtype) != 0) {
+    throw DTypeError(std::string("set_data: ") + dtype_name(dtype) +
+                     " data must be raw bytes in whole blocks of " +
+                     std::to_string(block_bytes(dtype)) + ", got " + std::to_string(items) +
+                     " items of " + std::to_string(itemsize) + " bytes");
+  }
+  return items / block_bytes(dtype) * block_values(dtype);
 }
 
 bool is_float(DType dtype) {
@@ -49,6 +134,8 @@ bool is_float(DType dtype) {
 }
 
 bool is_half(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+
+bool is_narrow_storage(DType dtype) { return is_half(dtype) || is_quantized(dtype); }
 
 static uint32_t float_bits(float value) {
   uint32_t bits;

@@ -74,7 +74,7 @@ double CostModel::plain_cost(const EGraph& g, const ENode& n) const {
   if (n.op == OpKind::SumReduce && g.data(n.children[0].cls).dtype == DType::F32) {
     if (double c = matmul_cost(g, n); c >= 0) return c;
   }
-  if (n.op == OpKind::Cast && kernel_cost && is_half(g.data(n.children[0].cls).dtype) &&
+  if (n.op == OpKind::Cast && kernel_cost && is_narrow_storage(g.data(n.children[0].cls).dtype) &&
       g.attr(n.attr).node.dtype == DType::F32) {
     double count = elements(g.view(n.children[0].view).dims);
     if (double c = kernel_cost->widen(count, g.attr(n.attr).node.schedule); c >= 0) return c;

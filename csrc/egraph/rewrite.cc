@@ -20,7 +20,8 @@ constexpr CondName kConds[] = {
     {"float", CondKind::Float, 1},       {"uniform", CondKind::Uniform, 1},
     {"not-const", CondKind::NotConst, 1}, {"same-dtype", CondKind::SameDtype, 2},
     {"matmul", CondKind::Matmul, 3},
-    {"half", CondKind::Half, 1},         {"parameter", CondKind::Parameter, 1},
+    {"half", CondKind::Half, 1},         {"quantized", CondKind::Quantized, 1},
+    {"parameter", CondKind::Parameter, 1},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -95,6 +96,9 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         break;
       case CondKind::Half:
         ok = d.dtype == DType::F16 || d.dtype == DType::BF16;
+        break;
+      case CondKind::Quantized:
+        ok = is_quantized(d.dtype);
         break;
       case CondKind::Parameter:
         ok = holds_parameter(g, x.cls, true);

@@ -23,7 +23,8 @@ namespace luminal::egraph {
 //   (same-dtype ?x ?y)
 //   (matmul ?a ?b l)  a SumReduce labelled l of Mul(?a, ?b) is a matmul (egraph/matmul_shape.h)
 enum class CondKind {
-  Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Parameter
+  Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
+  Parameter
 };
 
 struct Condition {

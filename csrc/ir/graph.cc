@@ -22,7 +22,43 @@ std::string shape_desc(const ShapeTracker& v) { return v.dims_string(); }
 void add_symbols(const Expr& e, std::set<std::string>& out) {
   for (auto& s : e.symbols()) out.insert(s);
 }
+
+bool multiple_of(const Expr& e, int64_t block) {
+  std::optional<int64_t> v = e.try_const();
+  return !v || *v % block == 0;  // symbolic: checked where it is evaluated (set_data)
+}
+
+// A view of quantized storage reads whole blocks: no padding, an offset and every stride but
+// the unit one a multiple of the block, and the unit-stride axis a whole number of blocks long.
+void check_block_view(const ShapeTracker& v, DType dtype, const std::string& tensor) {
+  const int64_t block = block_values(dtype);
+  bool whole = !v.has_mask() && multiple_of(v.offset, block);
+  for (size_t k = 0; k < v.rank(); ++k) {
+    if (v.strides[k].try_const() == std::optional<int64_t>(1)) {
+      whole = whole && multiple_of(v.dims[k], block);
+    } else {
+      whole = whole && multiple_of(v.strides[k], block);
+    }
+  }
+  if (!whole) {
+    throw ShapeError("Cast: the view " + v.to_string() + " of " + dtype_name(dtype) + " tensor " +
+                     tensor + " splits its blocks of " + std::to_string(block) +
+                     " values (slice or pad after the Cast instead)");
+  }
+}
 }  // namespace
+
+std::string Graph::tensor_desc(NodeId id) const {
+  const Node& n = nodes_[id];
+  return n.name.empty() ? "%" + std::to_string(id) : "'" + n.name + "'";
+}
+
+void Graph::refuse_quantized(const Edge& e, const char* what) const {
+  DType dt = nodes_[e.node].dtype;
+  if (!is_quantized(dt)) return;
+  throw DTypeError(std::string(what) + ": " + dtype_name(dt) + " tensor " + tensor_desc(e.node) +
+                   " is parameter storage only; Cast it to a float first");
+}
 
 std::string schedule_to_string(const ScheduleParams& schedule) {
   std::string out;
@@ -71,6 +107,12 @@ NodeId Graph::add(Node node, bool share) {
 
 NodeId Graph::input(const std::string& name, const std::vector<Expr>& shape, DType dtype,
                     bool parameter) {
+  if (is_quantized(dtype) && (shape.empty() || !multiple_of(shape.back(), block_values(dtype)))) {
+    throw ShapeError("input '" + name + "' of " + dtype_name(dtype) + ": its last dimension (" +
+                     (shape.empty() ? std::string("none") : shape.back().to_string()) +
+                     ") is not a whole number of blocks of " +
+                     std::to_string(block_values(dtype)));
+  }
   Node n{OpKind::Input, {}, dtype, shape};
   n.name = name;
   n.parameter = parameter;
@@ -100,6 +142,7 @@ NodeId Graph::iota(const Expr& expr, const Expr& length) {
 NodeId Graph::unary(OpKind op, const Edge& a) {
   if (!is_unary(op)) throw InternalError(std::string(op_name(op)) + " is not a unary op");
   check_edge(a, op_name(op));
+  refuse_quantized(a, op_name(op));
   DType dt = nodes_[a.node].dtype;
   if (!is_float(dt)) {
     throw DTypeError(std::string(op_name(op)) + ": needs a float tensor, got " +
@@ -112,6 +155,8 @@ NodeId Graph::binary(OpKind op, const Edge& a, const Edge& b) {
   if (!is_binary(op)) throw InternalError(std::string(op_name(op)) + " is not a binary op");
   check_edge(a, op_name(op));
   check_edge(b, op_name(op));
+  refuse_quantized(a, op_name(op));
+  refuse_quantized(b, op_name(op));
   if (a.view.dims != b.view.dims) {
     throw ShapeError(std::string(op_name(op)) + ": shapes " + shape_desc(a.view) + " and " +
                      shape_desc(b.view) + " differ (broadcast them first)");
@@ -132,6 +177,7 @@ NodeId Graph::binary(OpKind op, const Edge& a, const Edge& b) {
 NodeId Graph::reduce(OpKind op, const Edge& a, int axis) {
   if (!is_reduce(op)) throw InternalError(std::string(op_name(op)) + " is not a reduction");
   check_edge(a, op_name(op));
+  refuse_quantized(a, op_name(op));
   int rank = static_cast<int>(a.view.rank());
   if (axis < 0 || axis >= rank) {
     throw ShapeError(std::string(op_name(op)) + ": axis " + std::to_string(axis) +
@@ -151,6 +197,7 @@ NodeId Graph::reduce(OpKind op, const Edge& a, int axis) {
 NodeId Graph::gather(const Edge& data, const Edge& indices) {
   check_edge(data, "Gather");
   check_edge(indices, "Gather");
+  refuse_quantized(data, "Gather");
   if (nodes_[indices.node].dtype != DType::Int) {
     throw DTypeError(std::string("Gather: indices must be int, got ") +
                      dtype_name(nodes_[indices.node].dtype));
@@ -161,11 +208,24 @@ NodeId Graph::gather(const Edge& data, const Edge& indices) {
 
 NodeId Graph::cast(const Edge& a, DType dtype) {
   check_edge(a, "Cast");
+  if (is_quantized(dtype)) {
+    throw DTypeError(std::string("Cast: to ") + dtype_name(dtype) +
+                     " is not an op (quantize weights when they are written: luminal quantize)");
+  }
+  DType from = nodes_[a.node].dtype;
+  if (is_quantized(from)) {
+    if (!is_float(dtype)) {
+      throw DTypeError(std::string("Cast: ") + dtype_name(from) + " tensor " +
+                       tensor_desc(a.node) + " dequantizes to a float, not " + dtype_name(dtype));
+    }
+    check_block_view(a.view, from, tensor_desc(a.node));
+  }
   return add(Node{OpKind::Cast, {a}, dtype, a.view.dims}, true);
 }
 
 NodeId Graph::output(const Edge& a) {
   check_edge(a, "Output");
+  refuse_quantized(a, "Output");
   NodeId id = add(Node{OpKind::Output, {a}, nodes_[a.node].dtype, a.view.dims}, true);
   if (std::find(outputs_.begin(), outputs_.end(), id) == outputs_.end()) outputs_.push_back(id);
   return id;

@@ -98,6 +98,9 @@ class Graph {
  private:
   NodeId add(Node node, bool share);
   void check_edge(const Edge& e, const char* what) const;
+  // DTypeError when `e` reads quantized storage, which only a Cast (to a float) may read.
+  void refuse_quantized(const Edge& e, const char* what) const;
+  std::string tensor_desc(NodeId id) const;  // "'name'" for a named input, "%id" otherwise
   std::vector<Node> nodes_;
   std::vector<NodeId> outputs_;
   std::vector<NodeId> inputs_;

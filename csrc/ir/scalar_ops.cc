@@ -31,6 +31,8 @@ double round_to_dtype(double value, DType dtype) {
       return float_to_int(value);
     case DType::Bool:
       return (value != 0 || std::isnan(value)) ? 1.0 : 0.0;
+    default:
+      break;  // quantized: no value is rounded to a block dtype
   }
   throw InternalError("round_to_dtype: unknown dtype");
 }

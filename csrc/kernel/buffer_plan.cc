@@ -44,8 +44,10 @@ class Planner {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
         readers[e.node].push_back(id);
-        if (n.op == OpKind::Gather && k == 0) forced[e.node] = true;
         bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
+        // A Gather's data is a buffer, or a widened Cast of one (an embedding table kept
+        // quantized or in 16 bits: the Gather widens the rows it takes, lower.cc).
+        if (n.op == OpKind::Gather && k == 0 && !widened_in_readers(e.node)) forced[e.node] = true;
         if (broadcasts(e.view) && !in_readers) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;
@@ -176,15 +178,15 @@ class Planner {
     return choice ? *choice == 1 : cheap_to_recompute(id);
   }
 
-  // A Cast of a 16-bit float input to f32 scheduled inline 1 is widened in the registers of
-  // each reader, even through a broadcast: a matmul then packs or streams the 16-bit storage
-  // (reading half the bytes) and no f32 copy of the input is kept. Other nodes read through a
+  // A Cast of a 16-bit float (or quantized) input to f32 scheduled inline 1 is widened in the
+  // registers of each reader, even through a broadcast: a matmul then packs or streams the
+  // narrow storage (half the bytes, or a quarter and less) and no f32 copy is kept. Other nodes read through a
   // broadcast are stored: recomputing them would repeat their work along the broadcast.
   bool widened_in_readers(NodeId id) const {
     const Node& n = g_.node(id);
     if (n.op != OpKind::Cast || n.dtype != DType::F32) return false;
     const Node& source = g_.node(n.inputs[0].node);
-    if (source.op != OpKind::Input || !is_half(source.dtype)) return false;
+    if (source.op != OpKind::Input || !is_narrow_storage(source.dtype)) return false;
     return schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(1);
   }
 

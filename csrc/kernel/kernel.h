@@ -92,7 +92,7 @@ struct MatmulInfo {
   DType dtype = DType::F32;    // of the Mul's operands: the loads', or f32 where widened
   DType a_stored = DType::F32;  // the dtype of a's buffer (== dtype unless a_widened)
   DType b_stored = DType::F32;
-  bool a_widened = false;  // a is f16/bf16 storage cast to f32 in the body before the Mul
+  bool a_widened = false;  // a is narrow storage (f16, bf16, quantized) cast to f32 in the body
   bool b_widened = false;
   bool product_widened = false;  // the product is cast to f32 before the sum
   // Element strides of a and b along m, n, k (constant or symbolic), from their index Exprs.

@@ -230,18 +230,36 @@ class Lowerer {
     throw InternalError(std::string("lowering: cannot inline ") + op_name(n.op));
   }
 
+  // A Gather's data is a buffer, or a Cast widened in its readers (buffer_plan) of one read
+  // through an unmasked view: then the load is of the Cast's source, widened after it.
   ValueId emit_gather(const Node& n, const std::vector<Expr>& idx, const Expr& ctx) {
     ValueId index = read_edge(n.inputs[1], idx, ctx);
     ShapeTracker v = rn(n.inputs[0].view);
     std::string symbol = "g" + std::to_string(index);
     std::vector<Expr> didx = unravel(Expr::symbol(symbol), v.dims);
+    NodeId data = n.inputs[0].node;
     Value load;
     load.kind = ValueKind::kLoad;
-    load.buffer = buffer_of_[n.inputs[0].node];
-    load.dtype = p_.buffers[load.buffer].dtype;
     load.index = physical_index(v, didx);
     load.valid = logical_and(ctx, mask_of(v, didx));
     load.binds.push_back(Bind{symbol, index, product(v.dims)});
+    const Node& cast = g_.node(data);
+    if (buffer_of_[data] < 0 && cast.op == OpKind::Cast) {
+      ShapeTracker source = rn(cast.inputs[0].view);
+      if (source.has_mask()) throw InternalError("lowering: a Gather through a masked Cast");
+      load.index = physical_index(source, unravel(load.index, rn(cast.shape)));
+      load.buffer = buffer_of_[cast.inputs[0].node];
+      load.dtype = p_.buffers[load.buffer].dtype;
+      ValueId raw = add(std::move(load));
+      Value widened;
+      widened.kind = ValueKind::kCast;
+      widened.dtype = cast.dtype;
+      widened.operand = k_.values[raw].dtype;
+      widened.args = {raw};
+      return add(std::move(widened));
+    }
+    load.buffer = buffer_of_[data];
+    load.dtype = p_.buffers[load.buffer].dtype;
     return add(std::move(load));
   }
 

@@ -14,8 +14,9 @@ bool plain_load(const Value& v) {
   return v.kind == ValueKind::kLoad && v.binds.empty() && is_one(v.valid);
 }
 
-// An operand of the Mul: a plain load, or a plain load of a 16-bit float widened to f32 by a
-// Cast (a bf16 weight read by an f32 matmul: the widening happens inside the kernel).
+// An operand of the Mul: a plain load, or a plain load of narrow storage (a 16-bit float or
+// quantized blocks) widened to f32 by a Cast (a bf16 or Q4_K weight read by an f32 matmul:
+// the widening happens inside the kernel).
 struct Operand {
   ValueId load = -1;
   bool widened = false;
@@ -25,7 +26,7 @@ std::optional<Operand> operand_of(const std::vector<Value>& values, ValueId id) 
   const Value& v = values[id];
   if (plain_load(v)) return Operand{id, false};
   if (v.kind != ValueKind::kCast || v.dtype != DType::F32) return std::nullopt;
-  if (!is_half(v.operand)) return std::nullopt;
+  if (!is_narrow_storage(v.operand)) return std::nullopt;
   if (!plain_load(values[v.args[0]])) return std::nullopt;
   return Operand{v.args[0], true};
 }

@@ -14,7 +14,8 @@ namespace luminal {
 
 // The matmul of `kernel`: its reduction is a SumReduce of a float dtype of the Mul of two
 // distinct plain loads (optionally through a Cast of the product to f32), each load read as
-// stored or through a Cast widening a 16-bit float to f32, the reduction loop's body holds
+// stored or through a Cast widening narrow storage (16-bit float, quantized blocks) to f32,
+// the reduction loop's body holds
 // nothing else, the values after the sum (if any: an epilogue, kernel/epilogue.h) are
 // elementwise work reading no value of the loop but the sum, and the loads' indices are affine
 // in the last two output loops (m, n) and the reduction loop (k) with a not moving along n and

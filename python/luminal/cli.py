@@ -2,6 +2,8 @@
 model directory, ``luminal embed MODEL_DIR TEXT...`` prints sentence embeddings of a BERT
 model and their similarities, ``luminal transcribe MODEL_DIR AUDIO.wav`` prints a Whisper
 model's transcript. Each compiles the model with luminal first, showing progress.
+``luminal quantize MODEL_DIR OUT.gguf --type q4_k`` writes a Llama directory as a llama.cpp
+GGUF with quantized weights.
 Not here: model code (luminal.models)."""
 
 from __future__ import annotations
@@ -221,6 +223,14 @@ def cmd_transcribe(args) -> int:
     return 0
 
 
+def cmd_quantize(args) -> int:
+    from .models.llama_to_gguf import write_llama_gguf
+
+    with Progress(f"writing {args.out} ({args.type})"):
+        write_llama_gguf(args.model_dir, args.out, args.type)
+    return 0
+
+
 def _short(texts, n: int = 32):
     return [t if len(t) <= n else t[:n - 3] + "..." for t in texts]
 
@@ -268,6 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
     transcribe.add_argument("--max-new-tokens", type=int, default=128,
                             help="per 30 s window (default: 128)")
     transcribe.set_defaults(func=cmd_transcribe)
+
+    quant = sub.add_parser("quantize", help="write a Llama directory as a quantized GGUF")
+    quant.add_argument("model_dir", help="a Hugging Face Llama directory")
+    quant.add_argument("out", help="the .gguf file to write")
+    quant.add_argument("--type", default="q8_0", choices=["q8_0", "q4_0", "q4_k", "q6_k", "f16"],
+                       help="the 2-D weights' type (default: q8_0)")
+    quant.set_defaults(func=cmd_quantize, search=1)
     return p
 
 

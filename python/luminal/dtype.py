@@ -9,6 +9,7 @@ tensors meeting a Python float become f32. There is no f64 or i64: those map to 
 
 import numpy as np
 
+from . import _core
 from ._core import DType
 from .errors import DTypeError
 
@@ -17,6 +18,9 @@ float16 = f16 = half = DType.F16
 bfloat16 = bf16 = DType.BF16
 int32 = i32 = DType.Int
 bool_ = DType.Bool
+# GGUF's quantized blocks: parameter storage only, read through .cast(float32) (core/quant.h)
+q8_0, q4_0, q4_k, q6_k = DType.Q8_0, DType.Q4_0, DType.Q4_K, DType.Q6_K
+QUANTIZED = (q8_0, q4_0, q4_k, q6_k)
 
 _BY_NAME = {
     "f32": DType.F32, "float32": DType.F32, "float": DType.F32, "float64": DType.F32,
@@ -24,6 +28,7 @@ _BY_NAME = {
     "bf16": DType.BF16, "bfloat16": DType.BF16,
     "int": DType.Int, "i32": DType.Int, "int32": DType.Int, "int64": DType.Int, "long": DType.Int,
     "bool": DType.Bool,
+    "q8_0": DType.Q8_0, "q4_0": DType.Q4_0, "q4_k": DType.Q4_K, "q6_k": DType.Q6_K,
 }
 
 # The numpy dtype each dtype is stored as when data crosses into the core.
@@ -33,6 +38,7 @@ _STORAGE = {
     DType.BF16: np.dtype(np.uint16),
     DType.Int: np.dtype(np.int32),
     DType.Bool: np.dtype(np.bool_),
+    **{q: np.dtype(np.uint8) for q in QUANTIZED},  # raw block bytes
 }
 
 _FLOAT_RANK = {DType.F16: 1, DType.BF16: 1, DType.F32: 2}
@@ -69,6 +75,31 @@ def storage(dtype: DType) -> np.dtype:
     return _STORAGE[dtype]
 
 
+def is_quantized(dtype: DType) -> bool:
+    return dtype in QUANTIZED
+
+
+def element_shape(dtype: DType, storage_shape: tuple) -> tuple:
+    """The shape in elements of quantized storage of ``storage_shape`` bytes (rows of whole
+    blocks); plain dtypes: the shape itself."""
+    if not is_quantized(dtype) or not storage_shape:
+        return tuple(storage_shape)
+    block_bytes, block_values = _core.block_bytes(dtype), _core.block_values(dtype)
+    row = storage_shape[-1]
+    if row % block_bytes:
+        raise DTypeError(f"{name(dtype)} storage rows of {row} bytes are not whole blocks of "
+                         f"{block_bytes}")
+    return (*storage_shape[:-1], row // block_bytes * block_values)
+
+
+def storage_shape(dtype: DType, shape: tuple) -> tuple:
+    """The shape of the storage of a tensor of ``shape``: element_shape's inverse."""
+    if not is_quantized(dtype) or not shape:
+        return tuple(shape)
+    blocks = shape[-1] // _core.block_values(dtype)
+    return (*shape[:-1], blocks * _core.block_bytes(dtype))
+
+
 def promote(a: DType, b: DType) -> DType:
     """The dtype two tensors combine to, as torch.result_type does."""
     if a == b:
@@ -95,4 +126,5 @@ def scalar_dtype(value, tensor_dtype: DType) -> DType:
 
 def name(dtype: DType) -> str:
     return {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16",
-            DType.Int: "int32", DType.Bool: "bool"}[dtype]
+            DType.Int: "int32", DType.Bool: "bool", DType.Q8_0: "q8_0", DType.Q4_0: "q4_0",
+            DType.Q4_K: "q4_k", DType.Q6_K: "q6_k"}[dtype]

@@ -136,6 +136,9 @@ class Runtime:
         """Gives input ``tensor`` its values (list, numpy array or torch tensor)."""
         name = self._input_name(tensor, "set_data")
         array = _to_numpy(data)
+        if dt.is_quantized(tensor.dtype):
+            raise DTypeError(f"set_data: input '{name}' is {dt.name(tensor.dtype)}: give its raw "
+                             f"blocks to set_storage (luminal quantize writes them)")
         self._check_data_shape(tensor, name, array.shape, "set_data")
         if array.dtype.kind == "f" and not dt.is_float(tensor.dtype):
             if not np.all(np.isfinite(array)) or not np.all(array == np.round(array)):
@@ -155,7 +158,8 @@ class Runtime:
             got = storage.dtype if isinstance(storage, np.ndarray) else type(storage).__name__
             raise DTypeError(f"set_storage: input '{name}' ({dt.name(tensor.dtype)}) takes a "
                              f"numpy array of {want}, got {got}")
-        self._check_data_shape(tensor, name, storage.shape, "set_storage")
+        shape = dt.element_shape(tensor.dtype, storage.shape)
+        self._check_data_shape(tensor, name, shape, "set_storage")
         flat = np.ascontiguousarray(storage).reshape(-1)
         self._set_input(tensor, flat)
         self._remember_parameter(tensor, "set_storage", storage, flat)

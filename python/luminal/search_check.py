@@ -64,6 +64,17 @@ def random_floats(rng, count: int, dtype) -> np.ndarray:
     return bits.view(dt.storage(dtype))
 
 
+def random_blocks(rng, count: int, dtype) -> np.ndarray:
+    """``count`` values of quantized ``dtype`` as raw blocks: 64 blocks quantized from
+    random_floats (so their scales are ordinary), repeated."""
+    from . import _core
+    from .weights.quantize import quantize
+
+    values = _core.block_values(dtype)
+    pattern = quantize(random_floats(rng, 64 * values, dt.float32).reshape(64, values), dtype)
+    return np.resize(pattern.reshape(-1), _core.storage_bytes(dtype, count))
+
+
 def _input_shapes(g, dims: dict) -> list:
     """(dtype, element count) of each input of g, by position."""
     out = []
@@ -75,12 +86,16 @@ def _input_shapes(g, dims: dict) -> list:
 
 def random_inputs(g, dims: dict, seed: int) -> list:
     """The ordinary set's inputs, deterministic for the seed: floats in +-[0.5, 2)
-    (random_floats), ints in [0, 4), bools 0 or 1."""
+    (random_floats), quantized blocks of such values (random_blocks), ints in [0, 4), bools
+    0 or 1."""
     rng = np.random.default_rng(seed)
     out = []
     for dtype, count in _input_shapes(g, dims):
         if dt.is_float(dtype):
             out.append((dtype, random_floats(rng, count, dtype)))
+            continue
+        if dt.is_quantized(dtype):
+            out.append((dtype, random_blocks(rng, count, dtype)))
             continue
         high = 2 if dtype == dt.bool_ else 4
         values = rng.integers(0, high, size=count, dtype=np.int32)

@@ -122,9 +122,9 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
                             std::shared_ptr<const void> owner) {
   InputData d;
   d.count = count;
-  const size_t element = dtype_size(dtype);
   auto panels = packed_.find(input);
   if (panels != packed_.end()) {
+    const size_t element = dtype_size(dtype);
     if (panels->second.last_read() >= count) {
       throw ShapeError("set_data: " + input_desc(graph_, input) + " got " +
                        std::to_string(count) + " elements, fewer than its matmul reads");
@@ -142,7 +142,7 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
     inputs_[input] = std::move(d);
     return;
   }
-  d.bytes = count * static_cast<int64_t>(element);
+  d.bytes = storage_bytes(dtype, count);
   if (owner) {
     d.data = data;
     d.owner = std::move(owner);

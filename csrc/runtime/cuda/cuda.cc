@@ -255,7 +255,7 @@ void CudaRuntime::set_data(NodeId input, const void* data, int64_t count, DType 
   auto it = input_buffer_.find(input);
   if (it == input_buffer_.end()) return;  // the program never reads this input
   make_current();
-  int64_t bytes = count * static_cast<int64_t>(dtype_size(dtype));
+  int64_t bytes = storage_bytes(dtype, count);  // quantized inputs: whole blocks
   DeviceBuffer& b = inputs_[it->second];
   if (b.ptr == 0 || b.bytes < bytes) {
     if (b.ptr) driver_->cuMemFree(b.ptr);

@@ -20,7 +20,7 @@ ArenaLayout arena_layout(const Program& program, const Liveness& live, const Dyn
   a.offsets.assign(nb, -1);
   for (size_t b = 0; b < nb; ++b) {
     a.numel[b] = program.buffers[b].numel.eval(dims);
-    a.bytes[b] = a.numel[b] * static_cast<int64_t>(dtype_size(program.buffers[b].dtype));
+    a.bytes[b] = storage_bytes(program.buffers[b].dtype, a.numel[b]);
   }
   MemoryPlan plan = plan_memory(program, live, a.numel);
   a.total = align_up(plan.arena_bytes);

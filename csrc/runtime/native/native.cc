@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "core/quant.h"
 #include "ir/scalar_ops.h"
 
 namespace luminal {
@@ -67,6 +68,11 @@ double load_f(const HostBuffer& b, int64_t i) {
     }
     case DType::Bool:
       return b.bytes[i] ? 1.0 : 0.0;
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_K:
+    case DType::Q6_K:
+      return dequantize_element(b.dtype, b.bytes.data(), i);
   }
   return 0;
 }
@@ -101,6 +107,11 @@ void store_f(HostBuffer& b, int64_t i, double v) {
     case DType::Int:
     case DType::Bool:
       throw InternalError("store_f on an integer buffer");
+    case DType::Q8_0:
+    case DType::Q4_0:
+    case DType::Q4_K:
+    case DType::Q6_K:
+      throw InternalError("store_f on a quantized buffer (parameter storage only)");
   }
 }
 
@@ -127,7 +138,7 @@ HostBuffer make_buffer(DType dtype, std::vector<int64_t> shape) {
   HostBuffer b;
   b.dtype = dtype;
   b.shape = std::move(shape);
-  b.bytes.assign(static_cast<size_t>(b.numel()) * dtype_size(dtype), 0);
+  b.bytes.assign(static_cast<size_t>(storage_bytes(dtype, b.numel())), 0);
   return b;
 }
 
@@ -199,7 +210,7 @@ void NativeRuntime::set_data(NodeId input, const void* data, int64_t count, DTyp
   HostBuffer b;
   b.dtype = dtype;
   b.shape = {count};
-  b.bytes.resize(static_cast<size_t>(count) * dtype_size(dtype));
+  b.bytes.resize(static_cast<size_t>(storage_bytes(dtype, count)));
   if (count > 0) std::memcpy(b.bytes.data(), data, b.bytes.size());
   inputs_[input] = std::move(b);
 }
@@ -335,7 +346,7 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
       }
       case OpKind::Cast:
       case OpKind::Output: {
-        bool from_float = is_float(in(0).dtype);
+        bool from_float = is_float(in(0).dtype) || is_quantized(in(0).dtype);
         for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
           if (from_float) {
             store_any(out, flat, read_f(in(0), views[0], idx));

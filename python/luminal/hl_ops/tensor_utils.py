@@ -49,7 +49,7 @@ def result_type(*operands, op: str = "op"):
             raise DTypeError(f"{op}: cannot use {type(x).__name__} {x!r} as a tensor operand")
     if tensor_dtype is None:
         return _SCALAR_DEFAULT[scalar_cat]
-    if scalar_cat > _CATEGORY[tensor_dtype]:
+    if scalar_cat > _CATEGORY.get(tensor_dtype, 2):  # quantized: the core refuses the op
         return _SCALAR_DEFAULT[scalar_cat]
     return tensor_dtype
 

@@ -114,7 +114,9 @@ class LlamaForCausalLM(Module):
 
     @classmethod
     def from_gguf(cls, path, max_context: int | None = 4096, dtype=None):
-        """A llama.cpp GGUF file (F32/F16/BF16/Q8_0 tensors; Q8_0 dequantized to f32)."""
+        """A llama.cpp GGUF file (F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K tensors). Quantized tensors
+        stay quantized: their parameters take the file's dtype, memory-mapped, and the graph
+        dequantizes them where it reads them (a Cast to f32)."""
         from ..weights.gguf import load_gguf
         from .llama_gguf import GGUFLlamaWeights, config_dict
 
@@ -127,6 +129,9 @@ class LlamaForCausalLM(Module):
                                                      inv_freq.astype(np.float32))
         model.weights = GGUFLlamaWeights(f, config.num_attention_heads,
                                          config.num_key_value_heads)
+        for name, p in model.named_parameters():
+            if name in model.weights and dt.is_quantized(model.weights.file_dtype(name)):
+                p.dtype = model.weights.file_dtype(name)
         model.model_dir = str(path)
         return model
 

@@ -1,7 +1,8 @@
 """Llama from a llama.cpp GGUF file: the config from its ``llama.*`` metadata, its tensor
 names (blk.N.attn_q, ...) mapped onto Hugging Face's, and the rows of the q/k projections put
-back in Hugging Face's rotate-half order (llama.cpp stores them interleaved). Q8_0 tensors
-arrive dequantized; a ``rope_freqs`` tensor (Llama 3.1 scaling) divides the frequencies.
+back in Hugging Face's rotate-half order (llama.cpp stores them interleaved; quantized rows are
+whole blocks, so their raw rows are reordered the same way). Quantized tensors stay quantized;
+a ``rope_freqs`` tensor (Llama 3.1 scaling) divides the frequencies.
 Not here: the GGUF format itself (weights/gguf.py)."""
 
 from __future__ import annotations
@@ -37,6 +38,26 @@ def hf_name(gguf_name: str):
     if m and m.group(2) in _LAYER:
         return f"model.layers.{m.group(1)}.{_LAYER[m.group(2)]}.{m.group(3)}"
     return None
+
+
+def gguf_name(hf: str):
+    """hf_name's inverse: the llama.cpp name of a Hugging Face tensor name (None: none)."""
+    for gguf, name in _GLOBAL.items():
+        if name == hf:
+            return gguf
+    m = re.match(r"^model\.layers\.(\d+)\.(.+)\.(weight|bias)$", hf)
+    for short, module in _LAYER.items():
+        if m and m.group(2) == module:
+            return f"blk.{m.group(1)}.{short}.{m.group(3)}"
+    return None
+
+
+def permute(w: np.ndarray, heads: int) -> np.ndarray:
+    """llama.cpp's convert permute (unpermute's inverse): per head, halves (x0, x1, ..., y0,
+    y1, ...) to interleaved rows (x0, y0, x1, y1, ...)."""
+    rows = w.shape[0]
+    return np.ascontiguousarray(
+        w.reshape(heads, 2, rows // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape))
 
 
 def unpermute(w: np.ndarray, heads: int) -> np.ndarray:
@@ -91,10 +112,17 @@ class GGUFLlamaWeights(RenamedWeights):
                 return heads
         return None
 
+    def file_dtype(self, name: str):
+        """The luminal dtype tensor ``name`` is stored in (quantized ones included)."""
+        return super().storage(name)[1]
+
     def storage(self, name: str):
-        if self._heads_of(name) is not None:
-            return None  # reordered on read: no zero-copy view
-        return super().storage(name)
+        raw = super().storage(name)
+        heads = self._heads_of(name)
+        if heads is None:
+            return raw
+        array, dtype = raw
+        return unpermute(array, heads), dtype  # reordered on read: a copy
 
     def __getitem__(self, name):
         array = super().__getitem__(name)

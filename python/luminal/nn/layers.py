@@ -51,6 +51,8 @@ class Embedding(Module):
             raise ShapeError(f"Embedding({self.weight.name}): ids must be int32, got "
                              f"{dt.name(ids.dtype)}")
         w = self.weight.tensor(ids.graph)
+        if dt.is_quantized(w.dtype):  # storage only: rows are gathered from the dequantized view
+            w = w.to(dt.float32)
         out = w.index_select_tensor(0, ids)
         return out if w.dtype == dt.float32 else out.to(dt.float32)
 

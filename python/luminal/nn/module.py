@@ -139,7 +139,8 @@ class Module:
             if p.bound_in(graph) is None or name not in keys:
                 continue
             storage = to_parameter_storage(state_dict, name, p.shape, p.dtype, where)
-            runtime.set_storage(p.bound_in(graph), storage.reshape(p.shape))
+            runtime.set_storage(p.bound_in(graph),
+                                storage.reshape(dt.storage_shape(p.dtype, p.shape)))
         for _, b in self.named_buffers():
             if b.bound_in(graph) is not None:
                 runtime.set_data(b.bound_in(graph), b.value)

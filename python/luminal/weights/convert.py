@@ -46,9 +46,12 @@ def _convert(state_dict, name, shape, dtype, where, label):
     raw = storage(name) if storage is not None else None
     if raw is not None:
         raw, raw_dtype = raw
-        _check_shape(raw.shape, shape, label, where)
+        _check_shape(dt.element_shape(raw_dtype, raw.shape), shape, label, where)
         if raw_dtype == dtype:
             return np.ascontiguousarray(raw)
+    if dt.is_quantized(dtype):
+        raise WeightsError(f"{where}: tensor '{label}' is not stored as {dt.name(dtype)}, the "
+                           f"parameter's dtype (luminal quantize writes quantized files)")
     array = _to_numpy(state_dict[name])
     _check_shape(array.shape, shape, label, where)
     if array.dtype == np.int64 and dtype == dt.int32:

@@ -1,7 +1,8 @@
 """A GGUF reader of our own (format versions 2 and 3): metadata, tensor infos and
-memory-mapped tensor data. F32, F16 and BF16 tensors are zero-copy views; Q8_0 blocks are
-dequantized to float32 at load. Shapes come out in numpy order (GGUF stores them reversed).
-Not here: writing GGUF, or mapping llama.cpp tensor names onto a model's names."""
+memory-mapped tensor data. F32, F16 and BF16 tensors are zero-copy views; Q8_0, Q4_0, Q4_K
+and Q6_K tensors stay quantized: zero-copy views of their raw blocks (uint8 rows), read by a
+Cast in the graph (core/quant.h). Shapes come out in numpy order (GGUF stores them reversed).
+Not here: writing GGUF (gguf_write.py), or mapping llama.cpp tensor names onto a model's."""
 
 from __future__ import annotations
 
@@ -12,21 +13,28 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .. import _core
 from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
 
 _MAGIC = b"GGUF"
 # ggml tensor types we read: type id -> (name, numpy storage dtype, luminal dtype)
-GGML_F32, GGML_F16, GGML_Q8_0, GGML_I32, GGML_BF16 = 0, 1, 8, 26, 30
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K, GGML_Q6_K = 0, 1, 2, 8, 12, 14
+GGML_I32, GGML_BF16 = 26, 30
 _PLAIN = {
     GGML_F32: ("F32", np.dtype("<f4"), dt.float32),
     GGML_F16: ("F16", np.dtype("<f2"), dt.float16),
     GGML_I32: ("I32", np.dtype("<i4"), dt.int32),
     GGML_BF16: ("BF16", np.dtype("<u2"), dt.bfloat16),
 }
-_Q8_0_BLOCK = 32
-_Q8_0_BYTES = 34  # one f16 scale, then 32 int8 values
+# ggml block types kept quantized: type id -> (name, luminal dtype); sizes from the core
+_QUANTIZED = {
+    GGML_Q8_0: ("Q8_0", dt.q8_0), GGML_Q4_0: ("Q4_0", dt.q4_0),
+    GGML_Q4_K: ("Q4_K", dt.q4_k), GGML_Q6_K: ("Q6_K", dt.q6_k),
+}
+GGML_TYPE_OF = {lm: kind for kind, (_, lm) in _QUANTIZED.items()}
+GGML_TYPE_OF.update({lm: kind for kind, (_, _, lm) in _PLAIN.items()})
 
 # GGUF metadata value types -> struct format (scalars); 8 string, 9 array
 _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
@@ -81,8 +89,9 @@ class _Cursor:
 
 
 class GGUFFile(Mapping):
-    """One .gguf file: ``f.metadata`` (dict), ``f[name]`` a numpy array (BF16 and Q8_0 as
-    float32), ``f.storage(name)`` a zero-copy view for plain dtypes."""
+    """One .gguf file: ``f.metadata`` (dict), ``f[name]`` a numpy array (BF16 and the
+    quantized types as float32), ``f.storage(name)`` a zero-copy view in the file's dtype
+    (quantized: uint8 rows of raw blocks)."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
@@ -134,13 +143,17 @@ class GGUFFile(Mapping):
         count = math.prod(shape)  # Python ints: no wrap-around
         if kind in _PLAIN:
             return count * _PLAIN[kind][1].itemsize
-        if kind == GGML_Q8_0:
-            if shape and shape[-1] % _Q8_0_BLOCK:
-                raise WeightsError(f"{self.path}: Q8_0 tensor '{name}' has a row of {shape[-1]} "
-                                   f"values, not a multiple of {_Q8_0_BLOCK}")
-            return count // _Q8_0_BLOCK * _Q8_0_BYTES
+        if kind in _QUANTIZED:
+            type_name, lm_dtype = _QUANTIZED[kind]
+            block = _core.block_values(lm_dtype)
+            if not shape or shape[-1] % block:
+                row = shape[-1] if shape else "no"
+                raise WeightsError(f"{self.path}: {type_name} tensor '{name}' has a row of {row} "
+                                   f"values, not a multiple of its block of {block}")
+            return count // block * _core.block_bytes(lm_dtype)
         raise WeightsError(f"{self.path}: tensor '{name}' has ggml type {kind}, which luminal "
-                           f"does not read (F32, F16, BF16, I32 and Q8_0 are supported)")
+                           f"does not read (F32, F16, BF16, I32, Q8_0, Q4_0, Q4_K and Q6_K are "
+                           f"supported; convert the file with `luminal quantize`)")
 
     def _entry(self, name):
         if name not in self._tensors:
@@ -155,14 +168,18 @@ class GGUFFile(Mapping):
 
     def type_name(self, name: str) -> str:
         kind = self._entry(name)[1]
-        return "Q8_0" if kind == GGML_Q8_0 else _PLAIN[kind][0]
+        return _QUANTIZED[kind][0] if kind in _QUANTIZED else _PLAIN[kind][0]
 
     def storage(self, name: str):
-        """(array, luminal dtype): a zero-copy view for plain dtypes; Q8_0 dequantized."""
+        """(array, luminal dtype): a zero-copy view of the file's bytes (quantized types:
+        uint8 rows of raw blocks, dt.element_shape gives the tensor's shape)."""
         shape, kind, begin, nbytes = self._entry(name)
         data = self._map[begin:begin + nbytes]
-        if kind == GGML_Q8_0:
-            return _dequantize_q8_0(data, shape), dt.float32
+        if kind in _QUANTIZED:
+            lm_dtype = _QUANTIZED[kind][1]
+            rows = math.prod(shape[:-1])
+            row_bytes = nbytes // rows if rows else 0
+            return np.ndarray((*shape[:-1], row_bytes), np.uint8, buffer=data), lm_dtype
         _, np_dtype, lm_dtype = _PLAIN[kind]
         if nbytes == 0:
             return np.zeros(shape, np_dtype), lm_dtype
@@ -170,6 +187,8 @@ class GGUFFile(Mapping):
 
     def __getitem__(self, name) -> np.ndarray:
         array, lm_dtype = self.storage(name)
+        if dt.is_quantized(lm_dtype):
+            return dequantize(array, lm_dtype)
         return bf16_to_f32(array) if lm_dtype == dt.bfloat16 else array
 
     def __iter__(self):
@@ -182,11 +201,23 @@ class GGUFFile(Mapping):
         return name in self._tensors
 
 
-def _dequantize_q8_0(data: np.ndarray, shape) -> np.ndarray:
-    blocks = np.asarray(data).reshape(-1, _Q8_0_BYTES)
-    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)
-    values = blocks[:, 2:].copy().view(np.int8).astype(np.float32)
-    return (values * scale).reshape(shape)
+def dequantize(raw: np.ndarray, dtype) -> np.ndarray:
+    """float32 values of quantized storage ``raw`` (uint8 rows of blocks of ``dtype``), by the
+    interpreter's Cast: the one definition of dequantization."""
+    from ..graph import Graph
+    from ..runtime import NativeRuntime
+
+    shape = dt.element_shape(dtype, raw.shape)
+    if math.prod(shape) == 0:
+        return np.zeros(shape, np.float32)
+    cx = Graph()
+    w = cx.tensor(shape, dtype, name="w")
+    y = w.to(dt.float32).output()
+    rt = NativeRuntime()
+    rt._load(cx)
+    rt.set_storage(w, raw)
+    rt.execute()
+    return rt.get(y)
 
 
 def load_gguf(path) -> GGUFFile:

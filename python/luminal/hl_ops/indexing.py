@@ -96,7 +96,11 @@ def gather_axes(x, axes: list, indices: list):
     if post:
         inner = g.iota(Expr("z"), product(post))
         flat = flat + inner.reshape([Expr(1)] * (p + nb) + post)
-    return x._gather(flat)
+    out = x._gather(flat)
+    # what the gradient reads (autograd): x as (pre, indexed block, post), the block's
+    # dims and the index tensors into them, broadcast to shape
+    g._gather_layouts[out.id] = (pre, dims[p:p + k], post, indices, shape)
+    return out
 
 
 class IndexOps:

@@ -192,6 +192,7 @@ class Graph(CreationOps):
         self.last_search_report = None  # the report of the last search (luminal.search)
         self._grad_tensors = []  # tensors backward() records .grad on: parameters, requires_grad_
         self._gather_layouts = {}  # Gather node id -> its axis layout, for its gradient (autograd)
+        self._random = None  # the RandomState of random_state(), once used
 
     def tensor(self, shape: Iterable[Dim] | Dim, dtype=dt.float32, name: str | None = None,
                parameter: bool = False):
@@ -232,6 +233,15 @@ class Graph(CreationOps):
         length = _to_expr(length, "iota")
         node = self._g.iota(expr, length)
         return GraphTensor(self, node, ShapeTracker.contiguous([length]), dt.int32)
+
+    def random_state(self):
+        """This graph's running random counter (hl_ops.random_bits.RandomState), made on first
+        use: the random numbers of training-mode dropout, new on every execute."""
+        if self._random is None:
+            from .hl_ops.random_bits import RandomState
+
+            self._random = RandomState(self)
+        return self._random
 
     def set_dim(self, name: str, value: int) -> None:
         """Binds symbol ``name`` to ``value`` in ``dyn_map``."""

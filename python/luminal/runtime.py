@@ -67,6 +67,7 @@ class Runtime:
         self._rt = self._core_type() if core_runtime is None else core_runtime
         self._graph = None  # the user graph whose program the runtime holds (None: no program)
         self._ids = {}  # user graph node id -> compiled program node id (search's rewrites)
+        self._compiled_outputs = set()  # the user graph's outputs when its program was compiled
         # user tensor id -> (the tensor, how it was set, a weak reference to the caller's data) for each
         # parameter: a search replaces every input's data with its check data, then sets these
         # again on the program it loads (where the caller still holds the data; the runtime
@@ -97,6 +98,7 @@ class Runtime:
         compiled, this runtime's program for ``graph``: user tensors keep addressing inputs
         and outputs by their own ids."""
         self._ids = {} if program is None else _id_map(graph._g, program)
+        self._compiled_outputs = set(graph._g.outputs())
         if graph is not self._graph:
             self._parameter_data = {}
             self._carries = {}
@@ -253,6 +255,9 @@ class Runtime:
         if out is None:
             raise ShapeError(f"get: {tensor!r} is not an output; call .output() on it before "
                              f"search")
+        if out not in self._compiled_outputs:
+            raise ShapeError(f"get: {tensor!r} was made an output after the search; search "
+                             f"again to compile it")
         return self._ids.get(out, out)
 
     def get(self, tensor) -> np.ndarray:

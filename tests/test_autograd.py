@@ -342,3 +342,22 @@ def test_grad_needs_a_scalar_loss_or_a_seed():
     a = cx.tensor((2, 3))
     with pytest.raises(lm.ShapeError, match="not a scalar"):
         lm.grad(a * 2.0, [a])
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_gather_along_a_dim_grad_matches_torch(runtime):
+    """torch.gather's gradient (an index smaller than the input in the other dims too)."""
+    index = np.array([[0, 3, 3], [1, 1, 0]], dtype=np.int32)
+    x_value = np.random.default_rng(6).standard_normal((3, 4)).astype(np.float32)
+    cx = lm.Graph()
+    x = cx.tensor((3, 4))
+    i = cx.tensor((2, 3), lm.int32)
+    (g,) = lm.grad((x.gather(1, i) * x.gather(1, i)).sum(), [x])
+    g.output()
+    rt = cx.search(RUNTIMES[runtime](), 1)
+    rt.set_data(x, x_value)
+    rt.set_data(i, index)
+    rt.execute()
+    leaf = torch.tensor(x_value, requires_grad=True)
+    (torch.gather(leaf, 1, torch.tensor(index, dtype=torch.long)) ** 2).sum().backward()
+    np.testing.assert_allclose(rt.get(g), leaf.grad.numpy(), rtol=1e-5, atol=1e-6)

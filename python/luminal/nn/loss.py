@@ -5,7 +5,6 @@ reduction is 'mean', 'sum' or 'none'. Class indices are int tensors."""
 from __future__ import annotations
 
 from .. import dtype as dt
-from .._core import Expr
 from ..errors import DTypeError, ShapeError
 from ..hl_ops.shape_utils import as_expr, const_int
 
@@ -47,10 +46,9 @@ def _pick(logp, target, cdim: int):
     """logp at each target class: (N, C, *d) and (N, *d) -> (N, *d). Targets must be valid."""
     moved = logp.permute([0] + list(range(2, logp.ndim)) + [1]) if cdim == 1 else logp
     classes = logp.st.dims[cdim]
-    flat_target = target.reshape(-1)
-    rows = flat_target.st.dims[0]
-    index = logp.graph.iota(Expr("z") * classes, rows) + flat_target
-    return moved._gather(index).reshape(list(target.st.dims))
+    rows = target.st.numel()
+    picked = moved.reshape(rows, classes).gather(1, target.reshape(rows, 1))
+    return picked.reshape(list(target.st.dims))
 
 
 def _nll_terms(logp, target, weight, ignore_index: int, op: str):

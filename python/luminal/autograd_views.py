@@ -49,9 +49,20 @@ def view_adjoint(grad, view, source_dims):
             dims[k] = hi - lo
     # broadcast axes read one element many times: sum over them; size-1 axes carry nothing
     for k in reversed(range(len(dims))):
-        if strides[k] == Expr(0) or dims[k] == Expr(1):
-            grad = grad.sum(k) if strides[k] == Expr(0) else grad.squeeze(k)
+        if dims[k] == Expr(1):
+            grad = grad.squeeze(k)
             del dims[k], strides[k]
+    k = len(dims)
+    while k > 0:
+        k -= 1
+        if strides[k] != Expr(0):
+            continue
+        first = k
+        while first > 0 and strides[first - 1] == Expr(0):
+            first -= 1
+        grad = _sum_axes(grad, first, k + 1)
+        del dims[first:k + 1], strides[first:k + 1]
+        k = first
     # flipped axes
     for k in range(len(dims)):
         if _order_key(strides[k]) < 0:
@@ -70,6 +81,16 @@ def view_adjoint(grad, view, source_dims):
     after = total - offset - length
     view_out = block.st.pad(0, offset, after)
     return block._with_view(view_out).reshape(source_dims)
+
+
+def _sum_axes(grad, first: int, stop: int):
+    """``grad`` summed over its axes [first, stop), innermost first, one reduction each:
+    a weight's gradient then sums the sequence as a batched GEMM and the batch after it
+    (measured on CpuRuntime, 16x64x64 @ 64x256's weight gradient: 0.8 ms this way, 150 ms as
+    one reduction over batch x sequence, which lowers as a strided reduction)."""
+    for axis in reversed(range(first, stop)):
+        grad = grad.sum(axis)
+    return grad
 
 
 def _place_strided(grad, dims, strides):

@@ -61,15 +61,33 @@ TORCH_SCHEDULES = {
 }
 
 
-def build_train_step(make_optimizer):
+def _run_batch(rng, rt, x, y, reference, batch: int):
+    """Runs one luminal step on a random batch; returns torch's loss on it (not backwarded)."""
+    xv = rng.standard_normal((batch, 5)).astype(np.float32)
+    yv = rng.standard_normal((batch, 3)).astype(np.float32)
+    rt.set_data(x, xv)
+    rt.set_data(y, yv)
+    rt.execute()
+    return torch.nn.functional.mse_loss(reference(torch.tensor(xv)), torch.tensor(yv))
+
+
+def _assert_parameters_match(model, cx, rt, reference, names):
+    torch_params = dict(reference.named_parameters())
+    for n, p in model.named_parameters():
+        np.testing.assert_allclose(rt.value(p.bound_in(cx)),
+                                   torch_params[names[n]].detach().numpy(), rtol=1e-5,
+                                   atol=1e-5, err_msg=n)
+
+
+def build_train_step(make_optimizer, batch: int = 6, accumulate: int = 1):
     model = TwoLayer()
     cx = lm.Graph()
-    x = cx.tensor((6, 5), name="x")
-    y = cx.tensor((6, 3), name="y")
+    x = cx.tensor((batch, 5), name="x")
+    y = cx.tensor((batch, 3), name="y")
     loss = LF.mse_loss(model(x), y).output()
     loss.backward()
     opt = make_optimizer(model.parameters())
-    opt.step()
+    opt.step(accumulate=accumulate)
     return model, cx, x, y, loss, opt
 
 
@@ -88,23 +106,14 @@ def test_ten_steps_match_torch_optim(name, runtime):
     torch_opt = make_torch(reference.parameters())
     schedule = TORCH_SCHEDULES.get(name, lambda o: None)(torch_opt)
     for _ in range(10):
-        xv = rng.standard_normal((6, 5)).astype(np.float32)
-        yv = rng.standard_normal((6, 3)).astype(np.float32)
-        rt.set_data(x, xv)
-        rt.set_data(y, yv)
-        rt.execute()
         torch_opt.zero_grad()
-        want = torch.nn.functional.mse_loss(reference(torch.tensor(xv)), torch.tensor(yv))
+        want = _run_batch(rng, rt, x, y, reference, 6)
         want.backward()
         torch_opt.step()
         if schedule is not None:
             schedule.step()
         np.testing.assert_allclose(rt.get(loss), want.item(), rtol=1e-5, atol=1e-6)
-    torch_params = dict(reference.named_parameters())
-    for n, p in model.named_parameters():
-        got = rt.value(p.bound_in(cx))
-        np.testing.assert_allclose(got, torch_params[names[n]].detach().numpy(), rtol=1e-5,
-                                   atol=1e-5, err_msg=n)
+    _assert_parameters_match(model, cx, rt, reference, names)
 
 
 def test_state_dict_holds_the_moments():
@@ -132,3 +141,24 @@ def test_carry_checks_shapes():
     rt = cx.search(lm.NativeRuntime(), 1)
     with pytest.raises(lm.ShapeError, match="cannot become"):
         rt.carry(bad, w)
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_gradient_accumulation_matches_torch(runtime):
+    """accumulate=3: the mean gradient of three micro-batches, one update every third run."""
+    rng = np.random.default_rng(2)
+    model, cx, x, y, loss, opt = build_train_step(lambda p: optim.Adam(p, lr=0.02), 4, 3)
+    params = {n: rng.standard_normal(p.shape).astype(np.float32) * 0.5
+              for n, p in model.named_parameters()}
+    rt = cx.search(RUNTIMES[runtime](), 1)
+    opt.attach(rt)
+    model.load_state_dict(rt, params)
+    reference, names = _torch_model(params)
+    torch_opt = torch.optim.Adam(reference.parameters(), lr=0.02)
+    for update in range(2):
+        torch_opt.zero_grad()
+        for _ in range(3):
+            (_run_batch(rng, rt, x, y, reference, 4) / 3).backward()
+        torch_opt.step()
+    _assert_parameters_match(model, cx, rt, reference, names)
+    assert opt.state_dict(rt)["optim.step"] == 2.0

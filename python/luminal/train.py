@@ -45,11 +45,12 @@ class TrainStep:
     """``loss`` (a scalar of the graph ``model``'s forward pass built) minimized by
     ``optimizer`` over the model's parameters, as one program on ``runtime``: ``run(feeds)``
     is one step (forward, backward, update) and returns the loss. ``weights``: the initial
-    parameters (name -> array; default ``default_init(model, seed)``). ``budget`` and the
+    parameters (name -> array; default ``default_init(model, seed)``). ``accumulate``: runs
+    per update (gradient accumulation over micro-batches, Optimizer.step). ``budget`` and the
     other keywords go to ``Graph.search``."""
 
     def __init__(self, model, loss, optimizer, runtime, weights=None, *, seed: int = 0,
-                 budget: int = 1, **search_options):
+                 budget: int = 1, accumulate: int = 1, **search_options):
         if loss.st.numel().is_const() and loss.st.numel().as_const() != 1:
             raise ShapeError(f"TrainStep: the loss must be a scalar, got shape {loss.shape}")
         self.model = model
@@ -57,7 +58,7 @@ class TrainStep:
         self.loss = loss.output()
         self.optimizer = optimizer
         loss.backward()
-        optimizer.step()
+        optimizer.step(accumulate=accumulate)
         self._random = self.graph._random
         if self._random is not None:
             self._random.next_value()

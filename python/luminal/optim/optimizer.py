@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
+from ..hl_ops.tensor_utils import where
 
 
 def _parameter_tensor(p, graph=None):
@@ -37,12 +38,15 @@ class Optimizer:
         self.updates = {}  # parameter tensor id -> its next value (an output)
         self.states = {}  # checkpoint name -> (state input, its next value, initial value)
         self.step_count = None  # a scalar input: the steps taken so far
+        self._gate = None  # accumulating: the bool scalar "this execute updates"
 
     # ---- building the step ----------------------------------------------------------------
-    def step(self, grads=None):
+    def step(self, grads=None, accumulate: int = 1):
         """Adds one update of every parameter to the graph, from ``grads`` (a list, one per
         parameter) or each parameter's ``.grad`` (set by ``loss.backward()``). Returns the
-        parameters' next values, marked as outputs."""
+        parameters' next values, marked as outputs. ``accumulate`` > 1: gradients of that many
+        executes (micro-batches) are summed in the runtime and their mean applied on the last
+        one; parameters and state stay as they are on the others."""
         if self.params:
             raise ShapeError(f"{type(self).__name__}: step() already built this graph's update")
         self.params = [_parameter_tensor(p) for p in self._param_specs]
@@ -53,13 +57,34 @@ class Optimizer:
             if g is None:
                 raise ShapeError(f"{type(self).__name__}: parameter {p.name!r} has no gradient; "
                                  f"call loss.backward() first or pass grads")
+        if accumulate > 1:
+            grads = self._accumulated(graph, grads, accumulate)
         t = self.step_count = self._state(graph, (), "step")
         lr = self.lr(t) if callable(self.lr) else self.lr
         for p, g in zip(self.params, grads):
             new = self._update(p, g, lr, t, p.name)
-            self.updates[p.id] = new.output()
-        self._set_next("step", (t + 1.0).output())
+            self.updates[p.id] = self._gated(new, p).output()
+        self._set_next("step", t + 1.0)
         return [self.updates[p.id] for p in self.params]
+
+    def _accumulated(self, graph, grads, accumulate: int) -> list:
+        """The mean of each gradient over ``accumulate`` executes, summed in state inputs; sets
+        the gate that makes only the last of them update."""
+        micro = self._state(graph, (), "micro_step")
+        last = micro > accumulate - 1.5
+        self._set_next("micro_step", where(last, 0.0, micro + 1.0))
+        means = []
+        for p, g in zip(self.params, grads):
+            total = self._state(graph, p.shape, f"{p.name}.grad_sum") + g
+            self._set_next(f"{p.name}.grad_sum", where(last, 0.0, total))
+            means.append(total * (1.0 / accumulate))
+        self._gate = last
+        return means
+
+    def _gated(self, value, current):
+        """``value`` where this execute updates (always, unless accumulating), else
+        ``current``."""
+        return value if self._gate is None else where(self._gate, value, current)
 
     def _state(self, graph, shape, name: str, initial: float = 0.0):
         """A new state input of ``shape`` that starts at ``initial``; its next value is given
@@ -69,7 +94,11 @@ class Optimizer:
         return tensor
 
     def _set_next(self, name: str, value) -> None:
-        self.states[name][1] = value.output()
+        """The value state ``name`` takes after this execute (held on executes that do not
+        update, when accumulating; the accumulation's own state is never held)."""
+        tensor = self.states[name][0]
+        own = name == "micro_step" or name.endswith(".grad_sum")
+        self.states[name][1] = (value if own else self._gated(value, tensor)).output()
 
     def _update(self, p, g, lr, t, name: str):
         raise NotImplementedError(type(self).__name__)

@@ -35,9 +35,9 @@ def _graph_inputs(cx, shapes, permuted):
     return inputs, views
 
 
-def check_grads(build, reference, shapes, runtime="native", permuted=False, domain="normal",
-                rtol=1e-4, atol=1e-5, seed=0):
-    """d sum(build(*xs) * r) / d xs against torch for a random r."""
+def grad_case(build, reference, shapes, permuted=False, domain="normal", seed=0):
+    """The graph of d sum(build(*xs) * r) / d xs for a random r, and torch's answer: (graph,
+    feeds {input: array}, gradient outputs, torch's gradients as numpy)."""
     rng = np.random.default_rng(seed)
     arrays = _inputs(rng, shapes, domain)
     cx = lm.Graph()
@@ -45,19 +45,24 @@ def check_grads(build, reference, shapes, runtime="native", permuted=False, doma
     out = build(*xs)
     r = rng.standard_normal(tuple(int(d) for d in out.shape)).astype(np.float32)
     weight = cx.tensor(r.shape)
-    grads = lm.grad((out * weight).sum(), xs)
-    for g in grads:
-        g.output()
-    rt = cx.search(RUNTIMES[runtime](), 1)
-    for t, a in zip(inputs, arrays):
-        rt.set_data(t, a.T.copy() if permuted else a)
-    rt.set_data(weight, r)
-    rt.execute(cx.dyn_map)
+    grads = [g.output() for g in lm.grad((out * weight).sum(), xs)]
+    feeds = {t: a.T.copy() if permuted else a for t, a in zip(inputs, arrays)}
+    feeds[weight] = r
     leaves = [torch.tensor(a, requires_grad=True) for a in arrays]
     want = torch.autograd.grad((reference(*leaves) * torch.tensor(r)).sum(), leaves,
                                allow_unused=True)
+    want = [np.zeros_like(a) if w is None else w.numpy() for a, w in zip(arrays, want)]
+    return cx, feeds, grads, want
+
+
+def check_grads(build, reference, shapes, runtime="native", permuted=False, domain="normal",
+                rtol=1e-4, atol=1e-5, seed=0):
+    cx, feeds, grads, want = grad_case(build, reference, shapes, permuted, domain, seed)
+    rt = cx.search(RUNTIMES[runtime](), 1)
+    for t, a in feeds.items():
+        rt.set_data(t, a)
+    rt.execute(cx.dyn_map)
     for i, (g, w) in enumerate(zip(grads, want)):
-        w = np.zeros_like(arrays[i]) if w is None else w.numpy()
         np.testing.assert_allclose(rt.get(g), w, rtol=rtol, atol=atol, err_msg=f"input {i}")
 
 
@@ -361,3 +366,23 @@ def test_gather_along_a_dim_grad_matches_torch(runtime):
     leaf = torch.tensor(x_value, requires_grad=True)
     (torch.gather(leaf, 1, torch.tensor(index, dtype=torch.long)) ** 2).sum().backward()
     np.testing.assert_allclose(rt.get(g), leaf.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+EMULATED = ["matmul", "softmax", "layer_norm", "conv2d", "attention", "amax_ties", "pad",
+            "index_select"]
+
+
+def test_gradient_cuda_kernels_emulated(tmp_path):
+    """The backward graphs' generated CUDA, run by the CPU emulator (tests/cuda_emu.py), match
+    torch.autograd: the CUDA renderer handles what the gradient rules emit."""
+    cuda_emu = pytest.importorskip("cuda_emu")
+    if cuda_emu.compiler() is None:
+        pytest.skip("no C++ compiler")
+    cases = []
+    for name in EMULATED:
+        build, reference, shapes, domain = OPS[name]
+        cases.append(grad_case(build, reference, shapes, domain=domain))
+    emu = cuda_emu.Emulated([(cx, None, {}) for cx, _, _, _ in cases], str(tmp_path))
+    for i, (name, (cx, feeds, grads, want)) in enumerate(zip(EMULATED, cases)):
+        for got, w in zip(emu.run(i, feeds, grads), want):
+            np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4, err_msg=name)

@@ -9,6 +9,7 @@ import luminal as lm
 import luminal.nn.functional as LF
 from luminal import optim
 from luminal.nn import Dropout, Embedding, Linear, Module
+from luminal.cuda import gpu_available
 from luminal.train import TrainStep, default_init
 
 from conftest import CpuRuntime
@@ -148,3 +149,19 @@ def test_default_init_is_torch_like():
     w = default_init(Classifier(), seed=1)
     assert set(w) == {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"}
     assert np.abs(w["fc1.weight"]).max() <= 1 / np.sqrt(6)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_available(), reason="no CUDA GPU")
+def test_train_step_on_cuda_matches_native():
+    """The classifier's train step (dropout, AdamW, carries) on CudaRuntime, as on the
+    interpreter after 4 steps."""
+    batches = _batches(4)
+    results = []
+    for runtime in (lm.NativeRuntime, lm.CudaRuntime):
+        step, x, y = _classifier_step(runtime)
+        for xv, yv in batches:
+            step.run({x: xv, y: yv})
+        results.append(step.state_dict())
+    for name, value in results[0].items():
+        np.testing.assert_allclose(results[1][name], value, rtol=1e-4, atol=1e-5, err_msg=name)

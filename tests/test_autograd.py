@@ -176,6 +176,21 @@ OPS = {
             "normal"),
     "l1": (lambda a, b: LF.l1_loss(a, b), lambda a, b: F.l1_loss(a, b), [(3, 4), (3, 4)],
            "normal"),
+    "smooth_l1": (lambda a, b: LF.smooth_l1_loss(a, b, beta=0.5),
+                  lambda a, b: F.smooth_l1_loss(a, b, beta=0.5), [(3, 4), (3, 4)], "normal"),
+    "huber": (lambda a, b: LF.huber_loss(a, b, delta=0.7),
+              lambda a, b: F.huber_loss(a, b, delta=0.7), [(3, 4), (3, 4)], "normal"),
+    "bce_with_logits": (lambda a, b: LF.binary_cross_entropy_with_logits(a, b.sigmoid()),
+                        lambda a, b: F.binary_cross_entropy_with_logits(a, b.sigmoid()),
+                        [(3, 4), (3, 4)], "normal"),
+    "kl_div": (lambda a, b: LF.kl_div(LF.log_softmax(a, 1), b.softmax(1), reduction="batchmean"),
+               lambda a, b: F.kl_div(F.log_softmax(a, 1), b.softmax(1), reduction="batchmean"),
+               [(3, 4), (3, 4)], "normal"),
+    "kl_div_log_target": (lambda a, b: LF.kl_div(a, LF.log_softmax(b, 1), reduction="sum",
+                                                 log_target=True),
+                          lambda a, b: F.kl_div(a, F.log_softmax(b, 1), reduction="sum",
+                                                log_target=True),
+                          [(3, 4), (3, 4)], "normal"),
 }
 PERMUTABLE = [n for n, (_, _, shapes, _) in OPS.items() if all(len(s) >= 2 for s in shapes)]
 

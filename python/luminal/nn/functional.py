@@ -22,7 +22,16 @@ from .conv import (
     conv_transpose3d,
 )
 from .interpolate import interpolate
-from .loss import cross_entropy, l1_loss, mse_loss, nll_loss
+from .loss import (
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from .normalization import batch_norm, group_norm, layer_norm, rms_norm
 from .pooling import (
     adaptive_avg_pool1d,

@@ -97,6 +97,12 @@ void init_ir(nb::module_& m) {
       .def("node_shape", [](const Graph& g, NodeId id) { return g.node(id).shape; })
       .def("node_name", [](const Graph& g, NodeId id) { return g.node(id).name; })
       .def("node_parameter", [](const Graph& g, NodeId id) { return g.node(id).parameter; })
+      .def("node_inputs", [](const Graph& g, NodeId id) {
+        std::vector<std::pair<NodeId, ShapeTracker>> edges;
+        for (const Edge& e : g.node(id).inputs) edges.emplace_back(e.node, e.view);
+        return edges;
+      })
+      .def("node_axis", [](const Graph& g, NodeId id) { return g.node(id).axis; })
       .def("node_schedule", [](const Graph& g, NodeId id) { return g.node(id).schedule; })
       .def("scheduled", &Graph::scheduled, "node"_a, "schedule"_a)
       .def("node_to_string", &Graph::node_to_string)

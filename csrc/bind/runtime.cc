@@ -75,6 +75,8 @@ void init_runtime(nb::module_& m) {
       .def("rewrite_rules", &Runtime::rewrite_rules)
       .def("set_data", &set_data, "input"_a, "data"_a, "dtype"_a)
       .def("execute", &Runtime::execute, "dyn_map"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("execute_carrying", &Runtime::execute_carrying, "dyn_map"_a, "carries"_a,
+           nb::call_guard<nb::gil_scoped_release>())
       .def("clear_data", &Runtime::clear_data)
       .def("can_time_kernels", &Runtime::can_time_kernels)
       .def("kernel_times", &Runtime::kernel_times, "dyn_map"_a,

@@ -16,6 +16,15 @@ std::string TuningChoice::to_string() const {
   return params.empty() ? "default" : schedule_to_string(params);
 }
 
+void Runtime::execute_carrying(const DynMap& dyn_map,
+                               const std::vector<std::pair<NodeId, NodeId>>& carries) {
+  execute(dyn_map);
+  for (const auto& [output, input] : carries) {
+    const HostBuffer& value = get(output);
+    set_data(input, value.bytes.data(), value.numel(), value.dtype);
+  }
+}
+
 std::string input_desc(const Graph& graph, NodeId id) {
   const Node& n = graph.node(id);
   return "input '" + n.name + "' of shape " + dims_to_string(n.shape) + " and dtype " +

@@ -57,6 +57,13 @@ class Runtime {
   // Copies `count` elements of `input`'s dtype from `data`.
   virtual void set_data(NodeId input, const void* data, int64_t count, DType dtype) = 0;
   virtual void execute(const DynMap& dyn_map) = 0;
+  // Executes, then makes the value of each (output, input) pair's output the input's data for
+  // the next execute: the state a program updates (parameters, optimizer moments, a step
+  // count) stays in the runtime across executes, never passing through the caller. Each
+  // carry is one set_data from the output's host buffer (a copy inside the runtime; the
+  // output stays readable).
+  void execute_carrying(const DynMap& dyn_map,
+                        const std::vector<std::pair<NodeId, NodeId>>& carries);
   // The value of an Output node after execute.
   virtual const HostBuffer& get(NodeId output) const = 0;
   // Forgets every input's data and every output, as a fresh compile leaves them (the search

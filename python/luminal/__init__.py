@@ -32,6 +32,7 @@ from .errors import (
     WeightsError,
 )
 from .graph import Graph, GraphTensor
+from .autograd import grad
 from .hl_ops.tensor_utils import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
@@ -53,5 +54,5 @@ __all__ = [
     "Graph", "GraphTensor", "InternalError", "LuminalError", "NativeRuntime", "Runtime",
     "ShapeError", "ShapeTracker", "WeightsError",
     "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
-    "cat", "einsum", "from_torch", "get_include", "get_library_dir", "stack", "to_half", "where",
+    "cat", "einsum", "from_torch", "get_include", "grad", "get_library_dir", "stack", "to_half", "where",
 ]

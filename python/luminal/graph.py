@@ -46,13 +46,14 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
                   NNOps, SortingOps):
     """A lazy tensor: node ``id`` of ``graph``, read through the view ``st`` (ShapeTracker)."""
 
-    __slots__ = ("graph", "id", "st", "dtype")
+    __slots__ = ("graph", "id", "st", "dtype", "grad")
 
     def __init__(self, graph: Graph, node_id: int, view: ShapeTracker, dtype: DType):
         self.graph = graph
         self.id = node_id
         self.st = view
         self.dtype = dtype
+        self.grad = None  # set by backward() on tensors that ask for a gradient
 
     # ---- facts -------------------------------------------------------------------------
     @property
@@ -101,6 +102,21 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
         """Marks this tensor as a result the runtime keeps; returns it."""
         self.graph._g.output(self.id, self.st)
         return self
+
+    # ---- gradients (luminal.autograd) ----------------------------------------------------
+    def requires_grad_(self) -> GraphTensor:
+        """Asks ``backward()`` to record this tensor's gradient in ``.grad`` (parameters ask
+        already); returns it."""
+        if all(t is not self for t in self.graph._grad_tensors):
+            self.graph._grad_tensors.append(self)
+        return self
+
+    def backward(self, gradient: GraphTensor | None = None) -> None:
+        """Adds this tensor's gradient graph and sets ``.grad`` on the tensors that ask
+        (luminal.autograd.backward)."""
+        from .autograd import backward
+
+        backward(self, gradient)
 
     # ---- primitive emitters -------------------------------------------------------------
     def _new(self, node_id: int, dims=None) -> GraphTensor:
@@ -174,6 +190,9 @@ class Graph(CreationOps):
         self._search_space = None
         self._input_count = 0
         self.last_search_report = None  # the report of the last search (luminal.search)
+        self._grad_tensors = []  # tensors backward() records .grad on: parameters, requires_grad_
+        self._gather_layouts = {}  # Gather node id -> its axis layout, for its gradient (autograd)
+        self._random = None  # the RandomState of random_state(), once used
 
     def tensor(self, shape: Iterable[Dim] | Dim, dtype=dt.float32, name: str | None = None,
                parameter: bool = False):
@@ -188,7 +207,10 @@ class Graph(CreationOps):
         self._input_count += 1
         dtype = dt.to_dtype(dtype)
         node = self._g.input(name, dims, dtype, bool(parameter))
-        return GraphTensor(self, node, ShapeTracker.contiguous(dims), dtype)
+        tensor = GraphTensor(self, node, ShapeTracker.contiguous(dims), dtype)
+        if parameter and dt.is_float(dtype):
+            self._grad_tensors.append(tensor)
+        return tensor
 
     def named_tensor(self, name: str, shape, dtype=dt.float32):
         return self.tensor(shape, dtype, name)
@@ -211,6 +233,15 @@ class Graph(CreationOps):
         length = _to_expr(length, "iota")
         node = self._g.iota(expr, length)
         return GraphTensor(self, node, ShapeTracker.contiguous([length]), dt.int32)
+
+    def random_state(self):
+        """This graph's running random counter (hl_ops.random_bits.RandomState), made on first
+        use: the random numbers of training-mode dropout, new on every execute."""
+        if self._random is None:
+            from .hl_ops.random_bits import RandomState
+
+            self._random = RandomState(self)
+        return self._random
 
     def set_dim(self, name: str, value: int) -> None:
         """Binds symbol ``name`` to ``value`` in ``dyn_map``."""

@@ -67,11 +67,17 @@ class Runtime:
         self._rt = self._core_type() if core_runtime is None else core_runtime
         self._graph = None  # the user graph whose program the runtime holds (None: no program)
         self._ids = {}  # user graph node id -> compiled program node id (search's rewrites)
+        self._compiled_outputs = set()  # the user graph's outputs when its program was compiled
         # user tensor id -> (the tensor, how it was set, a weak reference to the caller's data) for each
         # parameter: a search replaces every input's data with its check data, then sets these
         # again on the program it loads (where the caller still holds the data; the runtime
         # itself may have let it go, keeping only packed panels)
         self._parameter_data = {}
+        # input tensor id -> the output tensor whose value becomes its data after each execute
+        self._carries = {}
+        # carried input id -> its data as last set (storage), or None once an execute carried
+        # its output into it (then value() reads the output)
+        self._carried_data = {}
 
     @property
     def name(self) -> str:
@@ -92,8 +98,11 @@ class Runtime:
         compiled, this runtime's program for ``graph``: user tensors keep addressing inputs
         and outputs by their own ids."""
         self._ids = {} if program is None else _id_map(graph._g, program)
+        self._compiled_outputs = set(graph._g.outputs())
         if graph is not self._graph:
             self._parameter_data = {}
+            self._carries = {}
+            self._carried_data = {}
         self._graph = graph
 
     def _held_parameters(self, graph) -> list:
@@ -166,6 +175,8 @@ class Runtime:
 
     def _set_input(self, tensor, storage: np.ndarray) -> None:
         self._rt.set_data(self._ids.get(tensor.id, tensor.id), storage, tensor.dtype)
+        if tensor.id in self._carries:
+            self._carried_data[tensor.id] = storage
 
     def _remember_parameter(self, tensor, setter: str, data, storage: np.ndarray) -> None:
         if not tensor.is_parameter:
@@ -203,7 +214,44 @@ class Runtime:
                     not 0 <= v < 2**63:
                 raise ShapeError(f"execute: dyn_map entry {k!r}: {v!r} must map a symbol name "
                                  f"to a non-negative int below 2**63")
-        self._rt.execute(dyn_map)
+        if self._carries:
+            carries = [(self._output_id(out), self._ids.get(i, i))
+                       for i, out in self._carries.items()]
+            self._rt.execute_carrying(dyn_map, carries)
+            self._carried_data = dict.fromkeys(self._carries)
+        else:
+            self._rt.execute(dyn_map)
+
+    def carry(self, output, input) -> None:
+        """After each execute, output ``output``'s value becomes input ``input``'s data: the
+        state a program updates (a parameter's next value, an optimizer's moments) stays in
+        the runtime across executes, with no copy through Python. Both must have one shape and
+        dtype; ``output`` stays readable."""
+        self._input_name(input, "carry")
+        self._output_id(output)
+        if tuple(output.shape) != tuple(input.shape) or output.dtype != input.dtype:
+            raise ShapeError(f"carry: output {output!r} cannot become input {input!r}: shapes "
+                             f"or dtypes differ")
+        self._carries[input.id] = output
+        held = {t.id: data for t, _, data in self._held_parameters(self._graph)}
+        if input.id in held:
+            self._carried_data[input.id] = _to_storage(_to_numpy(held[input.id]).reshape(-1),
+                                                       input.dtype)
+
+    def value(self, input) -> np.ndarray:
+        """The data input ``input`` holds now, as a numpy array of its shape: for a carried
+        input (``carry``), its output's value once an execute has carried it."""
+        name = self._input_name(input, "value")
+        if input.id in self._carries and self._carried_data.get(input.id) is None:
+            return self.get(self._carries[input.id])
+        storage = self._carried_data.get(input.id)
+        if storage is None:
+            held = {t.id: data for t, _, data in self._held_parameters(self._graph)}
+            if input.id not in held:
+                raise ShapeError(f"value: the runtime keeps no readable copy of input '{name}' "
+                                 f"(only of parameters and carried inputs)")
+            return np.asarray(_to_numpy(held[input.id])).reshape(input.shape)
+        return _from_storage(storage, input.dtype).reshape(input.shape)
 
     def _output_id(self, tensor) -> int:
         self._check_tensor(tensor, "get")
@@ -211,6 +259,9 @@ class Runtime:
         if out is None:
             raise ShapeError(f"get: {tensor!r} is not an output; call .output() on it before "
                              f"search")
+        if out not in self._compiled_outputs:
+            raise ShapeError(f"get: {tensor!r} was made an output after the search; search "
+                             f"again to compile it")
         return self._ids.get(out, out)
 
     def get(self, tensor) -> np.ndarray:

@@ -6,11 +6,30 @@ indices built from Iota; writes (scatter) are one-hot compares summed. Not here:
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .._core import Expr
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from .shape_utils import broadcast_shapes, const, product
 from .tensor_utils import where
+
+
+class AxesLayout(NamedTuple):
+    """What autograd reads of a gather_axes Gather: x as (pre, indexed block, post), the
+    block's dims, and the index tensors into them, which broadcast to ``shape``."""
+    pre: list
+    block_dims: list
+    post: list
+    indices: list
+    shape: list
+
+
+class AlongAxisLayout(NamedTuple):
+    """What autograd reads of a torch-style ``gather(dim, index)``: out[s] is x at s with
+    s[axis] replaced by index[s]."""
+    axis: int
+    index: object
 
 
 def _contiguous_strides(dims) -> list:
@@ -96,7 +115,11 @@ def gather_axes(x, axes: list, indices: list):
     if post:
         inner = g.iota(Expr("z"), product(post))
         flat = flat + inner.reshape([Expr(1)] * (p + nb) + post)
-    return x._gather(flat)
+    out = x._gather(flat)
+    # what the gradient reads (autograd): x as (pre, indexed block, post), the block's
+    # dims and the index tensors into them, broadcast to shape
+    g._gather_layouts[out.id] = AxesLayout(pre, dims[p:p + k], post, indices, shape)
+    return out
 
 
 class IndexOps:
@@ -186,7 +209,9 @@ class IndexOps:
             n = index.st.dims[e]
             coord = g.iota(Expr("z") * strides[e], n)
             flat = flat + coord.reshape([Expr(1)] * e + [n] + [Expr(1)] * (self.ndim - e - 1))
-        return self._gather(flat)
+        out = self._gather(flat)
+        g._gather_layouts[out.id] = AlongAxisLayout(axis, index)
+        return out
 
     def take_along_dim(self, indices, dim=None):
         indices = _check_index(self, indices, "take_along_dim")

@@ -82,3 +82,33 @@ def normal(graph, shape: list, seed: int):
 def _check_seed(seed) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ShapeError(f"rand: seed must be an int, got {seed!r}")
+
+
+class RandomState:
+    """A graph's running random counter, for random numbers that differ on every execute
+    (dropout in training): an int32 scalar input; each draw reads the next range of
+    counters after it, and ``next_value()`` (an output) is the counter past every draw, which
+    a train step carries back into the input (Runtime.carry). Made by ``Graph.random_state``.
+    """
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.input = graph.tensor((), dt.int32, name="random.state")
+        self.drawn = Expr(0)  # counters used so far by this graph's draws
+        self._next = None
+
+    def uniform(self, shape: list):
+        """Uniform in [0, 1) of ``shape`` from the next counters."""
+        if self._next is not None:
+            raise ShapeError("random state: a draw after next_value() would reuse counters")
+        count = product(shape)
+        start = self.input + self.graph.constant(self.drawn, dt.int32)
+        self.drawn = self.drawn + count
+        counter = self.graph.iota(Expr("z"), count) + start
+        return _unit(hash_bits(counter)).reshape(shape)
+
+    def next_value(self):
+        """The state after every draw (an output; built once)."""
+        if self._next is None:
+            self._next = (self.input + self.graph.constant(self.drawn, dt.int32)).output()
+        return self._next

@@ -1,10 +1,11 @@
 """luminal.nn: neural-network building blocks. ``luminal.nn.functional`` holds
 torch.nn.functional's ops by the same names; the modules with parameters are re-exported here
 from their files, one concept each: module.py (the Module base class, Parameter, Buffer,
-ModuleList), layers.py, mlp.py, rotary.py, attention.py, kv_cache.py, transformer.py."""
+ModuleList), layers.py, dropout.py, mlp.py, rotary.py, attention.py, kv_cache.py, transformer.py."""
 
 from . import functional
 from .attention import MultiHeadAttention
+from .dropout import Dropout
 from .kv_cache import KVCache, KVCacheBuffers
 from .layers import Conv1d, Conv2d, Embedding, LayerNorm, Linear, RMSNorm
 from .mlp import MLP, SwiGLU
@@ -14,7 +15,7 @@ from .transformer import TransformerDecoderLayer, TransformerEncoderLayer
 
 __all__ = [
     "functional",
-    "Buffer", "Conv1d", "Conv2d", "Embedding", "KVCache", "KVCacheBuffers", "LayerNorm", "Linear",
+    "Buffer", "Conv1d", "Conv2d", "Dropout", "Embedding", "KVCache", "KVCacheBuffers", "LayerNorm", "Linear",
     "MLP", "Module", "ModuleList", "MultiHeadAttention", "Parameter", "RMSNorm", "RotaryEmbedding", "SwiGLU",
     "TransformerDecoderLayer", "TransformerEncoderLayer", "default_inv_freq", "llama3_inv_freq",
 ]

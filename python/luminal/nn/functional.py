@@ -22,7 +22,16 @@ from .conv import (
     conv_transpose3d,
 )
 from .interpolate import interpolate
-from .loss import cross_entropy, l1_loss, mse_loss, nll_loss
+from .loss import (
+    binary_cross_entropy_with_logits,
+    cross_entropy,
+    huber_loss,
+    kl_div,
+    l1_loss,
+    mse_loss,
+    nll_loss,
+    smooth_l1_loss,
+)
 from .normalization import batch_norm, group_norm, layer_norm, rms_norm
 from .pooling import (
     adaptive_avg_pool1d,
@@ -49,15 +58,18 @@ def log_softmax(input, dim=None, _stacklevel: int = 3, dtype=None):
 
 # ---- layers without parameters of their own ------------------------------------------
 def dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
-    """Identity. Unlike torch (whose default is training=True), ``training`` defaults to
-    False: a luminal graph is for inference and has no random state, so dropout with
-    ``training=True`` and ``p > 0`` raises NotImplementedError."""
+    """Identity unless ``training`` (unlike torch, whose default is training=True: a luminal
+    graph is usually for inference). Training: each element is zeroed with probability ``p``
+    and the rest scaled by 1 / (1 - p), from the graph's random state (``cx.random_state()``),
+    so the mask is new on every execute of a train step that carries the state."""
     if not 0.0 <= p <= 1.0:
         raise ShapeError(f"dropout: probability p must be in [0, 1], got {p}")
-    if training and p > 0.0:
-        raise NotImplementedError("dropout: training=True with p > 0 needs random numbers; "
-                                  "luminal graphs are deterministic (use training=False)")
-    return input
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = input.graph.random_state().uniform(list(input.st.dims)) >= p
+    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
 
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,

@@ -1,13 +1,14 @@
 """Losses with torch.nn.functional's names and arguments: cross_entropy (class indices or
-class probabilities; weight, ignore_index, label_smoothing), nll_loss, mse_loss, l1_loss.
+class probabilities; weight, ignore_index, label_smoothing), nll_loss, mse_loss, l1_loss,
+smooth_l1_loss, huber_loss, binary_cross_entropy_with_logits, kl_div.
 reduction is 'mean', 'sum' or 'none'. Class indices are int tensors."""
 
 from __future__ import annotations
 
 from .. import dtype as dt
-from .._core import Expr
 from ..errors import DTypeError, ShapeError
 from ..hl_ops.shape_utils import as_expr, const_int
+from ..hl_ops.tensor_utils import where
 
 
 def _reduce(loss, reduction: str, op: str):
@@ -47,10 +48,9 @@ def _pick(logp, target, cdim: int):
     """logp at each target class: (N, C, *d) and (N, *d) -> (N, *d). Targets must be valid."""
     moved = logp.permute([0] + list(range(2, logp.ndim)) + [1]) if cdim == 1 else logp
     classes = logp.st.dims[cdim]
-    flat_target = target.reshape(-1)
-    rows = flat_target.st.dims[0]
-    index = logp.graph.iota(Expr("z") * classes, rows) + flat_target
-    return moved._gather(index).reshape(list(target.st.dims))
+    rows = target.st.numel()
+    picked = moved.reshape(rows, classes).gather(1, target.reshape(rows, 1))
+    return picked.reshape(list(target.st.dims))
 
 
 def _nll_terms(logp, target, weight, ignore_index: int, op: str):
@@ -147,3 +147,54 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     return _pointwise_loss(input, target, reduction, "l1_loss", lambda d: d.abs())
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
+                   beta: float = 1.0):
+    """0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    return _pointwise_loss(input, target, reduction, "smooth_l1_loss",
+                           lambda d: where(d.abs() < beta, d * d * (0.5 / beta),
+                                           d.abs() - 0.5 * beta))
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0):
+    """0.5 d^2 where |d| <= delta, else delta (|d| - 0.5 delta)."""
+    return _pointwise_loss(input, target, reduction, "huber_loss",
+                           lambda d: where(d.abs() <= delta, d * d * 0.5,
+                                           (d.abs() - 0.5 * delta) * delta))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction: str = "mean", pos_weight=None):
+    """torch's stable form: (1 - t) x + (1 + (pos_weight - 1) t) (log1p(exp(-|x|)) + max(-x, 0))."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    x, t = input.broadcast_together(target.to(input.dtype), "binary_cross_entropy_with_logits")
+    softplus_neg = (-x.abs()).exp().log1p() + (-x).clamp_min(0.0)
+    scale = 1.0 if pos_weight is None else (pos_weight - 1.0) * t + 1.0
+    loss = (1.0 - t) * x + softplus_neg * scale
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction, "binary_cross_entropy_with_logits")
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False):
+    """target (log target - input), input being log-probabilities; 0 where target is 0.
+    reduction 'batchmean' divides the sum by the first dim."""
+    op = "kl_div"
+    if reduction == "batchmean":
+        total = kl_div(input, target, reduction="sum", log_target=log_target)
+        if not input.ndim:
+            return total
+        batch = input.graph.constant(input.st.dims[0], dt.int32).to(total.dtype)
+        return total / batch
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    x, t = input.broadcast_together(target.to(input.dtype), op)
+    if log_target:
+        loss = t.exp() * (t - x)
+    else:  # xlogy(t, t): 0 at t == 0
+        loss = where(t > 0.0, t * t.clamp_min(1e-38).log(), 0.0) - t * x
+    return _reduce(loss, reduction, op)

@@ -61,6 +61,7 @@ class Module:
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_named", False)
+        object.__setattr__(self, "training", True)  # as torch: train() / eval() switch it
 
     def __setattr__(self, name, value):
         if "_params" not in self.__dict__:
@@ -109,6 +110,16 @@ class Module:
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no forward")
+
+    def train(self, mode: bool = True):
+        """Sets ``training`` on this module and every sub-module (dropout reads it) for the
+        graphs built from now on; returns self."""
+        for _, module in self.named_modules():
+            object.__setattr__(module, "training", bool(mode))
+        return self
+
+    def eval(self):
+        return self.train(False)
 
     # ---- weights -----------------------------------------------------------------------
     def load_state_dict(self, runtime, state_dict, strict: bool = True, source: str = "",

@@ -19,6 +19,7 @@ import torch  # noqa: E402
 import transformers  # noqa: E402
 
 from luminal.cli import make_runtime  # noqa: E402
+from models import median_time  # noqa: E402  (benchmarks/models.py)
 from luminal.models.audio import log_mel_spectrogram  # noqa: E402
 from luminal.models.whisper import WhisperForConditionalGeneration, WhisperSession  # noqa: E402
 
@@ -40,15 +41,6 @@ def random_whisper(path, size):
     model = transformers.WhisperForConditionalGeneration(config).eval()
     model.save_pretrained(path)
     return model
-
-
-def median(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
 
 
 def torch_greedy(hf, features, start, tokens):
@@ -97,9 +89,9 @@ def main():
         compile_s = time.perf_counter() - start
         sot = model.config.decoder_start_token_id
 
-        ours_enc = median(lambda: session.encode(features), args.repeats)
+        ours_enc = median_time(lambda: session.encode(features), args.repeats)
         with torch.no_grad():
-            torch_enc = median(lambda: hf.model.encoder(torch.from_numpy(features)),
+            torch_enc = median_time(lambda: hf.model.encoder(torch.from_numpy(features)),
                                args.repeats)
         ours_ids, ours_s = luminal_greedy(session, sot, args.tokens)
         torch_ids, torch_s = torch_greedy(hf, features, sot, args.tokens)

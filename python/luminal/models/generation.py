@@ -72,26 +72,33 @@ class CausalLMSession:
     def step(self, ids) -> np.ndarray:
         """Runs ``ids`` (batch, s) after what the caches hold; returns logits (batch, s or 1,
         vocab) as float32 and extends the caches."""
-        ids = np.asarray(ids, dtype=np.int32)
-        if ids.ndim == 1:
-            ids = ids[None, :]
-        if ids.ndim != 2 or ids.shape[0] != self.batch or ids.shape[1] == 0:
-            raise ShapeError(f"step: ids must be (batch={self.batch}, s >= 1), got {ids.shape}")
-        vocab = self._vocab_size()
-        if vocab is not None and (ids.min() < 0 or ids.max() >= vocab):
-            bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
-            raise ShapeError(f"step: token id {bad} is out of range for the model's vocabulary "
-                             f"of {vocab} (a tokenizer that does not match the model?)")
-        limit = getattr(self.model, "max_context", None)
-        if limit is not None and self.past + ids.shape[1] > limit:
-            raise ShapeError(f"step: {self.past} cached + {ids.shape[1]} new tokens exceed the "
-                             f"context of {limit} (raise max_context)")
-        rt = self.runtime
-        rt.set_data(self.ids, ids)
-        self.cache_buffers.bind(rt)
-        rt.execute({"s": int(ids.shape[1]), "p": self.past})
-        self.cache_buffers.append(rt, int(ids.shape[1]))
-        return rt.get(self.logits)
+        return run_cached_step(self, ids, self._vocab_size(),
+                               getattr(self.model, "max_context", None))
+
+
+def run_cached_step(session, ids, vocab: int | None, limit: int | None) -> np.ndarray:
+    """Runs token ``ids`` (batch, s) on ``session`` (its runtime, ids input, logits output
+    and cache_buffers) after the positions its caches hold, checked against the vocabulary
+    and the context ``limit``; returns the logits and extends the caches."""
+    ids = np.asarray(ids, dtype=np.int32)
+    if ids.ndim == 1:
+        ids = ids[None, :]
+    if ids.ndim != 2 or ids.shape[0] != session.batch or ids.shape[1] == 0:
+        raise ShapeError(f"step: ids must be (batch={session.batch}, s >= 1), got {ids.shape}")
+    if vocab is not None and (ids.min() < 0 or ids.max() >= vocab):
+        bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
+        raise ShapeError(f"step: token id {bad} is out of range for the model's vocabulary "
+                         f"of {vocab} (a tokenizer that does not match the model?)")
+    past = session.cache_buffers.length
+    if limit is not None and past + ids.shape[1] > limit:
+        raise ShapeError(f"step: {past} cached + {ids.shape[1]} new tokens exceed the "
+                         f"context of {limit}")
+    rt = session.runtime
+    rt.set_data(session.ids, ids)
+    session.cache_buffers.bind(rt)
+    rt.execute({"s": int(ids.shape[1]), "p": past})
+    session.cache_buffers.append(rt, int(ids.shape[1]))
+    return rt.get(session.logits)
 
 
 @dataclass

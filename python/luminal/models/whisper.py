@@ -29,6 +29,7 @@ from ..runtime import NativeRuntime
 from ..weights.renamed import RenamedWeights
 from ..weights.safetensors import load_safetensors
 from .config import ConfigValues, read_config, read_json, weights_dtype
+from .generation import run_cached_step
 
 
 @dataclass
@@ -319,24 +320,8 @@ class WhisperSession:
     def step(self, ids) -> np.ndarray:
         """Runs decoder tokens ``ids`` (batch, s) after the cached ones; returns the last
         position's logits (batch, 1, vocab)."""
-        ids = np.asarray(ids, np.int32)
-        if ids.ndim == 1:
-            ids = ids[None, :]
         c = self.model.config
-        if ids.ndim != 2 or ids.shape[0] != self.batch or ids.shape[1] == 0:
-            raise ShapeError(f"step: ids must be (batch={self.batch}, s >= 1), got {ids.shape}")
-        if ids.min() < 0 or ids.max() >= c.vocab_size:
-            raise ShapeError(f"step: token ids must be in [0, {c.vocab_size}), got "
-                             f"{int(ids.min())}..{int(ids.max())}")
-        if self.past + ids.shape[1] > c.max_target_positions:
-            raise ShapeError(f"step: {self.past} cached + {ids.shape[1]} new tokens exceed the "
-                             f"decoder's {c.max_target_positions} positions")
-        rt = self.runtime
-        rt.set_data(self.ids, ids)
-        self.cache_buffers.bind(rt)
-        rt.execute({"s": int(ids.shape[1]), "p": self.past})
-        self.cache_buffers.append(rt, int(ids.shape[1]))
-        return rt.get(self.logits)
+        return run_cached_step(self, ids, c.vocab_size, c.max_target_positions)
 
     def generate(self, features, prompt_ids=None, max_new_tokens: int = 64,
                  suppress=(), begin_suppress=()) -> list:

@@ -109,7 +109,7 @@ CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
     for (BufferId b : program.kernels[k].reads()) l.buffers.push_back(b);
     plan.launches.push_back(l);
   }
-  for (const Buffer& b : program.buffers) plan.numel.push_back(b.numel.eval(dims));
+  plan.numel = buffer_numels(graph, program, dyn_map, "cuda_launch_plan");
   plan.buffers = program.buffers;
   return plan;
 }
@@ -348,10 +348,11 @@ void CudaRuntime::execute(const DynMap& dyn_map) {
   check_compiled(compiled_, "execute");
   check_symbols(program_.dims, dyn_map);
   DynMap dims = program_dims(dyn_map);
+  std::vector<int64_t> numel = buffer_numels(graph_, program_, dyn_map, "execute");
   for (const auto& [node, buffer] : input_buffer_) {
     auto it = inputs_.find(buffer);
     int64_t count = it == inputs_.end() ? -1 : it->second.count;
-    check_input_count(graph_, node, count, program_.buffers[buffer].numel.eval(dims));
+    check_input_count(graph_, node, count, numel[buffer]);
   }
   make_current();
   prepare(dims);

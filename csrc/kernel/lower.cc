@@ -241,7 +241,7 @@ class Lowerer {
     load.dtype = p_.buffers[load.buffer].dtype;
     load.index = physical_index(v, didx);
     load.valid = logical_and(ctx, mask_of(v, didx));
-    load.binds.push_back(Bind{symbol, index, product(v.dims)});
+    load.binds.push_back(Bind{symbol, index, product(v.dims), ctx});
     return add(std::move(load));
   }
 

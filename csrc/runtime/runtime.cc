@@ -55,6 +55,20 @@ std::vector<int64_t> buffer_numels(const Graph& graph, const Program& program,
   return numel;
 }
 
+void throw_index_fault(const Graph& graph, const DynMap& dyn_map) {
+  std::string gathers;
+  for (NodeId id : graph.topo_order()) {
+    const Node& n = graph.node(id);
+    if (n.op != OpKind::Gather) continue;
+    const ShapeTracker& data = n.inputs[0].view;
+    gathers += std::string(gathers.empty() ? "" : ", ") + "Gather %" + std::to_string(id) +
+               " of data " + dims_to_string(data.dims) + " (" +
+               std::to_string(product(data.dims).eval(dyn_map)) + " elements)";
+  }
+  throw ShapeError("execute: Gather: an index is out of range for its data (" + gathers +
+                   "); the outputs of this run are not valid");
+}
+
 void check_compiled(bool compiled, const char* fn) {
   if (!compiled) throw ShapeError(std::string(fn) + ": the runtime has no compiled graph");
 }

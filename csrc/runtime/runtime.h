@@ -95,6 +95,9 @@ const HostBuffer& output_value(const std::map<NodeId, HostBuffer>& outputs, Node
 // execute's checks: a compiled graph, a value for every symbol in `symbols`, and for an input,
 // data of the element count its shape has under the dims (`count` < 0: no data set).
 void check_compiled(bool compiled, const char* fn);
+// After a run whose index fault flag is set (codegen kIndexFault): a ShapeError naming the
+// graph's Gathers, as NativeRuntime's error for an index out of range reads.
+[[noreturn]] void throw_index_fault(const Graph& graph, const DynMap& dyn_map);
 void check_symbols(const std::vector<std::string>& symbols, const DynMap& dyn_map);
 void check_input_count(const Graph& graph, NodeId input, int64_t count, int64_t expected);
 

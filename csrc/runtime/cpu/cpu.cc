@@ -210,7 +210,9 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
       pointers[b.id] = out.bytes.data();
     }
   }
+  if (loaded_.index_fault) *loaded_.index_fault = 0;
   loaded_.run(pointers.data(), dims.data(), options_.threads, seconds, now_seconds);
+  if (loaded_.index_fault && *loaded_.index_fault) throw_index_fault(graph_, dyn_map);
 }
 
 CpuMemoryUse CpuRuntime::memory() const {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "codegen/c_like.h"
 #include "core/errors.h"
 #include "runtime/disk_cache.h"
 #include "runtime/cpu/process_pool.h"
@@ -171,6 +172,7 @@ bool try_load(const std::string& object_path, LoadedProgram& out) {
   }
   out.handle = handle;
   out.run = reinterpret_cast<decltype(out.run)>(sym);
+  out.index_fault = static_cast<int32_t*>(dlsym(handle, kIndexFault));
   return true;
 }
 
@@ -273,6 +275,7 @@ void unload_program(LoadedProgram& program) {
   if (program.handle) dlclose(program.handle);
   program.handle = nullptr;
   program.run = nullptr;
+  program.index_fault = nullptr;
 }
 
 }  // namespace luminal

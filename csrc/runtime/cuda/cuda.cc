@@ -195,6 +195,7 @@ void CudaRuntime::release_program() {
   release_graph();
   if (module_) driver_->cuModuleUnload(module_);
   module_ = nullptr;
+  index_fault_ = 0;
   functions_.clear();
 }
 
@@ -220,6 +221,11 @@ void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
     driver_->check(driver_->cuModuleGetFunction(&f, module_, l.name.c_str()),
                    "cuModuleGetFunction");
     functions_.push_back(f);
+  }
+  if (reads_bound_indices(program)) {
+    size_t bytes = 0;
+    driver_->check(driver_->cuModuleGetGlobal(&index_fault_, &bytes, module_, kIndexFault),
+                   "cuModuleGetGlobal");
   }
   graph_ = graph;
   program_ = std::move(program);
@@ -360,6 +366,18 @@ void CudaRuntime::execute(const DynMap& dyn_map) {
   driver_->check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
   last_dyn_map_ = dyn_map;
   outputs_stale_ = true;
+  check_index_fault(dyn_map);
+}
+
+void CudaRuntime::check_index_fault(const DynMap& dyn_map) {
+  if (!index_fault_) return;
+  int32_t fault = 0;
+  driver_->check(driver_->cuMemcpyDtoH(&fault, index_fault_, sizeof fault), "cuMemcpyDtoH");
+  if (!fault) return;
+  driver_->check(driver_->cuMemsetD8Async(index_fault_, 0, sizeof fault, stream_),
+                 "cuMemsetD8Async");
+  driver_->check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  throw_index_fault(graph_, dyn_map);
 }
 
 const HostBuffer& CudaRuntime::get(NodeId output) const {

@@ -365,9 +365,11 @@ class _SearchRun:
         self.original = _core.identity_program(self.g)  # the graph as written
         self.original_text = self.original.text()
         rules_text = _core.all_rules_text(self.rules)
-        # What a cache entry records it was made with, and must match when loaded.
+        # What a cache entry records it was made with, and must match when loaded: the core,
+        # the rules and the graph (an entry copied or renamed to another graph's key fails).
         self.made_with = {"core": __version__,
-                          "rules": hashlib.sha256(rules_text.encode()).hexdigest()}
+                          "rules": hashlib.sha256(rules_text.encode()).hexdigest(),
+                          "graph": hashlib.sha256(self.original_text.encode()).hexdigest()}
         self.key = search_cache.make_key(self.original_text, self.core_rt.name,
                                          search_cache.device_name(runtime), __version__,
                                          rules_text)

@@ -144,3 +144,50 @@ def test_the_c_api_reports_a_size_past_the_limit(tmp_path):
     status, message = run.stdout.splitlines()[0].split("\t")
     assert status == "LM_SHAPE_ERROR"
     assert "output" in message and "(2147483648, 2147483648)" in message
+
+
+# ---- the search's check inputs ---------------------------------------------------------
+
+def lookup_graph(vocab, dim=64):
+    cx = lm.Graph()
+    table = cx.tensor((vocab, dim))
+    ids = cx.tensor((3,), lm.int32)
+    (table.index_select(0, ids) * 2.0).output()
+    return cx
+
+
+@pytest.mark.parametrize("vocab,message", [
+    (2**42, "needs more than 256 TiB"),
+    (2**38, "do not fit in this machine's memory"),
+])
+def test_check_inputs_too_big_to_draw_are_a_shape_error(vocab, message):
+    """An absurd vocabulary: the search's random check inputs for the table cannot be drawn.
+    A ShapeError naming the input, not numpy's MemoryError."""
+    if "memory" in message and open("/proc/sys/vm/overcommit_memory").read().strip() == "1":
+        pytest.skip("memory overcommitted always: the draw would succeed, then kill")
+    cx = lookup_graph(vocab)
+    with pytest.raises(lm.ShapeError, match=f"search: input '.*' of shape \\({vocab}, 64\\).*"
+                                            f"{message}"):
+        cx.search(lm.NativeRuntime(), 2, progress=False, cache=False)
+
+
+def test_check_inputs_are_drawn_once_in_their_storage_dtype():
+    """The search's check inputs hold each input once per input set in its own dtype: no
+    float64 copies of the weights (a multi-GB spike for a real model). Peak numpy memory of
+    a budget-2 search of a lookup in a 16 MiB f32 table (bf16: 8 MiB) stays under two copies
+    of the table (the ordinary set and the base of the extra sets) and some slack."""
+    import tracemalloc
+
+    for dtype, itemsize in ((lm.float32, 4), (lm.bfloat16, 2)):
+        cx = lm.Graph()
+        table = cx.tensor((65536, 64), dtype)
+        ids = cx.tensor((3,), lm.int32)
+        (table.index_select(0, ids) * 2.0).output()
+        table_bytes = 65536 * 64 * itemsize
+        tracemalloc.start()
+        try:
+            cx.search(lm.NativeRuntime(), 2, progress=False, cache=False)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 2 * table_bytes + (4 << 20), (dtype, peak, table_bytes)

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "core/sizes.h"
 #include "ir/graph.h"
 
 namespace nb = nanobind;
@@ -22,6 +23,7 @@ void init_ir(nb::module_& m) {
       .value("Bool", DType::Bool);
   m.def("dtype_name", &dtype_name);
   m.def("dtype_size", &dtype_size);
+  m.attr("max_buffer_bytes") = kMaxBufferBytes;
   m.def("schedule_to_string", &schedule_to_string, "schedule"_a);
 
   nb::enum_<OpKind> ops(m, "OpKind");

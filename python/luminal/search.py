@@ -496,6 +496,7 @@ class _SearchRun:
         self.report.reference = "native" if reference == "native" else \
             f"{self.core_rt.name} running the graph as written"
         ref_rt = _core.NativeRuntime() if reference == "native" else self.core_rt
+        self.inputs = None
         try:
             # The compile (C++, GIL released: a runtime's compilers run as processes) and the
             # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
@@ -507,6 +508,8 @@ class _SearchRun:
                 ordinary = CheckSet("ordinary", self.inputs, self.dims, strict=True)
                 ordinary.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
         except LuminalError as e:
+            if self.inputs is None:
+                raise  # inputs too big to draw (random_inputs): nothing can run the graph
             # E.g. Gather indices out of range: keep the graph as written.
             self.programs = [self.original]
             self.texts = _Texts(self.programs)

@@ -15,6 +15,7 @@ import numpy as np
 from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
+from .sizes import numpy_can_hold
 
 _MAGIC = b"GGUF"
 # ggml tensor types we read: type id -> (name, numpy storage dtype, luminal dtype)
@@ -132,6 +133,9 @@ class GGUFFile(Mapping):
 
     def _nbytes(self, name, shape, kind) -> int:
         count = math.prod(shape)  # Python ints: no wrap-around
+        if not numpy_can_hold(shape, 4):  # 4: the widest array a tensor becomes (f32)
+            raise WeightsError(f"{self.path}: bad GGUF tensor '{name}': shape {list(shape)} is "
+                               f"too big for an array")
         if kind in _PLAIN:
             return count * _PLAIN[kind][1].itemsize
         if kind == GGML_Q8_0:

@@ -134,8 +134,8 @@ class GGUFFile(Mapping):
     def _nbytes(self, name, shape, kind) -> int:
         count = math.prod(shape)  # Python ints: no wrap-around
         if not numpy_can_hold(shape, 4):  # 4: the widest array a tensor becomes (f32)
-            raise WeightsError(f"{self.path}: bad GGUF tensor '{name}': shape {list(shape)} is "
-                               f"too big for an array")
+            raise WeightsError(f"{self.path}: bad GGUF tensor '{name}': shape {list(shape)} needs "
+                               f"more bytes than an array can hold")
         if kind in _PLAIN:
             return count * _PLAIN[kind][1].itemsize
         if kind == GGML_Q8_0:

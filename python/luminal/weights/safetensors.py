@@ -94,7 +94,7 @@ class SafeTensorsFile(Mapping):
             raise WeightsError(f"{bad}: data_offsets {offsets!r} are not [begin, end]")
         np_dtype = _DTYPES[kind][0]
         if not numpy_can_hold(shape, np_dtype.itemsize):
-            raise WeightsError(f"{bad}: shape {shape} is too big for an array")
+            raise WeightsError(f"{bad}: shape {shape} needs more bytes than an array can hold")
         want = math.prod(shape) * np_dtype.itemsize  # Python ints: no wrap-around
         if offsets[1] - offsets[0] != want:
             raise WeightsError(f"{bad}: {kind} shape {shape} needs {want} bytes, the offsets "

@@ -52,12 +52,17 @@ def assemble(build: str) -> str:
 def main() -> int:
     build = os.path.abspath(sys.argv[1])
     pkg = assemble(build)
-    cc = os.environ.get("CC", "cc")
-    libasan = subprocess.run([cc, "-print-file-name=libasan.so"], capture_output=True,
-                             text=True, check=True).stdout.strip()
+    cxx = os.environ.get("CXX", "c++")
+
+    def runtime_library(name: str) -> str:
+        return subprocess.run([cxx, f"-print-file-name={name}"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([pkg, os.path.join(ROOT, "tests")])
-    env["LD_PRELOAD"] = libasan
+    # libstdc++ loaded with libasan, before any extension: ASan intercepts __cxa_throw only
+    # when it is there at start (Python itself is C), else the first C++ throw aborts.
+    env["LD_PRELOAD"] = " ".join(runtime_library(n) for n in ("libasan.so", "libstdc++.so"))
     # Python and its extensions are not instrumented: their allocations are not leaks to
     # report, and a leak check at exit would fail every run.
     env["ASAN_OPTIONS"] = "detect_leaks=0:abort_on_error=0:halt_on_error=1"

@@ -193,6 +193,9 @@ class Emulated:
                              f"unsigned gy, unsigned gz, unsigned bx) {{ emu_run(gx, gy, gz, bx, "
                              f"[&] {{ {name}({args}); }}); }}\n")
             parts.append("}\n")
+            # The module's index fault flag (codegen kIndexFault), as CudaRuntime reads it.
+            parts.append(f'extern "C" int32_t* index_fault_{i}() '
+                         f'{{ return &emu{i}::lm_index_fault; }}\n')
             # Few multiprocessors keep grid-stride kernels to a few blocks (and striding).
             self.plans.append(_core.cuda_launch_plan(cx._g, "sm_90", tc, dyn_map, 1))
         code = "".join(parts)
@@ -229,6 +232,10 @@ class Emulated:
                     else np.full(max(numel, 1), np.nan if dtype != lm.int32 and
                                  dtype != lm.bool_ else 7).astype(storage)
                 arrays.append(fill)  # poisoned: every output element must be written
+        flag = getattr(self.lib, f"index_fault_{i}")
+        flag.restype = ctypes.POINTER(ctypes.c_int32)
+        fault = flag()
+        fault.contents.value = 0
         dim_values = [ctypes.c_int64(v) for v in dims]
         for name, grid, block, buffer_ids, empty in launches:
             if empty:
@@ -242,6 +249,8 @@ class Emulated:
             fn = getattr(self.lib, f"launch_{i}_{name}")
             fn(args, ctypes.c_uint(grid[0]), ctypes.c_uint(grid[1]), ctypes.c_uint(grid[2]),
                ctypes.c_uint(block[0]))
+        if fault.contents.value:  # as CudaRuntime.execute raises (runtime.cc throw_index_fault)
+            raise lm.ShapeError("emulated: Gather: an index is out of range for its data")
         results = []
         for t in outputs:
             out_node = cx._g.find_output(t.id, t.st)

@@ -107,7 +107,7 @@ def test_gguf_arrays_nested_too_deep_are_refused(tmp_path):
 def test_gguf_tensor_whose_size_wraps_int64_is_refused(tmp_path):
     path = tmp_path / "t.gguf"
     write_gguf(path, [], [("a", [2**32, 2**32], 0, 0)], bytes(32))
-    with pytest.raises(lm.WeightsError, match="truncated file: tensor 'a'"):
+    with pytest.raises(lm.WeightsError, match="tensor 'a'.* needs"):
         load_gguf(path)
 
 

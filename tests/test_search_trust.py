@@ -209,7 +209,7 @@ def test_a_cache_entry_is_reverified_when_loaded(tmp_path):
     hit = cache_search(tmp_path)
     assert hit.cache_hit and "recheck" in hit.phases
     entry = json.loads(open(first.cache_path).read())
-    assert set(entry["info"]["made_with"]) == {"core", "rules"}
+    assert set(entry["info"]["made_with"]) == {"core", "rules", "graph"}
     # A well-formed entry whose program computes something else (exp2 -> sqrt): not trusted.
     entry["program"] = entry["program"].replace("(Exp2", "(Sqrt")
     from luminal.search_cache import _checksum

@@ -6,6 +6,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include "core/sizes.h"
 #include "ir/graph.h"
 
 namespace nb = nanobind;
@@ -30,6 +31,7 @@ void init_ir(nb::module_& m) {
   m.def("block_values", &block_values);
   m.def("block_bytes", &block_bytes);
   m.def("storage_bytes", &storage_bytes, "dtype"_a, "count"_a);
+  m.attr("max_buffer_bytes") = kMaxBufferBytes;
   m.def("schedule_to_string", &schedule_to_string, "schedule"_a);
 
   nb::enum_<OpKind> ops(m, "OpKind");

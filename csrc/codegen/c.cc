@@ -98,6 +98,10 @@ std::string CRenderer::omp_team(const Kernel& kernel, const std::string& work) c
 
 std::string CRenderer::program_entry(const Program& program) const {
   CodeWriter w;
+  if (reads_bound_indices(program)) {
+    w.line("int32_t " + std::string(kIndexFault) + " = 0;  /* set by a Gather out of range */");
+    w.blank();
+  }
   // lm_seconds (null, or one slot per kernel) receives each kernel's time by lm_now.
   w.open("void lm_run(void** lm_buffers, const int64_t* lm_dims, int lm_threads, "
          "double* lm_seconds, double (*lm_now)(void))");

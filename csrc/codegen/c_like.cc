@@ -101,9 +101,28 @@ std::string CLikeRenderer::type_prelude() const {
          "typedef unsigned char uint8_t;\n";
 }
 
+bool reads_bound_indices(const Program& program) {
+  for (const Kernel& k : program.kernels) {
+    for (const Value& v : k.values) {
+      if (!v.binds.empty()) return true;
+    }
+  }
+  return false;
+}
+
+std::string CLikeRenderer::index_fault_declaration() const {
+  return "extern int32_t " + std::string(kIndexFault) + ";\n";
+}
+
+std::string CLikeRenderer::index_fault(const std::string& zero) const {
+  return "(__atomic_store_n(&" + std::string(kIndexFault) + ", 1, __ATOMIC_RELAXED), " + zero +
+         ")";
+}
+
 std::string CLikeRenderer::prelude(const Program& program) const {
   std::string q = helper_qualifiers() + " ";
   std::string s = type_prelude();
+  if (reads_bound_indices(program)) s += index_fault_declaration();
   s += "\n";
   s += q + "int64_t lm_floordiv(int64_t a, int64_t b) {\n"
            "  if (b == 0) return 0;\n"
@@ -235,13 +254,19 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
   switch (v.kind) {
     case ValueKind::kLoad: {
       std::string load = load_expr(v.dtype, buffer_name(v.buffer), v.index.to_c());
-      std::string cond;
+      if (!is_one(v.valid)) load = "(" + v.valid.to_c() + ") ? " + load + " : " + zero_of(v.dtype);
+      if (v.binds.empty()) return load;
+      // A bound index out of range reads 0, and where it is checked raises the index fault.
+      std::string in_range;
+      std::string checked;
       for (const Bind& b : v.binds) {
-        cond += "(" + b.symbol + " >= 0 && " + b.symbol + " < " + b.limit.to_c() + ")";
+        in_range += std::string(in_range.empty() ? "" : " && ") + "(" + b.symbol + " >= 0 && " +
+                    b.symbol + " < " + b.limit.to_c() + ")";
+        if (!is_one(b.checked)) checked += (checked.empty() ? "" : " || ") + b.checked.to_c();
       }
-      if (!is_one(v.valid)) cond += (cond.empty() ? "" : " && ") + v.valid.to_c();
-      if (cond.empty()) return load;
-      return "(" + cond + ") ? " + load + " : " + zero_of(v.dtype);
+      std::string fault = index_fault(zero_of(v.dtype));
+      if (!checked.empty()) fault = "(" + checked + ") ? " + fault + " : " + zero_of(v.dtype);
+      return "(" + in_range + ") ? (" + load + ") : (" + fault + ")";
     }
     case ValueKind::kConst:
       if (is_float(v.dtype)) return float_literal(v.number);

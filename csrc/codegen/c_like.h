@@ -27,6 +27,12 @@ class CodeWriter {
   int depth_ = 0;
 };
 
+// The flag a program's kernels set when a Gather's index is out of range (an int32_t, 0
+// before the run); the runtime reads it after the run and raises a ShapeError.
+constexpr const char* kIndexFault = "lm_index_fault";
+// Whether any kernel of `program` loads through an index read at run time (a Gather).
+bool reads_bound_indices(const Program& program);
+
 class CLikeRenderer {
  public:
   virtual ~CLikeRenderer() = default;
@@ -70,6 +76,11 @@ class CLikeRenderer {
   virtual std::string compute_type(DType dtype) const;
   // A call of the float builtin for a unary op on a float expression: "exp2f(x)".
   virtual std::string math_call(OpKind op, const std::string& x) const;
+  // The declaration of kIndexFault in a unit whose kernels read bound indices: "extern" in a
+  // C kernel unit (the driver defines it), a __device__ global in CUDA.
+  virtual std::string index_fault_declaration() const;
+  // An expression that raises kIndexFault and is `zero` (a load of an index out of range).
+  virtual std::string index_fault(const std::string& zero) const;
   // "restrict" in C, "__restrict__" in CUDA.
   virtual std::string restrict_keyword() const { return "restrict"; }
 

@@ -37,9 +37,20 @@ std::vector<VectorLoad> vector_loads(const Kernel& kernel) {
 }
 }  // namespace
 
+std::string CudaRenderer::index_fault_declaration() const {
+  return "__device__ int32_t " + std::string(kIndexFault) + ";\n";
+}
+
+std::string CudaRenderer::index_fault(const std::string& zero) const {
+  return "(" + std::string(kIndexFault) + " = 1, " + zero + ")";  // every writer writes 1
+}
+
 std::string CudaRenderer::prelude(const Program& program) const {
   std::string q = helper_qualifiers() + " ";
   std::string s = CLikeRenderer::prelude(program);
+  // Declared in every module (the base declares it only where a kernel reads bound indices):
+  // a batch of programs shares the first one's prelude, and CudaRuntime reads it from each.
+  if (!reads_bound_indices(program)) s += index_fault_declaration();
   s += "/* Warp-wide reductions with butterfly shuffles: every lane gets the result. */\n";
   s += q + "float lm_warp_sum(float x) {\n"
            "  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);\n"

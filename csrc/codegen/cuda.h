@@ -79,6 +79,8 @@ class CudaRenderer : public CLikeRenderer {
  protected:
   std::string prelude(const Program& program) const override;
   std::string helper_qualifiers() const override { return "static __device__ __forceinline__"; }
+  std::string index_fault_declaration() const override;
+  std::string index_fault(const std::string& zero) const override;
   std::string kernel_signature(const Program& program, const Kernel& kernel) const override;
   void open_output_loops(const Kernel& kernel, CodeWriter& w) const override;
   void close_output_loops(const Kernel& kernel, CodeWriter& w) const override;

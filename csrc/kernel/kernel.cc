@@ -29,8 +29,9 @@ std::string value_text(const Value& v) {
       s += " b" + std::to_string(v.buffer) + " [" + v.index.to_string() + "]";
       if (v.valid != Expr(1)) s += " (valid " + v.valid.to_string() + ")";
       for (const Bind& b : v.binds) {
-        s += " (bind " + b.symbol + " %" + std::to_string(b.value) + " " + b.limit.to_string() +
-             ")";
+        s += " (bind " + b.symbol + " %" + std::to_string(b.value) + " " + b.limit.to_string();
+        if (b.checked != Expr(1)) s += " (checked " + b.checked.to_string() + ")";
+        s += ")";
       }
       break;
     case ValueKind::kConst: {

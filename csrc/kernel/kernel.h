@@ -36,11 +36,14 @@ struct Buffer {
 };
 
 // A symbol of a load's index bound to a value read at run time (Gather): the load is valid
-// only where 0 <= value < limit, so an out-of-range index reads 0 instead of crashing.
+// only where 0 <= value < limit, so an out-of-range index reads 0 instead of crashing; where
+// `checked` holds too (the element is one the program computes, not one a view masks away)
+// it also raises the program's index fault, which the runtime reports after the run.
 struct Bind {
   std::string symbol;  // "g7"
   ValueId value = -1;  // an Int value of the same kernel
   Expr limit;          // number of elements the index may address
+  Expr checked = 1;    // where an index out of range is an error
 };
 
 // One scalar operation. values[i] reads only values[j] with j < i.

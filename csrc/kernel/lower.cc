@@ -242,7 +242,7 @@ class Lowerer {
     load.kind = ValueKind::kLoad;
     load.index = physical_index(v, didx);
     load.valid = logical_and(ctx, mask_of(v, didx));
-    load.binds.push_back(Bind{symbol, index, product(v.dims)});
+    load.binds.push_back(Bind{symbol, index, product(v.dims), ctx});
     const Node& cast = g_.node(data);
     if (buffer_of_[data] < 0 && cast.op == OpKind::Cast) {
       ShapeTracker source = rn(cast.inputs[0].view);

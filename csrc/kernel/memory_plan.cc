@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <string>
+
+#include "core/sizes.h"
 
 namespace luminal {
 
@@ -11,6 +14,14 @@ namespace {
 constexpr int64_t kAlign = 64;
 
 int64_t align_up(int64_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// A program's buffer as its size errors name it; the runtimes check sizes with the graph's
+// names first, so these are a backstop.
+DescribeTensor buffer_desc(const Buffer& b) {
+  return [&b] {
+    return "buffer " + std::to_string(b.id) + " (of node %" + std::to_string(b.node) + ")";
+  };
+}
 }  // namespace
 
 Liveness buffer_liveness(const Program& program) {
@@ -40,8 +51,10 @@ MemoryPlan plan_memory(const Program& program, const Liveness& live,
   std::vector<size_t> temps;
   for (size_t b = 0; b < n; ++b) {
     if (program.buffers[b].role != BufferRole::kTemp) continue;
-    bytes[b] = align_up(std::max<int64_t>(numel[b], 1) *
-                        static_cast<int64_t>(dtype_size(program.buffers[b].dtype)));
+    const Buffer& buffer = program.buffers[b];
+    int64_t size = checked_bytes(std::max<int64_t>(numel[b], 1), buffer.dtype,
+                                 buffer_desc(buffer));
+    bytes[b] = align_up(size);
     temps.push_back(b);
   }
   std::stable_sort(temps.begin(), temps.end(),
@@ -68,7 +81,8 @@ MemoryPlan plan_memory(const Program& program, const Liveness& live,
     }
     if (best < 0) best = cursor;
     plan.offsets[b] = best;
-    plan.arena_bytes = std::max(plan.arena_bytes, best + bytes[b]);
+    int64_t end = checked_add_bytes(best, bytes[b], buffer_desc(program.buffers[b]));
+    plan.arena_bytes = std::max(plan.arena_bytes, end);
     placed.push_back(b);
   }
   return plan;

@@ -1,4 +1,5 @@
-// 128-bit keys, mkdir -p, whole-file reads and atomic writes for the compiled-code caches.
+// 128-bit keys, mkdir -p, whole-file reads, atomic writes and seals for the compiled-code
+// caches.
 #include "runtime/disk_cache.h"
 
 #include <sys/stat.h>
@@ -10,7 +11,19 @@
 #include <random>
 #include <sstream>
 
+#ifndef LUMINAL_VERSION
+#define LUMINAL_VERSION "unknown"
+#endif
+
 namespace luminal {
+
+namespace {
+// What a seal says of `bytes` built under `key`; a change of format or version unseals all.
+std::string seal_text(const std::string& key, const std::string& bytes) {
+  return std::string("luminal cache seal 1\nversion ") + LUMINAL_VERSION + "\nkey " + key +
+         "\nbytes " + std::to_string(bytes.size()) + "\ncontent " + hex128(bytes) + "\n";
+}
+}  // namespace
 
 std::string hex128(const std::string& text) {
   return hex64(fnv1a(text)) + hex64(fnv1a(text, 0x84222325cbf29ce4ULL));
@@ -60,6 +73,23 @@ bool write_file_atomic(const std::string& path, const std::string& bytes) {
     }
   }
   return rename_into_place(tmp, path);
+}
+
+}  // namespace luminal
+
+namespace luminal {
+
+bool write_seal(const std::string& path, const std::string& key) {
+  std::optional<std::string> bytes = read_file(path);
+  return bytes && write_file_atomic(path + ".seal", seal_text(key, *bytes));
+}
+
+std::optional<std::string> read_sealed(const std::string& path, const std::string& key) {
+  std::optional<std::string> seal = read_file(path + ".seal");
+  if (!seal) return std::nullopt;
+  std::optional<std::string> bytes = read_file(path);
+  if (!bytes || *seal != seal_text(key, *bytes)) return std::nullopt;
+  return bytes;
 }
 
 }  // namespace luminal

@@ -1,6 +1,7 @@
 // Small pieces shared by the on-disk caches of compiled code (cpu_compiler, cubin_cache):
-// 128-bit keys of text (FNV-1a, core/hash.h), mkdir -p, whole-file reads and atomic
-// writes (a temporary next to the target, renamed into place). Not a cache itself.
+// 128-bit keys of text (FNV-1a, core/hash.h), mkdir -p, whole-file reads, atomic writes (a
+// temporary next to the target, renamed into place) and seals that bind an entry to what it
+// was built from. Not a cache itself.
 #pragma once
 
 #include <cstdint>
@@ -27,5 +28,15 @@ bool rename_into_place(const std::string& tmp, const std::string& path);
 // Writes `bytes` to `path` through a temporary and rename_into_place. False (errno set,
 // nothing left behind) on failure.
 bool write_file_atomic(const std::string& path, const std::string& bytes);
+
+// A seal, `path` + ".seal" beside a cache entry: the cache format and luminal version, the
+// key the entry was built under (a hash of its sources, flags and toolchain) and the entry's
+// size and content hash. Written after the entry is in place; an entry is trusted (opened,
+// dlopen'ed, linked) only while its seal holds, so one truncated by a full disk or an
+// interrupted sync, damaged, or copied from another key is rebuilt, never loaded. A missing
+// seal (an entry from an older luminal) does not hold.
+bool write_seal(const std::string& path, const std::string& key);
+// The bytes of `path` if its seal holds for `key`, else nullopt.
+std::optional<std::string> read_sealed(const std::string& path, const std::string& key);
 
 }  // namespace luminal

@@ -3,13 +3,12 @@
 #include "runtime/runtime.h"
 
 #include "core/errors.h"
+#include "core/sizes.h"
 
 namespace luminal {
 
 int64_t HostBuffer::numel() const {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
+  return checked_numel(shape, [&] { return std::string("a host buffer of ") + dtype_name(dtype); });
 }
 
 std::string TuningChoice::to_string() const {
@@ -29,6 +28,54 @@ std::string input_desc(const Graph& graph, NodeId id) {
   const Node& n = graph.node(id);
   return "input '" + n.name + "' of shape " + dims_to_string(n.shape) + " and dtype " +
          dtype_name(n.dtype);
+}
+
+std::string node_desc(const Graph& graph, NodeId id) {
+  const Node& n = graph.node(id);
+  if (n.op == OpKind::Input) return input_desc(graph, id);
+  std::string what = n.op == OpKind::Output ? std::string("output") : op_name(n.op);
+  return what + " %" + std::to_string(id) + " of shape " + dims_to_string(n.shape) +
+         " and dtype " + dtype_name(n.dtype);
+}
+
+std::string node_desc(const Graph& graph, NodeId id, const DynMap& dyn_map) {
+  std::vector<std::string> names = product(graph.node(id).shape).symbols();
+  std::string out = node_desc(graph, id);
+  for (size_t k = 0; k < names.size(); ++k) {
+    auto it = dyn_map.find(names[k]);
+    std::string value = it == dyn_map.end() ? "?" : std::to_string(it->second);
+    out += (k ? ", " : " with ") + names[k] + " = " + value;
+  }
+  return out;
+}
+
+std::vector<int64_t> buffer_numels(const Graph& graph, const Program& program,
+                                   const DynMap& dyn_map, const char* fn) {
+  std::vector<int64_t> numel(program.buffers.size());
+  std::vector<int64_t> dims;
+  for (const Buffer& b : program.buffers) {
+    const Node& n = graph.node(b.node);
+    dims.clear();
+    for (const Expr& d : n.shape) dims.push_back(d.eval(dyn_map));
+    auto what = [&] { return std::string(fn) + ": " + node_desc(graph, b.node, dyn_map); };
+    numel[b.id] = checked_numel(dims, what);
+    checked_bytes(numel[b.id], b.dtype, what);
+  }
+  return numel;
+}
+
+void throw_index_fault(const Graph& graph, const DynMap& dyn_map) {
+  std::string gathers;
+  for (NodeId id : graph.topo_order()) {
+    const Node& n = graph.node(id);
+    if (n.op != OpKind::Gather) continue;
+    const ShapeTracker& data = n.inputs[0].view;
+    gathers += std::string(gathers.empty() ? "" : ", ") + "Gather %" + std::to_string(id) +
+               " of data " + dims_to_string(data.dims) + " (" +
+               std::to_string(product(data.dims).eval(dyn_map)) + " elements)";
+  }
+  throw ShapeError("execute: Gather: an index is out of range for its data (" + gathers +
+                   "); the outputs of this run are not valid");
 }
 
 void check_compiled(bool compiled, const char* fn) {

@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/symbolic.h"
 #include "ir/graph.h"
+#include "kernel/kernel.h"
 
 namespace luminal {
 
@@ -83,6 +84,15 @@ class Runtime {
 // Shared by the runtimes' set_data / execute / get, so every runtime words its errors alike.
 // "input 'x' of shape (2, 3) and dtype f32"
 std::string input_desc(const Graph& graph, NodeId id);
+// Any node alike: an input as input_desc, else "output %5 of shape (s, s) and dtype f32".
+std::string node_desc(const Graph& graph, NodeId id);
+// node_desc with the values its shape's symbols have in `dyn_map`: "... with s = 7".
+std::string node_desc(const Graph& graph, NodeId id, const DynMap& dyn_map);
+// The element count of every buffer of `program` under `dyn_map`, each checked in elements
+// and in bytes (core/sizes.h): a negative dim or a size that does not fit is a ShapeError
+// naming the tensor (`fn`: "execute").
+std::vector<int64_t> buffer_numels(const Graph& graph, const Program& program,
+                                   const DynMap& dyn_map, const char* fn);
 // set_data's checks: a compiled graph, an Input node, its dtype, and its element count where
 // the shape is known. Throws ShapeError / DTypeError.
 void check_set_data(const Graph& graph, bool compiled, NodeId input, int64_t count,
@@ -92,6 +102,9 @@ const HostBuffer& output_value(const std::map<NodeId, HostBuffer>& outputs, Node
 // execute's checks: a compiled graph, a value for every symbol in `symbols`, and for an input,
 // data of the element count its shape has under the dims (`count` < 0: no data set).
 void check_compiled(bool compiled, const char* fn);
+// After a run whose index fault flag is set (codegen kIndexFault): a ShapeError naming the
+// graph's Gathers, as NativeRuntime's error for an index out of range reads.
+[[noreturn]] void throw_index_fault(const Graph& graph, const DynMap& dyn_map);
 void check_symbols(const std::vector<std::string>& symbols, const DynMap& dyn_map);
 void check_input_count(const Graph& graph, NodeId input, int64_t count, int64_t expected);
 

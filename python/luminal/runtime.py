@@ -279,6 +279,20 @@ class NativeRuntime(Runtime):
     _core_type = _core.NativeRuntime
 
 
+def _writable_dir(path: str) -> bool:
+    """Whether ``path`` is (or can be made) a directory this process can create files in: a
+    cache that cannot be written only costs speed, never a failed compile."""
+    import os
+    import tempfile
+
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            return True
+    except OSError:
+        return False
+
+
 class CpuRuntime(Runtime):
     """Generated C kernels compiled by the system compiler (cached on disk), run with OpenMP.
 
@@ -305,6 +319,13 @@ class CpuRuntime(Runtime):
             cache_dir = os.environ.get("LUMINAL_CPU_CACHE") or os.path.join(
                 os.path.expanduser("~"), ".cache", "luminal", "cpu")
         scratch = None
+        if os.fspath(cache_dir) != "" and not _writable_dir(os.fspath(cache_dir)):
+            import warnings
+
+            warnings.warn(f"the CPU kernel cache {os.fspath(cache_dir)} cannot be written; "
+                          "compiling into a temporary directory (nothing is kept for next time)",
+                          RuntimeWarning, stacklevel=2)
+            cache_dir = ""
         if os.fspath(cache_dir) == "":
             import tempfile
 

@@ -365,9 +365,11 @@ class _SearchRun:
         self.original = _core.identity_program(self.g)  # the graph as written
         self.original_text = self.original.text()
         rules_text = _core.all_rules_text(self.rules)
-        # What a cache entry records it was made with, and must match when loaded.
+        # What a cache entry records it was made with, and must match when loaded: the core,
+        # the rules and the graph (an entry copied or renamed to another graph's key fails).
         self.made_with = {"core": __version__,
-                          "rules": hashlib.sha256(rules_text.encode()).hexdigest()}
+                          "rules": hashlib.sha256(rules_text.encode()).hexdigest(),
+                          "graph": hashlib.sha256(self.original_text.encode()).hexdigest()}
         self.key = search_cache.make_key(self.original_text, self.core_rt.name,
                                          search_cache.device_name(runtime), __version__,
                                          rules_text)
@@ -494,6 +496,7 @@ class _SearchRun:
         self.report.reference = "native" if reference == "native" else \
             f"{self.core_rt.name} running the graph as written"
         ref_rt = _core.NativeRuntime() if reference == "native" else self.core_rt
+        self.inputs = None
         try:
             # The compile (C++, GIL released: a runtime's compilers run as processes) and the
             # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
@@ -505,6 +508,8 @@ class _SearchRun:
                 ordinary = CheckSet("ordinary", self.inputs, self.dims, strict=True)
                 ordinary.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
         except LuminalError as e:
+            if self.inputs is None:
+                raise  # inputs too big to draw (random_inputs): nothing can run the graph
             # E.g. Gather indices out of range: keep the graph as written.
             self.programs = [self.original]
             self.texts = _Texts(self.programs)

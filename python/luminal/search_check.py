@@ -6,11 +6,14 @@ candidates or of the reference (python/luminal/search.py does that).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from . import _core
 from . import dtype as dt
+from .errors import ShapeError
 from .runtime import _from_storage, _to_storage
 
 # Per output dtype, (floor, rtol): an element passes when |got - want| <= floor * scale +
@@ -76,30 +79,46 @@ def random_blocks(rng, count: int, dtype) -> np.ndarray:
 
 
 def _input_shapes(g, dims: dict) -> list:
-    """(dtype, element count) of each input of g, by position."""
+    """(dtype, element count) of each input of g, by position: counts in Python ints, each
+    input's size checked as the runtimes check it (core/sizes.h): too big is a ShapeError
+    naming the input, before any memory is drawn for it."""
     out = []
     for node in g.inputs():
-        shape = [d.eval(dims) if not d.is_const() else d.as_const() for d in g.node_shape(node)]
-        out.append((g.node_dtype(node), int(np.prod(shape, dtype=np.int64))))
+        dims_of = g.node_shape(node)
+        shape = [d.eval(dims) if not d.is_const() else d.as_const() for d in dims_of]
+        dtype = g.node_dtype(node)
+        count = math.prod(shape)
+        if count * np.dtype(dt.storage(dtype)).itemsize > _core.max_buffer_bytes:
+            raise ShapeError(f"search: input '{g.node_name(node)}' of shape {tuple(shape)} "
+                             f"needs more than {_core.max_buffer_bytes >> 40} TiB, the most a "
+                             f"buffer may hold")
+        out.append((dtype, count, g.node_name(node), shape))
     return out
 
 
 def random_inputs(g, dims: dict, seed: int) -> list:
     """The ordinary set's inputs, deterministic for the seed: floats in +-[0.5, 2)
     (random_floats), quantized blocks of such values (random_blocks), ints in [0, 4), bools
-    0 or 1."""
+    0 or 1. Each drawn in its storage dtype, once (no wider copies: a model's weights are most
+    of it); one this machine cannot hold is a ShapeError naming the input, not a
+    MemoryError."""
     rng = np.random.default_rng(seed)
     out = []
-    for dtype, count in _input_shapes(g, dims):
-        if dt.is_float(dtype):
-            out.append((dtype, random_floats(rng, count, dtype)))
-            continue
-        if dt.is_quantized(dtype):
-            out.append((dtype, random_blocks(rng, count, dtype)))
-            continue
-        high = 2 if dtype == dt.bool_ else 4
-        values = rng.integers(0, high, size=count, dtype=np.int32)
-        out.append((dtype, _to_storage(values, dtype)))
+    for dtype, count, name, shape in _input_shapes(g, dims):
+        try:
+            if dt.is_float(dtype):
+                out.append((dtype, random_floats(rng, count, dtype)))
+                continue
+            if dt.is_quantized(dtype):
+                out.append((dtype, random_blocks(rng, count, dtype)))
+                continue
+            high = 2 if dtype == dt.bool_ else 4
+            values = rng.integers(0, high, size=count, dtype=np.int32)
+            out.append((dtype, _to_storage(values, dtype)))
+        except MemoryError:
+            raise ShapeError(f"search: input '{name}' of shape {tuple(shape)}: its check "
+                             f"inputs ({count} elements) do not fit in this machine's "
+                             f"memory") from None
     return out
 
 

@@ -10,6 +10,7 @@
 #include "codegen/c.h"
 #include "codegen/c_schedule.h"
 #include "core/errors.h"
+#include "core/sizes.h"
 #include "kernel/lower.h"
 #include "runtime/runtime_rules.h"
 
@@ -176,31 +177,22 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
   check_symbols(program_.dims, dyn_map);
   std::vector<int64_t> dims;
   for (const std::string& s : program_.dims) dims.push_back(dyn_map.at(s));
-  std::vector<int64_t> numel(program_.buffers.size());
+  std::vector<int64_t> numel = buffer_numels(graph_, program_, dyn_map, "execute");
   std::vector<void*> pointers(program_.buffers.size(), nullptr);
   for (const Buffer& b : program_.buffers) {
-    const Node& n = graph_.node(b.node);
-    int64_t count = 1;
-    for (const Expr& d : n.shape) {
-      int64_t v = d.eval(dyn_map);
-      if (v < 0) {
-        throw ShapeError("execute: dimension " + d.to_string() + " is negative (" +
-                         std::to_string(v) + ")");
-      }
-      count *= v;
-    }
-    numel[b.id] = count;
     if (b.role != BufferRole::kInput) continue;
     auto it = inputs_.find(b.node);
-    check_input_count(graph_, b.node, it == inputs_.end() ? -1 : it->second.count, count);
+    check_input_count(graph_, b.node, it == inputs_.end() ? -1 : it->second.count, numel[b.id]);
     pointers[b.id] = const_cast<void*>(it->second.data);
   }
   if (!plan_valid_ || dims != plan_dims_) {
+    plan_valid_ = false;
     plan_ = plan_memory(program_, liveness_, numel);
+    auto what = [] { return std::string("execute: the arena of temporary buffers"); };
+    int64_t need = checked_add_bytes(plan_.arena_bytes, kArenaAlign, what);
+    if (static_cast<int64_t>(arena_.size()) < need) allocate_bytes(arena_, need, what);
     plan_dims_ = dims;
     plan_valid_ = true;
-    size_t need = static_cast<size_t>(plan_.arena_bytes + kArenaAlign);
-    if (arena_.size() < need) arena_.assign(need, 0);
   }
   uintptr_t base = reinterpret_cast<uintptr_t>(arena_.data());
   base = (base + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
@@ -213,11 +205,14 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
       out.dtype = b.dtype;
       out.shape.clear();
       for (const Expr& d : n.shape) out.shape.push_back(d.eval(dyn_map));
-      out.bytes.resize(static_cast<size_t>(numel[b.id]) * dtype_size(b.dtype));
+      allocate_bytes(out.bytes, numel[b.id] * static_cast<int64_t>(dtype_size(b.dtype)),
+                     [&] { return "execute: " + node_desc(graph_, b.node, dyn_map); });
       pointers[b.id] = out.bytes.data();
     }
   }
+  if (loaded_.index_fault) *loaded_.index_fault = 0;
   loaded_.run(pointers.data(), dims.data(), options_.threads, seconds, now_seconds);
+  if (loaded_.index_fault && *loaded_.index_fault) throw_index_fault(graph_, dyn_map);
 }
 
 CpuMemoryUse CpuRuntime::memory() const {

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "codegen/c_like.h"
 #include "core/errors.h"
 #include "runtime/disk_cache.h"
 #include "runtime/cpu/process_pool.h"
@@ -147,6 +148,8 @@ void compile_objects(std::vector<ObjectEntry*> todo, const std::string& compiler
     } else if (!rename_into_place(temps[i], todo[i]->object_path) && error.empty()) {
       error = "cpu runtime: cannot rename " + temps[i] + " to " + todo[i]->object_path + ": " +
               std::strerror(errno);
+    } else {
+      write_seal(todo[i]->object_path, todo[i]->key);  // unsealed: compiled again next time
     }
   }
   if (!error.empty()) throw CompileError(error);
@@ -171,13 +174,15 @@ bool try_load(const std::string& object_path, LoadedProgram& out) {
   }
   out.handle = handle;
   out.run = reinterpret_cast<decltype(out.run)>(sym);
+  out.index_fault = static_cast<int32_t*>(dlsym(handle, kIndexFault));
   return true;
 }
 
 // Compiles the driver, links it with the objects into out.object_path and loads it; the error
 // message, or "" once loaded.
 std::string link_and_load(const std::vector<ObjectEntry>& objects, const std::string& compiler,
-                          const std::vector<std::string>& flags, LoadedProgram& out) {
+                          const std::vector<std::string>& flags, const std::string& key,
+                          LoadedProgram& out) {
   std::string tmp = temp_path(out.object_path);
   std::vector<std::string> argv = {compiler};
   argv.insert(argv.end(), flags.begin(), flags.end());
@@ -193,6 +198,7 @@ std::string link_and_load(const std::vector<ObjectEntry>& objects, const std::st
     return "cpu runtime: cannot rename " + tmp + " to " + out.object_path + ": " +
            std::strerror(errno);
   }
+  write_seal(out.object_path, key);  // unsealed: linked again next time
   if (!try_load(out.object_path, out)) {
     const char* why = dlerror();
     return "cpu runtime: cannot load " + out.object_path + ": " + (why ? why : "no lm_run");
@@ -237,8 +243,8 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  struct stat st;
-  if (stat(out.object_path.c_str(), &st) == 0 && try_load(out.object_path, out)) {
+  // dlopen of a truncated file can kill the process (SIGBUS): only a sealed one is opened.
+  if (read_sealed(out.object_path, key) && try_load(out.object_path, out)) {
     out.stats.seconds = seconds();
     return out;
   }
@@ -248,19 +254,20 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
   jobs = std::max(jobs, 1);
   std::vector<ObjectEntry*> missing;
   for (ObjectEntry& e : objects) {
-    if (!looks_like_object(e.object_path)) missing.push_back(&e);
+    bool sealed = read_sealed(e.object_path, e.key).has_value();
+    if (!sealed || !looks_like_object(e.object_path)) missing.push_back(&e);
   }
   compile_objects(missing, options.compiler, flags, jobs, dir);
   out.stats.objects_compiled = static_cast<int>(missing.size());
   write_or_throw(out.source_path, program.driver.source);
-  std::string error = link_and_load(objects, options.compiler, link_flags, out);
+  std::string error = link_and_load(objects, options.compiler, link_flags, key, out);
   if (!error.empty() && missing.size() < objects.size()) {
     // A cached object may be damaged in a way the header check cannot see: rebuild them all.
     std::vector<ObjectEntry*> all;
     for (ObjectEntry& e : objects) all.push_back(&e);
     compile_objects(all, options.compiler, flags, jobs, dir);
     out.stats.objects_compiled = static_cast<int>(all.size());
-    error = link_and_load(objects, options.compiler, link_flags, out);
+    error = link_and_load(objects, options.compiler, link_flags, key, out);
   }
   if (!error.empty()) throw CompileError(error);
   out.compiled = true;
@@ -273,6 +280,7 @@ void unload_program(LoadedProgram& program) {
   if (program.handle) dlclose(program.handle);
   program.handle = nullptr;
   program.run = nullptr;
+  program.index_fault = nullptr;
 }
 
 }  // namespace luminal

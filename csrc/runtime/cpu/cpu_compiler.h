@@ -45,6 +45,9 @@ struct LoadedProgram {
   // seconds: null, or one slot per kernel for the time each took, measured with now().
   void (*run)(void** buffers, const int64_t* dims, int threads, double* seconds,
               double (*now)(void)) = nullptr;
+  // The program's index fault flag (codegen kIndexFault), or null where no kernel reads a
+  // bound index: 0 before a run, non-zero after one whose Gather read out of range.
+  int32_t* index_fault = nullptr;
   std::string object_path;  // the cached .so
   std::string source_path;  // the saved driver source (kernel sources sit beside it)
   bool compiled = false;    // false when the cache had the whole program

@@ -1,4 +1,4 @@
-// CubinCache: FNV-1a keys and atomic file writes, both from runtime/disk_cache.h.
+// CubinCache: FNV-1a keys, atomic file writes and seals, all from runtime/disk_cache.h.
 #include "runtime/cuda/cubin_cache.h"
 
 #include "runtime/disk_cache.h"
@@ -14,14 +14,15 @@ std::string CubinCache::key(const std::string& source, int nvrtc_major, int nvrt
 
 std::optional<std::string> CubinCache::load(const std::string& key) const {
   if (dir_.empty()) return std::nullopt;
-  std::optional<std::string> bytes = read_file(path(key));
+  std::optional<std::string> bytes = read_sealed(path(key), key);
   if (!bytes || bytes->empty()) return std::nullopt;
   return bytes;
 }
 
 void CubinCache::store(const std::string& key, const std::string& cubin) const {
   if (dir_.empty() || !make_dirs(dir_)) return;
-  write_file_atomic(path(key), cubin);  // best effort: a failed write leaves no entry
+  // Best effort: a failed write leaves no entry, a failed seal one that is not trusted.
+  if (write_file_atomic(path(key), cubin)) write_seal(path(key), key);
 }
 
 }  // namespace luminal::cuda

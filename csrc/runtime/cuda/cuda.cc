@@ -109,7 +109,7 @@ CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
     for (BufferId b : program.kernels[k].reads()) l.buffers.push_back(b);
     plan.launches.push_back(l);
   }
-  for (const Buffer& b : program.buffers) plan.numel.push_back(b.numel.eval(dims));
+  plan.numel = buffer_numels(graph, program, dyn_map, "cuda_launch_plan");
   plan.buffers = program.buffers;
   return plan;
 }
@@ -195,6 +195,7 @@ void CudaRuntime::release_program() {
   release_graph();
   if (module_) driver_->cuModuleUnload(module_);
   module_ = nullptr;
+  index_fault_ = 0;
   functions_.clear();
 }
 
@@ -220,6 +221,11 @@ void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
     driver_->check(driver_->cuModuleGetFunction(&f, module_, l.name.c_str()),
                    "cuModuleGetFunction");
     functions_.push_back(f);
+  }
+  if (reads_bound_indices(program)) {
+    size_t bytes = 0;
+    driver_->check(driver_->cuModuleGetGlobal(&index_fault_, &bytes, module_, kIndexFault),
+                   "cuModuleGetGlobal");
   }
   graph_ = graph;
   program_ = std::move(program);
@@ -348,10 +354,11 @@ void CudaRuntime::execute(const DynMap& dyn_map) {
   check_compiled(compiled_, "execute");
   check_symbols(program_.dims, dyn_map);
   DynMap dims = program_dims(dyn_map);
+  std::vector<int64_t> numel = buffer_numels(graph_, program_, dyn_map, "execute");
   for (const auto& [node, buffer] : input_buffer_) {
     auto it = inputs_.find(buffer);
     int64_t count = it == inputs_.end() ? -1 : it->second.count;
-    check_input_count(graph_, node, count, program_.buffers[buffer].numel.eval(dims));
+    check_input_count(graph_, node, count, numel[buffer]);
   }
   make_current();
   prepare(dims);
@@ -359,6 +366,18 @@ void CudaRuntime::execute(const DynMap& dyn_map) {
   driver_->check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
   last_dyn_map_ = dyn_map;
   outputs_stale_ = true;
+  check_index_fault(dyn_map);
+}
+
+void CudaRuntime::check_index_fault(const DynMap& dyn_map) {
+  if (!index_fault_) return;
+  int32_t fault = 0;
+  driver_->check(driver_->cuMemcpyDtoH(&fault, index_fault_, sizeof fault), "cuMemcpyDtoH");
+  if (!fault) return;
+  driver_->check(driver_->cuMemsetD8Async(index_fault_, 0, sizeof fault, stream_),
+                 "cuMemsetD8Async");
+  driver_->check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  throw_index_fault(graph_, dyn_map);
 }
 
 const HostBuffer& CudaRuntime::get(NodeId output) const {

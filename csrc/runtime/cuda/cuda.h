@@ -121,6 +121,8 @@ class CudaRuntime : public Runtime {
   void release_graph();
   DynMap program_dims(const DynMap& dyn_map) const;
   void prepare(const DynMap& dyn_map);  // plan memory and capture the graph if needed
+  // After a run: a ShapeError if a Gather read an index out of range (the flag cleared).
+  void check_index_fault(const DynMap& dyn_map);
   cuda::CUdeviceptr alloc(int64_t bytes);
 
   std::shared_ptr<cuda::Driver> driver_;
@@ -142,6 +144,9 @@ class CudaRuntime : public Runtime {
   std::string source_;
   std::vector<cuda::KernelLaunch> launches_;
   cuda::CUmodule module_ = nullptr;
+  // The module's index fault flag (codegen kIndexFault) where a kernel reads a bound index,
+  // else 0: read after every execute, cleared after a fault.
+  cuda::CUdeviceptr index_fault_ = 0;
   std::vector<cuda::CUfunction> functions_;
   std::map<NodeId, BufferId> input_buffer_;   // HLIR Input node -> its buffer
   std::map<NodeId, BufferId> output_buffer_;  // HLIR Output node -> its buffer

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "codegen/c_like.h"
+#include "core/sizes.h"
 #include "kernel/lower.h"
 
 namespace luminal::cuda {
@@ -20,7 +21,11 @@ ArenaLayout arena_layout(const Program& program, const Liveness& live, const Dyn
   a.offsets.assign(nb, -1);
   for (size_t b = 0; b < nb; ++b) {
     a.numel[b] = program.buffers[b].numel.eval(dims);
-    a.bytes[b] = storage_bytes(program.buffers[b].dtype, a.numel[b]);
+    const Buffer& buffer = program.buffers[b];
+    a.bytes[b] = checked_bytes(a.numel[b], buffer.dtype, [&] {
+      return "the CUDA arena: buffer " + std::to_string(b) + " (of node %" +
+             std::to_string(buffer.node) + ")";
+    });
   }
   MemoryPlan plan = plan_memory(program, live, a.numel);
   a.total = align_up(plan.arena_bytes);
@@ -29,7 +34,9 @@ ArenaLayout arena_layout(const Program& program, const Liveness& live, const Dyn
     if (buf.role == BufferRole::kTemp) a.offsets[b] = plan.offsets[b];
     if (buf.role == BufferRole::kOutput) {
       a.offsets[b] = a.total;
-      a.total += align_up(std::max<int64_t>(a.bytes[b], 1));
+      a.total = checked_add_bytes(a.total, align_up(std::max<int64_t>(a.bytes[b], 1)), [] {
+        return std::string("the CUDA arena");
+      });
     }
   }
   return a;

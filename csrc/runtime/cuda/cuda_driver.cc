@@ -65,6 +65,7 @@ std::shared_ptr<Driver> Driver::load(const std::string& library) {
   resolve(h, library, d->cuModuleLoadData, {"cuModuleLoadData"});
   resolve(h, library, d->cuModuleUnload, {"cuModuleUnload"});
   resolve(h, library, d->cuModuleGetFunction, {"cuModuleGetFunction"});
+  resolve(h, library, d->cuModuleGetGlobal, {"cuModuleGetGlobal_v2"});
   resolve(h, library, d->cuFuncSetAttribute, {"cuFuncSetAttribute"});
   resolve(h, library, d->cuLaunchKernel, {"cuLaunchKernel"});
   resolve(h, library, d->cuStreamCreate, {"cuStreamCreate"});

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "core/quant.h"
+#include "core/sizes.h"
 #include "ir/scalar_ops.h"
 
 namespace luminal {
@@ -134,11 +135,13 @@ void store_any(HostBuffer& b, int64_t i, double v) {
   }
 }
 
-HostBuffer make_buffer(DType dtype, std::vector<int64_t> shape) {
+// A zeroed buffer of `shape`, its size checked (core/sizes.h) in the name `what` gives.
+HostBuffer make_buffer(DType dtype, std::vector<int64_t> shape, const DescribeTensor& what) {
   HostBuffer b;
   b.dtype = dtype;
   b.shape = std::move(shape);
-  b.bytes.assign(static_cast<size_t>(storage_bytes(dtype, b.numel())), 0);
+  int64_t bytes = checked_bytes(checked_numel(b.shape, what), dtype, what);
+  allocate_bytes(b.bytes, bytes, what);
   return b;
 }
 
@@ -242,7 +245,8 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
     std::vector<int64_t> shape = evaluate(n.shape, dyn_map);
     std::vector<ConcreteView> views;
     for (const Edge& e : n.inputs) views.push_back(evaluate(e.view, dyn_map));
-    HostBuffer out = make_buffer(n.dtype, shape);
+    HostBuffer out =
+        make_buffer(n.dtype, shape, [&] { return "execute: " + node_desc(graph_, id, dyn_map); });
     auto in = [&](size_t k) -> const HostBuffer& { return values[n.inputs[k].node]; };
     switch (n.op) {
       case OpKind::Input:
@@ -322,8 +326,9 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
       }
       case OpKind::Gather: {
         const ConcreteView& dv = views[0];
-        int64_t data_numel = 1;
-        for (int64_t d : dv.dims) data_numel *= d;
+        int64_t data_numel = checked_numel(dv.dims, [&] {
+          return "execute: the data Gather %" + std::to_string(id) + " reads";
+        });
         std::vector<int64_t> didx(dv.dims.size());
         for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
           int64_t g = read_i(in(1), views[1], idx);

@@ -17,6 +17,7 @@ from .. import _core
 from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
+from .sizes import numpy_can_hold
 
 _MAGIC = b"GGUF"
 # ggml tensor types we read: type id -> (name, numpy storage dtype, luminal dtype)
@@ -141,6 +142,9 @@ class GGUFFile(Mapping):
 
     def _nbytes(self, name, shape, kind) -> int:
         count = math.prod(shape)  # Python ints: no wrap-around
+        if not numpy_can_hold(shape, 4):  # 4: the widest array a tensor becomes (f32)
+            raise WeightsError(f"{self.path}: bad GGUF tensor '{name}': shape {list(shape)} needs "
+                               f"more bytes than an array can hold")
         if kind in _PLAIN:
             return count * _PLAIN[kind][1].itemsize
         if kind in _QUANTIZED:

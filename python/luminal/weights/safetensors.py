@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
+from .sizes import numpy_can_hold
 
 # safetensors dtype name -> (numpy storage dtype, luminal dtype or None when converted)
 _DTYPES = {
@@ -84,7 +85,7 @@ class SafeTensorsFile(Mapping):
         if not isinstance(entry, dict) or not {"dtype", "shape", "data_offsets"} <= set(entry):
             raise WeightsError(f"{bad}: needs dtype, shape and data_offsets")
         kind, shape, offsets = entry["dtype"], entry["shape"], entry["data_offsets"]
-        if kind not in _DTYPES:
+        if not isinstance(kind, str) or kind not in _DTYPES:
             raise WeightsError(f"{bad}: unsupported dtype {kind!r}")
         if not isinstance(shape, list) or not all(isinstance(d, int) and d >= 0 for d in shape):
             raise WeightsError(f"{bad}: shape {shape!r} is not a list of sizes")
@@ -92,6 +93,8 @@ class SafeTensorsFile(Mapping):
         if not ints or len(offsets) != 2 or not 0 <= offsets[0] <= offsets[1]:
             raise WeightsError(f"{bad}: data_offsets {offsets!r} are not [begin, end]")
         np_dtype = _DTYPES[kind][0]
+        if not numpy_can_hold(shape, np_dtype.itemsize):
+            raise WeightsError(f"{bad}: shape {shape} needs more bytes than an array can hold")
         want = math.prod(shape) * np_dtype.itemsize  # Python ints: no wrap-around
         if offsets[1] - offsets[0] != want:
             raise WeightsError(f"{bad}: {kind} shape {shape} needs {want} bytes, the offsets "

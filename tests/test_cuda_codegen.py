@@ -130,10 +130,21 @@ def all_graphs():
     return graphs
 
 
+# Of the kernel classes sm_80 renders as sm_90 does (most), every SHARED_SAMPLE-th compiles for
+# it too; those it renders otherwise all do. (Both in full took 4 minutes of the suite.)
+SHARED_SAMPLE = 8
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_conformance_compiles(arch, all_graphs):
-    """Every conformance graph's kernels, by class, compile to CUBIN."""
+    """Every conformance graph's kernels, by class, compile to CUBIN for sm_90; for sm_80 the
+    classes it renders differently and a sample of the others."""
     prelude, classes = kernel_classes(all_graphs, arch, {})
+    if arch != ARCHS[0]:
+        _, first = kernel_classes(all_graphs, ARCHS[0], {})
+        shared = [k for k in classes if k in first]
+        keep = set(shared[::SHARED_SAMPLE]) | {k for k in classes if k not in first}
+        classes = {k: v for k, v in classes.items() if k in keep}
     compile_classes(prelude, classes, arch, f"the conformance tables ({arch})")
 
 

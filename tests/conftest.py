@@ -43,6 +43,19 @@ def runtime(request):
     return RUNTIMES[request.param]
 
 
+def unwritable_dir(tmp_path):
+    """A cache directory path that cannot be written: read-only, or for root (who writes
+    through permissions) a file where the directory should be."""
+    if os.geteuid() == 0:
+        blocked = tmp_path / "cache"
+        blocked.write_text("not a directory")
+    else:
+        blocked = tmp_path / "ro"
+        blocked.mkdir()
+        blocked.chmod(0o500)
+    return blocked
+
+
 def run(cx, feeds, outputs, runtime=lm.NativeRuntime, dyn_map=None):
     """Marks ``outputs``, compiles ``cx`` on ``runtime``, sets ``feeds`` and executes.
     Returns the outputs as numpy arrays."""

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import luminal as lm
+from conftest import unwritable_dir
 
 PROGRAM = """
 import gc, glob, os, shutil, sys, numpy as np, luminal as lm
@@ -93,13 +94,7 @@ def test_damaged_and_foreign_cache_entries_are_rebuilt(tmp_path):
 
 
 def test_an_unwritable_cpu_cache_only_costs_speed(tmp_path):
-    if os.geteuid() == 0:  # root writes through permissions: a file where the dir should be
-        blocked = tmp_path / "cache"
-        blocked.write_text("not a directory")
-    else:
-        blocked = tmp_path / "ro"
-        blocked.mkdir()
-        blocked.chmod(0o500)
+    blocked = unwritable_dir(tmp_path)
     cx = lm.Graph()
     x = cx.tensor((4,))
     y = (x * 2.0 + 1.0).output()

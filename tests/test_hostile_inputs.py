@@ -335,15 +335,9 @@ def test_dims_beyond_int64_are_shape_errors():
 def test_a_read_only_search_cache_does_not_fail_the_search(tmp_path, capsys):
     """Storing the result is a courtesy: a cache directory that cannot be written leaves the
     search's result intact and says so on stderr."""
-    import os
+    from conftest import unwritable_dir
 
-    if os.geteuid() == 0:  # root writes through permissions: a file where the dir should be
-        blocked = tmp_path / "cache"
-        blocked.write_text("not a directory")
-    else:
-        blocked = tmp_path / "ro"
-        blocked.mkdir()
-        blocked.chmod(0o500)
+    blocked = unwritable_dir(tmp_path)
     cx = lm.Graph()
     x = cx.tensor((4,))
     y = (x * 2.0 + 1.0).output()

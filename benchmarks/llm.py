@@ -159,11 +159,8 @@ def run_torch(path: str, dtype_name: str, args) -> dict:
 def run_luminal(path: str, args, f32: bool = False) -> dict:
     """luminal on the model's bf16 weights as they are stored, or (``f32``) widened to f32 at
     load (the f32-weight decode, bound by twice the bytes)."""
-    import numpy as np
-
     import luminal as lm
     from luminal.models import AutoModelForCausalLM, CausalLMSession
-    from luminal.models.generation import GenerationStats, generate
 
     t0 = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(path, max_context=args.prompt_tokens + args.decode + 8,
@@ -171,24 +168,37 @@ def run_luminal(path: str, args, f32: bool = False) -> dict:
     rt = lm.CpuRuntime(threads=args.threads, cache_dir=args.cache_dir)
     session = CausalLMSession(model, rt, search=args.search)
     compile_s = time.perf_counter() - t0
-    vocab = model.config.vocab_size
-    long_prompt = np.array([prompt_ids(args.prompt_tokens, vocab)], np.int32)
-    session.reset()
-    session.step(long_prompt)  # warm-up of the prefill shape
-    session.reset()
-    t0 = time.perf_counter()
-    session.step(long_prompt)
-    ttft = time.perf_counter() - t0
-    stats = GenerationStats()
-    short = prompt_ids(args.short_prompt, vocab)
-    list(generate(session, short, 2))  # warm-up of the decode shape
-    tokens = list(generate(session, short, args.decode, stats=stats))
+    ttft, stats, tokens = time_session(session, args.prompt_tokens, args.short_prompt,
+                                       args.decode)
     report = session.graph.last_search_report
     return {"engine": "luminal cpu, f32 weights" if f32 else "luminal cpu",
             "weight_bytes": 4 if f32 else 2, "tokens": tokens,
             "decode_tok_s": stats.tokens_per_second,
             "ttft_s": ttft, "compile_s": compile_s, "memory": rt.memory(),
             "search": str(report).splitlines()[0] if report else ""}
+
+
+def time_session(session, prompt_tokens: int, short_prompt: int, decode: int):
+    """(prefill seconds of a ``prompt_tokens`` prompt, GenerationStats of ``decode`` greedy
+    tokens after a ``short_prompt``-token prompt, those tokens) of a CausalLMSession, each
+    shape run once first."""
+    import numpy as np
+
+    from luminal.models.generation import GenerationStats, generate
+
+    vocab = session.model.config.vocab_size
+    long_prompt = np.array([prompt_ids(prompt_tokens, vocab)], np.int32)
+    session.reset()
+    session.step(long_prompt)  # warm-up of the prefill shape
+    session.reset()
+    t0 = time.perf_counter()
+    session.step(long_prompt)
+    prefill = time.perf_counter() - t0
+    stats = GenerationStats()
+    short = prompt_ids(short_prompt, vocab)
+    list(generate(session, short, 2))  # warm-up of the decode shape
+    tokens = list(generate(session, short, decode, stats=stats))
+    return prefill, stats, tokens
 
 
 def peak_rss() -> int:

@@ -23,7 +23,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bandwidth import read_bandwidth  # noqa: E402
-from llm import add_model_args, prompt_ids  # noqa: E402
+from llm import add_model_args, prompt_ids, time_session  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
 add_model_args(ap)
@@ -52,29 +52,15 @@ def bytes_per_token(path: str) -> int:
 
 
 def run_luminal(path: str, args) -> dict:
-    import numpy as np
-
     import luminal as lm
     from luminal.models import CausalLMSession
-    from luminal.models.generation import GenerationStats, generate
     from luminal.models.llama import LlamaForCausalLM
 
     t0 = time.perf_counter()
     model = LlamaForCausalLM.from_gguf(path, max_context=args.prompt_tokens + args.decode + 8)
     session = CausalLMSession(model, lm.CpuRuntime(threads=args.threads), search=args.search)
     compile_s = time.perf_counter() - t0
-    vocab = model.config.vocab_size
-    prompt = np.array([prompt_ids(args.prompt_tokens, vocab)], np.int32)
-    session.reset()
-    session.step(prompt)  # warm-up of the prefill shape
-    session.reset()
-    t0 = time.perf_counter()
-    session.step(prompt)
-    prefill = time.perf_counter() - t0
-    stats = GenerationStats()
-    short = prompt_ids(10, vocab)
-    list(generate(session, short, 2))
-    tokens = list(generate(session, short, args.decode, stats=stats))
+    prefill, stats, tokens = time_session(session, args.prompt_tokens, 10, args.decode)
     return {"decode_tok_s": stats.tokens_per_second, "prompt_tok_s": args.prompt_tokens / prefill,
             "compile_s": compile_s, "tokens": tokens}
 

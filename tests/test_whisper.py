@@ -19,18 +19,24 @@ transformers = pytest.importorskip("transformers")
 RUNTIMES = ["NativeRuntime"] + (["CpuRuntime"] if hasattr(lm, "CpuRuntime") else [])
 
 
+def random_whisper(path, seed, layers, source_positions):
+    """A random transformers Whisper (vocab 96, 16 mel bins, d_model 32) saved in ``path``."""
+    torch.manual_seed(seed)
+    config = transformers.WhisperConfig(
+        vocab_size=96, num_mel_bins=16, d_model=32, encoder_layers=layers,
+        encoder_attention_heads=4, decoder_layers=layers, decoder_attention_heads=4,
+        encoder_ffn_dim=64, decoder_ffn_dim=48, max_source_positions=source_positions,
+        max_target_positions=24, decoder_start_token_id=1, eos_token_id=2, pad_token_id=0,
+        bos_token_id=1)
+    model = transformers.WhisperForConditionalGeneration(config).eval()
+    model.save_pretrained(str(path))
+    return model
+
+
 @pytest.fixture(scope="module")
 def tiny_whisper(tmp_path_factory):
     path = tmp_path_factory.mktemp("tiny_whisper")
-    torch.manual_seed(0)
-    config = transformers.WhisperConfig(
-        vocab_size=96, num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=4,
-        decoder_layers=2, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=48,
-        max_source_positions=30, max_target_positions=24, decoder_start_token_id=1,
-        eos_token_id=2, pad_token_id=0, bos_token_id=1)
-    model = transformers.WhisperForConditionalGeneration(config).eval()
-    model.save_pretrained(str(path))
-    return path, model
+    return path, random_whisper(path, 0, 2, 30)
 
 
 def _features(seed=0, mels=16, frames=60):
@@ -140,14 +146,7 @@ def whisper_dir(tmp_path_factory):
     tokenizer of its 96 ids."""
     tokenizers = pytest.importorskip("tokenizers")
     path = tmp_path_factory.mktemp("whisper_1500")
-    torch.manual_seed(1)
-    config = transformers.WhisperConfig(
-        vocab_size=96, num_mel_bins=16, d_model=32, encoder_layers=1, encoder_attention_heads=4,
-        decoder_layers=1, decoder_attention_heads=4, encoder_ffn_dim=64, decoder_ffn_dim=48,
-        max_source_positions=1500, max_target_positions=24, decoder_start_token_id=1,
-        eos_token_id=2, pad_token_id=0, bos_token_id=1)
-    model = transformers.WhisperForConditionalGeneration(config).eval()
-    model.save_pretrained(str(path))
+    model = random_whisper(path, 1, 1, 1500)
     vocab = {"<pad>": 0, "<|startoftranscript|>": 1, "<|endoftext|>": 2}
     vocab.update({f"w{i}": i for i in range(3, 96)})
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(vocab, unk_token="<pad>"))

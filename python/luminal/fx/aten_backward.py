@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 
 from ..hl_ops.joining import cat
+from ..hl_ops.shape_utils import int_tuple
 from ..nn import functional as F
 from ..nn._grid import grid_coords, iota_grid
 from .unsupported import Unsupported
@@ -51,8 +52,10 @@ def convolution_backward(grad, x, weight, bias_sizes, stride, padding, dilation,
     if transposed:
         raise Unsupported("convolution_backward of a transposed convolution")
     nd = weight.ndim - 2
-    stride, padding, dilation = (tuple(v) * (nd if len(v) == 1 else 1)
-                                 for v in (stride, padding, dilation))
+    op = "convolution_backward"
+    stride, padding, dilation = (int_tuple(v, nd, name, op, one_for_all=True) for v, name in
+                                 ((stride, "stride"), (padding, "padding"),
+                                  (dilation, "dilation")))
     want_input, want_weight, want_bias = output_mask
     gi = _input_grad(grad, weight, x.shape[2:], stride, padding, dilation, groups) \
         if want_input else None
@@ -86,10 +89,11 @@ def max_pool2d_with_indices_backward(grad, x, kernel, stride, padding, dilation,
     """The gradient of each output goes to the input place its index names: for each window
     offset k, the outputs whose index is that offset's place, placed at o * stride + k *
     dilation - padding and summed over k."""
-    kernel = tuple(kernel) * (2 if len(kernel) == 1 else 1)
-    stride = (tuple(stride) * (2 if len(stride) == 1 else 1)) or kernel
-    padding = tuple(padding) * (2 if len(padding) == 1 else 1)
-    dilation = tuple(dilation) * (2 if len(dilation) == 1 else 1)
+    op = "max_pool2d_with_indices_backward"
+    kernel = int_tuple(kernel, 2, "kernel_size", op, one_for_all=True)
+    stride = int_tuple(stride, 2, "stride", op, one_for_all=True) if len(stride) else kernel
+    padding = int_tuple(padding, 2, "padding", op, one_for_all=True)
+    dilation = int_tuple(dilation, 2, "dilation", op, one_for_all=True)
     height, width = x.shape[-2:]
     oh, ow = grad.shape[-2:]
     graph = grad.graph

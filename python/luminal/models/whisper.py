@@ -364,13 +364,12 @@ class WhisperSession:
         audio = np.asarray(audio, np.float32).reshape(-1)
         mels = self.model.config.num_mel_bins
         window = CHUNK_SECONDS * SAMPLE_RATE
-        starts = range(0, max(len(audio), 1), window)
-        first = log_mel_spectrogram(audio[:window], mels)
+        windows = [log_mel_spectrogram(audio[start:start + window], mels)
+                   for start in range(0, max(len(audio), 1), window)]
         prompt, suppress, begin = transcription_prompt(
-            model_dir, language, task, lambda ids: self.detect_language(first, ids))
+            model_dir, language, task, lambda ids: self.detect_language(windows[0], ids))
         tokens = []
-        for start in starts:
-            features = log_mel_spectrogram(audio[start:start + window], mels)
+        for features in windows:
             tokens += self.generate(features, prompt, max_new_tokens, suppress, begin)
         return tokens
 

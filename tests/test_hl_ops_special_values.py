@@ -51,7 +51,9 @@ def test_unary_special_values(op):
 
 @pytest.mark.parametrize("op", ACTIVATIONS)
 def test_activation_special_values(op):
-    compare(lambda x: getattr(x, op)(), lambda x: getattr(F, op)(x), SPECIAL)
+    # The reference in float64, rounded to float32: torch's vectorized float32 gelu returns NaN
+    # for +inf on AVX-512 machines (its scalar path and float64 return inf).
+    compare(lambda x: getattr(x, op)(), lambda x: getattr(F, op)(x.double()).float(), SPECIAL)
 
 
 @pytest.mark.parametrize("op, lo, hi", [("tanh", -10, 10), ("erf", -5, 5), ("expm1", -10, 10),

@@ -89,7 +89,7 @@ def test_a_size_the_machine_cannot_allocate_is_a_shape_error():
         for runtime in (lm.NativeRuntime(), CpuRuntime(cache_dir="")):
             cx = lm.Graph()
             cx.zeros("s", 2**22).output()
-            rt = cx.search(runtime, progress=False, cache=False)
+            rt = cx.search(runtime, 1, progress=False, cache=False)
             try:
                 rt.execute({"s": 2**22})
             except lm.ShapeError as e:

@@ -77,6 +77,25 @@ def test_per_element_tolerance_rejects_a_small_element_ten_times_off():
     assert search_check.disagreement([near], [want], [lm.float32]) == ""
 
 
+def test_disagreement_names_the_element_past_the_first_chunk_and_handles_nans():
+    """Large outputs are compared a chunk at a time: the element reported is the real one,
+    NaNs where the reference has them are skipped unless strict, and equal bits agree."""
+    want = np.random.default_rng(0).uniform(-2, 2, 3 * (1 << 20) + 5).astype(np.float32)
+    assert search_check.disagreement([want.copy()], [want], [lm.float32]) == ""
+    got = want.copy()
+    k = 2 * (1 << 20) + 3
+    got[k] += 1.0
+    assert f"element {k} is" in search_check.disagreement([got], [want], [lm.float32])
+    want_nan, got_nan = want.copy(), want.copy()
+    want_nan[k] = np.nan
+    got_nan[k] = 7.0
+    assert search_check.disagreement([got_nan], [want_nan], [lm.float32], strict=False) == ""
+    assert "(NaN)" in search_check.disagreement([got_nan], [want_nan], [lm.float32])
+    got_inf = want.copy()
+    got_inf[5] = np.inf
+    assert "element 5 is inf" in search_check.disagreement([got_inf], [want], [lm.float32])
+
+
 def test_check_sets_cover_large_magnitudes_exp2_edge_ints_and_zeros():
     cx = lm.Graph()
     a = cx.tensor((5, 7), name="a")

@@ -1,7 +1,8 @@
 """A CPU emulator for luminal's generated CUDA, for tests without a GPU: the CUDA source is
 compiled by the host C++ compiler against a small shim (blockIdx/threadIdx, __syncthreads as a
-block barrier, warp shuffles and mma.sync as warp-wide exchanges, one OS thread per CUDA
-thread), then every kernel of the program runs with the runtime's own launch plan. It checks
+block barrier, warp shuffles and mma.sync as warp-wide exchanges; each CUDA thread of a block
+a fiber on one OS thread, switched at barriers), then every kernel of the program runs with
+the runtime's own launch plan. It checks
 the kernels' logic (indexing, reductions, tiling, fragment layouts as we read the PTX ISA); it
 says nothing about speed, and it cannot check what the real mma.sync layout is."""
 
@@ -21,7 +22,7 @@ from luminal import _core
 from luminal.runtime import _from_storage, _to_storage
 
 SHIM = r"""
-#include <barrier>
+#include <ucontext.h>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -34,7 +35,7 @@ struct dim3 { unsigned x = 1, y = 1, z = 1; };
 struct uint4 { unsigned x, y, z, w; };
 struct uint2 { unsigned x, y; };
 inline uint4 make_uint4(unsigned a, unsigned b, unsigned c, unsigned d) { return {a, b, c, d}; }
-thread_local dim3 threadIdx, blockIdx;
+dim3 threadIdx, blockIdx;  // the running fiber's: set by emu_run before it resumes one
 dim3 blockDim, gridDim;
 #define __global__
 #define __device__
@@ -44,15 +45,38 @@ dim3 blockDim, gridDim;
 #define __shared__ static
 #define __align__(n) __attribute__((aligned(n)))
 
+// A barrier of `expected` fibers: the last to arrive opens it; the others yield until then.
+struct EmuBarrier {
+  unsigned expected = 0, count = 0;
+  unsigned long generation = 0;
+};
 struct EmuBlock {
-  std::unique_ptr<std::barrier<>> block;
-  std::vector<std::unique_ptr<std::barrier<>>> warps;
+  EmuBarrier block;
+  std::vector<EmuBarrier> warps;
   std::vector<unsigned> slots;  // one word per thread, for shuffles
   std::vector<unsigned> frag;   // six words per thread, for mma
 };
-thread_local EmuBlock* emu_block = nullptr;
+struct EmuFiber {
+  ucontext_t context;
+  unsigned index = 0;
+  bool done = false;
+};
+EmuBlock* emu_block = nullptr;
+EmuFiber* emu_current = nullptr;
+ucontext_t emu_scheduler;
+const std::function<void()>* emu_body = nullptr;
 
-inline void __syncthreads() { emu_block->block->arrive_and_wait(); }
+inline void emu_wait(EmuBarrier& b) {
+  unsigned long generation = b.generation;
+  if (++b.count == b.expected) {
+    b.count = 0;
+    b.generation++;
+    return;
+  }
+  while (b.generation == generation) swapcontext(&emu_current->context, &emu_scheduler);
+}
+
+inline void __syncthreads() { emu_wait(emu_block->block); }
 
 template <typename T>
 T __shfl_xor_sync(unsigned, T v, int o) {
@@ -61,9 +85,9 @@ T __shfl_xor_sync(unsigned, T v, int o) {
   unsigned bits;
   std::memcpy(&bits, &v, 4);
   emu_block->slots[threadIdx.x] = bits;
-  emu_block->warps[warp]->arrive_and_wait();
+  emu_wait(emu_block->warps[warp]);
   unsigned got = emu_block->slots[(warp << 5) | (lane ^ (unsigned)o)];
-  emu_block->warps[warp]->arrive_and_wait();
+  emu_wait(emu_block->warps[warp]);
   T r;
   std::memcpy(&r, &got, 4);
   return r;
@@ -90,7 +114,7 @@ void emu_mma(float* d, const unsigned* a, const unsigned* b) {
   for (int i = 0; i < 4; i++) s[lane * 6 + i] = a[i];
   s[lane * 6 + 4] = b[0];
   s[lane * 6 + 5] = b[1];
-  emu_block->warps[warp]->arrive_and_wait();
+  emu_wait(emu_block->warps[warp]);
   float A[16][16], B[16][8];
   auto lo = [](unsigned r) { return BF16 ? emu_bf16(r & 0xffff) : emu_f16(r & 0xffff); };
   auto hi = [](unsigned r) { return BF16 ? emu_bf16(r >> 16) : emu_f16(r >> 16); };
@@ -111,30 +135,52 @@ void emu_mma(float* d, const unsigned* a, const unsigned* b) {
     for (int k = 0; k < 16; k++) acc += A[row][k] * B[k][col];
     d[q] += acc;
   }
-  emu_block->warps[warp]->arrive_and_wait();
+  emu_wait(emu_block->warps[warp]);
 }
 
+void emu_fiber_main() {
+  (*emu_body)();
+  emu_current->done = true;  // returns to emu_scheduler (uc_link)
+}
+
+// The grid's blocks one after another (each block shares the one copy of the kernel's
+// __shared__ arrays); a block's threads are fibers resumed in turn until all have returned.
 void emu_run(unsigned gx, unsigned gy, unsigned gz, unsigned bx, const std::function<void()>& body) {
+  const size_t stack = 256 * 1024;
   gridDim = {gx, gy, gz};
   blockDim = {bx, 1, 1};
+  EmuBlock blk;
+  blk.block.expected = bx;
+  blk.warps.resize(bx / 32);
+  for (EmuBarrier& w : blk.warps) w.expected = 32;
+  blk.slots.assign(bx, 0);
+  blk.frag.assign(bx * 6, 0);
+  emu_block = &blk;
+  emu_body = &body;
+  std::vector<EmuFiber> fibers(bx);
+  std::unique_ptr<char[]> stacks(new char[stack * bx]);
   for (unsigned z = 0; z < gz; z++)
     for (unsigned y = 0; y < gy; y++)
       for (unsigned x = 0; x < gx; x++) {
-        EmuBlock blk;
-        blk.block = std::make_unique<std::barrier<>>(bx);
-        for (unsigned w = 0; w < bx / 32; w++) blk.warps.push_back(std::make_unique<std::barrier<>>(32));
-        blk.slots.assign(bx, 0);
-        blk.frag.assign(bx * 6, 0);
-        std::vector<std::thread> threads;
+        blockIdx = {x, y, z};
         for (unsigned t = 0; t < bx; t++) {
-          threads.emplace_back([&, t] {
-            threadIdx = {t, 0, 0};
-            blockIdx = {x, y, z};
-            emu_block = &blk;
-            body();
-          });
+          EmuFiber& f = fibers[t];
+          getcontext(&f.context);
+          f.context.uc_stack.ss_sp = stacks.get() + t * stack;
+          f.context.uc_stack.ss_size = stack;
+          f.context.uc_link = &emu_scheduler;
+          makecontext(&f.context, emu_fiber_main, 0);
+          f.index = t;
+          f.done = false;
         }
-        for (auto& th : threads) th.join();
+        for (unsigned live = bx; live > 0;)
+          for (EmuFiber& f : fibers) {
+            if (f.done) continue;
+            emu_current = &f;
+            threadIdx = {f.index, 0, 0};
+            swapcontext(&emu_scheduler, &f.context);
+            if (f.done) live--;
+          }
       }
 }
 """
@@ -205,7 +251,7 @@ class Emulated:
             src_path = os.path.join(workdir, f"emu_{digest}.cc")
             with open(src_path, "w") as f:
                 f.write(code)
-            cmd = [compiler(), "-std=c++20", "-O1", "-shared", "-fPIC", "-pthread", "-w",
+            cmd = [compiler(), "-std=c++20", "-O1", "-shared", "-fPIC", "-w",
                    src_path, "-o", lib]
             subprocess.run(cmd, check=True, capture_output=True, text=True)
         self.lib = ctypes.CDLL(lib)

@@ -268,3 +268,22 @@ def test_symbolic_views():
     (out,) = run(cx, {x: data}, [y])
     expected = torch.nn.functional.pad(data[1:, ::2], (1, 0)).reshape(-1)
     assert_close(out, expected)
+
+
+def test_transposed_padded_reads_and_strided_reductions_past_a_tile():
+    """Reads through transposed, padded and broadcast views of sizes past the interpreter's
+    32 x 32 tiles (partial tiles at both edges), and sums over a strided middle axis (the
+    matmul's k), against torch."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(70, 37, generator=g)
+    b = torch.randn(37, 70, generator=g)
+    cx = lm.Graph()
+    x, y = cx.tensor((70, 37)), cx.tensor((37, 70))
+    t = x.transpose(0, 1) * y  # (37, 70): x read with unit stride along the first dim
+    p = t.pad_zeros([3, 2, 1, 4])  # (42, 75)
+    m = (x.unsqueeze(-1) * y.unsqueeze(0)).sum(1)  # (70, 70): a matmul written as a product
+    outs = run(cx, {x: a, y: b}, [t, p, m])
+    want_t = a.T * b
+    assert_close(outs[0], want_t)
+    assert_close(outs[1], torch.nn.functional.pad(want_t, [3, 2, 1, 4]))
+    assert_close(outs[2], a @ b, rtol=1e-5, atol=1e-5)

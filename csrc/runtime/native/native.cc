@@ -4,6 +4,7 @@
 #include "runtime/native/native.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -145,18 +146,101 @@ HostBuffer make_buffer(DType dtype, std::vector<int64_t> shape, const DescribeTe
   return b;
 }
 
-// Walks every logical index of `dims` in row-major order, calling f(flat, index).
+// Whether any index of `v` falls in padding (a mask narrower than the dims).
+bool has_mask(const ConcreteView& v) {
+  for (size_t k = 0; k < v.dims.size(); ++k) {
+    if (v.lo[k] > 0 || v.hi[k] < v.dims[k]) return true;
+  }
+  return false;
+}
+
+int64_t locate(const ConcreteView& v, const std::vector<int64_t>& idx);
+
+// One loop of a walk over an index space: `size` steps of `step` along dim `dim`.
+struct Loop {
+  size_t dim;
+  int64_t size, step;
+};
+
+constexpr int64_t kTile = 32;
+
+// The loops of a walk over `dims`: row-major; or, where a view reads some dim b with unit
+// stride and the last dim with a larger one (a transposed read, such as a matmul's weight
+// under its broadcast product), dims b and last in kTile x kTile tiles, so that both the
+// view and the row-major output stay in cache.
+std::vector<Loop> walk(const std::vector<int64_t>& dims,
+                       const std::vector<const ConcreteView*>& views) {
+  size_t rank = dims.size();
+  size_t b = rank;
+  if (rank >= 2 && dims[rank - 1] > 1) {
+    for (const ConcreteView* v : views) {
+      if (std::llabs(v->strides[rank - 1]) <= 1) continue;
+      for (size_t k = 0; k + 1 < rank; ++k) {
+        if (dims[k] > 1 && std::llabs(v->strides[k]) == 1) b = k;
+      }
+    }
+  }
+  std::vector<Loop> loops;
+  for (size_t k = 0; k < rank; ++k) {
+    if (k != b && !(b < rank && k == rank - 1)) loops.push_back({k, dims[k], 1});
+  }
+  if (b < rank) {
+    int64_t a = static_cast<int64_t>(rank - 1);
+    loops.push_back({b, (dims[b] + kTile - 1) / kTile, kTile});
+    loops.push_back({rank - 1, (dims[a] + kTile - 1) / kTile, kTile});
+    loops.push_back({b, kTile, 1});
+    loops.push_back({rank - 1, kTile, 1});
+  }
+  return loops;
+}
+
+// Walks every logical index of `dims` once (walk's order), calling f(flat, index, at): flat
+// is the index's row-major position, at[k] the physical element of views[k] (each of rank
+// dims.size()) there, or -1 in its padding. Unmasked views' elements advance by their
+// strides as the index does; masked ones are located afresh.
 template <typename F>
-void for_each_index(const std::vector<int64_t>& dims, F f) {
+void for_each_index(const std::vector<int64_t>& dims, const std::vector<const ConcreteView*>& views,
+                    F f) {
   int64_t total = 1;
   for (int64_t d : dims) total *= d;
-  std::vector<int64_t> idx(dims.size(), 0);
-  for (int64_t flat = 0; flat < total; ++flat) {
-    f(flat, idx);
-    for (size_t k = dims.size(); k-- > 0;) {
-      if (++idx[k] < dims[k]) break;
-      idx[k] = 0;
+  if (total == 0) return;
+  size_t rank = dims.size();
+  std::vector<int64_t> row_major(rank, 1);
+  for (size_t k = rank; k-- > 1;) row_major[k - 1] = row_major[k] * dims[k];
+  std::vector<int64_t> idx(rank, 0), at(views.size()), base(views.size());
+  std::vector<char> masked(views.size());
+  for (size_t v = 0; v < views.size(); ++v) {
+    if (views[v]->dims.size() != rank) throw InternalError("a view's rank is not its node's");
+    masked[v] = has_mask(*views[v]);
+    base[v] = views[v]->offset;
+  }
+  std::vector<Loop> loops = walk(dims, views);
+  bool tiled = loops.size() > rank;
+  std::vector<int64_t> count(loops.size(), 0);
+  int64_t flat = 0;
+  while (true) {
+    bool inside = !tiled || (idx[loops.back().dim] < dims[loops.back().dim] &&
+                             idx[loops[loops.size() - 2].dim] < dims[loops[loops.size() - 2].dim]);
+    if (inside) {
+      for (size_t v = 0; v < views.size(); ++v) at[v] = masked[v] ? locate(*views[v], idx) : base[v];
+      f(flat, idx, at);
     }
+    size_t j = loops.size();
+    while (j-- > 0) {
+      const Loop& l = loops[j];
+      if (++count[j] < l.size) {
+        idx[l.dim] += l.step;
+        flat += row_major[l.dim] * l.step;
+        for (size_t v = 0; v < views.size(); ++v) base[v] += views[v]->strides[l.dim] * l.step;
+        break;
+      }
+      int64_t back = (l.size - 1) * l.step;
+      count[j] = 0;
+      idx[l.dim] -= back;
+      flat -= row_major[l.dim] * back;
+      for (size_t v = 0; v < views.size(); ++v) base[v] -= views[v]->strides[l.dim] * back;
+    }
+    if (j == static_cast<size_t>(-1)) return;
   }
 }
 
@@ -170,6 +254,30 @@ int64_t locate(const ConcreteView& v, const std::vector<int64_t>& idx) {
   return p;
 }
 
+// Whether a reduction over `axis` of `v` reads memory in order with the axis outermost: its
+// stride is larger than that of the innermost kept dim (of more than one element).
+bool reduce_axis_outer(const ConcreteView& v, size_t axis) {
+  for (size_t k = v.dims.size(); k-- > 0;) {
+    if (k == axis || v.dims[k] == 1) continue;
+    return std::llabs(v.strides[axis]) > std::llabs(v.strides[k]);
+  }
+  return false;
+}
+
+// `v` without dim `axis` (the view of one slice along it, before its offset is moved).
+ConcreteView without_axis(const ConcreteView& v, size_t axis) {
+  ConcreteView row;
+  for (size_t k = 0; k < v.dims.size(); ++k) {
+    if (k == axis) continue;
+    row.dims.push_back(v.dims[k]);
+    row.strides.push_back(v.strides[k]);
+    row.lo.push_back(v.lo[k]);
+    row.hi.push_back(v.hi[k]);
+  }
+  row.offset = v.offset;
+  return row;
+}
+
 void check_in_bounds(int64_t p, const HostBuffer& src, const char* op) {
   if (p < 0 || p >= src.numel()) {
     throw InternalError(std::string(op) + ": view reads element " + std::to_string(p) +
@@ -177,18 +285,25 @@ void check_in_bounds(int64_t p, const HostBuffer& src, const char* op) {
   }
 }
 
-double read_f(const HostBuffer& src, const ConcreteView& v, const std::vector<int64_t>& idx) {
-  int64_t p = locate(v, idx);
+// The element at physical position p (-1: padding, which reads as zero).
+double read_f(const HostBuffer& src, int64_t p) {
   if (p < 0) return 0.0;
   check_in_bounds(p, src, "read");
   return load_f(src, p);
 }
 
-int64_t read_i(const HostBuffer& src, const ConcreteView& v, const std::vector<int64_t>& idx) {
-  int64_t p = locate(v, idx);
+int64_t read_i(const HostBuffer& src, int64_t p) {
   if (p < 0) return 0;
   check_in_bounds(p, src, "read");
   return load_i(src, p);
+}
+
+double read_f(const HostBuffer& src, const ConcreteView& v, const std::vector<int64_t>& idx) {
+  return read_f(src, locate(v, idx));
+}
+
+int64_t read_i(const HostBuffer& src, const ConcreteView& v, const std::vector<int64_t>& idx) {
+  return read_i(src, locate(v, idx));
 }
 
 }  // namespace
@@ -268,8 +383,8 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
       case OpKind::Sin:
       case OpKind::Sqrt:
       case OpKind::Recip:
-        for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
-          store_f(out, flat, unary_eval(n.op, read_f(in(0), views[0], idx)));
+        for_each_index(shape, {&views[0]}, [&](int64_t flat, const auto&, const auto& at) {
+          store_f(out, flat, unary_eval(n.op, read_f(in(0), at[0])));
         });
         break;
       case OpKind::Add:
@@ -277,14 +392,15 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
       case OpKind::Mod:
       case OpKind::LessThan: {
         DType operand = in(0).dtype;
-        for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
+        for_each_index(shape, {&views[0], &views[1]}, [&](int64_t flat, const auto&,
+                                                           const auto& at) {
           if (is_float(operand)) {
-            double a = read_f(in(0), views[0], idx);
-            double b = read_f(in(1), views[1], idx);
+            double a = read_f(in(0), at[0]);
+            double b = read_f(in(1), at[1]);
             store_any(out, flat, binary_float(n.op, a, b));
           } else {
-            int64_t a = read_i(in(0), views[0], idx);
-            int64_t b = read_i(in(1), views[1], idx);
+            int64_t a = read_i(in(0), at[0]);
+            int64_t b = read_i(in(1), at[1]);
             store_i(out, flat, binary_int(n.op, a, b, operand));
           }
         });
@@ -292,28 +408,69 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
       }
       case OpKind::SumReduce:
       case OpKind::MaxReduce: {
+        // Each output folds its elements in the order r = 0, 1, ... of the reduced axis:
+        // per output (the axis innermost in memory), or over every output at once per r (a
+        // strided axis, such as a matmul's k, which would miss the cache on every element).
         const ConcreteView& v = views[0];
         size_t axis = static_cast<size_t>(n.axis);
         bool is_sum = n.op == OpKind::SumReduce;
         bool floaty = is_float(in(0).dtype);
+        double init_f = is_sum ? 0.0 : -INFINITY;
+        int64_t init_i = is_sum || in(0).dtype == DType::Bool
+                             ? 0 : std::numeric_limits<int32_t>::min();
+        auto fold_f = [&](double& acc, int64_t p) {
+          double x = read_f(in(0), p);
+          if (is_sum) {
+            acc += x;
+          } else if (std::isnan(x) || x > acc) {
+            acc = std::isnan(acc) ? acc : x;
+          }
+        };
+        auto fold_i = [&](int64_t& acc, int64_t p) {
+          int64_t x = read_i(in(0), p);
+          acc = is_sum ? acc + x : std::max(acc, x);
+        };
+        if (reduce_axis_outer(v, axis)) {
+          ConcreteView row = without_axis(v, axis);
+          int64_t count = out.numel();
+          std::vector<double> acc_f(floaty ? count : 0, init_f);
+          std::vector<int64_t> acc_i(floaty ? 0 : count, init_i);
+          for (int64_t r = 0; r < v.dims[axis]; ++r) {
+            row.offset = v.offset + r * v.strides[axis];
+            bool padding = r < v.lo[axis] || r >= v.hi[axis];
+            for_each_index(shape, {&row}, [&](int64_t flat, const auto&, const auto& at) {
+              int64_t p = padding ? -1 : at[0];
+              if (floaty) {
+                fold_f(acc_f[flat], p);
+              } else {
+                fold_i(acc_i[flat], p);
+              }
+            });
+          }
+          for (int64_t flat = 0; flat < count; ++flat) {
+            if (floaty) {
+              store_f(out, flat, acc_f[flat]);
+            } else {
+              store_i(out, flat, acc_i[flat]);
+            }
+          }
+          break;
+        }
+        bool masked = has_mask(v);
         std::vector<int64_t> full(v.dims.size());
-        for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
+        for_each_index(shape, {}, [&](int64_t flat, const std::vector<int64_t>& idx,
+                                      const auto&) {
           for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : idx[j++];
-          double acc_f = is_sum ? 0.0 : -INFINITY;
-          int64_t acc_i = is_sum ? 0 : std::numeric_limits<int32_t>::min();
-          if (!is_sum && in(0).dtype == DType::Bool) acc_i = 0;
+          int64_t first = masked ? -1 : locate(v, full);
+          double acc_f = init_f;
+          int64_t acc_i = init_i;
           for (int64_t r = 0; r < v.dims[axis]; ++r) {
             full[axis] = r;
+            int64_t p = masked ? locate(v, full) : first + r * v.strides[axis];
             if (floaty) {
-              double x = read_f(in(0), v, full);
-              if (is_sum) {
-                acc_f += x;
-              } else if (std::isnan(x) || x > acc_f) {
-                acc_f = std::isnan(acc_f) ? acc_f : x;
-              }
+              fold_f(acc_f, p);
             } else {
-              int64_t x = read_i(in(0), v, full);
-              acc_i = is_sum ? acc_i + x : std::max(acc_i, x);
+              fold_i(acc_i, p);
             }
           }
           if (floaty) {
@@ -330,8 +487,8 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
           return "execute: the data Gather %" + std::to_string(id) + " reads";
         });
         std::vector<int64_t> didx(dv.dims.size());
-        for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
-          int64_t g = read_i(in(1), views[1], idx);
+        for_each_index(shape, {&views[1]}, [&](int64_t flat, const auto&, const auto& at) {
+          int64_t g = read_i(in(1), at[0]);
           if (g < 0 || g >= data_numel) {
             throw ShapeError("Gather: index " + std::to_string(g) + " is out of range for data of " +
                              std::to_string(data_numel) + " elements (shape " +
@@ -352,13 +509,13 @@ void NativeRuntime::execute(const DynMap& dyn_map) {
       case OpKind::Cast:
       case OpKind::Output: {
         bool from_float = is_float(in(0).dtype) || is_quantized(in(0).dtype);
-        for_each_index(shape, [&](int64_t flat, const std::vector<int64_t>& idx) {
+        for_each_index(shape, {&views[0]}, [&](int64_t flat, const auto&, const auto& at) {
           if (from_float) {
-            store_any(out, flat, read_f(in(0), views[0], idx));
+            store_any(out, flat, read_f(in(0), at[0]));
           } else if (is_float(n.dtype)) {
-            store_f(out, flat, static_cast<double>(read_i(in(0), views[0], idx)));
+            store_f(out, flat, static_cast<double>(read_i(in(0), at[0])));
           } else {
-            store_i(out, flat, read_i(in(0), views[0], idx));
+            store_i(out, flat, read_i(in(0), at[0]));
           }
         });
         break;

@@ -183,7 +183,7 @@ def draw_detections(image, detections, names, path) -> None:
         draw.rectangle([float(x1), float(y1), float(x2), float(y2)], outline=colour, width=2)
         label = f"{class_name(names, int(cls))} {score:.2f}"
         left, top, right, bottom = draw.textbbox((float(x1), float(y1)), label)
-        lift = bottom - top + 2
+        lift = bottom - top + 2 if top - (bottom - top + 2) >= 0 else 0  # inside at the top
         draw.rectangle([left, top - lift, right + 2, bottom - lift], fill=colour)
         draw.text((float(x1) + 1, float(y1) - lift), label, fill=(255, 255, 255))
     picture.save(os.fspath(path), format="PNG")

@@ -93,8 +93,12 @@ class YOLOConfig:
         try:
             nc = int(d.get("nc", 80))
             names = _names_list(d.get("names"), nc)
-            if d.get("scale") in SCALES and "width_multiple" not in d:
-                return cls.from_scale(d["scale"], nc, names)
+            scale = d.get("scale")
+            if isinstance(d.get("scales"), dict) and scale in d["scales"]:  # a model's yaml
+                depth, width, max_channels = d["scales"][scale]
+                return cls(float(depth), float(width), int(max_channels), nc, names)
+            if scale in SCALES and "width_multiple" not in d:
+                return cls.from_scale(scale, nc, names)
             if "width_multiple" not in d:
                 raise KeyError("scale or width_multiple")
             return cls(float(d["depth_multiple"]), float(d["width_multiple"]),
@@ -287,6 +291,7 @@ class YOLOv8(Module):
             self.froms.append(f)
         self.model = ModuleList(layers)
         self.weights = None
+        self.random_weights = False  # a weights file whose metadata says "random": "true"
 
     def forward(self, x):
         if x.ndim != 4 or any(not d.is_const() for d in x.st.dims):
@@ -311,7 +316,8 @@ class YOLOv8(Module):
         """A model from weights: ultralytics' own .pt checkpoint (read without torch or
         ultralytics, see weights/ultralytics_pt.py), or a .safetensors state dict whose size
         comes from ``config``, its metadata ("scale" or "depth_multiple"/"width_multiple"/
-        "max_channels", "nc", "names" as JSON) or a .json of the same keys beside it."""
+        "max_channels", "nc", "names" as JSON, "random": "true" for random weights) or a
+        .json of the same keys beside it."""
         path = os.fspath(path)
         if not os.path.isfile(path):
             raise WeightsError(f"{path}: no such weights file")
@@ -319,6 +325,7 @@ class YOLOv8(Module):
             from ..weights.ultralytics_pt import load_ultralytics_checkpoint
 
             weights, meta = load_ultralytics_checkpoint(path)
+            _check_layout(meta.pop("modules"), path)
         else:
             from ..weights.safetensors import load_safetensors
 
@@ -328,12 +335,32 @@ class YOLOv8(Module):
             config = YOLOConfig.from_dict(meta, path)
         model = cls(config)
         model.weights = weights
+        model.random_weights = str(meta.get("random", "")).lower() in ("1", "true")
         return model
 
     def load_weights(self, runtime, weights=None) -> None:
         weights = weights if weights is not None else self.weights
         self.load_state_dict(runtime, weights,
                              ignore=[k for k in weights.keys() if k.endswith("num_batches_tracked")])
+
+
+def _check_layout(layers, path: str) -> None:
+    """A WeightsError unless a checkpoint's layers (class names per sub-module path, from
+    weights/ultralytics_pt.py) are YOLOv8 detection's: the layer table, SiLU activations and
+    the v8 head (no depthwise class branch)."""
+    if len(layers) != len(LAYERS):
+        raise WeightsError(f"{path}: the model has {len(layers)} layers; a YOLOv8 detection "
+                           f"model has {len(LAYERS)} (is it another YOLO version or task?)")
+    for i, (kinds, (_, _, kind, _)) in enumerate(zip(layers, LAYERS)):
+        if kinds.get("") != kind:
+            raise WeightsError(f"{path}: layer {i} is {kinds.get('')}, where YOLOv8 has "
+                               f"{kind} (is it another YOLO version or task?)")
+        for sub, sub_kind in kinds.items():
+            if sub.split(".")[-1] == "act" and sub_kind != "SiLU":
+                raise WeightsError(f"{path}: model.{i}.{sub} is {sub_kind}; YOLOv8 uses SiLU")
+    if layers[-1].get("cv3.0.0") != "Conv":
+        raise WeightsError(f"{path}: the Detect head's class branch is not YOLOv8's (a "
+                           f"{layers[-1].get('cv3.0.0')} where YOLOv8 has a Conv)")
 
 
 def _safetensors_config(weights, path: str) -> dict:

@@ -334,9 +334,29 @@ class YOLOv8(Module):
         if config is None:
             config = YOLOConfig.from_dict(meta, path)
         model = cls(config)
+        model.check_weights(weights, path)
         model.weights = weights
         model.random_weights = str(meta.get("random", "")).lower() in ("1", "true")
         return model
+
+    def check_weights(self, weights, source: str) -> None:
+        """A WeightsError naming the tensors when ``weights`` lacks one of the model's, has
+        one it does not know, or one of another shape (a wrong scale or nc): before any
+        compile, so a bad file fails fast."""
+        params = dict(self.named_parameters())
+        keys = {k for k in weights.keys() if not k.endswith("num_batches_tracked")}
+        missing = sorted(set(params) - keys)
+        unexpected = sorted(keys - set(params))
+        if missing or unexpected:
+            raise WeightsError(f"{source}: not the state dict of this YOLOv8: missing "
+                               f"{len(missing)} tensor(s) {missing[:4]}, unexpected "
+                               f"{len(unexpected)} {unexpected[:4]}")
+        for name, p in params.items():
+            shape = tuple(np.shape(weights[name]))
+            if shape != p.shape:
+                raise WeightsError(f"{source}: tensor '{name}' has shape {shape}, this YOLOv8 "
+                                   f"(width {self.config.width}, depth {self.config.depth}, "
+                                   f"{self.config.nc} classes) expects {p.shape}")
 
     def load_weights(self, runtime, weights=None) -> None:
         weights = weights if weights is not None else self.weights

@@ -171,19 +171,29 @@ class C2f(Module):
 
 
 class SPPF(Module):
-    """Spatial pyramid pooling, fast: three chained 5x5 max pools (YOLOv8's, cv1 activated)."""
+    """Spatial pyramid pooling, fast: three chained 5x5 max pools (YOLOv8's, cv1 activated),
+    the four maps merged by cv2. cv2's 1x1 conv of their concatenation is computed as the sum
+    of its four column blocks applied to each map, without the concatenation: CpuRuntime's
+    lowering fuses a max pool read through a cat's padded view into the cat's kernel with
+    unmasked loads, which read outside the pool's input (a crash from 224x224 up)."""
 
     def __init__(self, c1: int, c2: int, k: int = 5):
         super().__init__()
-        self.cv1 = Conv(c1, c1 // 2, 1)
-        self.cv2 = Conv(c1 // 2 * 4, c2, 1)
+        self.c = c1 // 2
+        self.cv1 = Conv(c1, self.c, 1)
+        self.cv2 = Conv(self.c * 4, c2, 1)
         self.k = k
 
     def forward(self, x):
         pieces = [self.cv1(x)]
         for _ in range(3):
             pieces.append(F.max_pool2d(pieces[-1], self.k, 1, self.k // 2))
-        return self.cv2(cat(pieces, 1))
+        w = weight_for(self.cv2.conv.weight, x)  # (c2, 4c, 1, 1)
+        y = None
+        for i, piece in enumerate(pieces):
+            part = F.conv2d(piece, w[:, i * self.c:(i + 1) * self.c])
+            y = part if y is None else y + part
+        return self.cv2.bn(y).silu()
 
 
 class Upsample(Module):

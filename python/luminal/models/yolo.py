@@ -370,8 +370,8 @@ class YOLOv8(Module):
 
     def load_weights(self, runtime, weights=None) -> None:
         weights = weights if weights is not None else self.weights
-        self.load_state_dict(runtime, weights,
-                             ignore=[k for k in weights.keys() if k.endswith("num_batches_tracked")])
+        counters = [k for k in weights.keys() if k.endswith("num_batches_tracked")]
+        self.load_state_dict(runtime, weights, ignore=counters)
 
 
 def _check_layout(layers, path: str) -> None:

@@ -8,6 +8,7 @@ Not here: which architecture the tensors fit (models/yolo.py checks that)."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import pickle
 import zipfile
@@ -88,6 +89,7 @@ _TORCH_GLOBALS = {
     ("collections", "OrderedDict"): OrderedDict,
     ("builtins", "set"): set, ("__builtin__", "set"): set,
     ("builtins", "frozenset"): frozenset, ("__builtin__", "frozenset"): frozenset,
+    ("_codecs", "encode"): codecs.encode,  # how protocol 2 pickles bytes (numpy scalars)
 }
 
 

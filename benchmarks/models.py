@@ -1,13 +1,21 @@
 """Whole-model timings, luminal against PyTorch eager in the same run: tiny random Llamas
-(2 and 8 layers) — prefill of 128 tokens and KV-cache decode tokens/s — and all-MiniLM-L6-v2
-sentence embeddings/s. Prints one table with ratios.
+(2 and 8 layers) — prefill of 128 tokens and KV-cache decode tokens/s — all-MiniLM-L6-v2
+sentence embeddings/s, and YOLOv8s at 640x640 images/s. Prints one table with ratios.
 
     python benchmarks/models.py [--runtime native|cpu|cuda] [--decode 16] [--repeats 3]
+        [--yolo-python ULVENV/bin/python] [--skip-llama] [--skip-minilm]
+
+The YOLOv8 row's PyTorch side is ultralytics' own module, which needs ultralytics (and the
+torch it brings) in a venv of its own: --yolo-python names that venv's python, which runs
+benchmarks/yolo_torch.py with the same weights, input and thread count (the row is skipped
+without it).
 """
 
 import argparse
 import inspect
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -120,6 +128,66 @@ def bench_minilm(runtime_name, repeats):
              len(texts) / theirs)]
 
 
+def bench_yolo(runtime_name, repeats, python, scale="s", imgsz=640):
+    """YOLOv8 (random seeded weights) on one imgsz x imgsz image: luminal here, ultralytics'
+    DetectionModel in ``python``'s venv (benchmarks/yolo_torch.py), same weights, input and
+    threads, the forwards of both interleaved; the outputs are compared so the row times the
+    same computation."""
+    if not python:
+        print("(skipping YOLOv8: --yolo-python ULVENV/bin/python, a venv with ultralytics)",
+              file=sys.stderr)
+        return []
+    from safetensors.numpy import save_file
+
+    from luminal.models.yolo import YOLOConfig, YOLODetector, YOLOv8
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures",
+                                    "yolo"))
+    from seeded_weights import seeded_state_dict
+
+    model = YOLOv8(YOLOConfig.from_scale(scale))
+    model.weights = seeded_state_dict({k: p.shape for k, p in model.named_parameters()})
+    image = np.random.default_rng(0).random((1, 3, imgsz, imgsz), np.float32)
+    detector = YOLODetector(model, make_runtime(runtime_name), imgsz=imgsz)
+    start = time.perf_counter()
+    detector.program(imgsz, imgsz)
+    compile_s = time.perf_counter() - start
+    ours_out = detector.predict(image)[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        weights, inp, out = (os.path.join(tmp, n) for n in ("w.safetensors", "x.npy", "y.npy"))
+        save_file(model.weights, weights)
+        np.save(inp, image)
+        script = os.path.join(os.path.dirname(__file__), "yolo_torch.py")
+        torch_side = subprocess.Popen(
+            [python, script, weights, inp, out, "--scale", scale, "--threads",
+             str(torch.get_num_threads())], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            text=True)
+        ready = torch_side.stdout.readline().split()
+        if not ready or ready[0] != "ready":
+            raise RuntimeError("benchmarks/yolo_torch.py did not start")
+        diff = float(np.abs(np.load(out) - ours_out).max())
+
+        def theirs(kind):
+            torch_side.stdin.write(kind + "\n")
+            torch_side.stdin.flush()
+            return float(torch_side.stdout.readline())
+
+        times = {"luminal": [], "eager": [], "fused": []}
+        for _ in range(max(repeats, 3)):  # interleaved: the machine's load hits all three
+            times["luminal"].append(median_time(lambda: detector.predict(image), 1))
+            times["eager"].append(theirs("eager"))
+            times["fused"].append(theirs("fused"))
+        torch_side.stdin.close()
+        torch_side.wait()
+    t = {k: float(np.median(v)) for k, v in times.items()}
+    print(f"YOLOv8{scale}: compile {compile_s:.1f} s; max |luminal - ultralytics| {diff:.2e}; "
+          f"{' '.join(ready[1:])}: median s/image luminal {t['luminal']:.3f}, eager "
+          f"{t['eager']:.3f}, fused {t['fused']:.3f} ({t['fused'] / t['luminal']:.3f}x the "
+          f"fused)", file=sys.stderr)
+    return [(f"YOLOv8{scale} {imgsz}x{imgsz} (ultralytics)", "images/s", 1 / t["luminal"],
+             1 / t["eager"])]
+
+
 def main():
     default = "cpu" if hasattr(lm, "CpuRuntime") else "native"
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -127,18 +195,23 @@ def main():
     p.add_argument("--decode", type=int, default=16, help="decode steps timed")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--skip-minilm", action="store_true")
+    p.add_argument("--skip-llama", action="store_true")
+    p.add_argument("--yolo-python", default=os.environ.get("ULTRALYTICS_PYTHON"),
+                   help="python of a venv with ultralytics, for the YOLOv8 row's PyTorch side")
     args = p.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     rows = []
-    for layers in (2, 8):
-        rows += bench_llama(layers, args.runtime, args.decode, args.repeats)
+    if not args.skip_llama:
+        for layers in (2, 8):
+            rows += bench_llama(layers, args.runtime, args.decode, args.repeats)
     if not args.skip_minilm:
         rows += bench_minilm(args.runtime, args.repeats)
+    rows += bench_yolo(args.runtime, args.repeats, args.yolo_python)
     print(f"\nluminal ({args.runtime}) vs PyTorch {torch.__version__} eager, "
           f"{torch.get_num_threads()} threads")
     print(f"{'benchmark':<32} {'unit':<12} {'luminal':>10} {'pytorch':>10} {'ratio':>8}")
     for label, unit, ours, theirs in rows:
-        print(f"{label:<32} {unit:<12} {ours:10.1f} {theirs:10.1f} {ours / theirs:7.3f}x")
+        print(f"{label:<32} {unit:<12} {ours:10.2f} {theirs:10.2f} {ours / theirs:7.3f}x")
 
 
 if __name__ == "__main__":

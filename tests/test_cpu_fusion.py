@@ -162,3 +162,27 @@ def test_row_max_propagates_nan_like_torch(nan_at):
     want = xd.amax(1)
     assert torch.equal(got.isnan(), want.isnan())
     assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(want))
+
+
+@pytest.mark.xfail(strict=True, reason="lowering's emit_reduce reads a fused reduction with "
+                   "condition 1 (lower.cc), not the padded view's mask; passing the mask "
+                   "breaks the sharing of row kernels' reductions (test_row_fusion attention)")
+def test_reduction_fused_into_a_cat_piece_reads_only_inside_the_piece():
+    """cat([x, max_pool(x)]) (YOLOv8's SPPF): the pool's window max runs at every element of
+    the joined kernel, so its loads must carry the piece's mask; unmasked, the channels of
+    the first piece read far before the pooled input (a segfault at 224x224 and up)."""
+    import re
+
+    from luminal.nn.functional import max_pool2d
+
+    cx = lm.Graph()
+    x = cx.tensor((1, 16, 24, 24))
+    y = lm.cat([x, max_pool2d(x, 5, 1, 2)], 1).output()
+    xd = torch.randn(1, 16, 24, 24)
+    rt = _run(cx, {x: xd})
+    assert_close(rt.get(y), torch.cat([xd, torch.nn.functional.max_pool2d(xd, 5, 1, 2)],
+                                      1).numpy())
+    joined = [k for k in rt.source.split("/* ---- ") if "lm_fmax_nan(" in k and "i1 < 32" in k]
+    loads = [line for k in joined for line in k.splitlines()
+             if "r0" in line and re.search(r"\bb\d+\[", line)]
+    assert loads and all("?" in line for line in loads), loads

@@ -8,6 +8,7 @@ import pytest
 import luminal as lm
 from luminal.nn import (
     MLP,
+    BatchNorm2d,
     Conv1d,
     Conv2d,
     Embedding,
@@ -20,6 +21,7 @@ from luminal.nn import (
     MultiHeadAttention,
     RMSNorm,
     RotaryEmbedding,
+    Sequential,
     SwiGLU,
     TransformerDecoderLayer,
     default_inv_freq,
@@ -112,6 +114,28 @@ def test_conv2d(kw):
     out = run_module(Conv2d(2, 4, (3, 2), **kw), ref.state_dict(),
                      {"x": (x, (1, 2, 5, 6), lm.float32)})
     close(out, ref(x))
+
+
+def test_batch_norm2d_in_a_sequential_matches_torch_eval():
+    torch.manual_seed(0)
+    ref = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1, bias=False),
+                              torch.nn.BatchNorm2d(4, eps=1e-3)).eval()
+    bn = ref[1]
+    bn.weight.data.uniform_(0.5, 1.5)
+    bn.bias.data.uniform_(-1, 1)
+    bn.running_mean.uniform_(-1, 1)
+    bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 5, 6)
+    ours = Sequential([Conv2d(3, 4, 3, padding=1, bias=False), BatchNorm2d(4, eps=1e-3)])
+    state = {k: v for k, v in ref.state_dict().items() if not k.endswith("num_batches_tracked")}
+    out = run_module(ours, state, {"x": (x, (2, 3, 5, 6), lm.float32)})
+    close(out, ref(x))
+
+
+def test_batch_norm2d_checks_its_input():
+    cx = lm.Graph()
+    with pytest.raises(lm.ShapeError, match="BatchNorm2d.*4-D"):
+        BatchNorm2d(4)(cx.tensor((4, 5)))
 
 
 def test_mlp_gelu_and_swiglu():

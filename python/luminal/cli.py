@@ -1,7 +1,8 @@
 """The ``luminal`` command: ``luminal run MODEL_DIR --prompt ...`` generates text with a Llama
 model directory, ``luminal embed MODEL_DIR TEXT...`` prints sentence embeddings of a BERT
 model and their similarities, ``luminal transcribe MODEL_DIR AUDIO.wav`` prints a Whisper
-model's transcript. Each compiles the model with luminal first, showing progress.
+model's transcript, ``luminal detect IMAGE WEIGHTS`` prints a YOLOv8's boxes and writes an
+annotated PNG. Each compiles the model with luminal first, showing progress.
 ``luminal quantize MODEL_DIR OUT.gguf --type q4_k`` writes a Llama directory as a llama.cpp
 GGUF with quantized weights.
 Not here: model code (luminal.models)."""
@@ -223,6 +224,44 @@ def cmd_transcribe(args) -> int:
     return 0
 
 
+def cmd_detect(args) -> int:
+    import os
+
+    from .models.detection import class_name, draw_detections, letterbox, load_image
+    from .models.yolo import YOLODetector, YOLOv8
+
+    if args.imgsz < 32 or args.imgsz % 32:
+        raise ValueError(f"--imgsz {args.imgsz}: must be a positive multiple of 32")
+    image = load_image(args.image)
+    model = YOLOv8.from_file(args.weights)
+    c = model.config
+    rt = chosen_runtime(args)
+    detector = YOLODetector(model, rt, search=args.search, imgsz=args.imgsz)
+    h, w = letterbox(image, args.imgsz)[0].shape[:2]
+    with Progress(f"compiling YOLOv8 (width {c.width}, depth {c.depth}, {c.nc} classes) at "
+                  f"{w}x{h} on {type(rt).__name__} (search {args.search})"):
+        detector.program(h, w)
+    start = time.perf_counter()
+    dets = detector.detect(image, args.conf, args.iou, args.max_det)
+    elapsed = time.perf_counter() - start
+    if model.random_weights:
+        print(f"luminal: note: {args.weights} holds random weights (its metadata says so): "
+              f"the boxes mean nothing", file=sys.stderr)
+    if len(dets):
+        print(f"{'class':<16} {'score':>6} {'x1':>8} {'y1':>8} {'x2':>8} {'y2':>8}")
+    for x1, y1, x2, y2, score, cls in dets:
+        print(f"{class_name(c.names, int(cls)):<16} {score:6.3f} {x1:8.1f} {y1:8.1f} "
+              f"{x2:8.1f} {y2:8.1f}")
+    if not len(dets):
+        print(f"no box scored over --conf {args.conf} (random or untrained weights give none, "
+              f"or meaningless ones)")
+    out = args.out or os.path.splitext(args.image)[0] + ".detected.png"
+    draw_detections(image, dets, c.names, out)
+    print(f"[{len(dets)} boxes in {image.shape[1]}x{image.shape[0]}, run at {w}x{h} in "
+          f"{elapsed * 1000:.0f} ms; annotated image: {out}]", file=sys.stderr)
+    return 0
+
+
 def cmd_quantize(args) -> int:
     from .models.llama_to_gguf import write_llama_gguf
 
@@ -243,6 +282,9 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument("model_dir", help="a Hugging Face model directory (config.json, "
                                           "*.safetensors, tokenizer.json); run also takes a "
                                           "llama .gguf file")
+        runtime_options(sp, search)
+
+    def runtime_options(sp, search: int):
         sp.add_argument("--runtime", choices=sorted(_RUNTIMES), default=None,
                         help="where to run (default: cuda with a GPU, else cpu; native is the "
                              "reference interpreter)")
@@ -278,6 +320,23 @@ def build_parser() -> argparse.ArgumentParser:
     transcribe.add_argument("--max-new-tokens", type=int, default=128,
                             help="per 30 s window (default: 128)")
     transcribe.set_defaults(func=cmd_transcribe)
+
+    detect = sub.add_parser("detect", help="object detection with a YOLOv8 model")
+    detect.add_argument("image", help="an image file (PNG, JPEG, ... as Pillow reads them)")
+    detect.add_argument("weights", help="an ultralytics YOLOv8 .pt checkpoint, or a "
+                                        ".safetensors state dict whose metadata (or a .json "
+                                        "beside it) gives scale and nc")
+    runtime_options(detect, 1)
+    detect.add_argument("--conf", type=float, default=0.25,
+                        help="smallest class score kept (default: 0.25)")
+    detect.add_argument("--iou", type=float, default=0.7,
+                        help="IoU over which NMS drops the lower-scored box (default: 0.7)")
+    detect.add_argument("--imgsz", type=int, default=640,
+                        help="longest side of the model input, a multiple of 32 (default: 640)")
+    detect.add_argument("--max-det", type=int, default=300, help="boxes kept at most")
+    detect.add_argument("--out", metavar="PNG",
+                        help="annotated image to write (default: IMAGE.detected.png beside it)")
+    detect.set_defaults(func=cmd_detect)
 
     quant = sub.add_parser("quantize", help="write a Llama directory as a quantized GGUF")
     quant.add_argument("model_dir", help="a Hugging Face Llama directory")

@@ -1,7 +1,8 @@
 """Convolutions with torch.nn.functional's names and arguments: conv1d/2d/3d and
 conv_transpose1d/2d/3d (stride, padding incl. 'same'/'valid', output_padding, dilation,
 groups). The input's windows are gathered in one Iota+Gather (im2col, no copy of the input
-beyond the columns), then one batched matmul with the weight gives the output."""
+beyond the columns), then one batched matmul with the weight gives the output; a pointwise
+conv (kernel 1, stride 1, no padding) is that matmul on the input itself."""
 
 from __future__ import annotations
 
@@ -73,6 +74,13 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
     if min(stride) < 1 or min(dilation) < 1:
         raise ShapeError(f"{op}: stride {stride} and dilation {dilation} must be positive")
     pads = _padding(padding, nd, kernel, dilation, stride, op)
+    n, g = dims[0], groups
+    if all(k == 1 for k in kernel) and all(s == 1 for s in stride) and \
+            all(p == (0, 0) for p in pads):
+        # A pointwise conv: the input already is its columns, no window to gather.
+        cols = x.reshape([n, Expr(g), Expr(per_group), product(dims[2:])])
+        wmat = weight.reshape([g, out_channels // g, per_group])
+        return _finish(cols, wmat, bias, n, g, out_channels // g, list(dims[2:]), unbatched, op)
     flat_pads = []
     for before, after in reversed(pads):
         flat_pads += [before, after]
@@ -86,7 +94,6 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
                              f"smaller than the kernel span {span} (input shape {input.shape}, "
                              f"weight shape {weight.shape})")
         out_sizes.append((length - span) // stride[j] + 1)
-    n, g = dims[0], groups
     sizes = [n, g, per_group] + kernel + out_sizes
     c = grid_coords(sizes)
     src = [c[0], c[1] * per_group + c[2]]

@@ -1,4 +1,5 @@
-"""The basic layers: Linear, Embedding, LayerNorm, RMSNorm, Conv1d, Conv2d. Weight names and
+"""The basic layers: Linear, Embedding, LayerNorm, RMSNorm, BatchNorm2d, Conv1d, Conv2d. Weight
+names and
 layouts are PyTorch's (Linear.weight is (out, in)), so torch state dicts load unchanged.
 Not here: blocks built from these (mlp.py, attention.py, transformer.py)."""
 
@@ -86,6 +87,27 @@ class RMSNorm(Module):
         if self.offset:
             weight = weight + self.offset
         return F.rms_norm(x, (x.shape[-1],), weight, self.eps)
+
+
+class BatchNorm2d(Module):
+    """Inference batch norm of (batch, C, h, w) with running statistics, as torch.nn.BatchNorm2d
+    in eval mode (a static graph never updates the statistics). The state-dict key
+    ``num_batches_tracked`` is a training counter: loaders pass it in ``ignore``."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, dtype=dt.float32):
+        super().__init__()
+        self.eps = eps
+        self.weight = Parameter((num_features,), dtype)
+        self.bias = Parameter((num_features,), dtype)
+        self.running_mean = Parameter((num_features,), dtype)
+        self.running_var = Parameter((num_features,), dtype)
+
+    def forward(self, x):
+        if x.ndim != 4:
+            raise ShapeError(f"BatchNorm2d({self.weight.name}): expected a 4-D (batch, C, h, w) "
+                             f"input, got shape {x.shape}")
+        return F.batch_norm(x, weight_for(self.running_mean, x), weight_for(self.running_var, x),
+                            weight_for(self.weight, x), weight_for(self.bias, x), eps=self.eps)
 
 
 class _ConvNd(Module):

@@ -183,3 +183,12 @@ class ModuleList(Module):
 
     def __getitem__(self, i):
         return self._items[i]
+
+
+class Sequential(ModuleList):
+    """Modules named "0", "1", ... applied in turn, as torch.nn.Sequential."""
+
+    def forward(self, x):
+        for module in self:
+            x = module(x)
+        return x

@@ -164,9 +164,6 @@ def test_row_max_propagates_nan_like_torch(nan_at):
     assert torch.equal(torch.nan_to_num(got), torch.nan_to_num(want))
 
 
-@pytest.mark.xfail(strict=True, reason="lowering's emit_reduce reads a fused reduction with "
-                   "condition 1 (lower.cc), not the padded view's mask; passing the mask "
-                   "breaks the sharing of row kernels' reductions (test_row_fusion attention)")
 def test_reduction_fused_into_a_cat_piece_reads_only_inside_the_piece():
     """cat([x, max_pool(x)]) (YOLOv8's SPPF): the pool's window max runs at every element of
     the joined kernel, so its loads must carry the piece's mask; unmasked, the channels of

@@ -263,6 +263,25 @@ class Lowerer {
     return add(std::move(load));
   }
 
+  // Whether `idx` is an element of `shape`: 1 where each index is a loop variable of this
+  // kernel over exactly that extent, or a constant inside it; else the bounds it must meet.
+  Expr inside(const std::vector<Expr>& idx, const std::vector<Expr>& shape) const {
+    Expr valid = 1;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      if (auto c = idx[k].try_const(), d = shape[k].try_const(); c && d && *c >= 0 && *c < *d) {
+        continue;
+      }
+      bool loop_var = false;
+      for (const std::vector<Loop>* loops : {&k_.loops, &k_.reduce}) {
+        for (const Loop& l : *loops) {
+          loop_var = loop_var || (idx[k] == Expr::symbol(l.var) && l.extent == shape[k]);
+        }
+      }
+      if (!loop_var) valid = logical_and(valid, logical_and(ge(idx[k], 0), lt(idx[k], shape[k])));
+    }
+    return valid;
+  }
+
   // A reduction loop: the kernel's root, or a reduction fused into it (row_kernel.h, or an
   // epilogue's matmul, epilogue.h), emitted once per index it is read at. Its loop is added
   // after its body, whose own fused reductions come first, so the loops are in the order of
@@ -282,7 +301,10 @@ class Lowerer {
     std::string var = "r" + std::to_string(reduce_vars_++);
     std::vector<Expr> full = idx;
     full.insert(full.begin() + static_cast<long>(axis), Expr::symbol(var));
-    ValueId x = read_edge(n.inputs[0], full, 1);
+    // Read wherever the kernel reads it, so under the condition that idx is one of its
+    // elements (a piece of a cat reads it shifted, outside it for the other pieces' elements):
+    // a condition of idx alone, so every reader at idx shares the one loop.
+    ValueId x = read_edge(n.inputs[0], full, inside(idx, rn(n.shape)));
     k_.reduce.push_back(Loop{var, v.dims[axis]});
     Value r;
     r.kind = ValueKind::kReduce;
@@ -311,7 +333,10 @@ class Lowerer {
     for (int64_t j = 0; j < extent; ++j) {
       std::vector<Expr> full = idx;
       full.insert(full.begin() + static_cast<long>(axis), Expr(j));
-      ValueId x = read_edge(n.inputs[0], full, ctx);
+      // Read wherever the kernel reads it, so under the condition that idx is one of its
+    // elements (a piece of a cat reads it shifted, outside it for the other pieces' elements):
+    // a condition of idx alone, so every reader at idx shares the one loop.
+    ValueId x = read_edge(n.inputs[0], full, inside(idx, rn(n.shape)));
       if (acc < 0) {
         acc = x;
         continue;

@@ -401,3 +401,25 @@ def test_gradient_cuda_kernels_emulated(tmp_path):
     for i, (name, (cx, feeds, grads, want)) in enumerate(zip(EMULATED, cases)):
         for got, w in zip(emu.run(i, feeds, grads), want):
             np.testing.assert_allclose(got, w, rtol=1e-4, atol=1e-4, err_msg=name)
+
+
+def test_weight_gradient_over_batch_and_sequence_is_one_matmul():
+    """A Linear over (batch, seq, in): its weight's gradient sums batch and sequence as one
+    GEMM of K = batch x seq (kernel/view_index.h reads the merged axis of the fused product)."""
+    rng = np.random.default_rng(7)
+    xv = rng.standard_normal((4, 8, 6)).astype(np.float32)
+    wv = rng.standard_normal((5, 6)).astype(np.float32)
+    r = rng.standard_normal((4, 8, 5)).astype(np.float32)
+    cx = lm.Graph()
+    x, w, weight = cx.tensor((4, 8, 6)), cx.tensor((5, 6)), cx.tensor((4, 8, 5))
+    (gw,) = lm.grad((LF.linear(x, w) * weight).sum(), [w])
+    gw.output()
+    rt = cx.search(CpuRuntime(), 1)
+    for t, a in ((x, xv), (w, wv), (weight, r)):
+        rt.set_data(t, a)
+    rt.execute()
+    leaf = torch.tensor(wv, requires_grad=True)
+    (F.linear(torch.tensor(xv), leaf) * torch.tensor(r)).sum().backward()
+    np.testing.assert_allclose(rt.get(gw), leaf.grad.numpy(), rtol=1e-5, atol=1e-5)
+    kernels = rt._rt.program_text().split("(kernel ")[1:]
+    assert any("(reduce r0 32)" in k and "(matmul" in k for k in kernels)

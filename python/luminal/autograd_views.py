@@ -84,10 +84,17 @@ def view_adjoint(grad, view, source_dims):
 
 
 def _sum_axes(grad, first: int, stop: int):
-    """``grad`` summed over its axes [first, stop), innermost first, one reduction each:
-    a weight's gradient then sums the sequence as a batched GEMM and the batch after it
-    (measured on CpuRuntime, 16x64x64 @ 64x256's weight gradient: 0.8 ms this way, 150 ms as
-    one reduction over batch x sequence, which lowers as a strided reduction)."""
+    """``grad`` summed over its axes [first, stop): one reduction over them merged into one
+    axis where a view can merge them (a weight's gradient over batch and sequence is then one
+    GEMM of K = batch x sequence: the lowering reads the merged axis as digits of one index,
+    kernel/view_index.h), else one reduction each, innermost first. Measured on CpuRuntime,
+    the (16, 128, 64) -> 256 Linear's weight gradient: 0.36 ms merged, 0.68 ms as a batched
+    GEMM over the sequence and a sum over the batch after it."""
+    if stop - first > 1:
+        dims = list(grad.st.dims)
+        merged = grad.st.reshape(dims[:first] + [product(dims[first:stop])] + dims[stop:])
+        if merged is not None:
+            return grad._with_view(merged).sum(first)
     for axis in reversed(range(first, stop)):
         grad = grad.sum(axis)
     return grad

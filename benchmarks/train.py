@@ -1,25 +1,34 @@
 """Train-step time side by side: the digits MLP of examples/train_digits.py (64-128-10, ReLU,
 cross-entropy, AdamW) at batch 256, as one luminal program on CpuRuntime against torch eager
-and (with --compile) torch.compile, on the same threads. Prints the median step (over --iters
-steps, after warm-up), the ratio to eager, and the bytes luminal's runtime holds. With --gpt,
-luminal's step of examples/train_gpt.py's model (batch 16, seq 128) as well (no torch twin
-yet). One run, short; not a test.
+and torch.compile (inductor), on the same threads. Each engine runs in a process of its own, so
+neither's thread pool spins on the cores the other times (torch's and luminal's OpenMP pools in
+one process slowed both by up to 100x on two cores) and each peak RSS is its own. Prints the
+median step (over --iters steps, after warm-up), the ratio to eager, the compile time, the peak
+RSS and its growth over the process after imports and data, and the bytes luminal's runtime
+holds. With --gpt, luminal's step of examples/train_gpt.py's model (batch 16, seq 128) as well
+(no torch twin yet). One run, short; not a test.
 
     python benchmarks/train.py
-    python benchmarks/train.py --compile --budget 4 --gpt
+    python benchmarks/train.py --budget 4 --gpt --skip torch-compile
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+from llm import peak_rss  # noqa: E402
+
+ENGINES = ["luminal", "torch-eager", "torch-compile"]
 
 
 def median_step(step, iters: int) -> float:
@@ -46,12 +55,10 @@ def luminal_step(x_data, y_data, threads: int, budget: int):
     x = cx.tensor(x_data.shape, name="x")
     y = cx.tensor(y_data.shape, lm.int32, name="y")
     loss = F.cross_entropy(model(x), y)
-    t0 = time.perf_counter()
     step = TrainStep(model, loss, optim.AdamW(model.parameters(), lr=1e-3),
                      lm.CpuRuntime(threads=threads), budget=budget)
-    compile_seconds = time.perf_counter() - t0
     feeds = {x: x_data, y: y_data}
-    return (lambda: step.run(feeds)), compile_seconds, step.runtime
+    return (lambda: step.run(feeds)), step.runtime
 
 
 def gpt_step(threads: int, budget: int, batch: int = 16, seq: int = 128, vocab: int = 96):
@@ -91,39 +98,90 @@ def torch_step(x_data, y_data, compiled: bool):
     return torch.compile(step) if compiled else step
 
 
-def main() -> None:
-    import torch
+def resident_bytes() -> int:
+    """This process's resident bytes now (VmRSS)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
 
+
+def child(args) -> None:
+    """One engine's step in this process; prints its figures as a RESULT line."""
+    rng = np.random.default_rng(0)
+    x_data = rng.random((args.batch, 64), dtype=np.float32)
+    y_data = rng.integers(0, 10, args.batch).astype(np.int32)
+    if args.engine.startswith("torch"):
+        import torch
+
+        torch.set_num_threads(args.threads)
+    out = {"engine": args.engine, "rss_before": resident_bytes()}
+    t0 = time.perf_counter()
+    if args.engine == "luminal":
+        step, runtime = luminal_step(x_data, y_data, args.threads, args.budget)
+    else:
+        step = torch_step(x_data, y_data, args.engine == "torch-compile")
+        step()  # torch.compile compiles on the first call
+    out["compile_s"] = time.perf_counter() - t0
+    out["step_s"] = median_step(step, args.iters)
+    if args.engine == "luminal":
+        out["memory"] = runtime.memory()  # after the steps: the arena and outputs are allocated
+        if args.gpt:
+            out["gpt_step_s"] = median_step(gpt_step(args.threads, args.budget),
+                                            max(args.iters // 10, 3))
+    out["peak_rss"] = peak_rss()
+    print("RESULT " + json.dumps(out))
+
+
+def spawn(engine: str, args) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--batch",
+           str(args.batch), "--iters", str(args.iters), "--threads", str(args.threads),
+           "--budget", str(args.budget)] + (["--gpt"] if args.gpt else [])
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    for line in done.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
+    return {"engine": engine, "error": f"exit {done.returncode}"}
+
+
+def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--budget", type=int, default=1)
-    parser.add_argument("--compile", action="store_true", help="also torch.compile")
     parser.add_argument("--gpt", action="store_true", help="also the small GPT's step")
+    parser.add_argument("--skip", default="", help="engines to leave out, e.g. torch-compile")
+    parser.add_argument("--engine", help=argparse.SUPPRESS)  # internal: one engine, in a child
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    rng = np.random.default_rng(0)
-    x_data = rng.random((args.batch, 64), dtype=np.float32)
-    y_data = rng.integers(0, 10, args.batch).astype(np.int32)
-    run, compile_seconds, runtime = luminal_step(x_data, y_data, args.threads, args.budget)
-    rows = [("luminal cpu", median_step(run, args.iters))]
-    rows.append(("torch eager", median_step(torch_step(x_data, y_data, False), args.iters)))
-    if args.compile:
-        rows.append(("torch.compile", median_step(torch_step(x_data, y_data, True), args.iters)))
-    eager = rows[1][1]
-    print(f"digits MLP train step, batch {args.batch}, {args.threads} threads "
-          f"(luminal compile + search {compile_seconds:.1f} s, budget {args.budget})")
-    for name, seconds in rows:
-        print(f"  {name:14s} {seconds * 1e3:8.3f} ms   {eager / seconds:5.2f}x eager")
-    if args.gpt:
-        gpt = median_step(gpt_step(args.threads, args.budget), max(args.iters // 10, 3))
-        print(f"  luminal cpu, char GPT (2 layers, dim 64) batch 16 x seq 128: "
-              f"{gpt * 1e3:.1f} ms")
-    memory = runtime.memory()  # after the steps: the arena and outputs are allocated
-    held = sum(memory.values())
-    print(f"  luminal runtime holds {held / 1024:.0f} KiB "
-          + ", ".join(f"{k} {v / 1024:.0f}" for k, v in memory.items()))
+    if args.engine:
+        child(args)
+        return
+    skipped = set(args.skip.split(",")) - {""}
+    rows = [spawn(engine, args) for engine in ENGINES if engine not in skipped]
+    eager = next((r["step_s"] for r in rows if r["engine"] == "torch-eager" and "step_s" in r),
+                 None)
+    print(f"digits MLP train step, batch {args.batch}, {args.threads} threads, each engine in "
+          f"its own process (luminal budget {args.budget})")
+    print(f"  {'engine':14s} {'step ms':>9s} {'x eager':>8s} {'compile s':>10s} "
+          f"{'peak RSS MiB':>13s} {'growth MiB':>11s}")
+    for r in rows:
+        if "error" in r:
+            print(f"  {r['engine']:14s} failed: {r['error']}")
+            continue
+        ratio = f"{eager / r['step_s']:8.2f}" if eager else f"{'-':>8s}"
+        print(f"  {r['engine']:14s} {r['step_s'] * 1e3:9.3f} {ratio} {r['compile_s']:10.1f} "
+              f"{r['peak_rss'] / 2**20:13.0f} {(r['peak_rss'] - r['rss_before']) / 2**20:11.0f}")
+    for r in rows:
+        if "gpt_step_s" in r:
+            print(f"  luminal cpu, char GPT (2 layers, dim 64) batch 16 x seq 128: "
+                  f"{r['gpt_step_s'] * 1e3:.1f} ms")
+        if "memory" in r:
+            memory = r["memory"]
+            print(f"  luminal runtime holds {sum(memory.values()) / 1024:.0f} KiB "
+                  + ", ".join(f"{k} {v / 1024:.0f}" for k, v in memory.items()))
 
 
 if __name__ == "__main__":

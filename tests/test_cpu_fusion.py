@@ -3,6 +3,8 @@ batch loops folded into a matmul's rows, reductions over a few elements unrolled
 (relu, maximum, clamp), views with symbolic row strides as affine indices, cheap nodes
 recomputed by several kernels, and the vectorized NaN-propagating max."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -132,6 +134,25 @@ def test_symbolic_reshape_indexes_without_division():
     kernels = "".join(u.split("/* ---- ")[0] for u in rt.source.split(": writes ")[1:])
     assert "lm_exp2f(v" in kernels  # the kernel body was found
     assert " % " not in kernels and "lm_floordiv" not in kernels
+
+
+@pytest.mark.parametrize("batch", [4, "b"])
+def test_sum_over_merged_batch_axes_of_a_product_is_one_matmul(batch):
+    """A weight gradient's form: the product of two (batch, seq, .) tensors summed over batch
+    and sequence merged into one axis. The merged axis reads the fused product's batch and
+    sequence axes as digits of one index, which recombine into an affine index: one matmul
+    with K = batch * seq, not a reduction whose loads divide and take remainders."""
+    cx = lm.Graph()
+    x, g = cx.tensor((batch, 8, 6)), cx.tensor((batch, 8, 5))
+    product = x.unsqueeze(-1) * g.unsqueeze(-2)  # (batch, 8, 6, 5)
+    y = product.reshape(-1, 6, 5).sum(0).output()
+    xd, gd = torch.randn(4, 8, 6), torch.randn(4, 8, 5)
+    rt = _run(cx, {x: xd, g: gd}, {"b": 4} if batch == "b" else None)
+    assert_close(rt.get(y), torch.einsum("bsi,bso->io", xd, gd), rtol=1e-4, atol=1e-4)
+    text = rt._rt.program_text()
+    assert "(matmul m=i0 n=i1)" in text
+    indices = re.findall(r"\[([^\]]*)\]", text)
+    assert indices and not any("//" in i or "%" in i for i in indices)
 
 
 def test_cheap_node_read_by_two_kernels_is_recomputed():

@@ -23,6 +23,29 @@ std::optional<Expr> stride_ratio(const Expr& a, const Expr& b) {
   return q;
 }
 
+bool provably(const Expr& condition) {
+  return condition.try_const() == std::optional<int64_t>(1);
+}
+
+// A view axis whose index runs past producer axis m, as a reshape that merged axes reads
+// them ((b*s, n) over a (b, s, n) producer): it carries into the axes outside m when it is
+// the only reader of m (no offset there either) and they have none. The outermost axis of
+// the span its index provably stays inside, or nullopt.
+std::optional<size_t> carry_span(size_t m, const std::vector<int>& readers,
+                                 const std::vector<Expr>& term, const Expr& read,
+                                 const Expr& hi, const std::vector<Expr>& shape) {
+  if (readers[m] != 1 || term[m] != read) return std::nullopt;
+  Expr span = shape[m];
+  size_t outer = m;
+  while (!provably(lt(hi, span))) {
+    if (outer == 0) return std::nullopt;
+    --outer;
+    if (readers[outer] != 0 || !is_zero(term[outer])) return std::nullopt;
+    span = span * shape[outer];
+  }
+  return outer;
+}
+
 }  // namespace
 
 std::vector<Expr> row_major_strides(const std::vector<Expr>& shape) {
@@ -84,6 +107,8 @@ std::optional<std::vector<Expr>> compose_affine(const ShapeTracker& v,
     }
   }
   if (!is_zero(rest)) return std::nullopt;
+  std::vector<int> readers(rank, 0);  // view axes landing on each producer axis
+  std::vector<Expr> read(rank);       // the index the last of them adds there
   for (size_t m = 0; m < rank; ++m) {
     lo_sum[m] = term[m];
     hi_sum[m] = term[m];
@@ -107,13 +132,26 @@ std::optional<std::vector<Expr>> compose_affine(const ShapeTracker& v,
     bool negative = c.try_const() && *c.try_const() < 0;
     Expr lo = v.axis_masked(k) ? max(v.mask_lo[k], Expr(0)) : Expr(0);
     Expr hi = v.axis_masked(k) ? min(v.mask_hi[k], v.dims[k]) - 1 : v.dims[k] - 1;
+    readers[*axis] += 1;
+    read[*axis] = idx[k] * c;
     term[*axis] = term[*axis] + idx[k] * c;
     lo_sum[*axis] = lo_sum[*axis] + (negative ? hi : lo) * c;
     hi_sum[*axis] = hi_sum[*axis] + (negative ? lo : hi) * c;
   }
-  for (size_t m = 0; m < rank; ++m) {
-    if (ge(lo_sum[m], 0).try_const() != std::optional<int64_t>(1)) return std::nullopt;
-    if (lt(hi_sum[m], shape[m]).try_const() != std::optional<int64_t>(1)) return std::nullopt;
+  // Innermost first, so an axis that carries into outer ones finds them still unread.
+  for (size_t m = rank; m-- > 0;) {
+    if (!provably(ge(lo_sum[m], 0))) return std::nullopt;
+    if (provably(lt(hi_sum[m], shape[m]))) continue;
+    std::optional<size_t> outer = carry_span(m, readers, term, read[m], hi_sum[m], shape);
+    if (!outer) return std::nullopt;
+    // The digits of the one index on m in the mixed radix of shape[outer..m].
+    Expr inner = 1;
+    for (size_t j = m + 1; j-- > *outer;) {
+      Expr digit = read[m] / inner;
+      term[j] = j == *outer ? digit : digit % shape[j];
+      inner = inner * shape[j];
+    }
+    m = *outer;
   }
   return term;
 }

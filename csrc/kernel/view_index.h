@@ -20,7 +20,10 @@ Expr physical_index(const ShapeTracker& v, const std::vector<Expr>& idx);
 // The row-major index over `shape` of flat offset `flat` (div/mod per axis).
 std::vector<Expr> unravel(const Expr& flat, const std::vector<Expr>& shape);
 // The producer index that view `v` reads at consumer index `idx`, as plain affine terms when
-// every axis of the view maps onto one producer axis and stays provably inside it.
+// every axis of the view maps onto one producer axis and stays provably inside it; an axis
+// that merged producer axes (a reshape of (b, s, n) as (b*s, n)) and is their only reader
+// gives each of them a digit of its index (idx // inner % dim), which the producer's strides
+// recombine into an affine index where they are row-major over those axes.
 std::optional<std::vector<Expr>> compose_affine(const ShapeTracker& v,
                                                 const std::vector<Expr>& idx,
                                                 const std::vector<Expr>& shape);

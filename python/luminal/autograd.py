@@ -190,9 +190,9 @@ def grad(loss, inputs, grad_output=None):
     wanted = {t.id for t in inputs}
     needs = set()
     for node in order:
-        if node in wanted or any(src in needs for src, _ in g.node_inputs(node)):
-            if dt.is_float(g.node_dtype(node)):
-                needs.add(node)
+        flows = node not in graph._detached and any(src in needs for src, _ in g.node_inputs(node))
+        if (node in wanted or flows) and dt.is_float(g.node_dtype(node)):
+            needs.add(node)
     adjoints = {}
 
     def accumulate(node, view, gradient):
@@ -204,7 +204,7 @@ def grad(loss, inputs, grad_output=None):
     accumulate(loss.id, loss.st, grad_output)
     for node in reversed(order):
         op = g.node_op(node)
-        if node not in adjoints or op in _NO_GRADIENT:
+        if node not in adjoints or op in _NO_GRADIENT or node in graph._detached:
             continue
         edges = g.node_inputs(node)
         xs = [_tensor(graph, src, view) for src, view in edges]
@@ -219,7 +219,7 @@ def grad(loss, inputs, grad_output=None):
         if full is None:
             result.append(_filled(graph, 0.0, t.dtype, t.st.dims))
         else:
-            if t.st.is_contiguous():
+            if t.st.is_contiguous() and t.st.numel() == product(g.node_shape(t.id)):
                 result.append(full.reshape(list(t.st.dims)))
             else:  # the node's gradient laid out as the node, read through t's own view
                 result.append(full.contiguous()._with_view(t.st))

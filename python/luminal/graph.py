@@ -111,6 +111,17 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, Matm
             self.graph._grad_tensors.append(self)
         return self
 
+    def detach(self) -> GraphTensor:
+        """torch's detach: the same values, through which no gradient flows back. A Cast of
+        the node to its own dtype through its identity view (which the search removes, so it
+        costs nothing at run time), marked for luminal.autograd, read through this view."""
+        g = self.graph._g
+        whole = GraphTensor(self.graph, self.id, ShapeTracker.contiguous(g.node_shape(self.id)),
+                            self.dtype)
+        copy = whole._cast(self.dtype)
+        self.graph._detached.add(copy.id)
+        return copy._with_view(self.st)
+
     def backward(self, gradient: GraphTensor | None = None) -> None:
         """Adds this tensor's gradient graph and sets ``.grad`` on the tensors that ask
         (luminal.autograd.backward)."""
@@ -192,6 +203,7 @@ class Graph(CreationOps):
         self.last_search_report = None  # the report of the last search (luminal.search)
         self._grad_tensors = []  # tensors backward() records .grad on: parameters, requires_grad_
         self._gather_layouts = {}  # Gather node id -> its axis layout, for its gradient (autograd)
+        self._detached = set()  # node ids no gradient flows back through (GraphTensor.detach)
         self._random = None  # the RandomState of random_state(), once used
 
     def tensor(self, shape: Iterable[Dim] | Dim, dtype=dt.float32, name: str | None = None,

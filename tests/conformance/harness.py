@@ -5,11 +5,15 @@ Variants:
   contig     inputs as given
   noncontig  every input read through a non-contiguous view (transposed or strided)
   symbolic   the leading dim of the inputs that share it becomes the symbol "s"
+
+check_grad runs a row's gradient the same way: d sum(out * r) / d input for a fixed random
+cotangent r, with respect to each float32 input's buffer, against torch.autograd.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from typing import Callable, Optional, Sequence
 
 import numpy as np
@@ -46,6 +50,8 @@ class Case:
     variants: Sequence[str] = tuple(VARIANTS)
     takes_graph: bool = False        # fn(cx, ...) / ref(torch, ...) for creation ops
     label: str = ""                  # distinguishes rows of the same op
+    no_grad: str = ""                # why check_grad leaves this row out (torch's gradient is
+                                     # undefined at its points), when it does
 
     @property
     def id(self) -> str:
@@ -107,40 +113,64 @@ def _feed(data: torch.Tensor, layout):
     return data
 
 
-def check(case: Case, variant: str, runtime, seed: int = 0):
-    """Runs one row in one variant and compares every output with torch."""
-    if variant not in case.variants:
-        import pytest
+def _skip(reason: str):
+    import pytest
 
-        pytest.skip(f"{case.id} does not run in the {variant} variant")
-    specs = _inputs(case)
-    datas = [make_data(s, seed + i) for i, s in enumerate(specs)]
-    cx = lm.Graph()
+    pytest.skip(reason)
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _reference(case: Case, datas):
+    ref = case.ref or case.fn
+    return _as_tuple(ref(torch, *datas) if case.takes_graph else ref(*datas))
+
+
+def _build(case: Case, variant: str, specs, datas):
+    """The row's graph in ``variant``: (graph, outputs, the stored inputs, their feeds, their
+    layouts)."""
+    if variant not in case.variants:
+        _skip(f"{case.id} does not run in the {variant} variant")
     sym = _symbolic_dims(specs)
     if variant == "symbolic" and sym is None:
-        import pytest
-
-        pytest.skip("no leading dim to make symbolic")
-    tensors, feeds = [], {}
+        _skip("no leading dim to make symbolic")
+    cx = lm.Graph()
+    stored, views, feeds, layouts = [], [], [], []
     for spec, data, is_sym in zip(specs, datas, sym[1] if sym else [False] * len(specs)):
         x, view, layout = _make_input(cx, spec, variant, is_sym)
-        tensors.append(view)
-        feeds[x] = _feed(data, layout)
+        stored.append(x)
+        views.append(view)
+        feeds.append(_feed(data, layout))
+        layouts.append(layout)
     if variant == "symbolic":
         cx.set_dim("s", sym[0])
-    result = case.fn(cx, *tensors) if case.takes_graph else case.fn(*tensors)
-    ref = case.ref or case.fn
-    expected = ref(torch, *datas) if case.takes_graph else ref(*datas)
-    results = result if isinstance(result, (tuple, list)) else (result,)
-    expecteds = expected if isinstance(expected, (tuple, list)) else (expected,)
+    results = _as_tuple(case.fn(cx, *views) if case.takes_graph else case.fn(*views))
+    return cx, results, stored, feeds, layouts
+
+
+def _run(cx, runtime, stored, feeds, verify=True):
+    """Compiles the cost model's pick (no search cache: each row's graph is its own, and the
+    cache's fsync per store was a third of a row's time) and runs it on the feeds."""
+    rt = cx.search(runtime(), 1, cache=False, verify=verify)
+    for x, value in zip(stored, feeds):
+        rt.set_data(x, value)
+    rt.execute(cx.dyn_map)
+    return rt
+
+
+def check(case: Case, variant: str, runtime, seed: int = 0):
+    """Runs one row in one variant and compares every output with torch."""
+    specs = _inputs(case)
+    datas = [make_data(s, seed + i) for i, s in enumerate(specs)]
+    cx, results, stored, feeds, _ = _build(case, variant, specs, datas)
+    expecteds = _reference(case, datas)
     assert len(results) == len(expecteds), f"{case.id}: {len(results)} outputs, torch gives " \
                                            f"{len(expecteds)}"
     for r in results:
         r.output()
-    rt = cx.search(runtime(), 1)
-    for x, value in feeds.items():
-        rt.set_data(x, value)
-    rt.execute(cx.dyn_map)
+    rt = _run(cx, runtime, stored, feeds)
     for k, (r, e) in enumerate(zip(results, expecteds)):
         e = torch.as_tensor(e)
         got = rt.get(r)
@@ -154,3 +184,98 @@ def check(case: Case, variant: str, runtime, seed: int = 0):
         atol = case.atol if case.atol is not None else atol
         np.testing.assert_allclose(got.astype(np.float64), e.double().numpy(), rtol=rtol,
                                    atol=atol, equal_nan=True, err_msg=f"{case.id} output {k}")
+
+
+# Why check_grad leaves out the rows whose inputs make NaN and infinities on purpose.
+NAN_POINTS = ("its points make NaN and infinities on purpose: the gradient there is undefined "
+              "(torch's is what its backward formulas give at them: 0 * inf, a NaN passed on "
+              "by relu as if positive)")
+
+# On runtimes that compile (CpuRuntime: ~0.8 s of C compiles a gradient graph), check_grad runs
+# one (row, variant) pair in GRAD_SAMPLE, picked by a hash of its name; the interpreter runs all.
+GRAD_SAMPLE = 40
+
+GRAD_SCALE = 10  # a gradient's tolerance: its row's forward tolerance times this
+GRAD_FLOOR = 1e-4  # and at least this, relative to the largest gradient element (>= 1)
+
+
+def _torch_grads(case: Case, datas, wrt, seed: int):
+    """torch.autograd's gradients of sum_k(out_k * r_k) w.r.t. the inputs ``wrt``: (the
+    differentiated outputs k, their cotangents r_k, the gradients), or None where torch
+    differentiates none of the outputs; raises RuntimeError where torch refuses an input."""
+    leaves = [d.clone().requires_grad_(i in wrt) for i, d in enumerate(datas)]
+    expecteds = _reference(case, leaves)
+    outs = [k for k, e in enumerate(expecteds) if isinstance(e, torch.Tensor) and e.requires_grad]
+    if not outs:
+        return None
+    g = torch.Generator().manual_seed(seed + 1000)
+    cotangents = [torch.randn(expecteds[k].shape, generator=g) for k in outs]
+    loss = sum((expecteds[k].float() * r).sum() for k, r in zip(outs, cotangents))
+    wants = torch.autograd.grad(loss, [leaves[i] for i in wrt], allow_unused=True)
+    return outs, cotangents, [torch.zeros_like(datas[i]) if w is None else w
+                              for i, w in zip(wrt, wants)]
+
+
+_TORCH_GRADS = {}  # (id(case), seed) -> _differentiable_reference's answer
+
+
+def _differentiable_reference(case: Case, specs, datas, seed: int):
+    """(the float32 inputs torch differentiates some output by, and _torch_grads' answer for
+    them), or ([], None, None, None)."""
+    wrt = []
+    for i, spec in enumerate(specs):
+        if spec.dtype != lm.float32:
+            continue
+        try:
+            if _torch_grads(case, datas, [i], seed) is not None:
+                wrt.append(i)
+        except RuntimeError:  # torch does not differentiate this input
+            continue
+    if not wrt:
+        return [], None, None, None
+    return (wrt, *_torch_grads(case, datas, wrt, seed))
+
+
+def check_grad(case: Case, variant: str, runtime, seed: int = 0):
+    """The gradient of sum_k(out_k * r_k) over the row's float outputs, for fixed random
+    cotangents r_k, with respect to the buffer of each float32 input (so a non-contiguous
+    input's gradient lands in its stored layout), against torch.autograd on the same data.
+    On compiled runtimes only a deterministic sample of the pairs runs (GRAD_SAMPLE).
+    Skipped by rule where there is nothing to differentiate: no float32 input torch
+    differentiates (it refuses batch_norm's running statistics, a loss's class weights,
+    floor_divide), or no output it differentiates (ints, bools, argmax, comparisons, creation
+    ops)."""
+    if case.no_grad:
+        _skip(f"{case.id}: {case.no_grad}")
+    sampled = zlib.crc32(f"{case.id}/{variant}".encode()) % GRAD_SAMPLE == 0
+    if runtime is not lm.NativeRuntime and not sampled:
+        _skip(f"{case.id}: gradients on compiled runtimes run for a sample of the rows")
+    specs = _inputs(case)
+    datas = [make_data(s, seed + i) for i, s in enumerate(specs)]
+    reference = _TORCH_GRADS.get((id(case), seed))
+    if reference is None:  # the same in every variant and on every runtime: once per row
+        reference = _differentiable_reference(case, specs, datas, seed)
+        _TORCH_GRADS[(id(case), seed)] = reference
+    wrt, outs, cotangents, wants = reference
+    if not wrt:
+        _skip(f"{case.id}: torch differentiates no output with respect to a float32 input")
+    cx, results, stored, feeds, layouts = _build(case, variant, specs, datas)
+    seeds = [cx.tensor(tuple(results[k].st.dims)) for k in outs]
+    graph_loss = None
+    for k, r in zip(outs, seeds):
+        term = (results[k].to(lm.float32) * r).sum()
+        graph_loss = term if graph_loss is None else graph_loss + term
+    grads = [t.output() for t in lm.grad(graph_loss, [stored[i] for i in wrt])]
+    # unverified: the comparison with torch below is the check
+    rt = _run(cx, runtime, stored + seeds, feeds + cotangents, verify=False)
+    forward_rtol, forward_atol = TOLERANCE[lm.float32]
+    rtol = case.rtol if case.rtol is not None else forward_rtol
+    atol = case.atol if case.atol is not None else forward_atol
+    for i, got, want in zip(wrt, grads, wants):
+        want = _feed(want, layouts[i]).double().numpy()
+        finite = np.abs(want[np.isfinite(want)])
+        scale = max(1.0, float(finite.max())) if finite.size else 1.0
+        np.testing.assert_allclose(rt.get(got).astype(np.float64), want,
+                                   rtol=max(GRAD_SCALE * rtol, GRAD_FLOOR),
+                                   atol=max(GRAD_SCALE * atol, GRAD_FLOOR) * scale,
+                                   equal_nan=True, err_msg=f"{case.id}: gradient of input {i}")

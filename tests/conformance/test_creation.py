@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import luminal as lm
-from harness import VARIANTS, Case, Input, check
+from harness import VARIANTS, Case, Input, check, check_grad
 
 COVERED_ELSEWHERE = ["rand", "randn"]
 
@@ -60,6 +60,12 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_creation(case, variant, runtime):
     check(case, variant, runtime)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_creation_grad(case, variant, runtime):
+    check_grad(case, variant, runtime)
 
 
 def _sample(runtime, make, dyn=None):

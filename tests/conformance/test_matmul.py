@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import luminal as lm
-from harness import VARIANTS, Case, Input, check
+from harness import VARIANTS, Case, Input, check, check_grad
 from luminal.hl_ops.matmul import linear
 
 # Rows whose leading dim is also a dim of another operand that the symbolic variant leaves
@@ -71,3 +71,9 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_matmul(case, variant, runtime):
     check(case, variant, runtime)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_matmul_grad(case, variant, runtime):
+    check_grad(case, variant, runtime)

@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import luminal as lm
-from harness import VARIANTS, Case, Input, check
+from harness import VARIANTS, Case, Input, check, check_grad
 
 
 def idx(shape, n):
@@ -137,6 +137,12 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_movement(case, variant, runtime):
     check(case, variant, runtime)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_movement_grad(case, variant, runtime):
+    check_grad(case, variant, runtime)
 
 
 def test_triu_of_neg_inf_is_exact(runtime):

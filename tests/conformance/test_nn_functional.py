@@ -8,7 +8,7 @@ import torch.nn.functional as TF
 
 import luminal as lm
 import luminal.nn.functional as F
-from harness import VARIANTS, Case, Input, check
+from harness import VARIANTS, Case, Input, check, check_grad
 
 POS = "positive"
 
@@ -331,6 +331,12 @@ CASES = NORM_CASES + CONV_CASES + POOL_CASES + INTERP_CASES + ATTN_CASES + LOSS_
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_nn_functional(case, variant, runtime):
     check(case, variant, runtime)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_nn_functional_grad(case, variant, runtime):
+    check_grad(case, variant, runtime)
 
 
 def test_attention_fully_masked_row_is_zero(runtime):

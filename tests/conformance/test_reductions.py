@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import luminal as lm
-from harness import VARIANTS, Case, Input, check
+from harness import NAN_POINTS, VARIANTS, Case, Input, check, check_grad
 
 I32, BOOL, F16, BF16 = lm.int32, lm.bool_, lm.float16, lm.bfloat16
 
@@ -160,8 +160,18 @@ CASES = [
          label="int"),
 ]
 
+for _case in CASES:
+    if _case.label == "special":
+        _case.no_grad = NAN_POINTS
+
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_reductions(case, variant, runtime):
     check(case, variant, runtime)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_reductions_grad(case, variant, runtime):
+    check_grad(case, variant, runtime)

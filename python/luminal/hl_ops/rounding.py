@@ -1,6 +1,7 @@
 """Rounding: trunc, floor, ceil, round (half to even, with decimals) and frac. trunc is a
 float -> int -> float Cast round trip where |x| < 2^23 (every larger f32 is an integer
-already), blended so inf and NaN pass through. Ints are returned unchanged, bools refused."""
+already), blended so inf and NaN pass through. Ints are returned unchanged, bools refused.
+The rounded values are detached: their gradient is zero, as torch's, not the blend's."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ def _int_passthrough(fn):
         no_bool(self, fn.__name__)
         if not dt.is_float(self.dtype):
             return self
-        return inner(self, *args, **kwargs)
+        return inner(self, *args, **kwargs).detach()
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__

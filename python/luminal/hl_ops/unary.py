@@ -112,12 +112,13 @@ class UnaryOps(ActivationOps, RoundingOps):
     absolute = abs
 
     def sign(self):
-        """-1, 0 or 1 (0 for NaN, as torch.sign); bool stays bool."""
+        """-1, 0 or 1 (0 for NaN, as torch.sign); bool stays bool. Detached: its gradient is
+        zero, as torch's, even where the incoming one is inf or NaN."""
         if self.dtype == dt.bool_:
             return self
         positive = full_like(self, 0)._binary(OpKind.LessThan, self).to(self.dtype)
         negative = self._binary(OpKind.LessThan, full_like(self, 0)).to(self.dtype)
-        return positive - negative
+        return (positive - negative).detach()
 
     def square(self):
         x = self.to(dt.int32) if self.dtype == dt.bool_ else self

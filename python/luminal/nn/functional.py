@@ -13,6 +13,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from ..hl_ops.matmul import linear
+from ..hl_ops.tensor_utils import where
 from .conv import (
     conv1d,
     conv2d,
@@ -74,8 +75,9 @@ def dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False
 
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False):
-    """Rows of ``weight`` (num_embeddings, dim) picked by int ``input`` of any shape.
-    padding_idx only affects gradients in torch, so it changes nothing here."""
+    """Rows of ``weight`` (num_embeddings, dim) picked by int ``input`` of any shape. As in
+    torch, ``padding_idx`` changes only the gradient: the rows it picks are read detached, so
+    that row of ``weight`` gets none."""
     if weight.ndim != 2:
         raise ShapeError(f"embedding: weight must be 2-D (num_embeddings, dim), got shape "
                          f"{weight.shape}")
@@ -85,7 +87,17 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     if max_norm is not None:
         raise NotImplementedError("embedding: max_norm renormalizes the weight in place, "
                                   "which a static graph cannot do")
-    return weight.index_select_tensor(0, input)
+    rows = weight.index_select_tensor(0, input)
+    if padding_idx is None:
+        return rows
+    count = weight.shape[0]
+    if isinstance(count, int) and not -count <= padding_idx < count:
+        raise ShapeError(f"embedding: padding_idx {padding_idx} is outside the {count} "
+                         f"embeddings of weight {weight.shape}")
+    if padding_idx < 0 and isinstance(count, int):
+        padding_idx += count
+    padded = (input == padding_idx).unsqueeze(-1)
+    return where(padded, rows.detach(), rows)
 
 
 def pad(input, pad, mode: str = "constant", value=None):

@@ -14,6 +14,7 @@ import torch
 from .._core import Expr
 from ..graph import Graph
 from .aten import ATEN, NEEDS_GRAPH, SIZED_BY_OUTPUT, Unsupported, to_dtype
+from .unsupported import reason
 
 
 @dataclass
@@ -141,7 +142,7 @@ def _flat(value):
 def _call(cx, node, env):
     fn = ATEN.get(node.target)
     if fn is None:
-        raise Unsupported(f"operator {node.target} has no luminal equivalent yet")
+        raise Unsupported(reason(node.target))
     args = [_arg(a, env) for a in node.args]
     if node.target in SIZED_BY_OUTPUT:
         args[1] = [sym_expr(d) for d in node.meta["val"].shape]

@@ -297,6 +297,8 @@ class IndexOps:
         return self._triangle(diagonal, False, "triu")
 
     def unfold(self, dimension: int, size: int, step: int):
+        if self.ndim == 0:  # torch: a scalar unfolds as a 1-element vector, without its axis
+            return self.reshape(1).unfold(dimension, size, step)[0]
         axis = self._axis(dimension, "unfold")
         for name, v, low, kind in (("size", size, 0, "non-negative"),
                                    ("step", step, 1, "positive")):

@@ -77,7 +77,16 @@ class UnaryOps(ActivationOps, RoundingOps):
 
     @float_math
     def tan(self):
-        return self.sin() * self.cos().reciprocal()
+        """sin(r) / cos(r) of x less k multiples of pi/2 (k rounded; pi/2 in three parts, the
+        first exact times k): with |r| <= pi/4 neither side cancels near a pole, and an odd
+        k turns tan(r) into -cos(r) / sin(r)."""
+        k = (self * (2 / math.pi)).round()
+        r = self - k * 1.5703125
+        r = r - k * 4.837512969970703125e-4
+        r = r - k * 7.549789948768648e-8
+        sin, cos = r.sin(), r.cos()
+        odd = (k * 0.5).floor() * 2 != k
+        return choose(odd.to(dt.int32), [sin / cos, -cos / sin])
 
     @float_math
     def tanh(self):

@@ -80,13 +80,13 @@ class SortingOps:
         return self.sort(0).values
 
     def _kth_sorted(self, dim, k, keepdim: bool, op: str):
-        """(values, indices) of the ``k``-th smallest along ``dim``: ``k`` an int, or an int
-        tensor of self's shape with ``dim`` reduced to 1 (one rank per row)."""
+        """(values, indices) of the ``k``-th smallest along ``dim`` (from 0): ``k`` an int or
+        Expr, or an int tensor of self's shape with ``dim`` reduced to 1 (one rank per row)."""
         if self.ndim == 0:
             return ValuesIndices(self, self.graph.constant(0, dt.int32))
         axis = self._axis(dim, op)
         values, indices = self.sort(axis)
-        if isinstance(k, int):
+        if isinstance(k, (int, Expr)):
             dims = list(self.st.dims)
             dims[axis] = Expr(1)
             k = self.graph.constant(k, dt.int32).expand(dims)
@@ -118,8 +118,7 @@ class SortingOps:
             else:  # NaN sorts last: the median of a row with one is NaN
                 k = where(nan > 0, last, x.graph.constant((n - 1) // 2, dt.int32))
         else:
-            k = (n - 1) // 2 if not n.is_const() else (n.as_const() - 1) // 2
-            k = k if isinstance(k, int) else x.graph.constant(k, dt.int32)
+            k = (n - 1) // 2
         picked = x._kth_sorted(axis, k, keepdim, op)
         return picked.values if dim is None else picked
 

@@ -148,6 +148,44 @@ def test_an_operator_luminal_lacks_runs_in_pytorch_with_its_reason(capsys):
     assert "running a graph in PyTorch" in capsys.readouterr().err
 
 
+def test_fft_and_complex_numbers_run_in_pytorch_and_say_why():
+    """Luminal has no complex numbers: an FFT's graph runs in PyTorch, with that reason."""
+
+    def f(x):
+        return torch.fft.rfft(x).abs() + 1
+
+    x = torch.randn(8)
+    with torch.no_grad():
+        got = compiled(f)(x)
+    torch.testing.assert_close(got, f(x))
+    assert report.compiled == 0 and report.fallbacks, str(report)
+    assert any("complex" in r for r in report.fallbacks), str(report)
+
+
+def test_a_copy_into_an_input_is_refused_and_one_into_a_fresh_tensor_is_a_value():
+    """copy_ writes in place: into an input (a running statistic, say) luminal would lose the
+    write, so it refuses; into a fresh tensor nothing reads after, it is the copied value."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from luminal.fx.aten import Unsupported
+    from luminal.fx.backend import CompiledGraph
+
+    def into_input(stats, x):
+        stats.copy_(x.mean(0))
+        return x * 2
+
+    def into_fresh(x):
+        return torch.zeros_like(x).copy_(x.flip(0)) + 1
+
+    x, stats = torch.randn(4, 3), torch.zeros(3)
+    gm = make_fx(into_input)(stats, x)
+    with pytest.raises(Unsupported, match="copy_"):
+        CompiledGraph(gm, (), {"runtime": "native", "cache": False})
+    gm = make_fx(into_fresh)(x)
+    got = CompiledGraph(gm, (), {"runtime": "native", "cache": False})(x)[0]
+    torch.testing.assert_close(got, into_fresh(x))
+
+
 # Convolutions with stride, padding, dilation and groups, overlapping pooling windows with
 # padding: the backward's transposed convolution, weight gradient per group and max-pool
 # gradient placed window offset by window offset.

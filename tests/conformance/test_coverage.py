@@ -25,7 +25,7 @@ scaled_dot_product_attention cross_entropy mse_loss sort argsort topk
 msort kthvalue median nanmedian searchsorted bucketize var_mean std_mean linalg.vector_norm
 linalg.matrix_norm index_put index_add index_copy index_fill put masked_scatter scatter_reduce
 slice_scatter select_scatter diagonal_scatter diagonal diag_embed atan atan2 asin acos asinh
-acosh atanh
+acosh atanh index_reduce
 """.split()
 
 TABLES = [f[:-3] for f in os.listdir(os.path.dirname(__file__))

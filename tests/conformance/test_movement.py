@@ -176,6 +176,12 @@ CASES = [
          [(3, 5), idx((3, 4), 5), (3, 4)],
          lambda x, i, s: x.scatter_reduce(1, i.long(), s, "amin", include_self=False),
          label="amin"),
+    Case("index_reduce", lambda x, i, s: x.index_reduce(0, i, s, "amax"),
+         [(5, 3), idx((4,), 5), (4, 3)], lambda x, i, s: x.index_reduce(0, i.long(), s, "amax")),
+    Case("index_reduce", lambda x, i, s: x.index_reduce(1, i, s, "mean", include_self=False),
+         [(3, 5), idx((4,), 5), (3, 4)],
+         lambda x, i, s: x.index_reduce(1, i.long(), s, "mean", include_self=False),
+         label="mean"),
     Case("slice_scatter", lambda x, s: x.slice_scatter(s, 1, 1, 5, 2), [(4, 6), (4, 2)]),
     Case("select_scatter", lambda x, s: x.select_scatter(s, 1, -1), [(3, 4), (3,)]),
     # (symbolic: src's length is the symbol, the diagonal's min(s, 3), not provably equal)

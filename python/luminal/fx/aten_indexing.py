@@ -89,6 +89,8 @@ INDEXING = {
     aten.scatter_add.default: lambda x, dim, index, src: x.scatter_add(dim, index, src),
     aten.scatter_reduce.two: lambda x, dim, index, src, reduce, include_self=True:
         x.scatter_reduce(dim, index, src, reduce, include_self=include_self),
+    aten.index_reduce.default: lambda x, dim, index, source, reduce, include_self=True:
+        x.index_reduce(dim, index, source, reduce, include_self=include_self),
     aten.slice_scatter.default: lambda x, src, dim=0, start=None, end=None, step=1:
         x.slice_scatter(src, dim, start, end, step),
     aten.select_scatter.default: lambda x, src, dim, index: x.select_scatter(src, dim, index),

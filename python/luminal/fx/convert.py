@@ -16,6 +16,8 @@ from ..graph import Graph
 from .aten import ATEN, NEEDS_GRAPH, SIZED_BY_OUTPUT, Unsupported, to_dtype
 from .unsupported import reason
 
+aten = torch.ops.aten
+
 
 @dataclass
 class Converted:
@@ -139,7 +141,30 @@ def _flat(value):
     return [value]
 
 
+# Operators whose result is a fresh tensor (no view of another): an in-place copy_ into one
+# that nothing reads afterwards is a plain value.
+_FRESH = {aten.full.default, aten.full_like.default, aten.zeros_like.default,
+          aten.ones_like.default, aten.empty.memory_format, aten.empty_permuted.default,
+          aten.empty_strided.default, aten.new_empty.default, aten.new_zeros.default,
+          aten.new_ones.default, aten.clone.default, aten.scalar_tensor.default}
+
+
+def _copy_into_fresh(node, env):
+    """aten.copy_(dst, src) as src broadcast to dst (in dst's dtype), where dst is a fresh
+    tensor read by nothing after the copy; else Unsupported (it would mutate shared data)."""
+    dst, src = node.args[0], node.args[1]
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    if dst.op != "call_function" or dst.target not in _FRESH or \
+            any(order[u] > order[node] for u in dst.users if u is not node):
+        raise Unsupported(f"operator {node.target} writes into a view or a tensor read elsewhere "
+                          f"(an in-place write luminal does not express)")
+    out = env[src].expand(*env[dst].shape)
+    return out if out.dtype == env[dst].dtype else out.to(env[dst].dtype)
+
+
 def _call(cx, node, env):
+    if node.target == aten.copy_.default:
+        return _copy_into_fresh(node, env)
     fn = ATEN.get(node.target)
     if fn is None:
         raise Unsupported(reason(node.target))

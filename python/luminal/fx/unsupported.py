@@ -22,7 +22,7 @@ _WHY_NOT = [
     ("multinomial", "random sampling: luminal's generators are seeded per graph"),
     ("linalg_", "a matrix decomposition or solver (data-dependent iterations)"),
     ("cholesky", "a matrix decomposition or solver (data-dependent iterations)"),
-    ("nonzero", "its result's shape depends on the values"),
+    ("nonzero.default", "its result's shape depends on the values"),
     ("masked_select", "its result's shape depends on the values"),
     ("unique", "its result's shape depends on the values"),
     ("_local_scalar_dense", "reads a tensor's value into Python (.item())"),

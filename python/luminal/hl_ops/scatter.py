@@ -1,5 +1,5 @@
 """Writes by index: scatter, scatter_add, scatter_reduce (torch.gather's inverse along one dim),
-index_put and its forms (index_add, index_copy, index_fill, put, masked_scatter,
+index_reduce, index_put and its forms (index_add, index_copy, index_fill, put, masked_scatter,
 slice_scatter, select_scatter, diagonal_scatter). Each compares the written positions with
 an Iota (a one-hot of indices x positions) and reduces the values sent to each position, so
 the work is (indices) x (positions of the indexed dims) comparisons. Where several indices
@@ -227,6 +227,24 @@ class ScatterOps:
 
     def index_fill(self, dim: int, index, value):
         return self.index_put(self._index_at(dim, index, "index_fill"), value)
+
+    def index_reduce(self, dim: int, index, source, reduce: str, *, include_self: bool = True):
+        """torch.index_reduce: slice i of ``source`` along ``dim`` reduced into slice
+        index[i] of self (prod, mean, amax, amin), as scatter_reduce with the index spread
+        over the slices."""
+        source = self._write_source(source, "index_reduce", "source")
+        if self.ndim == 0:  # torch: a scalar as a 1-element vector
+            return self.reshape(1).index_reduce(dim, index, source.reshape(1), reduce,
+                                                include_self=include_self).reshape([])
+        axis = self._axis(dim, "index_reduce")
+        index = self._index_at(dim, index, "index_reduce")[-1]
+        if source.ndim != self.ndim:
+            raise ShapeError(f"index_reduce: source of shape {source.shape} must have as many "
+                             f"dims as self of shape {self.shape}")
+        shape = [1] * self.ndim
+        shape[axis] = index.st.dims[0]
+        spread = index.reshape(shape).expand(list(source.st.dims))
+        return self.scatter_reduce(axis, spread, source, reduce, include_self=include_self)
 
     def put(self, index, source, accumulate: bool = False):
         """torch.put: ``self`` as if flat, written at ``index`` by ``source``."""

@@ -162,9 +162,10 @@ def test_fft_and_complex_numbers_run_in_pytorch_and_say_why():
     assert any("complex" in r for r in report.fallbacks), str(report)
 
 
-def test_a_copy_into_an_input_is_refused_and_one_into_a_fresh_tensor_is_a_value():
-    """copy_ writes in place: into an input (a running statistic, say) luminal would lose the
-    write, so it refuses; into a fresh tensor nothing reads after, it is the copied value."""
+def test_an_in_place_write_into_a_fresh_tensor_is_a_value_and_others_are_refused():
+    """copy_, add_, clamp_min_ write in place: into an input (a running statistic, say) or
+    through a view luminal would lose the write, so it refuses; into a fresh tensor nothing
+    reads after, it is the functional op's value."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from luminal.fx.aten import Unsupported
@@ -175,11 +176,19 @@ def test_a_copy_into_an_input_is_refused_and_one_into_a_fresh_tensor_is_a_value(
         return x * 2
 
     def into_fresh(x):
-        return torch.zeros_like(x).copy_(x.flip(0)) + 1
+        return torch.zeros_like(x).copy_(x.flip(0)) + (x * 2).clamp_min_(0).add_(x)
+
+    def through_a_view(x):
+        y = x * 2
+        y[0].add_(1)
+        return y
 
     x, stats = torch.randn(4, 3), torch.zeros(3)
     gm = make_fx(into_input)(stats, x)
     with pytest.raises(Unsupported, match="copy_"):
+        CompiledGraph(gm, (), {"runtime": "native", "cache": False})
+    gm = make_fx(through_a_view)(x)
+    with pytest.raises(Unsupported, match="add_"):
         CompiledGraph(gm, (), {"runtime": "native", "cache": False})
     gm = make_fx(into_fresh)(x)
     got = CompiledGraph(gm, (), {"runtime": "native", "cache": False})(x)[0]

@@ -195,6 +195,27 @@ def test_an_in_place_write_into_a_fresh_tensor_is_a_value_and_others_are_refused
     torch.testing.assert_close(got, into_fresh(x))
 
 
+def test_as_strided_of_a_contiguous_tensor_matches_and_of_a_transposed_one_is_refused():
+    """as_strided reads storage: a contiguous tensor's storage is its elements in order
+    (luminal gathers them); a transposed input's is not, so that graph is refused."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from luminal.fx.aten import Unsupported
+    from luminal.fx.backend import CompiledGraph
+
+    def windows(x):
+        return torch.as_strided(x, (3, 4), (2, 1), 1) * 2
+
+    x = torch.randn(4, 3)
+    gm = make_fx(windows, tracing_mode="fake")(x)
+    got = CompiledGraph(gm, (), {"runtime": "native", "cache": False})(x)[0]
+    torch.testing.assert_close(got, windows(x))
+    transposed = torch.randn(3, 4).t()
+    gm = make_fx(windows, tracing_mode="fake")(transposed)
+    with pytest.raises(Unsupported, match="as_strided"):
+        CompiledGraph(gm, (), {"runtime": "native", "cache": False})
+
+
 # Convolutions with stride, padding, dilation and groups, overlapping pooling windows with
 # padding: the backward's transposed convolution, weight gradient per group and max-pool
 # gradient placed window offset by window offset.

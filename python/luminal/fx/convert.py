@@ -177,7 +177,28 @@ def _in_place(cx, node, env):
     return _call_function(cx, node, functional, env)
 
 
+def _as_strided(cx, node, env):
+    """as_strided reads its input's storage: where that is the input's own elements in order
+    (a contiguous tensor, no storage offset, as FX's metadata records), a Gather of them at
+    offset + sum(i_k * stride_k); else Unsupported."""
+    x_node, size, stride = node.args[0], node.args[1], node.args[2]
+    offset = node.args[3] if len(node.args) > 3 and node.args[3] is not None else 0
+    val = x_node.meta.get("val") if isinstance(x_node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or not val.is_contiguous() or \
+            val.storage_offset() != 0 or not all(isinstance(d, int) for d in (*size, *stride)):
+        raise Unsupported(f"operator {node.target} of a tensor whose storage is not its own "
+                          f"elements in order (or of symbolic sizes)")
+    z, index, inner = Expr("z"), Expr(offset), 1
+    for d, st in reversed(list(zip(size, stride))):
+        index = index + (z // inner) % d * st
+        inner *= d
+    flat = cx.iota(index, inner)
+    return env[x_node].reshape(-1).gather(0, flat).reshape(*size)
+
+
 def _call(cx, node, env):
+    if node.target in (aten.as_strided.default, aten.as_strided_copy.default):
+        return _as_strided(cx, node, env)
     if node.target not in ATEN and _writes_in_place(node.target):
         return _in_place(cx, node, env)
     if node.target not in ATEN:

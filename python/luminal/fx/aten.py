@@ -127,10 +127,8 @@ def _max_pool2d(x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
 
 def _avg_pool2d(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
                 divisor_override=None):
-    if divisor_override is not None:
-        raise Unsupported("avg_pool2d with divisor_override")
     return F.avg_pool2d(x, tuple(kernel), tuple(stride) or None, padding, ceil_mode,
-                        count_include_pad)
+                        count_include_pad, divisor_override)
 
 
 def _creation(cx_method):
@@ -234,6 +232,16 @@ def _native_batch_norm(x, weight, bias, running_mean, running_var, training, mom
                                                  True, momentum, eps)
     return out, mean, rstd
 
+
+def _upsample(x, size, scales, mode, align_corners):
+    """F.interpolate to ``size``; by the scale factors where ATen passes them (they, not the
+    sizes' ratio, map output to input coordinates)."""
+    if any(s is not None for s in scales):
+        if any(s is None for s in scales):
+            raise Unsupported(f"upsample with scales {scales}")
+        return F.interpolate(x, scale_factor=tuple(scales), mode=mode,
+                             align_corners=align_corners)
+    return F.interpolate(x, size=tuple(size), mode=mode, align_corners=align_corners)
 
 def _extreme_dim(method):
     def extreme(x, dim, keepdim=False):
@@ -455,6 +463,22 @@ ATEN = {
     aten.native_group_norm.default: _native_group_norm,
     aten.native_batch_norm.default: _native_batch_norm,
     aten._native_batch_norm_legit.default: _native_batch_norm,
+    aten.avg_pool3d.default: lambda x, kernel, stride=(), padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None: F.avg_pool3d(
+        x, tuple(kernel), tuple(stride) or None, padding if isinstance(padding, int) else
+        tuple(padding), ceil_mode, count_include_pad, divisor_override),
+    aten.upsample_bilinear2d.default: lambda x, size, align_corners, scales_h=None,
+    scales_w=None: _upsample(x, size, (scales_h, scales_w), "bilinear", align_corners),
+    aten.upsample_nearest2d.default: lambda x, size, scales_h=None, scales_w=None: _upsample(
+        x, size, (scales_h, scales_w), "nearest", None),
+    aten.upsample_trilinear3d.default: lambda x, size, align_corners, *scales: _upsample(
+        x, size, scales or (None,) * 3, "trilinear", align_corners),
+    aten.upsample_linear1d.default: lambda x, size, align_corners, scales=None: _upsample(
+        x, size, (scales,), "linear", align_corners),
+    aten.upsample_nearest1d.default: lambda x, size, scales=None: _upsample(
+        x, size, (scales,), "nearest", None),
+    aten.upsample_nearest3d.default: lambda x, size, *scales: _upsample(
+        x, size, scales or (None,) * 3, "nearest", None),
     aten._adaptive_avg_pool2d.default: lambda x, size: F.adaptive_avg_pool2d(x, tuple(size)),
     aten._adaptive_avg_pool3d.default: lambda x, size: F.adaptive_avg_pool3d(x, tuple(size)),
     aten.view_copy.default: lambda x, size: x.reshape(*size),

@@ -3,8 +3,9 @@ decompositions) in luminal terms: ATEN maps each OpOverload to a function of the
 arguments (GraphTensors, Python scalars, Exprs for symbolic sizes) returning a GraphTensor, a
 tuple of them (None where an output is one luminal does not compute, such as max_pool's
 indices), or an Expr. An operator missing here, or a call whose arguments it refuses
-(Unsupported), makes the converter hand the graph back to PyTorch. Not here: walking the FX
-graph (convert.py) or running it (backend.py)."""
+(Unsupported), makes the converter hand the graph back to PyTorch. The indexing, scatter and
+sorting entries (aten_indexing.py) and the layer ops' (aten_nn.py) are merged in. Not here:
+walking the FX graph, in-place calls and as_strided (convert.py), or running it (backend.py)."""
 
 from __future__ import annotations
 

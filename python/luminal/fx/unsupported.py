@@ -20,7 +20,8 @@ _WHY_NOT = [
                 "would repeat the same numbers"),
     ("bernoulli", "random sampling: luminal's generators are seeded per graph"),
     ("multinomial", "random sampling: luminal's generators are seeded per graph"),
-    ("linalg_", "a matrix decomposition or solver (data-dependent iterations)"),
+    ("linalg_", "a linear-algebra routine luminal lacks (decompositions and solvers iterate "
+                "data-dependently)"),
     ("cholesky", "a matrix decomposition or solver (data-dependent iterations)"),
     ("nonzero.default", "its result's shape depends on the values"),
     ("masked_select", "its result's shape depends on the values"),

@@ -68,6 +68,28 @@ SHAPE_CASES = [
                                                      cx.tensor((2, 5))),
      ["scatter_add", "(3, 4)", "(2, 5)"]),
     ("scatter both", lambda cx: _x(cx).scatter(0, cx.tensor((2, 4), lm.int32)), ["scatter"]),
+    ("scatter_reduce op", lambda cx: _x(cx).scatter_reduce(
+        0, cx.tensor((3, 4), lm.int32), _x(cx), "max"), ["scatter_reduce", "'max'", "(3, 4)"]),
+    ("index_put count", lambda cx: _x(cx).index_put(
+        [cx.tensor((2,), lm.int32)] * 3, 1.0), ["index_put", "3 indices", "(3, 4)"]),
+    ("index_put values", lambda cx: _x(cx).index_put(
+        [cx.tensor((2,), lm.int32)], cx.tensor((3, 4))), ["index_put", "(3, 4)"]),
+    ("index_put mask values", lambda cx: _x(cx).index_put(
+        [cx.tensor((3, 4), lm.bool_)], cx.tensor((5,))), ["index_put", "(5,)", "mask"]),
+    ("index_add 2-d", lambda cx: _x(cx).index_add(0, cx.tensor((2, 2), lm.int32), _x(cx)),
+     ["index_add", "(2, 2)"]),
+    ("diag_embed dims", lambda cx: _x(cx).diag_embed(0, 1, 1), ["diag_embed", "(3, 4)"]),
+    ("diag_embed range", lambda cx: _x(cx).diag_embed(0, 0, 3), ["diag_embed", "(3, 4)"]),
+    ("diagonal_scatter dims", lambda cx: _x(cx).diagonal_scatter(cx.tensor((3,)), 0, 1, 1),
+     ["diagonal_scatter", "(3, 4)"]),
+    ("kthvalue k", lambda cx: _x(cx).kthvalue(5), ["kthvalue", "k=5", "(3, 4)"]),
+    ("searchsorted rows", lambda cx: lm.searchsorted(_x(cx), cx.tensor((2, 3))),
+     ["searchsorted", "(3, 4)", "(2, 3)"]),
+    ("bucketize 2-d", lambda cx: lm.bucketize(_x(cx, (5,)), _x(cx)), ["bucketize", "(3, 4)"]),
+    ("vector_norm ord", lambda cx: lm.linalg.vector_norm(_x(cx), "fro"),
+     ["vector_norm", "'fro'", "(3, 4)"]),
+    ("matrix_norm nuc", lambda cx: lm.linalg.matrix_norm(_x(cx), "nuc"),
+     ["matrix_norm", "'nuc'", "(3, 4)"]),
     ("tril 1-d", lambda cx: _x(cx, (4,)).tril(), ["tril", "(4,)"]),
     ("unfold size", lambda cx: _x(cx).unfold(1, 5, 1), ["unfold", "(3, 4)"]),
     ("unfold step", lambda cx: _x(cx).unfold(1, 2, 0), ["unfold", "step"]),
@@ -111,6 +133,12 @@ DTYPE_CASES = [
     ("scatter dtype", lambda cx: _x(cx).scatter_add(0, cx.tensor((3, 4), lm.int32),
                                                     cx.tensor((3, 4), lm.int32)),
      ["scatter_add", "int32", "float32"]),
+    ("index_put dtype", lambda cx: _x(cx).index_put(
+        [cx.tensor((2,), lm.int32)], cx.tensor((2, 4), lm.int32)), ["index_put", "int32"]),
+    ("index_put float index", lambda cx: _x(cx).index_put([cx.tensor((2,))], 1.0),
+     ["index_put", "float32"]),
+    ("masked_scatter mask", lambda cx: _x(cx).masked_scatter(_x(cx), _x(cx)),
+     ["masked_scatter", "bool", "(3, 4)"]),
     ("full value", lambda cx: cx.full((2,), "a"), ["full", "'a'"]),
     ("arange value", lambda cx: cx.arange("a"), ["arange", "'a'"]),
 ]

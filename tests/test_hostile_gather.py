@@ -55,6 +55,30 @@ def test_an_embedding_lookup_out_of_range_raises(make, dtype):
 
 
 @pytest.mark.parametrize("make", [lm.NativeRuntime, cpu], ids=["native", "cpu"])
+def test_a_gather_of_a_constant_reads_its_value_and_checks_its_indices(make):
+    """index_fill's values are a broadcast constant, gathered (a constant is stored for that,
+    so its indices are bounds-checked like any other)."""
+    cx = lm.Graph()
+    x = cx.tensor((3, 5))
+    index = cx.tensor((3,), lm.int32)
+    out = x.index_fill(1, index, -1.5).output()
+    rt = cx.search(make(), progress=False, cache=False)
+    data = torch.randn(3, 5, generator=torch.Generator().manual_seed(0))
+    rt.set_data(x, data)
+    rt.set_data(index, np.array([4, 0, 4], dtype=np.int32))
+    rt.execute(cx.dyn_map)
+    torch.testing.assert_close(torch.from_numpy(rt.get(out)),
+                               data.index_fill(1, torch.tensor([4, 0, 4]), -1.5))
+    cx = lm.Graph()
+    index = cx.tensor((3,), lm.int32)
+    out = cx.constant(2.5).expand(4, 3).index_select(0, index).output()
+    rt = cx.search(make(), progress=False, cache=False)
+    rt.set_data(index, np.array([0, 3, 9], dtype=np.int32))
+    with pytest.raises(lm.ShapeError, match="Gather: .*out of range"):
+        rt.execute(cx.dyn_map)
+
+
+@pytest.mark.parametrize("make", [lm.NativeRuntime, cpu], ids=["native", "cpu"])
 def test_padding_around_a_gather_is_not_a_fault(make):
     """pad(gather(x, idx)): the padded elements read no index; only real ones are checked."""
     cx = lm.Graph()

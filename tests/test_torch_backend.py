@@ -148,6 +148,74 @@ def test_an_operator_luminal_lacks_runs_in_pytorch_with_its_reason(capsys):
     assert "running a graph in PyTorch" in capsys.readouterr().err
 
 
+def test_fft_and_complex_numbers_run_in_pytorch_and_say_why():
+    """Luminal has no complex numbers: an FFT's graph runs in PyTorch, with that reason."""
+
+    def f(x):
+        return torch.fft.rfft(x).abs() + 1
+
+    x = torch.randn(8)
+    with torch.no_grad():
+        got = compiled(f)(x)
+    torch.testing.assert_close(got, f(x))
+    assert report.compiled == 0 and report.fallbacks, str(report)
+    assert any("complex" in r for r in report.fallbacks), str(report)
+
+
+def test_an_in_place_write_into_a_fresh_tensor_is_a_value_and_others_are_refused():
+    """copy_, add_, clamp_min_ write in place: into an input (a running statistic, say) or
+    through a view luminal would lose the write, so it refuses; into a fresh tensor nothing
+    reads after, it is the functional op's value."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from luminal.fx.aten import Unsupported
+    from luminal.fx.backend import CompiledGraph
+
+    def into_input(stats, x):
+        stats.copy_(x.mean(0))
+        return x * 2
+
+    def into_fresh(x):
+        return torch.zeros_like(x).copy_(x.flip(0)) + (x * 2).clamp_min_(0).add_(x)
+
+    def through_a_view(x):
+        y = x * 2
+        y[0].add_(1)
+        return y
+
+    x, stats = torch.randn(4, 3), torch.zeros(3)
+    gm = make_fx(into_input)(stats, x)
+    with pytest.raises(Unsupported, match="copy_"):
+        CompiledGraph(gm, (), {"runtime": "native", "cache": False})
+    gm = make_fx(through_a_view)(x)
+    with pytest.raises(Unsupported, match="add_"):
+        CompiledGraph(gm, (), {"runtime": "native", "cache": False})
+    gm = make_fx(into_fresh)(x)
+    got = CompiledGraph(gm, (), {"runtime": "native", "cache": False})(x)[0]
+    torch.testing.assert_close(got, into_fresh(x))
+
+
+def test_as_strided_of_a_contiguous_tensor_matches_and_of_a_transposed_one_is_refused():
+    """as_strided reads storage: a contiguous tensor's storage is its elements in order
+    (luminal gathers them); a transposed input's is not, so that graph is refused."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from luminal.fx.aten import Unsupported
+    from luminal.fx.backend import CompiledGraph
+
+    def windows(x):
+        return torch.as_strided(x, (3, 4), (2, 1), 1) * 2
+
+    x = torch.randn(4, 3)
+    gm = make_fx(windows, tracing_mode="fake")(x)
+    got = CompiledGraph(gm, (), {"runtime": "native", "cache": False})(x)[0]
+    torch.testing.assert_close(got, windows(x))
+    transposed = torch.randn(3, 4).t()
+    gm = make_fx(windows, tracing_mode="fake")(transposed)
+    with pytest.raises(Unsupported, match="as_strided"):
+        CompiledGraph(gm, (), {"runtime": "native", "cache": False})
+
+
 # Convolutions with stride, padding, dilation and groups, overlapping pooling windows with
 # padding: the backward's transposed convolution, weight gradient per group and max-pool
 # gradient placed window offset by window offset.

@@ -35,6 +35,7 @@ class Planner {
     std::vector<int>& uses = uses_;
     uses.assign(g_.size(), 0);
     std::vector<bool> forced(g_.size(), false);
+    std::vector<bool> gathered(g_.size(), false);
     std::vector<std::vector<NodeId>> readers(g_.size());
     row_kind_.assign(g_.size(), RowKind::kOther);
     for (NodeId id : order) {
@@ -47,7 +48,10 @@ class Planner {
         bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
         // A Gather's data is a buffer, or a widened Cast of one (an embedding table kept
         // quantized or in 16 bits: the Gather widens the rows it takes, lower.cc).
-        if (n.op == OpKind::Gather && k == 0 && !widened_in_readers(e.node)) forced[e.node] = true;
+        if (n.op == OpKind::Gather && k == 0 && !widened_in_readers(e.node)) {
+          forced[e.node] = true;
+          gathered[e.node] = true;  // a constant too: the Gather loads (and bounds-checks) it
+        }
         if (broadcasts(e.view) && !in_readers) forced[e.node] = true;
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;
@@ -87,7 +91,7 @@ class Planner {
         // computed by its readers
       } else if ((is_reduce(n.op) && !unrolled_reduce(n)) || epilogue_sinks_.count(id)) {
         add(id, BufferRole::kTemp);
-      } else if (source ? (forced[id] && n.op == OpKind::Iota)
+      } else if (source ? (forced[id] && (n.op == OpKind::Iota || gathered[id]))
                         : ((uses[id] > 1 && !recomputed(id)) || forced[id] || roots_kernel(n) ||
                            fused_depth(n) > kMaxFusedDepth)) {
         add(id, BufferRole::kTemp);

@@ -36,8 +36,13 @@ from .autograd import grad
 from .hl_ops.tensor_utils import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
+from .hl_ops.sorting import bucketize, searchsorted
 from .runtime import CpuRuntime, CudaRuntime, NativeRuntime, Runtime
 from .precision import to_half
+from . import linalg
+
+var_mean = GraphTensor.var_mean  # torch.var_mean(x, ...) as lm.var_mean(x, ...)
+std_mean = GraphTensor.std_mean
 
 __version__ = "0.1.0"
 
@@ -54,5 +59,6 @@ __all__ = [
     "Graph", "GraphTensor", "InternalError", "LuminalError", "NativeRuntime", "Runtime",
     "ShapeError", "ShapeTracker", "WeightsError",
     "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
-    "cat", "einsum", "from_torch", "get_include", "grad", "get_library_dir", "stack", "to_half", "where",
+    "bucketize", "cat", "einsum", "from_torch", "get_include", "grad", "get_library_dir",
+    "linalg", "searchsorted", "stack", "std_mean", "to_half", "var_mean", "where",
 ]

@@ -22,6 +22,7 @@ from .hl_ops import (
     MovementOps,
     NNOps,
     ReductionOps,
+    ScatterOps,
     SortingOps,
     UnaryOps,
 )
@@ -42,8 +43,8 @@ def _to_expr(d: Dim, what: str) -> Expr:
     return Expr(d) if isinstance(d, int) else d
 
 
-class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ReductionOps, MatmulOps,
-                  NNOps, SortingOps):
+class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ScatterOps, ReductionOps,
+                  MatmulOps, NNOps, SortingOps):
     """A lazy tensor: node ``id`` of ``graph``, read through the view ``st`` (ShapeTracker)."""
 
     __slots__ = ("graph", "id", "st", "dtype", "grad")

@@ -22,6 +22,10 @@ matmul bmm mm dot outer einsum linear
 softmax log_softmax layer_norm rms_norm group_norm batch_norm dropout embedding conv1d conv2d
 conv_transpose2d max_pool1d max_pool2d avg_pool1d avg_pool2d adaptive_avg_pool2d interpolate
 scaled_dot_product_attention cross_entropy mse_loss sort argsort topk
+msort kthvalue median nanmedian searchsorted bucketize var_mean std_mean linalg.vector_norm
+linalg.matrix_norm index_put index_add index_copy index_fill put masked_scatter scatter_reduce
+slice_scatter select_scatter diagonal_scatter diagonal diag_embed atan atan2 asin acos asinh
+acosh atanh index_reduce
 """.split()
 
 TABLES = [f[:-3] for f in os.listdir(os.path.dirname(__file__))

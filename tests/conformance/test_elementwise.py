@@ -45,7 +45,7 @@ def special(x):
 
 
 UNARY_MATH = ["exp", "exp2", "log2", "sin", "cos", "tanh", "sigmoid", "erf", "expm1", "neg",
-              "abs", "sign", "square", "trunc", "frac", "tan"]
+              "abs", "sign", "square", "trunc", "frac", "tan", "atan", "asinh"]
 POSITIVE_MATH = ["log", "sqrt", "rsqrt", "reciprocal", "log1p"]
 ACTIVATIONS = ["relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "mish", "softplus",
                "softsign", "hardswish", "hardsigmoid"]
@@ -71,7 +71,23 @@ CASES = (
         Case("sin", lambda x: (x * 100).sin(), [(4, 3)], label="wide"),
         Case("cos", lambda x: (x * 100).cos(), [(4, 3)], label="wide"),
         Case("tan", lambda x: x.tan(), [unit(3, 4)], label="unit"),
+        Case("tan", lambda x: (x * 1e-3 + 1.5707).tan(), [unit(3, 4)], label="near_pole"),
+        Case("tan", lambda x: (x * 30).tan(), [(3, 4)], label="wide"),
         Case("tanh", lambda x: (x * 6).tanh(), [(4, 5)], label="wide"),
+        Case("atan", lambda x: (x * 30).atan(), [(4, 5)], label="wide"),
+        Case("atan", lambda x: special(x).atan(), [(4, 6)], label="special"),
+        Case("asin", lambda x: x.asin(), [unit(3, 4)]),
+        Case("asin", lambda x: (x * 1.2).asin(), [(3, 4)], label="outside"),
+        Case("acos", lambda x: x.acos(), [unit(3, 4)]),
+        Case("asinh", lambda x: (x * 1e3).asinh(), [(3, 4)], label="wide"),
+        Case("acosh", lambda x: (x + 1).acosh(), [pos(3, 4)]),
+        Case("acosh", lambda x: (x * 1e4).acosh(), [(3, 4)], label="wide_nan"),
+        Case("atanh", lambda x: x.atanh(), [unit(3, 4)]),
+        Case("atanh", lambda x: (x * 1.2).atanh(), [(3, 4)], label="outside"),
+        Case("atan2", lambda a, b: a.atan2(b), [(3, 4), (3, 4)]),
+        Case("atan2", lambda a, b: special(a).atan2(special(b)), [(4, 6), (4, 6)],
+             label="special"),
+        Case("atan2", lambda a, b: a.atan2(b), [(3, 1), (1, 4)], label="broadcast"),
         Case("tanh", lambda x: x.tanh(), [Input((4, 5), F16)], label="f16"),
         Case("tanh", lambda x: x.tanh(), [Input((4, 5), BF16)], label="bf16"),
         Case("sigmoid", lambda x: (x * 30).sigmoid(), [(4, 5)], label="wide"),

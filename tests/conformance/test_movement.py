@@ -1,5 +1,5 @@
-"""Conformance table: movement and indexing ops (views, joins, pads, gathers, scatters,
-triangles, windows), checked against torch in every variant; plus a check that the view ops
+"""Conformance table: movement and indexing ops (views, joins, pads, gathers, scatters and
+index_put, diagonals, triangles, windows), checked against torch in every variant; plus a check that the view ops
 add no nodes to the graph."""
 
 import pytest
@@ -21,6 +21,13 @@ def _perm_index(x, rows, cols, n):
                           + torch.arange(rows).reshape(rows, 1), n)
     cx = x.graph
     return (cx.arange(cols).reshape(1, cols) * 3 + cx.arange(rows).reshape(rows, 1)).fmod(n)
+
+
+def _evens(x, n):
+    """0, 2, 4, ... (n of them) as an int index (luminal or torch)."""
+    if isinstance(x, torch.Tensor):
+        return torch.arange(n) * 2
+    return x.graph.arange(n) * 2
 
 
 CASES = [
@@ -119,6 +126,71 @@ CASES = [
     Case("scatter_add", lambda x, i, s: x.scatter_add(0, i, s),
          [(3, 2), idx((4, 2), 3), (5, 2)], lambda x, i, s: x.scatter_add(0, i.long(), s),
          label="dim0_dups"),
+    # ---- index_put and the scatter family (unique indices where torch leaves duplicates
+    # undefined) -----------------------------------------------------------------------------
+    Case("index_put", lambda x, v: x.index_put((_evens(x, 3),), v), [(5, 4), (3, 4)],
+         lambda x, v: x.index_put((_evens(x, 3),), v)),
+    Case("index_put", lambda x, i, v: x.index_put((i,), v, accumulate=True),
+         [(5, 4), idx((6,), 5), (6, 4)],
+         lambda x, i, v: x.index_put((i.long(),), v, accumulate=True), label="accumulate_dups"),
+    Case("index_put", lambda x, v: x.index_put((_evens(x, 2) - 4,), v), [(5, 4), (4,)],
+         lambda x, v: x.index_put((_evens(x, 2) - 4,), v), label="negative_broadcast"),
+    Case("index_put", lambda x, a, b, v: x.index_put((a, None, b), v, True),
+         [(3, 4, 5), idx((2,), 3), idx((2,), 5), (2, 4)],
+         lambda x, a, b, v: torch.ops.aten.index_put(x, (a.long(), None, b.long()), v, True),
+         label="apart"),
+    Case("index_put", lambda x, a, b, v: x.index_put((None, a, b), v, True),
+         [(3, 4, 5), idx((2, 1), 4), idx((4,), 5), (3, 2, 4)],
+         lambda x, a, b, v: torch.ops.aten.index_put(x, (None, a.long(), b.long()), v, True),
+         label="adjacent_broadcast"),
+    Case("index_put", lambda x, m: x.index_put((m,), 2.5), [(4, 5), Input((4, 5), lm.bool_)],
+         lambda x, m: x.index_put((m,), torch.tensor(2.5)), label="mask"),
+    Case("index_add", lambda x, i, s: x.index_add(0, i, s, alpha=2),
+         [(5, 3), idx((4,), 5), (4, 3)], lambda x, i, s: x.index_add(0, i.long(), s, alpha=2)),
+    Case("index_copy", lambda x, s: x.index_copy(1, _evens(x, 2), s), [(3, 5), (3, 2)],
+         lambda x, s: x.index_copy(1, _evens(x, 2), s)),
+    Case("index_fill", lambda x, i: x.index_fill(1, i, -1.5), [(3, 5), idx((3,), 5)],
+         lambda x, i: x.index_fill(1, i.long(), -1.5)),
+    Case("put", lambda x, i, s: x.put(i, s, accumulate=True), [(3, 4), idx((5,), 12), (5,)],
+         lambda x, i, s: x.put(i.long(), s, accumulate=True)),
+    Case("masked_scatter", lambda x, m, s: x.masked_scatter(m, s),
+         [(3, 4), Input((3, 4), lm.bool_), (12,)]),
+    Case("scatter_reduce", lambda x, i, s: x.scatter_reduce(1, i, s, "sum"),
+         [(3, 5), idx((3, 4), 5), (3, 4)],
+         lambda x, i, s: x.scatter_reduce(1, i.long(), s, "sum"), label="sum"),
+    Case("scatter_reduce", lambda x, i, s: x.scatter_reduce(0, i, s, "prod", include_self=False),
+         [(3, 2), idx((4, 2), 3), (4, 2)],
+         lambda x, i, s: x.scatter_reduce(0, i.long(), s, "prod", include_self=False),
+         label="prod"),
+    Case("scatter_reduce", lambda x, i, s: x.scatter_reduce(1, i, s, "mean"),
+         [(3, 5), idx((3, 4), 5), (3, 4)],
+         lambda x, i, s: x.scatter_reduce(1, i.long(), s, "mean"), label="mean"),
+    Case("scatter_reduce", lambda x, i, s: x.scatter_reduce(1, i, s, "mean", include_self=False),
+         [Input((3, 5), lm.int32, "int"), idx((3, 4), 5), Input((3, 4), lm.int32, "int")],
+         lambda x, i, s: x.scatter_reduce(1, i.long(), s, "mean", include_self=False),
+         label="mean_int"),
+    Case("scatter_reduce", lambda x, i, s: x.scatter_reduce(1, i, s, "amax"),
+         [(3, 5), idx((3, 4), 5), (3, 4)],
+         lambda x, i, s: x.scatter_reduce(1, i.long(), s, "amax"), label="amax"),
+    Case("scatter_reduce", lambda x, i, s: x.scatter_reduce(1, i, s, "amin", include_self=False),
+         [(3, 5), idx((3, 4), 5), (3, 4)],
+         lambda x, i, s: x.scatter_reduce(1, i.long(), s, "amin", include_self=False),
+         label="amin"),
+    Case("index_reduce", lambda x, i, s: x.index_reduce(0, i, s, "amax"),
+         [(5, 3), idx((4,), 5), (4, 3)], lambda x, i, s: x.index_reduce(0, i.long(), s, "amax")),
+    Case("index_reduce", lambda x, i, s: x.index_reduce(1, i, s, "mean", include_self=False),
+         [(3, 5), idx((4,), 5), (3, 4)],
+         lambda x, i, s: x.index_reduce(1, i.long(), s, "mean", include_self=False),
+         label="mean"),
+    Case("slice_scatter", lambda x, s: x.slice_scatter(s, 1, 1, 5, 2), [(4, 6), (4, 2)]),
+    Case("select_scatter", lambda x, s: x.select_scatter(s, 1, -1), [(3, 4), (3,)]),
+    # (symbolic: src's length is the symbol, the diagonal's min(s, 3), not provably equal)
+    Case("diagonal_scatter", lambda x, s: x.diagonal_scatter(s, 1), [(3, 4), (3,)],
+         variants=("contig", "noncontig")),
+    Case("diagonal_scatter", lambda x, s: x.diagonal_scatter(s, -1, 2, 0), [(3, 2, 4), (2, 3)],
+         variants=("contig", "noncontig"), label="dims"),
+    Case("diag_embed", lambda x: x.diag_embed(), [(2, 3)]),
+    Case("diag_embed", lambda x: x.diag_embed(-1, 0, 2), [(2, 3)], label="offset_dims"),
     Case("tril", lambda x: x.tril(), [(4, 3)]),
     Case("tril", lambda x: x.tril(-1), [(2, 3, 4)], label="batched_neg"),
     Case("triu", lambda x: x.triu(1), [(3, 4)]),

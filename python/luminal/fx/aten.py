@@ -3,8 +3,9 @@ decompositions) in luminal terms: ATEN maps each OpOverload to a function of the
 arguments (GraphTensors, Python scalars, Exprs for symbolic sizes) returning a GraphTensor, a
 tuple of them (None where an output is one luminal does not compute, such as max_pool's
 indices), or an Expr. An operator missing here, or a call whose arguments it refuses
-(Unsupported), makes the converter hand the graph back to PyTorch. Not here: walking the FX
-graph (convert.py) or running it (backend.py)."""
+(Unsupported), makes the converter hand the graph back to PyTorch. The indexing, scatter and
+sorting entries (aten_indexing.py) and the layer ops' (aten_nn.py) are merged in. Not here:
+walking the FX graph, in-place calls and as_strided (convert.py), or running it (backend.py)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import operator
 import torch
 
 from .. import dtype as dt
+from .. import linalg
 from ..hl_ops.joining import cat
 from ..nn import functional as F
-from . import aten_backward
+from .aten_indexing import INDEXING
+from .aten_nn import NN
 from .unsupported import Unsupported
 
 aten = torch.ops.aten
@@ -28,7 +31,8 @@ def to_dtype(torch_dtype):
              torch.int8: dt.int32, torch.uint8: dt.int32, torch.bool: dt.bool_,
              torch.float64: dt.float32}
     if torch_dtype not in table:
-        raise Unsupported(f"dtype {torch_dtype}")
+        why = ": luminal has no complex numbers" if torch_dtype.is_complex else ""
+        raise Unsupported(f"dtype {torch_dtype}{why}")
     return table[torch_dtype]
 
 
@@ -60,76 +64,6 @@ def _var(x, dim=None, correction=1, keepdim=False):
     return x.var(dim=list(dim) if dim else None, correction=correction, keepdim=keepdim)
 
 
-def _layer_norm(x, shape, weight, bias, eps):
-    """(out, mean, rstd): the statistics keep the normalized dims as 1s, as ATen's, for the
-    backward AOT autograd derives."""
-    axes = tuple(range(x.ndim - len(shape), x.ndim))
-    mean = x.mean(axes, keepdim=True)
-    centered = x - mean
-    rstd = ((centered * centered).mean(axes, keepdim=True) + eps).rsqrt()
-    out = centered * rstd
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out, mean, rstd
-
-
-def _batch_norm(x, weight, bias, mean, var, momentum, eps):
-    return F.batch_norm(x, mean, var, weight, bias, False, momentum, eps), None, None
-
-
-def _batch_norm_training(x, weight, bias, running_mean, running_var, training, momentum, eps):
-    """(out, mean, rstd, new running mean, new running var) of a batch norm: with
-    ``training``, normalized by the batch's statistics over every dim but the channels (1),
-    the running ones moved by ``momentum`` towards them (the variance unbiased, as torch)."""
-    if not training:
-        out = _batch_norm(x, weight, bias, running_mean, running_var, momentum, eps)[0]
-        rstd = (running_var + eps).rsqrt()
-        return out, running_mean, rstd, running_mean, running_var
-    axes = tuple(i for i in range(x.ndim) if i != 1)
-    count = 1
-    for i in axes:
-        count *= x.shape[i]
-    mean = x.mean(axes, keepdim=True)
-    centered = x - mean
-    var = (centered * centered).mean(axes, keepdim=True)
-    rstd = (var + eps).rsqrt()
-    channel = (1, -1) + (1,) * (x.ndim - 2)
-    out = centered * rstd
-    if weight is not None:
-        out = out * weight.reshape(*channel)
-    if bias is not None:
-        out = out + bias.reshape(*channel)
-    mean, var, rstd = (t.reshape(-1) for t in (mean, var, rstd))
-    unbiased = var * (count / max(count - 1, 1))
-    return (out, mean, rstd, running_mean * (1 - momentum) + mean * momentum,
-            running_var * (1 - momentum) + unbiased * momentum)
-
-
-def _convolution(x, w, b, stride, padding, dilation, transposed, output_padding, groups):
-    n = w.ndim - 2
-    if transposed:
-        conv = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[n]
-        return conv(x, w, b, tuple(stride), tuple(padding), tuple(output_padding), groups,
-                    tuple(dilation))
-    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[n]
-    return conv(x, w, b, tuple(stride), tuple(padding), tuple(dilation), groups)
-
-
-def _max_pool2d(x, kernel, stride=(), padding=0, dilation=1, ceil_mode=False):
-    return F.max_pool2d(x, tuple(kernel), tuple(stride) or None, padding, dilation,
-                        ceil_mode, return_indices=True)
-
-
-def _avg_pool2d(x, kernel, stride=(), padding=0, ceil_mode=False, count_include_pad=True,
-                divisor_override=None):
-    if divisor_override is not None:
-        raise Unsupported("avg_pool2d with divisor_override")
-    return F.avg_pool2d(x, tuple(kernel), tuple(stride) or None, padding, ceil_mode,
-                        count_include_pad)
-
-
 def _creation(cx_method):
     def create(graph, *args, dtype=None, **_):
         return getattr(graph, cx_method)(*args, dtype=None if dtype is None else to_dtype(dtype))
@@ -155,20 +89,6 @@ def _split_even(x, size, dim=0):
     if not isinstance(n, int):
         raise Unsupported("split of a symbolic axis")
     return _split(x, [min(size, n - i) for i in range(0, n, size)], dim)
-
-
-def _index(x, indices):
-    """x[indices]: one index tensor, at the first axis or after full slices (None)."""
-    given = [(i, t) for i, t in enumerate(indices) if t is not None]
-    if len(given) != 1:
-        raise Unsupported("index with more than one index tensor")
-    axis, index = given[0]
-    if index.dtype == dt.bool_:
-        raise Unsupported("index with a boolean mask (its result's shape depends on values)")
-    flat = index.reshape(-1)
-    picked = x.index_select(axis, flat)
-    shape = list(x.shape[:axis]) + list(index.shape) + list(x.shape[axis + 1:])
-    return picked.reshape(*shape)
 
 
 def _to_copy(x, dtype=None, **_):
@@ -201,6 +121,49 @@ def _where(cond, a, b):
 
 def _same(x, *args, **kwargs):
     return x
+
+
+def _empty(graph, size, dtype=None, **_):
+    """torch.empty: uninitialized memory, which zeros are a valid value of."""
+    return graph.full(list(size), 0, to_dtype(dtype or torch.float32))
+
+
+def _elu(x, alpha=1, scale=1, input_scale=1):
+    negative = (x * input_scale).minimum(0.0).expm1() * (alpha * scale)
+    return x.relu() * scale + negative
+
+
+def _round_decimals(x, decimals=0):
+    return x.round(decimals)
+
+
+def _extreme_dim(method):
+    def extreme(x, dim, keepdim=False):
+        return tuple(getattr(x, method)(dim, keepdim))
+    return extreme
+
+
+def _max_finite(a, b, largest):
+    """torch.fmax / fmin: the larger (smaller) of a and b, NaN only where both are."""
+    picked = a.maximum(b) if largest else a.minimum(b)
+    return _where(a.isnan(), b, _where(b.isnan(), a, picked))
+
+
+def _addmv(bias, mat, vec, beta=1, alpha=1):
+    prod = mat @ vec
+    return (prod if alpha == 1 else prod * alpha) + (bias if beta == 1 else bias * beta)
+
+
+def _addbmm(bias, a, b, beta=1, alpha=1):
+    prod = (a @ b).sum(0)
+    return (prod if alpha == 1 else prod * alpha) + (bias if beta == 1 else bias * beta)
+
+
+def _cdist(x1, x2, p, compute_mode=None):
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return diff.norm(p, -1)
+
+
 
 
 # An entry taking the graph first (creation ops) is listed in NEEDS_GRAPH.
@@ -250,6 +213,10 @@ ATEN = {
     aten.sign.default: lambda x: x.sign(),
     aten.clamp.default: lambda x, lo=None, hi=None: x.clamp(lo, hi),
     aten.clamp.Tensor: lambda x, lo=None, hi=None: x.clamp(lo, hi),
+    aten.clamp_min.default: lambda x, lo: x.clamp(min=lo),
+    aten.clamp_min.Tensor: lambda x, lo: x.clamp(min=lo),
+    aten.clamp_max.default: lambda x, hi: x.clamp(max=hi),
+    aten.clamp_max.Tensor: lambda x, hi: x.clamp(max=hi),
     aten.minimum.default: lambda a, b: a.minimum(b),
     aten.maximum.default: lambda a, b: a.maximum(b),
     aten.where.self: _where,
@@ -283,15 +250,6 @@ ATEN = {
     aten.cumsum.default: lambda x, dim, dtype=None: x.cumsum(dim),
     aten._softmax.default: lambda x, dim, half_to_float=False: x.softmax(dim),
     aten._log_softmax.default: lambda x, dim, half_to_float=False: x.log_softmax(dim),
-    aten.native_layer_norm.default: _layer_norm,
-    aten._native_batch_norm_legit_no_training.default: _batch_norm,
-    aten._native_batch_norm_legit_functional.default: _batch_norm_training,
-    aten.convolution.default: _convolution,
-    aten.convolution_backward.default: aten_backward.convolution_backward,
-    aten.max_pool2d_with_indices_backward.default:
-        aten_backward.max_pool2d_with_indices_backward,
-    aten.max_pool2d_with_indices.default: _max_pool2d,
-    aten.avg_pool2d.default: _avg_pool2d,
     aten.mm.default: operator.matmul,
     aten.bmm.default: operator.matmul,
     aten.addmm.default: _addmm,
@@ -313,9 +271,6 @@ ATEN = {
     aten.split.Tensor: _split_even,
     aten.flip.default: lambda x, dims: x.flip(list(dims)),
     aten.embedding.default: lambda w, ids, padding_idx=-1, *rest: F.embedding(ids, w),
-    aten.index_select.default: lambda x, dim, index: x.index_select(dim, index),
-    aten.gather.default: lambda x, dim, index, sparse_grad=False: x.gather(dim, index),
-    aten.index.Tensor: _index,
     aten.clone.default: _same,
     aten.alias.default: _same,
     aten.lift_fresh_copy.default: _same,
@@ -334,17 +289,80 @@ ATEN = {
     aten.full_like.default: lambda x, value, dtype=None, **_: _like(x, value, dtype),
     aten.zeros_like.default: lambda x, dtype=None, **_: _like(x, 0, dtype),
     aten.ones_like.default: lambda x, dtype=None, **_: _like(x, 1, dtype),
+    aten.empty.memory_format: _empty,
+    aten.empty_permuted.default: lambda graph, size, layout, dtype=None, **_: _empty(
+        graph, size, dtype),
+    aten.empty_strided.default: lambda graph, size, stride, dtype=None, **_: _empty(
+        graph, size, dtype),
+    aten.new_empty.default: lambda x, size, dtype=None, **_: x.graph.full(
+        list(size), 0, to_dtype(dtype) if dtype else x.dtype),
+    aten.new_empty_strided.default: lambda x, size, stride, dtype=None, **_: x.graph.full(
+        list(size), 0, to_dtype(dtype) if dtype else x.dtype),
+    aten.new_zeros.default: lambda x, size, dtype=None, **_: x.graph.full(
+        list(size), 0, to_dtype(dtype) if dtype else x.dtype),
+    aten.new_ones.default: lambda x, size, dtype=None, **_: x.graph.full(
+        list(size), 1, to_dtype(dtype) if dtype else x.dtype),
+    aten.linalg_vector_norm.default: lambda x, ord=2, dim=None, keepdim=False, dtype=None:
+        linalg.vector_norm(x, ord, list(dim) if dim else None, keepdim,
+                           dtype=None if dtype is None else to_dtype(dtype)),
+    aten.var_mean.correction: lambda x, dim=None, correction=None, keepdim=False:
+        tuple(x.var_mean(list(dim) if dim else None, keepdim=keepdim,
+                         correction=1 if correction is None else correction)),
+    aten.repeat.default: lambda x, repeats: x.repeat(*repeats),
+    aten.cumprod.default: lambda x, dim, dtype=None: x.cumprod(dim),
+    aten.cummax.default: lambda x, dim: tuple(x.cummax(dim)),
+    aten.cummin.default: lambda x, dim: tuple(x.cummin(dim)),
+    aten.unfold.default: lambda x, dim, size, step: x.unfold(dim, size, step),
+    aten.any.dims: lambda x, dim=None, keepdim=False: x.any(list(dim) if dim else None,
+                                                           keepdim),
+    aten.prod.default: lambda x, dtype=None: _reduce("prod")(x, None, False, dtype),
+    aten.max.dim: _extreme_dim("max"),
+    aten.min.dim: _extreme_dim("min"),
+    aten.max.default: lambda x: x.amax(),
+    aten.min.default: lambda x: x.amin(),
+    aten.leaky_relu.default: lambda x, negative_slope=0.01: x.leaky_relu(negative_slope),
+    aten.hardtanh.default: lambda x, min_val=-1, max_val=1: x.hardtanh(min_val, max_val),
+    aten.elu.default: _elu,
+    aten.log10.default: lambda x: x.log10(),
+    aten.erfc.default: lambda x: x.erfc(),
+    aten.tan.default: lambda x: x.tan(),
+    aten.sinh.default: lambda x: (x.exp() - (-x).exp()) * 0.5,
+    aten.cosh.default: lambda x: (x.exp() + (-x).exp()) * 0.5,
+    aten.atan.default: lambda x: x.atan(),
+    aten.atan2.default: lambda a, b: a.atan2(b),
+    aten.asin.default: lambda x: x.asin(),
+    aten.acos.default: lambda x: x.acos(),
+    aten.asinh.default: lambda x: x.asinh(),
+    aten.acosh.default: lambda x: x.acosh(),
+    aten.atanh.default: lambda x: x.atanh(),
+    aten.round.decimals: _round_decimals,
+    aten.pow.Scalar: lambda base, exponent: base ** exponent,
+    aten.fmax.default: lambda a, b: _max_finite(a, b, True),
+    aten.fmin.default: lambda a, b: _max_finite(a, b, False),
+    aten.hypot.default: lambda a, b: (a * a + b * b).sqrt(),
+    aten.ldexp.Tensor: lambda a, b: a * b.to(dt.float32).exp2(),
+    aten.addmv.default: _addmv,
+    aten.addbmm.default: _addbmm,
+    aten.dist.default: lambda a, b, p=2: (a - b).norm(p),
+    aten._cdist_forward.default: _cdist,
+    aten.view_copy.default: lambda x, size: x.reshape(*size),
+    aten.permute_copy.default: lambda x, dims: x.permute(*dims),
+    aten.narrow_copy.default: lambda x, dim, start, length: x.narrow(dim, start, length),
+    aten.unbind_copy.int: lambda x, dim=0: tuple(x.unbind(dim)),
     operator.getitem: lambda seq, i: seq[i],
     operator.add: operator.add, operator.sub: operator.sub, operator.mul: operator.mul,
     operator.floordiv: operator.floordiv, operator.mod: operator.mod,
     operator.truediv: operator.truediv, operator.neg: operator.neg,
+    **INDEXING,
+    **NN,
 }
 # Entries whose size argument is replaced by the call's own output shape (FX records it, with
 # -1 resolved, also where sizes are symbolic).
 SIZED_BY_OUTPUT = {aten.view.default, aten._unsafe_view.default, aten.reshape.default,
-                   aten.expand.default}
+                   aten.expand.default, aten.view_copy.default}
 NEEDS_GRAPH = {aten.full.default, aten.arange.start_step, aten.arange.start,
-               aten.arange.default, aten.scalar_tensor.default}
+               aten.arange.default, aten.scalar_tensor.default, aten.empty.memory_format,
+               aten.empty_permuted.default, aten.empty_strided.default}
 
 
 def _unsupported(reason):

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+import numpy
 import torch
 
 from .aten import Unsupported
@@ -142,9 +143,11 @@ class CompiledGraph:
     def _result(self, out, dims):
         kind = out[0]
         if kind == "tensor":
-            array = self.runtime.get(out[1])  # a fresh array (ascontiguousarray would make a
+            # a fresh array (ascontiguousarray would make a 0-d array 1-d); a 0-d 16-bit
+            # result comes back as a numpy scalar
+            array = numpy.asarray(self.runtime.get(out[1]))
             return torch.from_numpy(array.copy() if not array.flags.c_contiguous else array) \
-                .to(out[2])  # 0-d array 1-d)
+                .to(out[2])
         if kind == "expr":
             return out[1].eval(dims) if not isinstance(out[1], int) else out[1]
         return out[1]

@@ -14,6 +14,9 @@ import torch
 from .._core import Expr
 from ..graph import Graph
 from .aten import ATEN, NEEDS_GRAPH, SIZED_BY_OUTPUT, Unsupported, to_dtype
+from .unsupported import reason
+
+aten = torch.ops.aten
 
 
 @dataclass
@@ -138,24 +141,88 @@ def _flat(value):
     return [value]
 
 
+def _is_view(node) -> bool:
+    """Whether a call's result aliases its input (its schema says so: Tensor(a))."""
+    schema = getattr(node.target, "_schema", None)
+    return schema is not None and any(r.alias_info is not None for r in schema.returns)
+
+
+def _writes_in_place(target) -> bool:
+    schema = getattr(target, "_schema", None)
+    first = schema.arguments[0].alias_info if schema is not None and schema.arguments else None
+    return first is not None and first.is_write
+
+
+def _in_place(cx, node, env):
+    """An in-place call (copy_, add_, ...) as its functional form, where the tensor it writes
+    is a fresh one (computed here, no view, no input) that nothing reads afterwards, nor
+    through a view; else Unsupported (the write would be lost)."""
+    copy = node.target == aten.copy_.default
+    packet = getattr(aten, node.target._schema.name.split("::")[1].rstrip("_"), None)
+    functional = getattr(packet, node.target._overloadname, None) if packet else None
+    if not copy and functional not in ATEN:
+        raise Unsupported(reason(node.target))
+    dst = node.args[0]
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    # (dst may be an earlier in-place call's result: converted, so fresh itself)
+    fresh = isinstance(dst, torch.fx.Node) and dst.op == "call_function" and \
+        (not _is_view(dst) or _writes_in_place(dst.target))
+    if not fresh or any(order[u] > order[node] or _is_view(u) for u in dst.users
+                        if u is not node):
+        raise Unsupported(f"operator {node.target} writes into an input, a view or a tensor "
+                          f"read elsewhere (an in-place write luminal does not express)")
+    if copy:
+        out = env[node.args[1]].expand(*env[dst].shape)
+        return out if out.dtype == env[dst].dtype else out.to(env[dst].dtype)
+    return _call_function(cx, node, functional, env)
+
+
+def _as_strided(cx, node, env):
+    """as_strided reads its input's storage: where that is the input's own elements in order
+    (a contiguous tensor, no storage offset, as FX's metadata records), a Gather of them at
+    offset + sum(i_k * stride_k); else Unsupported."""
+    x_node, size, stride = node.args[0], node.args[1], node.args[2]
+    offset = node.args[3] if len(node.args) > 3 and node.args[3] is not None else 0
+    val = x_node.meta.get("val") if isinstance(x_node, torch.fx.Node) else None
+    if not isinstance(val, torch.Tensor) or not val.is_contiguous() or \
+            val.storage_offset() != 0 or not all(isinstance(d, int) for d in (*size, *stride)):
+        raise Unsupported(f"operator {node.target} of a tensor whose storage is not its own "
+                          f"elements in order (or of symbolic sizes)")
+    z, index, inner = Expr("z"), Expr(offset), 1
+    for d, st in reversed(list(zip(size, stride))):
+        index = index + (z // inner) % d * st
+        inner *= d
+    flat = cx.iota(index, inner)
+    return env[x_node].reshape(-1).gather(0, flat).reshape(*size)
+
+
 def _call(cx, node, env):
-    fn = ATEN.get(node.target)
-    if fn is None:
-        raise Unsupported(f"operator {node.target} has no luminal equivalent yet")
+    if node.target in (aten.as_strided.default, aten.as_strided_copy.default):
+        return _as_strided(cx, node, env)
+    if node.target not in ATEN and _writes_in_place(node.target):
+        return _in_place(cx, node, env)
+    if node.target not in ATEN:
+        raise Unsupported(reason(node.target))
+    return _call_function(cx, node, node.target, env)
+
+
+def _call_function(cx, node, target, env):
+    """ATEN[target] on ``node``'s converted arguments."""
+    fn = ATEN[target]
     args = [_arg(a, env) for a in node.args]
-    if node.target in SIZED_BY_OUTPUT:
+    if target in SIZED_BY_OUTPUT:
         args[1] = [sym_expr(d) for d in node.meta["val"].shape]
     kwargs = {k: _arg(v, env) for k, v in node.kwargs.items()
               if k not in ("device", "layout", "pin_memory", "memory_format",
                            "non_blocking")}
-    if node.target in NEEDS_GRAPH:
+    if target in NEEDS_GRAPH:
         args = [cx] + args
     try:
         return fn(*args, **kwargs)
     except Unsupported:
         raise
     except Exception as e:  # a luminal error on these arguments: the reason, in one line
-        raise Unsupported(f"{node.target}: {type(e).__name__}: {str(e).splitlines()[0]}") \
+        raise Unsupported(f"{target}: {type(e).__name__}: {str(e).splitlines()[0]}") \
             from None
 
 

@@ -9,8 +9,9 @@ from .matmul import MatmulOps
 from .movement import MovementOps
 from .nn_ops import NNOps
 from .reduction import ReductionOps
+from .scatter import ScatterOps
 from .sorting import SortingOps
 from .unary import UnaryOps
 
 __all__ = ["BinaryOps", "CreationOps", "IndexOps", "MatmulOps", "MovementOps", "NNOps",
-           "ReductionOps", "SortingOps", "UnaryOps"]
+           "ReductionOps", "ScatterOps", "SortingOps", "UnaryOps"]

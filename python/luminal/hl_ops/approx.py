@@ -1,5 +1,5 @@
 """Accurate f32 compositions of transcendental functions the primitives lack: tanh, erf,
-expm1 and log1p, from polynomials and rational fits (coefficients from an offline weighted
+expm1, log1p and atan, from polynomials and rational fits (coefficients from an offline weighted
 least-squares fit for relative error; the conformance tables check them against torch),
 blended without selects. Inputs and results are f32 GraphTensors; callers handle dtypes."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 
-from .tensor_utils import blend, horner
+from .. import dtype as dt
+from .tensor_utils import blend, choose, full_like, horner
 
 FLT_MAX = 3.4028234663852886e38
 
@@ -26,6 +27,11 @@ ERF_LIMIT = 4.0
 # expm1(x) / x as its Taylor series on |x| < 0.5 (truncation error < 3e-10).
 EXPM1_SMALL = [1.0 / math.factorial(k + 1) for k in range(10)]
 EXPM1_SMALL_LIMIT = 0.5
+
+# atan(x) - x as x^3 * P(x^2) on |x| <= tan(pi/8), after Cephes' atanf (relative error ~1e-7).
+ATAN_P = [-3.33329491539e-1, 1.99777106478e-1, -1.38776856032e-1, 8.05374449538e-2]
+TAN_PI_8 = 0.4142135623730950
+TAN_3PI_8 = 2.414213562373095
 
 
 def _inside(x, limit):
@@ -68,3 +74,17 @@ def log1p(x):
     u = 1 + finite
     corrected = u.log() + (finite - (u - 1)) * (1 + finite.abs()).reciprocal()
     return corrected + (x - finite)
+
+
+def atan(x):
+    """Cephes' reduction of |x| to [0, tan(pi/8)]: beyond tan(3pi/8), pi/2 - atan(1/|x|);
+    beyond tan(pi/8), pi/4 + atan((|x| - 1) / (|x| + 1)); the sign put back last. The
+    branches are chosen by a Gather (choose), so inf gives pi/2 and NaN stays NaN."""
+    a = x.abs()
+    branch = (a > TAN_PI_8).to(dt.int32) + (a > TAN_3PI_8).to(dt.int32)
+    reduced = choose(branch, [a, (a - 1) / (a + 1), -a.reciprocal()])
+    offset = choose(branch, [full_like(a, 0.0), full_like(a, math.pi / 4),
+                             full_like(a, math.pi / 2)])
+    z = reduced * reduced
+    out = offset + (reduced + reduced * z * horner(z, ATAN_P))
+    return out * x.sign()  # sign(0) = 0 keeps atan(0) = 0; a NaN is NaN all along

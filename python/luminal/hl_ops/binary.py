@@ -95,6 +95,25 @@ class BinaryOps(CompareOps):
             raise DTypeError(f"fmod: not supported for bool tensors (shape {a.shape})")
         return a._binary(OpKind.Mod, b)
 
+    def atan2(self, other):
+        """The angle of (other, self): atan(|self| / |other|) in [0, pi/2], mirrored to
+        pi - that where other is negative (or -0), with self's sign; both zero gives 0 (pi),
+        both infinite pi/4 (3pi/4)."""
+        y, x = self._operands(other, "atan2")
+        dtype = y.dtype if dt.is_float(y.dtype) else dt.float32
+        y, x = y.to(dt.float32), x.to(dt.float32)
+        ay, ax = y.abs(), x.abs()
+        ratio = (ay / ax).abs()  # abs(-0) is -0: the quotient's abs makes 1 / -0 +inf
+        both_inf = ay.isinf() & ax.isinf()
+        ratio = choose(((ay == 0) & (ax == 0)).to(dt.int32) + both_inf.to(dt.int32) * 2,
+                       [ratio, full_like(ratio, 0.0), full_like(ratio, 1.0)])
+        angle = ratio.atan()
+        left = (x < 0) | ((x == 0) & (x.reciprocal() < 0))   # x negative, or -0
+        angle = choose(left.to(dt.int32), [angle, math.pi - angle])
+        below = (y < 0) | ((y == 0) & (y.reciprocal() < 0))
+        out = choose(below.to(dt.int32), [angle, -angle])
+        return out.to(dtype)
+
     def remainder(self, other):
         """Python's %: the result takes the sign of the divisor."""
         a, b = self._operands(other, "remainder")

@@ -1,8 +1,8 @@
 """Indexing: Python ``x[...]`` (ints, slices, None, ..., int tensors and int lists with
-PyTorch's advanced-indexing rules), index_select, gather, take_along_dim, scatter(_add),
-diagonal, tril/triu and unfold. Reads by integer tensors are one Gather over flat logical
-indices built from Iota; writes (scatter) are one-hot compares summed. Not here: views
-(movement.py) and joins (joining.py)."""
+PyTorch's advanced-indexing rules), index_select, gather, take_along_dim, diagonal,
+diag_embed, tril/triu and unfold. Reads by integer tensors are one Gather over flat logical
+indices built from Iota. Not here: writes by index (scatter.py), views (movement.py) and
+joins (joining.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class AlongAxisLayout(NamedTuple):
     index: object
 
 
-def _contiguous_strides(dims) -> list:
+def contiguous_strides(dims) -> list:
     strides, s = [], Expr(1)
     for d in reversed(list(dims)):
         strides.insert(0, s)
@@ -40,7 +40,7 @@ def _contiguous_strides(dims) -> list:
     return strides
 
 
-def _check_index(x, index, op: str):
+def check_index(x, index, op: str):
     if not hasattr(index, "graph"):
         raise DTypeError(f"{op}: index must be an int tensor, got {type(index).__name__}")
     x.graph._check_owns(index)
@@ -84,7 +84,7 @@ def _select_index(x, axis: int, i: Expr):
     return part._with_view(part.st.remove_axis(axis))
 
 
-def _wrap_negative(index, n: Expr):
+def wrap_negative(index, n: Expr):
     """Negative indices count from the end, as in PyTorch's ``x[idx]``."""
     return index + (index < 0).to(dt.int32) * index.graph.constant(n, dt.int32)
 
@@ -102,7 +102,7 @@ def gather_axes(x, axes: list, indices: list):
                              [i.shape for i in indices])
     p, k, nb = axes[0], len(axes), len(shape)
     pre, post = dims[:p], dims[p + k:]
-    strides = _contiguous_strides(dims)
+    strides = contiguous_strides(dims)
     g = x.graph
     flat = None
     for j, idx in enumerate(indices):
@@ -166,9 +166,9 @@ class IndexOps:
                                      f"(shape {self.shape})")
                 out = _select_index(out, axis, Expr(k) if k >= 0 else n + k)
             elif hasattr(k, "graph"):
-                index = _check_index(out, k, "index")
+                index = check_index(out, k, "index")
                 adv_axes.append(axis)
-                adv_indices.append(_wrap_negative(index, out.st.dims[axis]))
+                adv_indices.append(wrap_negative(index, out.st.dims[axis]))
                 axis += 1
             else:
                 raise DTypeError(f"index: unsupported index {k!r} of type {type(k).__name__} "
@@ -178,7 +178,7 @@ class IndexOps:
         return out
 
     def index_select(self, dim: int, index):
-        index = _check_index(self, index, "index_select")
+        index = check_index(self, index, "index_select")
         if index.ndim > 1:
             raise ShapeError(f"index_select: index must be 1-D, got shape {index.shape}")
         axis = self._axis(dim, "index_select")
@@ -186,11 +186,11 @@ class IndexOps:
 
     def index_select_tensor(self, axis: int, index):
         """``self`` with axis ``axis`` replaced by the dims of int tensor ``index``."""
-        index = _check_index(self, index, "index")
+        index = check_index(self, index, "index")
         return gather_axes(self, [self._axis(axis, "index")], [index])
 
     def gather(self, dim: int, index):
-        index = _check_index(self, index, "gather")
+        index = check_index(self, index, "gather")
         axis = self._axis(dim, "gather")
         if index.ndim != self.ndim:
             raise ShapeError(f"gather: index of shape {index.shape} must have as many dims as "
@@ -201,7 +201,7 @@ class IndexOps:
                 raise ShapeError(f"gather: index shape {index.shape} is larger than input "
                                  f"shape {self.shape} in dim {e}")
         g = self.graph
-        strides = _contiguous_strides(self.st.dims)
+        strides = contiguous_strides(self.st.dims)
         flat = index * g.constant(strides[axis], dt.int32)
         for e in range(self.ndim):
             if e == axis:
@@ -214,7 +214,7 @@ class IndexOps:
         return out
 
     def take_along_dim(self, indices, dim=None):
-        indices = _check_index(self, indices, "take_along_dim")
+        indices = check_index(self, indices, "take_along_dim")
         if dim is None:
             return self.reshape(-1).gather(0, indices.reshape(-1))
         axis = self._axis(dim, "take_along_dim")
@@ -228,64 +228,6 @@ class IndexOps:
         x_shape[axis], i_shape[axis] = self.st.dims[axis], indices.st.dims[axis]
         return self.expand(x_shape).gather(axis, indices.expand(i_shape))
 
-    def _scatter_sum(self, dim: int, index, src, op: str):
-        """(sum of the values sent to each position of ``self``, how many were sent)."""
-        index = _check_index(self, index, op)
-        axis = self._axis(dim, op)
-        if index.ndim != self.ndim:
-            raise ShapeError(f"{op}: index of shape {index.shape} must have as many dims as "
-                             f"self of shape {self.shape}")
-        g = self.graph
-        if hasattr(src, "graph"):
-            g._check_owns(src)
-            if src.dtype != self.dtype:
-                raise DTypeError(f"{op}: src dtype {dt.name(src.dtype)} differs from self "
-                                 f"dtype {dt.name(self.dtype)}")
-            if src.ndim != self.ndim:
-                raise ShapeError(f"{op}: src of shape {src.shape} must have as many dims as "
-                                 f"self of shape {self.shape}")
-        elif isinstance(src, (bool, int, float)):
-            src = g.constant(src, self.dtype)
-        else:
-            raise DTypeError(f"{op}: src must be a tensor or a number, got {src!r}")
-        idims = list(index.st.dims)
-        for e in range(self.ndim):
-            i, s = const(idims[e]), const(self.st.dims[e])
-            if i is not None and s is not None and e != axis and i > s:
-                raise ShapeError(f"{op}: index shape {index.shape} is larger than self shape "
-                                 f"{self.shape} in dim {e}")
-            if src.ndim and i is not None and const(src.st.dims[e]) is not None and \
-                    i > const(src.st.dims[e]):
-                raise ShapeError(f"{op}: index shape {index.shape} is larger than src shape "
-                                 f"{src.shape} in dim {e}")
-        if src.ndim:
-            view = src.st
-            for e in range(self.ndim):
-                view = view.slice(e, Expr(0), idims[e], 1)
-            src = src._with_view(view)
-        n = self.st.dims[axis]
-        targets = g.iota(Expr("z"), n).reshape([Expr(1)] * self.ndim + [n])
-        onehot = index.unsqueeze(-1) == targets  # index dims + (n,)
-        zero = g.constant(0, src.dtype)
-        values = where(onehot, src.expand(idims).unsqueeze(-1), zero)
-        pad = []
-        for e in reversed(range(self.ndim)):
-            pad += [0, 0] if e == axis else [0, self.st.dims[e] - idims[e]]
-        sent = values.sum(axis).movedim(-1, axis).pad_zeros(pad)
-        count = onehot.sum(axis).movedim(-1, axis).pad_zeros(pad)
-        return sent, count
-
-    def scatter(self, dim: int, index, src=None, value=None):
-        if (src is None) == (value is None):
-            raise ShapeError(f"scatter: pass exactly one of src and value (self shape "
-                             f"{self.shape})")
-        sent, count = self._scatter_sum(dim, index, src if value is None else value, "scatter")
-        return where(count > 0, sent, self)
-
-    def scatter_add(self, dim: int, index, src):
-        sent, _ = self._scatter_sum(dim, index, src, "scatter_add")
-        return self + sent
-
     def diagonal(self, offset: int = 0, dim1: int = 0, dim2: int = 1):
         a, b = self._axis(dim1, "diagonal"), self._axis(dim2, "diagonal")
         if a == b:
@@ -298,6 +240,41 @@ class IndexOps:
         r = g.iota(Expr("z") + max(-offset, 0), length)
         c = g.iota(Expr("z") + max(offset, 0), length)
         return gather_axes(x, [x.ndim - 2, x.ndim - 1], [r, c])
+
+    def diag_embed(self, offset: int = 0, dim1: int = -2, dim2: int = -1):
+        """torch.diag_embed: the last dim of ``self`` as the ``offset`` diagonal of new dims
+        ``dim1`` and ``dim2`` (of the result), zeros elsewhere."""
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise ShapeError(f"diag_embed: offset must be an int, got {offset!r}")
+        ndim = self.ndim + 1
+        a, b = (d + ndim if isinstance(d, int) and d < 0 else d for d in (dim1, dim2))
+        for d, name in ((a, dim1), (b, dim2)):
+            if isinstance(d, bool) or not isinstance(d, int) or not 0 <= d < ndim:
+                raise ShapeError(f"diag_embed: dim {name!r} is out of range for a result of "
+                                 f"{ndim} dims (input shape {self.shape})")
+        if a == b:
+            raise ShapeError(f"diag_embed: dim1 and dim2 are both {a} (input shape "
+                             f"{self.shape})")
+        x = self.unsqueeze(0) if self.ndim == 0 else self
+        m = x.st.dims[-1] + abs(offset)
+        g = self.graph
+        rows = g.iota(Expr("z"), m).reshape(m, 1)
+        cols = g.iota(Expr("z"), m).reshape(1, m)
+        on = (cols - rows) == g.constant(offset, dt.int32)
+        source = (cols - max(offset, 0)).clamp(min=0).minimum(
+            g.constant(x.st.dims[-1] - 1, dt.int32))
+        picked = gather_axes(x, [x.ndim - 1], [source])  # (..., 1, m)
+        out = where(on, picked, g.constant(0, self.dtype))  # (..., m, m)
+        order, batch = [], 0
+        for d in range(ndim):
+            if d == a:
+                order.append(ndim - 2)
+            elif d == b:
+                order.append(ndim - 1)
+            else:
+                order.append(batch)
+                batch += 1
+        return out.permute(order)
 
     def _triangle(self, diagonal: int, lower: bool, op: str):
         if self.ndim < 2:
@@ -320,6 +297,8 @@ class IndexOps:
         return self._triangle(diagonal, False, "triu")
 
     def unfold(self, dimension: int, size: int, step: int):
+        if self.ndim == 0:  # torch: a scalar unfolds as a 1-element vector, without its axis
+            return self.reshape(1).unfold(dimension, size, step)[0]
         axis = self._axis(dimension, "unfold")
         for name, v, low, kind in (("size", size, 0, "non-negative"),
                                    ("step", step, 1, "positive")):

@@ -1,5 +1,6 @@
 """Reductions over one dim, several dims or all, with keepdim: sum, mean, prod, amax/amin,
-max/min (values and indices with a dim), argmax/argmin, var/std, logsumexp, norm, all/any.
+max/min (values and indices with a dim), argmax/argmin, var/std (and var_mean/std_mean),
+logsumexp, norm, all/any.
 Built from SumReduce and MaxReduce (min is the max of the order-flipped input). f16/bf16
 accumulate in f32, as torch does. Cumulative ops come from ScanOps."""
 
@@ -158,6 +159,18 @@ class ReductionOps(ScanOps):
         self._reduce_dims(dim, "std")
         x, out_dtype = self._float_reduction_input("std")
         return x.var(dim, unbiased, keepdim, correction=correction).sqrt().to(out_dtype)
+
+    def var_mean(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+        """torch.var_mean: (variance, mean) over ``dim``."""
+        if isinstance(dim, bool):
+            dim, unbiased = None, dim
+        variance = self.var(dim, unbiased, keepdim, correction=correction)
+        return variance, self.mean(dim, keepdim).to(variance.dtype)
+
+    def std_mean(self, dim=None, unbiased=None, keepdim: bool = False, *, correction=None):
+        """torch.std_mean: (standard deviation, mean) over ``dim``."""
+        variance, mean = self.var_mean(dim, unbiased, keepdim, correction=correction)
+        return variance.sqrt(), mean
 
     def logsumexp(self, dim, keepdim: bool = False):
         axes = self._reduce_dims(dim, "logsumexp")

@@ -1,5 +1,6 @@
 """Elementwise unary math as compositions of Log2, Exp2, Sin, Sqrt and Recip (plus the
-arithmetic primitives): exp/log families, trig, tanh/sigmoid/erf, abs/sign/neg/square and
+arithmetic primitives): exp/log families, trig and inverse trig (and hyperbolic),
+tanh/sigmoid/erf, abs/sign/neg/square and
 nan_to_num. Int and bool inputs of float functions give f32; f16/bf16 compute in f32.
 Activations and rounding live in their own mixins, which UnaryOps gathers."""
 
@@ -77,7 +78,52 @@ class UnaryOps(ActivationOps, RoundingOps):
 
     @float_math
     def tan(self):
-        return self.sin() * self.cos().reciprocal()
+        """sin(r) / cos(r) of x less k multiples of pi/2 (k rounded; pi/2 in three parts, the
+        first exact times k): with |r| <= pi/4 neither side cancels near a pole, and an odd
+        k turns tan(r) into -cos(r) / sin(r)."""
+        k = (self * (2 / math.pi)).round()
+        r = self - k * 1.5703125
+        r = r - k * 4.837512969970703125e-4
+        r = r - k * 7.549789948768648e-8
+        sin, cos = r.sin(), r.cos()
+        odd = (k * 0.5).floor() * 2 != k
+        return choose(odd.to(dt.int32), [sin / cos, -cos / sin])
+
+    @float_math
+    def atan(self):
+        return approx.atan(self)
+
+    @float_math
+    def asin(self):
+        """atan2(x, sqrt((1 - x)(1 + x))): accurate up to +-1, NaN beyond."""
+        return self.atan2(((1 - self) * (1 + self)).sqrt())
+
+    @float_math
+    def acos(self):
+        return ((1 - self) * (1 + self)).sqrt().atan2(self)
+
+    @float_math
+    def asinh(self):
+        """sign(x) log1p(|x| + x^2 / (1 + sqrt(1 + x^2))), log(2|x|) where x^2 would overflow."""
+        a = self.abs()
+        small = (a + a * a / (1 + (1 + a * a).sqrt())).log1p()
+        large = a.log() + LN2
+        return choose((a > 1e18).to(dt.int32), [small, large]) * self.sign()
+
+    @float_math
+    def acosh(self):
+        """log1p(t + sqrt(2t + t^2)) with t = x - 1 (exact near 1), log(2x) where t^2 would
+        overflow; NaN below 1."""
+        t = self - 1
+        small = (t + (2 * t + t * t).sqrt()).log1p()
+        large = self.log() + LN2
+        which = (t > 1e18).to(dt.int32) + (t < 0).to(dt.int32) * 2
+        return choose(which, [small, large, full_like(small, math.nan)])
+
+    @float_math
+    def atanh(self):
+        """(log1p(x) - log1p(-x)) / 2: 1 + x and 1 - x are exact near +-1."""
+        return 0.5 * (self.log1p() - (-self).log1p())
 
     @float_math
     def tanh(self):

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +28,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bandwidth import read_bandwidth  # noqa: E402
 from luminal.cli import RUN_SEARCH  # noqa: E402
+from result_process import run_for_result  # noqa: E402
 
 PRESETS = {
     # name: (model_type, vocab, hidden, layers, heads, kv heads, intermediate, config extras)
@@ -235,12 +235,7 @@ def spawn(engine: str, model_dir: str, args, cache_dir: str) -> dict:
         if getattr(args, flag):
             cmd += [f"--{flag}", str(getattr(args, flag))]
     env = dict(os.environ, LUMINAL_SEARCH_CACHE=os.path.join(cache_dir, "search"))
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
-    return {"engine": engine, "error": f"exit {done.returncode}"}
+    return run_for_result(cmd, env, engine=engine)
 
 
 def main() -> None:

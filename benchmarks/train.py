@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -27,6 +26,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 from llm import peak_rss  # noqa: E402
+from result_process import run_for_result  # noqa: E402
 
 ENGINES = ["luminal", "torch-eager", "torch-compile"]
 
@@ -138,12 +138,7 @@ def spawn(engine: str, args) -> dict:
     cmd = [sys.executable, os.path.abspath(__file__), "--engine", engine, "--batch",
            str(args.batch), "--iters", str(args.iters), "--threads", str(args.threads),
            "--budget", str(args.budget)] + (["--gpt"] if args.gpt else [])
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    for line in done.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return json.loads(line[7:])
-    sys.stderr.write(done.stdout[-4000:] + done.stderr[-4000:])
-    return {"engine": engine, "error": f"exit {done.returncode}"}
+    return run_for_result(cmd, engine=engine)
 
 
 def main() -> None:

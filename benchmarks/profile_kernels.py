@@ -2,11 +2,13 @@
 timing slots) a number of times, keeps each kernel's fastest call (the noise of a shared
 machine is one-sided) and prints the kernels, and the kernels grouped by loop nest, by that
 time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences; --llama DIR profiles a
-step of a Llama directory's session (--tokens new after --past cached positions).
+step of a Llama directory's session (--tokens new after --past cached positions); --yolo
+SCALE a YOLOv8 forward on one image.
 
     python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
         [--repeats 20] [--top 25] [--threads N]
     python benchmarks/profile_kernels.py --llama DIR [--past 1000] [--tokens 1] [--search 1]
+    python benchmarks/profile_kernels.py --yolo s [--imgsz 640]
 """
 
 from __future__ import annotations
@@ -97,7 +99,28 @@ class LlamaStep:
         self.dims = {"s": tokens, "p": past}
 
 
+class YOLOStep:
+    """YOLOv8 (random seeded weights, ``scale``) on one imgsz x imgsz image."""
+
+    def __init__(self, threads, scale, imgsz):
+        from luminal.models.yolo import YOLOConfig, YOLODetector, YOLOv8
+
+        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures",
+                                        "yolo"))
+        from seeded_weights import seeded_state_dict
+
+        model = YOLOv8(YOLOConfig.from_scale(scale))
+        model.weights = seeded_state_dict({k: p.shape for k, p in model.named_parameters()})
+        detector = YOLODetector(model, lm.CpuRuntime(threads=threads), imgsz=imgsz)
+        detector.predict(np.random.default_rng(0).random((1, 3, imgsz, imgsz), np.float32))
+        self.raw = detector.program(imgsz, imgsz)[0]._rt
+        self.label = f"YOLOv8{scale} {imgsz}x{imgsz}"
+        self.dims = {}
+
+
 def workload(args):
+    if args.yolo:
+        return YOLOStep(args.threads, args.yolo, args.imgsz)
     if args.llama:
         return LlamaStep(args.threads, args.llama, args.past, args.tokens, args.search)
     if args.model == "minilm":
@@ -116,6 +139,8 @@ def main():
     p.add_argument("--past", type=int, default=1000)
     p.add_argument("--tokens", type=int, default=1)
     p.add_argument("--search", type=int, default=1)
+    p.add_argument("--yolo", metavar="SCALE", help="YOLOv8 of this scale (n, s, m, ...)")
+    p.add_argument("--imgsz", type=int, default=640)
     args = p.parse_args()
     w = workload(args)
     names = [f"k{i}" for i in range(len(w.raw.kernel_times(w.dims)))]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from .._core import Expr
 from ..errors import ShapeError
 from ..hl_ops.shape_utils import as_expr, const_int, int_tuple, product
-from ._grid import gather_grid, grid_coords
+from ._grid import gather_grid, gather_linear, grid_coords
 
 
 def _batched(input, nd: int, op: str):
@@ -95,11 +95,11 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
                              f"weight shape {weight.shape})")
         out_sizes.append((length - span) // stride[j] + 1)
     sizes = [n, g, per_group] + kernel + out_sizes
-    c = grid_coords(sizes)
-    src = [c[0], c[1] * per_group + c[2]]
+    # Source coordinates: n; group * per_group + channel; out * stride + tap * dilation.
+    src = [[(0, 1)], [(1, per_group), (2, 1)]]
     for j in range(nd):
-        src.append(c[3 + nd + j] * stride[j] + c[3 + j] * dilation[j])
-    cols = gather_grid(xp, sizes, src)
+        src.append([(3 + nd + j, stride[j]), (3 + j, dilation[j])])
+    cols = gather_linear(xp, sizes, src)
     cols = cols.reshape([n, Expr(g), Expr(per_group) * product(kernel), product(out_sizes)])
     wmat = weight.reshape([g, out_channels // g, per_group * product(kernel).as_const()])
     return _finish(cols, wmat, bias, n, g, out_channels // g, out_sizes, unbatched, op)

@@ -10,7 +10,7 @@ from .. import dtype as dt
 from .._core import Expr
 from ..errors import ShapeError
 from ..hl_ops.shape_utils import const_int, int_tuple
-from ._grid import gather_grid, grid_coords, iota_grid
+from ._grid import gather_linear, grid_coords, iota_grid
 from .masks import neg_inf_where_false
 
 
@@ -53,11 +53,11 @@ def _windows(input, nd: int, kernel_size, stride, padding, dilation, ceil_mode, 
         flat_pads += [p, max(0, (o - 1) * s + (k - 1) * d + 1 - n - p)]
     xp = input.pad_zeros(flat_pads)
     sizes = lead + outs + list(kernel)
-    c = grid_coords(sizes)
     m = len(lead)
-    src = c[:m] + [c[m + j] * stride[j] + c[m + nd + j] * dilation[j] for j in range(nd)]
+    src = [[(i, 1)] for i in range(m)] + [[(m + j, stride[j]), (m + nd + j, dilation[j])]
+                                          for j in range(nd)]
     geometry = (kernel, stride, padding, dilation, lengths, outs)
-    return gather_grid(xp, sizes, src), geometry
+    return gather_linear(xp, sizes, src), geometry
 
 
 def _inside(graph, geometry, nd: int, lo_pad: bool):

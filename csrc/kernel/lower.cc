@@ -333,10 +333,7 @@ class Lowerer {
     for (int64_t j = 0; j < extent; ++j) {
       std::vector<Expr> full = idx;
       full.insert(full.begin() + static_cast<long>(axis), Expr(j));
-      // Read wherever the kernel reads it, so under the condition that idx is one of its
-    // elements (a piece of a cat reads it shifted, outside it for the other pieces' elements):
-    // a condition of idx alone, so every reader at idx shares the one loop.
-    ValueId x = read_edge(n.inputs[0], full, inside(idx, rn(n.shape)));
+      ValueId x = read_edge(n.inputs[0], full, ctx);
       if (acc < 0) {
         acc = x;
         continue;

@@ -185,9 +185,8 @@ std::vector<Loop> walk(const std::vector<int64_t>& dims,
     if (k != b && !(b < rank && k == rank - 1)) loops.push_back({k, dims[k], 1});
   }
   if (b < rank) {
-    int64_t a = static_cast<int64_t>(rank - 1);
     loops.push_back({b, (dims[b] + kTile - 1) / kTile, kTile});
-    loops.push_back({rank - 1, (dims[a] + kTile - 1) / kTile, kTile});
+    loops.push_back({rank - 1, (dims[rank - 1] + kTile - 1) / kTile, kTile});
     loops.push_back({b, kTile, 1});
     loops.push_back({rank - 1, kTile, 1});
   }

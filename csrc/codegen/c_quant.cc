@@ -1,11 +1,11 @@
 // Quantized weights in generated C: the element readers (renderings of core/quant.cc's
 // dequantize_element, in the same f32 operations and order) and the C renderer's quantized
 // GEMV. Each task of the GEMV takes kWRows rows of W (columns of C); per block along k it
-// dequantizes the block of each row once into a small f32 tile, in vectors (bytes widened to
-// lanes, nibbles and bit pairs masked and shifted, times the block's scales: the readers'
-// arithmetic a vector at a time), then multiplies the tile with kXRows rows of A in f32
-// vectors. Every M runs this path: a block dequantized per pair of rows of A still beats a
-// generic loop nest.
+// widens each row's integers in registers (one widening load for a vector of bytes, nibbles
+// and bit pairs masked and shifted) and multiplies them with kXRows rows of A in f32 vectors;
+// each scale multiplies the sum of its group once, so no value is dequantized on its own (the
+// sums are reassociated: within the check's tolerance, not bit-equal to the readers). Every M
+// runs this path: a block widened per pair of rows of A still beats a generic loop nest.
 #include "codegen/c_quant.h"
 
 #include <set>
@@ -61,89 +61,184 @@ std::string reader(DType dtype, const std::string& q) {
   throw InternalError(std::string("quant reader: ") + dtype_name(dtype) + " is not quantized");
 }
 
-std::string tile_name(DType dtype, int64_t width) {
-  return "lm_" + std::string(dtype_name(dtype)) + "_tile_v" + str(width);
-}
-
-// The vector types a tile function uses: `width` bytes (unaligned) and `width` int32 lanes.
-std::string tile_typedefs(int64_t width) {
+// The vector types the block functions use: `width` bytes (unaligned), as a 16-byte vector
+// (what the widening instructions take), and `width` int32 lanes.
+std::string block_typedefs(int64_t width) {
   const std::string w = str(width);
   return "typedef unsigned char lm_vb" + w + "u __attribute__((vector_size(" + w +
          "), aligned(1), may_alias));\n" + "typedef signed char lm_vsb" + w +
          "u __attribute__((vector_size(" + w + "), aligned(1), may_alias));\n" +
-         "typedef int lm_vi" + w + " __attribute__((vector_size(" + str(4 * width) + ")));\n";
+         "typedef int lm_vi" + w + " __attribute__((vector_size(" + str(4 * width) + ")));\n" +
+         "typedef char lm_vc16q __attribute__((vector_size(16)));\n" +
+         "typedef long long lm_vl2q __attribute__((vector_size(16)));\n";
 }
 
-// static inline void lm_q4_k_tile_v8(const uint8_t* b, float* t): block b's values into
-// t[0, block), `width` lanes at a time (width divides 16).
-std::string tile_function(DType dtype, int64_t width) {
+std::string byte_lanes_name(int64_t width, bool is_signed) {
+  return std::string(is_signed ? "lm_sbytes_v" : "lm_ubytes_v") + str(width);
+}
+
+// static inline lm_vi8 lm_ubytes_v8(const uint8_t* p): `width` bytes at p (unaligned) as int
+// lanes, zero- or sign-extended, by one widening load where the target has it (SSE4.1's
+// pmov[sz]xbd for 4 lanes, AVX2's for 8, AVX-512's for 16); GCC's generic conversion, which
+// it does a byte at a time, elsewhere.
+std::string byte_lanes_function(int64_t width, bool is_signed) {
+  const std::string W = str(width);
+  const std::string ints = "lm_vi" + W;
+  const std::string x = is_signed ? "s" : "z";
+  std::string s = "static inline " + ints + " " + byte_lanes_name(width, is_signed) +
+                  "(const uint8_t* restrict p) {\n";
+  std::string guard, widen;
+  if (width == 4) {
+    guard = "__SSE4_1__";
+    widen = "__builtin_ia32_pmov" + x + "xbd128(q)";
+  } else if (width == 8) {
+    guard = "__AVX2__";
+    widen = "__builtin_ia32_pmov" + x + "xbd256(q)";
+  } else {
+    guard = "__AVX512F__";
+    widen = "__builtin_ia32_pmov" + x + "xbd512_mask(q, (" + ints + "){0}, (unsigned short)-1)";
+  }
+  s += "#if defined(" + guard + ")\n";
+  if (width == 16) {
+    s += "  lm_vc16q q;\n  __builtin_memcpy(&q, p, 16);\n";
+  } else {
+    const std::string word = width == 8 ? "long long" : "int";
+    s += "  " + word + " v;\n  __builtin_memcpy(&v, p, " + W + ");\n";
+    s += "  lm_vc16q q = (lm_vc16q)(lm_vl2q){(long long)" +
+         std::string(width == 8 ? "v" : "(unsigned int)v") + ", 0};\n";
+  }
+  s += "  return (" + ints + ")" + widen + ";\n#else\n";
+  s += "  return __builtin_convertvector(*(const lm_v" + std::string(is_signed ? "sb" : "b") + W +
+       "u*)p, " + ints + ");\n#endif\n}\n";
+  return s;
+}
+
+// A block's f16 scale at byte `at` of b, by F16C where the target has it.
+std::string scale_function() {
+  return "static inline float lm_block_scale(const uint8_t* restrict p) {\n"
+         "  const uint16_t h = (uint16_t)(p[0] | p[1] << 8);\n"
+         "#if defined(__F16C__)\n"
+         "  typedef short lm_vs8q __attribute__((vector_size(16)));\n"
+         "  return __builtin_ia32_vcvtph2ps((lm_vs8q){(short)h})[0];\n"
+         "#else\n"
+         "  return lm_f16_to_f32(h);\n"
+         "#endif\n"
+         "}\n";
+}
+
+// Opens a loop of constant trip count that GCC is asked to unroll whole: the block's offsets
+// become constants (a rolled loop left most of the time in index arithmetic).
+void unrolled(CodeWriter& w, const std::string& loop) {
+  w.line("#pragma GCC unroll 32");
+  w.open(loop);
+}
+
+std::string dot_name(DType dtype, int64_t width, int64_t x_rows) {
+  return "lm_" + std::string(dtype_name(dtype)) + "_dot_v" + str(width) + "x" + str(x_rows);
+}
+
+// static inline void lm_q4_k_dot_v8x2(const uint8_t* b, const float* x0, const float* x1,
+// lm_vf8* acc0, lm_vf8* acc1): adds block b's products with the block of each row of x to
+// that row's accumulator, `width` lanes at a time (width divides 16). The block's integers are
+// widened in registers and multiplied with x; each scale multiplies the sum of its group once
+// (a Q4_K sub-block's minimum the group's sum of x), so no value is dequantized on its own.
+std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
   const std::string W = str(width);
   const std::string v = float_vector(width);
-  const std::string bytes = "lm_vb" + W + "u";
   const std::string ints = "lm_vi" + W;
-  auto widen = [&](const std::string& at) {  // `width` bytes at `at` as int lanes
-    return "__builtin_convertvector(*(const " + bytes + "*)(" + at + "), " + ints + ")";
-  };
   auto to_float = [&](const std::string& x) {
     return "__builtin_convertvector(" + x + ", " + v + ")";
   };
+  auto ubytes = [&](const std::string& at) {
+    return byte_lanes_name(width, false) + "(" + at + ")";
+  };
+  // For each row of x: `what` with {i} replaced by the row.
+  auto each_row = [&](CodeWriter& w, const std::string& what) {
+    for (int64_t i = 0; i < x_rows; ++i) {
+      std::string line = what;
+      for (size_t at; (at = line.find("{i}")) != std::string::npos;) line.replace(at, 3, str(i));
+      w.line(line);
+    }
+  };
   CodeWriter w;
-  w.open("static inline void " + tile_name(dtype, width) +
-         "(const uint8_t* restrict b, float* restrict t)");
+  std::string params = "const uint8_t* restrict b";
+  for (int64_t i = 0; i < x_rows; ++i) params += ", const float* restrict x" + str(i);
+  for (int64_t i = 0; i < x_rows; ++i) params += ", " + v + "* restrict acc" + str(i);
+  w.open("static inline void " + dot_name(dtype, width, x_rows) + "(" + params + ")");
   switch (dtype) {
     case DType::Q8_0:
-      w.line("const float d = " + f16_at("0") + ";");
-      w.line("for (int l = 0; l < 32; l += " + W + ") *(" + v + "*)(t + l) = " +
-             to_float("__builtin_convertvector(*(const lm_vsb" + W + "u*)(b + 2 + l), " + ints +
-                      ")") +
-             " * d;");
+      w.line("const float d = lm_block_scale(b);");
+      each_row(w, v + " p{i} = {0};");
+      unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
+      w.line(v + " q = " + to_float(byte_lanes_name(width, true) + "(b + 2 + l)") + ";");
+      each_row(w, "p{i} += q * *(const " + v + "u*)(x{i} + l);");
+      w.close();
+      each_row(w, "*acc{i} += p{i} * d;");
       break;
     case DType::Q4_0:
-      w.line("const float d = " + f16_at("0") + ";");
-      w.open("for (int l = 0; l < 16; l += " + W + ")");
-      w.line(ints + " u = " + widen("b + 2 + l") + ";");
-      w.line("*(" + v + "*)(t + l) = d * " + to_float("(u & 15) - 8") + ";");
-      w.line("*(" + v + "*)(t + 16 + l) = d * " + to_float("(u >> 4) - 8") + ";");
+      w.line("const float d = lm_block_scale(b);");
+      each_row(w, v + " p{i} = {0};");
+      unrolled(w, "for (int l = 0; l < 16; l += " + W + ")");
+      w.line(ints + " u = " + ubytes("b + 2 + l") + ";");
+      w.line(v + " lo = " + to_float("(u & 15) - 8") + ", hi = " + to_float("(u >> 4) - 8") + ";");
+      each_row(w, "p{i} += lo * *(const " + v + "u*)(x{i} + l) + hi * *(const " + v +
+                      "u*)(x{i} + 16 + l);");
       w.close();
+      each_row(w, "*acc{i} += p{i} * d;");
       break;
     case DType::Q4_K:
-      w.line("const float d = " + f16_at("0") + ", dmin = " + f16_at("2") + ";");
+      w.line("const float d = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
       w.line("const uint8_t* s = b + 4;");
-      w.open("for (int sub = 0; sub < 8; sub += 2)");
+      unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
       w.line("int sc[2], m[2];");
-      w.open("for (int h = 0; h < 2; h++)");
+      unrolled(w, "for (int h = 0; h < 2; h++)");
       w.line("const int j = sub + h;");
       w.line("sc[h] = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);");
       w.line("m[h] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 2) & 48);");
       w.close();
+      each_row(w, v + " lo{i} = {0}, hi{i} = {0}, xlo{i} = {0}, xhi{i} = {0};");
+      unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
+      w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
+      w.line(v + " ql = " + to_float("u & 15") + ", qh = " + to_float("u >> 4") + ";");
+      each_row(w, v + " a{i} = *(const " + v + "u*)(x{i} + sub * 32 + l), c{i} = *(const " + v +
+                      "u*)(x{i} + sub * 32 + 32 + l);");
+      each_row(w, "lo{i} += ql * a{i};");
+      each_row(w, "hi{i} += qh * c{i};");
+      each_row(w, "xlo{i} += a{i};");
+      each_row(w, "xhi{i} += c{i};");
+      w.close();
       w.line("const float s0 = d * (float)sc[0], m0 = dmin * (float)m[0];");
       w.line("const float s1 = d * (float)sc[1], m1 = dmin * (float)m[1];");
-      w.open("for (int l = 0; l < 32; l += " + W + ")");
-      w.line(ints + " u = " + widen("b + 16 + sub * 16 + l") + ";");
-      w.line("*(" + v + "*)(t + sub * 32 + l) = s0 * " + to_float("u & 15") + " - m0;");
-      w.line("*(" + v + "*)(t + sub * 32 + 32 + l) = s1 * " + to_float("u >> 4") + " - m1;");
-      w.close();
+      each_row(w, "*acc{i} += lo{i} * s0 - xlo{i} * m0 + hi{i} * s1 - xhi{i} * m1;");
       w.close();
       break;
     case DType::Q6_K:
-      w.line("const float d = " + f16_at("208") + ";");
-      w.line("const signed char* sc = (const signed char*)(b + 192);");
-      w.open("for (int h = 0; h < 2; h++)");
-      w.open("for (int c = 0; c < 32; c += " + W + ")");
-      w.line(ints + " l0 = " + widen("b + h * 64 + c") + ";");
-      w.line(ints + " l1 = " + widen("b + h * 64 + 32 + c") + ";");
-      w.line(ints + " hi = " + widen("b + 128 + h * 32 + c") + ";");
-      w.line(ints + " q[4] = {(l0 & 15) | (hi & 3) << 4, (l1 & 15) | (hi >> 2 & 3) << 4,");
-      w.line("             (l0 >> 4) | (hi >> 4 & 3) << 4, (l1 >> 4) | (hi >> 6 & 3) << 4};");
-      w.open("for (int r = 0; r < 4; r++)");
-      w.line("const int j = h * 128 + r * 32 + c;");
-      w.line("*(" + v + "*)(t + j) = d * (float)sc[j / 16] * " + to_float("q[r] - 32") + ";");
+      // Scales per 16 values, times d, widened once per block; then per group of 16 values
+      // (h, r, g) the products summed before its scale multiplies them.
+      w.line("const float d = lm_block_scale(b + 208);");
+      w.line("float sf[16] __attribute__((aligned(64)));");
+      unrolled(w, "for (int t = 0; t < 16; t += " + W + ")");
+      w.line("*(" + v + "*)(sf + t) = " + to_float(byte_lanes_name(width, true) + "(b + 192 + t)") +
+             " * d;");
+      w.close();
+      unrolled(w, "for (int h = 0; h < 2; h++)");
+      unrolled(w, "for (int r = 0; r < 4; r++)");
+      unrolled(w, "for (int g = 0; g < 32; g += 16)");
+      each_row(w, v + " p{i} = {0};");
+      unrolled(w, "for (int c = g; c < g + 16; c += " + W + ")");
+      w.line(ints + " l = " + ubytes("b + h * 64 + (r & 1) * 32 + c") + ";");
+      w.line(ints + " hb = " + ubytes("b + 128 + h * 32 + c") + ";");
+      w.line(v + " qf = " + to_float("((r < 2 ? l & 15 : l >> 4) | (hb >> (2 * r) & 3) << 4) - 32") +
+             ";");
+      each_row(w, "p{i} += qf * *(const " + v + "u*)(x{i} + h * 128 + r * 32 + c);");
+      w.close();
+      each_row(w, "*acc{i} += p{i} * sf[h * 8 + r * 2 + g / 16];");
       w.close();
       w.close();
       w.close();
       break;
     default:
-      throw InternalError(std::string("quant tile: ") + dtype_name(dtype) + " is not quantized");
+      throw InternalError(std::string("quant dot: ") + dtype_name(dtype) + " is not quantized");
   }
   w.close();
   return w.str();
@@ -205,11 +300,19 @@ std::string CRenderer::quant_gemv_prelude(const Kernel& k, std::set<std::string>
   const std::string v = float_vector(width);
   const std::string bytes = str(block_bytes(stored));
   std::string s;
-  if (seen.insert("lm_vb" + str(width) + "u").second) s += tile_typedefs(width);
-  if (seen.insert(tile_name(stored, width)).second) s += tile_function(stored, width);
+  if (seen.insert("lm_vb" + str(width) + "u").second) s += block_typedefs(width);
+  for (bool is_signed : {false, true}) {
+    if (seen.insert(byte_lanes_name(width, is_signed)).second) {
+      s += byte_lanes_function(width, is_signed);
+    }
+  }
+  if (seen.insert("lm_block_scale").second) s += scale_function();
   for (int64_t x_rows : {kXRows, int64_t{1}}) {
     const std::string name = gemv_name(stored, width, x_rows);
     if (!seen.insert(name).second) continue;
+    if (seen.insert(dot_name(stored, width, x_rows)).second) {
+      s += dot_function(stored, width, x_rows);
+    }
     CodeWriter w;
     w.open("static inline void " + name + "(int64_t K, const float* restrict x, int64_t ldx, " +
            "const uint8_t* restrict w, int64_t ldw, float* restrict c, int64_t ldc, " +
@@ -225,24 +328,13 @@ std::string CRenderer::quant_gemv_prelude(const Kernel& k, std::set<std::string>
     for (int64_t i = 0; i < x_rows; ++i) {
       for (int64_t j = 0; j < kWRows; ++j) w.line(v + " c" + str(i) + "_" + str(j) + " = {0};");
     }
-    w.line("float lm_t[" + str(kWRows) + "][" + str(block) + "] __attribute__((aligned(64)));");
     w.open("for (int64_t kb = 0; kb < K / " + str(block) + "; kb++)");
     for (int64_t j = 0; j < kWRows; ++j) {
-      w.line(tile_name(stored, width) + "(w" + str(j) + " + kb * " + bytes + ", lm_t[" + str(j) +
-             "]);");
+      std::string args = "w" + str(j) + " + kb * " + bytes;
+      for (int64_t i = 0; i < x_rows; ++i) args += ", x" + str(i) + " + kb * " + str(block);
+      for (int64_t i = 0; i < x_rows; ++i) args += ", &c" + str(i) + "_" + str(j);
+      w.line(dot_name(stored, width, x_rows) + "(" + args + ");");
     }
-    w.open("for (int l = 0; l < " + str(block) + "; l += " + str(width) + ")");
-    for (int64_t j = 0; j < kWRows; ++j) {
-      w.line(v + " b" + str(j) + " = *(const " + v + "*)(lm_t[" + str(j) + "] + l);");
-    }
-    for (int64_t i = 0; i < x_rows; ++i) {
-      w.line(v + " a" + str(i) + " = *(const " + v + "u*)(x" + str(i) + " + kb * " +
-             str(block) + " + l);");
-      for (int64_t j = 0; j < kWRows; ++j) {
-        w.line("c" + str(i) + "_" + str(j) + " += a" + str(i) + " * b" + str(j) + ";");
-      }
-    }
-    w.close();
     w.close();
     for (int64_t i = 0; i < x_rows; ++i) {
       for (int64_t j = 0; j < kWRows; ++j) {

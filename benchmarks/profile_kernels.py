@@ -2,7 +2,7 @@
 timing slots) a number of times, keeps each kernel's fastest call (the noise of a shared
 machine is one-sided) and prints the kernels, and the kernels grouped by loop nest, by that
 time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences; --llama DIR profiles a
-step of a Llama directory's session (--tokens new after --past cached positions); --yolo
+step of a Llama directory's (or .gguf file's) session (--tokens new after --past cached positions); --yolo
 SCALE a YOLOv8 forward on one image.
 
     python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
@@ -83,9 +83,12 @@ class LlamaStep:
     """A step of a Llama directory's CausalLMSession: ``tokens`` new after ``past`` cached."""
 
     def __init__(self, threads, path, past, tokens, search):
-        from luminal.models import AutoModelForCausalLM, CausalLMSession
+        from luminal.models import AutoModelForCausalLM, CausalLMSession, LlamaForCausalLM
 
-        model = AutoModelForCausalLM.from_pretrained(path, max_context=past + tokens + 1)
+        if path.endswith(".gguf"):
+            model = LlamaForCausalLM.from_gguf(path, max_context=past + tokens + 1)
+        else:
+            model = AutoModelForCausalLM.from_pretrained(path, max_context=past + tokens + 1)
         session = CausalLMSession(model, lm.CpuRuntime(threads=threads), search=search)
         rng = np.random.default_rng(0)
         vocab = model.config.vocab_size
@@ -135,7 +138,8 @@ def main():
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--llama", metavar="DIR", help="a Llama directory (config, safetensors)")
+    p.add_argument("--llama", metavar="DIR", help="a Llama directory (config, safetensors) or "
+                   "a llama.cpp .gguf file")
     p.add_argument("--past", type=int, default=1000)
     p.add_argument("--tokens", type=int, default=1)
     p.add_argument("--search", type=int, default=1)

@@ -1,7 +1,9 @@
 """CPU kernels that read quantized weights (codegen/c_quant.cc), against the interpreter's
 dequantization (core/quant.h; itself checked against gguf-py in test_quant_dtype.py) on odd
 shapes: K a multiple of the block, N odd, M = 1..8 (one program, symbolic M). The quantized
-GEMV (the weight's Cast scheduled inline 1: cpu-widen-quantized), the default program
+GEMV (the weight's Cast scheduled inline 1: cpu-widen-quantized) for few rows and the GEMM
+with panels dequantized as they are packed for more (K past one k block, N past one panel,
+M past the row tile, a folded batch and an epilogue), the default program
 (an f32 copy dequantized by a generic kernel, then the f32 matmul), a batched and an epilogue
 case, and a Gather of embedding rows dequantized in its kernel."""
 
@@ -78,6 +80,21 @@ def test_default_program_dequantizes_into_an_f32_copy(dtype):
     run_rows(rt, x, y, w, random_weight(dtype, 5, k, seed=1), (1, 3, 8))
 
 
+@pytest.mark.parametrize("dtype", QTYPES, ids=str)
+def test_many_rows_take_the_gemm_with_dequantizing_panels(dtype):
+    """M past kQuantGemvRows: the packed GEMM, its panels dequantized from the blocks; K spans
+    two k blocks of 256 or more (a partial last one for Q8_0/Q4_0), N 37 leaves a ragged
+    panel, and M = 13 and 40 leave ragged row tiles."""
+    block = lm._core.block_values(dtype)
+    k = 320 if block == 32 else 3 * block
+    cx, x, w, y = linear(k, 37, dtype)
+    y = y.output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_{lm.dtype.name(dtype)}_tile_v8(" in rt.source and "lm_qgemv" in rt.source
+    run_rows(rt, x, y, w, random_weight(dtype, 37, k, seed=7), (5, 13, 40, 2))
+
+
 @pytest.mark.parametrize("dtype", [lm.dtype.q8_0, lm.dtype.q4_k], ids=str)
 def test_quantized_gemv_folds_a_batch_and_runs_an_epilogue(dtype):
     k = 2 * lm._core.block_values(dtype)
@@ -90,7 +107,7 @@ def test_quantized_gemv_folds_a_batch_and_runs_an_epilogue(dtype):
     raw = random_weight(dtype, 9, k, seed=2)
     rt.set_storage(w, raw)
     wt = torch.from_numpy(dequantize(raw, dtype)).double()
-    for m in (1, 4):
+    for m in (1, 4, 11):  # 2 x 11 rows: the GEMM path
         xt = torch.randn(2, m, k)
         rt.set_data(x, xt)
         rt.execute({"m": m})

@@ -41,6 +41,10 @@ Tiles tiles_of(const Kernel& k) {
   t.nr = s.tile_n;
   if (t.nr % t.vw != 0) t.nr = t.vw * 2;
   t.kc = s.tile_k;
+  if (is_quantized(k.matmul.b_stored)) {  // a k block of whole quantized blocks
+    const int64_t block = block_values(k.matmul.b_stored);
+    t.kc = (t.kc + block - 1) / block * block;
+  }
   t.nc = (256 + t.nr - 1) / t.nr * t.nr;
   return t;
 }
@@ -175,12 +179,14 @@ std::string micro_kernel(const Tiles& t, DType panel) {
 }
 
 // The GEMM here takes f32 products summed in f32 (no widening of the product) of a matched
-// matmul, with A stored as f32 and B stored as f32 or widened from f16/bf16, and stores f32:
+// matmul, with A stored as f32 and B stored as f32, widened from f16/bf16 or dequantized from
+// blocks (where renders_quant_gemv: its panels are dequantized as packed), and stores f32:
 // the sum, or its epilogue's result, written over the sum in C.
 bool renders_matmul(const Kernel& k) {
   const MatmulInfo& mm = k.matmul;
   if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
-  if (mm.a_widened || is_quantized(mm.b_stored)) return false;  // quantized B: c_quant.cc
+  if (mm.a_widened) return false;
+  if (is_quantized(mm.b_stored) && !renders_quant_gemv(k)) return false;
   return k.values[k.reduce_at].dtype == DType::F32 && k.values.back().dtype == DType::F32;
 }
 
@@ -222,15 +228,18 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
   std::set<std::string> seen;  // names of the micro-kernels and helpers emitted so far
   std::string s;
   for (const Kernel& k : program.kernels) {
-    if (renders_quant_gemv(k)) {
-      const int64_t width = cpu_schedule(k).vector_width;
-      if (widths.insert(width).second) s += float_vector_typedefs(width);
-      s += quant_gemv_prelude(k, seen);
-      continue;
-    }
     if (!renders_matmul(k)) continue;
     Tiles t = tiles_of(k);
     if (widths.insert(t.vw).second) s += float_vector_typedefs(t.vw);
+    if (renders_quant_gemv(k)) {
+      const DType stored = k.matmul.b_stored;
+      s += quant_gemv_prelude(k, seen);  // the tile reads the GEMV's helpers of width vw
+      if (seen.insert(quant_tile_name(stored, t.vw)).second) {
+        s += quant_tile_function(stored, t.vw);
+      }
+      if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
+      continue;
+    }
     std::optional<PackedPanels> panels = packed_panels(k);
     if (!panels) {
       if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
@@ -323,6 +332,7 @@ bool PackedPanels::operator==(const PackedPanels& o) const {
 
 std::optional<PackedPanels> packed_panels(const Kernel& k) {
   if (cpu_schedule(k).pack_b != 1 || !takes_gemm(k)) return std::nullopt;
+  if (is_quantized(k.matmul.b_stored)) return std::nullopt;  // packed as the GEMM runs
   const MatmulInfo& mm = k.matmul;
   const Value& b = k.values[mm.b];
   if (b.buffer == k.values[mm.a].buffer) return std::nullopt;
@@ -467,11 +477,6 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   (void)program;
   const MatmulInfo& mm = k.matmul;
   const int outer = mm.m_loop - folded_batch_loops(k);
-  if (renders_quant_gemv(k)) {
-    emit_matmul_sizes(k, outer, w);
-    emit_quant_gemv(k, outer, w);
-    return true;
-  }
   if (!takes_gemm(k)) return false;
   std::optional<PackedPanels> panels = packed_panels(k);
   Tiles t = tiles_of(k);
@@ -481,7 +486,9 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   std::string ncmax = std::to_string(t.nc);
   std::string b_type = storage_type(mm.b_stored);
   emit_matmul_sizes(k, outer, w);
-  if (renders_gemv(k) && !panels) emit_gemv(k, outer, w);
+  const bool quantized = renders_quant_gemv(k);
+  if (quantized) emit_quant_gemv(k, outer, w);  // few rows; else on to the GEMM
+  if (renders_gemv(k) && !panels && !quantized) emit_gemv(k, outer, w);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
@@ -527,8 +534,12 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
   if (!panels) {
     w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-    emit_pack_panel(t, b_type, to_compute(mm.b_stored, "src[j]"),
-                    to_compute(mm.b_stored, "src[j * bn]"), w);
+    if (quantized) {
+      emit_quant_pack_panel(mm.b_stored, t.vw, t.nr, w);
+    } else {
+      emit_pack_panel(t, b_type, to_compute(mm.b_stored, "src[j]"),
+                      to_compute(mm.b_stored, "src[j * bn]"), w);
+    }
     w.close();
   }
   w.open("for (int64_t i = m0; i < m1; i += " + mr + ")");

@@ -73,10 +73,6 @@ std::string block_typedefs(int64_t width) {
          "typedef long long lm_vl2q __attribute__((vector_size(16)));\n";
 }
 
-std::string byte_lanes_name(int64_t width, bool is_signed) {
-  return std::string(is_signed ? "lm_sbytes_v" : "lm_ubytes_v") + str(width);
-}
-
 // static inline lm_vi8 lm_ubytes_v8(const uint8_t* p): `width` bytes at p (unaligned) as int
 // lanes, zero- or sign-extended, by one widening load where the target has it (SSE4.1's
 // pmov[sz]xbd for 4 lanes, AVX2's for 8, AVX-512's for 16); GCC's generic conversion, which
@@ -85,7 +81,7 @@ std::string byte_lanes_function(int64_t width, bool is_signed) {
   const std::string W = str(width);
   const std::string ints = "lm_vi" + W;
   const std::string x = is_signed ? "s" : "z";
-  std::string s = "static inline " + ints + " " + byte_lanes_name(width, is_signed) +
+  std::string s = "static inline " + ints + " " + quant_byte_lanes_name(width, is_signed) +
                   "(const uint8_t* restrict p) {\n";
   std::string guard, widen;
   if (width == 4) {
@@ -126,12 +122,30 @@ std::string scale_function() {
          "}\n";
 }
 
-// Opens a loop of constant trip count that GCC is asked to unroll whole: the block's offsets
-// become constants (a rolled loop left most of the time in index arithmetic).
-void unrolled(CodeWriter& w, const std::string& loop) {
+}  // namespace
+
+std::string quant_byte_lanes_name(int64_t width, bool is_signed) {
+  return std::string(is_signed ? "lm_sbytes_v" : "lm_ubytes_v") + str(width);
+}
+
+std::string quant_block_helpers(int64_t width, std::set<std::string>& seen) {
+  std::string s;
+  if (seen.insert("lm_vb" + str(width) + "u").second) s += block_typedefs(width);
+  for (bool is_signed : {false, true}) {
+    if (seen.insert(quant_byte_lanes_name(width, is_signed)).second) {
+      s += byte_lanes_function(width, is_signed);
+    }
+  }
+  if (seen.insert("lm_block_scale").second) s += scale_function();
+  return s;
+}
+
+void open_unrolled(CodeWriter& w, const std::string& loop) {
   w.line("#pragma GCC unroll 32");
   w.open(loop);
 }
+
+namespace {
 
 std::string dot_name(DType dtype, int64_t width, int64_t x_rows) {
   return "lm_" + std::string(dtype_name(dtype)) + "_dot_v" + str(width) + "x" + str(x_rows);
@@ -150,7 +164,7 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
     return "__builtin_convertvector(" + x + ", " + v + ")";
   };
   auto ubytes = [&](const std::string& at) {
-    return byte_lanes_name(width, false) + "(" + at + ")";
+    return quant_byte_lanes_name(width, false) + "(" + at + ")";
   };
   // For each row of x: `what` with {i} replaced by the row.
   auto each_row = [&](CodeWriter& w, const std::string& what) {
@@ -169,8 +183,8 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
     case DType::Q8_0:
       w.line("const float d = lm_block_scale(b);");
       each_row(w, v + " p{i} = {0};");
-      unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
-      w.line(v + " q = " + to_float(byte_lanes_name(width, true) + "(b + 2 + l)") + ";");
+      open_unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
+      w.line(v + " q = " + to_float(quant_byte_lanes_name(width, true) + "(b + 2 + l)") + ";");
       each_row(w, "p{i} += q * *(const " + v + "u*)(x{i} + l);");
       w.close();
       each_row(w, "*acc{i} += p{i} * d;");
@@ -178,7 +192,7 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
     case DType::Q4_0:
       w.line("const float d = lm_block_scale(b);");
       each_row(w, v + " p{i} = {0};");
-      unrolled(w, "for (int l = 0; l < 16; l += " + W + ")");
+      open_unrolled(w, "for (int l = 0; l < 16; l += " + W + ")");
       w.line(ints + " u = " + ubytes("b + 2 + l") + ";");
       w.line(v + " lo = " + to_float("(u & 15) - 8") + ", hi = " + to_float("(u >> 4) - 8") + ";");
       each_row(w, "p{i} += lo * *(const " + v + "u*)(x{i} + l) + hi * *(const " + v +
@@ -189,15 +203,15 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
     case DType::Q4_K:
       w.line("const float d = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
       w.line("const uint8_t* s = b + 4;");
-      unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
+      open_unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
       w.line("int sc[2], m[2];");
-      unrolled(w, "for (int h = 0; h < 2; h++)");
+      open_unrolled(w, "for (int h = 0; h < 2; h++)");
       w.line("const int j = sub + h;");
       w.line("sc[h] = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);");
       w.line("m[h] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 2) & 48);");
       w.close();
       each_row(w, v + " lo{i} = {0}, hi{i} = {0}, xlo{i} = {0}, xhi{i} = {0};");
-      unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
+      open_unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
       w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
       w.line(v + " ql = " + to_float("u & 15") + ", qh = " + to_float("u >> 4") + ";");
       each_row(w, v + " a{i} = *(const " + v + "u*)(x{i} + sub * 32 + l), c{i} = *(const " + v +
@@ -217,15 +231,15 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
       // (h, r, g) the products summed before its scale multiplies them.
       w.line("const float d = lm_block_scale(b + 208);");
       w.line("float sf[16] __attribute__((aligned(64)));");
-      unrolled(w, "for (int t = 0; t < 16; t += " + W + ")");
-      w.line("*(" + v + "*)(sf + t) = " + to_float(byte_lanes_name(width, true) + "(b + 192 + t)") +
+      open_unrolled(w, "for (int t = 0; t < 16; t += " + W + ")");
+      w.line("*(" + v + "*)(sf + t) = " + to_float(quant_byte_lanes_name(width, true) + "(b + 192 + t)") +
              " * d;");
       w.close();
-      unrolled(w, "for (int h = 0; h < 2; h++)");
-      unrolled(w, "for (int r = 0; r < 4; r++)");
-      unrolled(w, "for (int g = 0; g < 32; g += 16)");
+      open_unrolled(w, "for (int h = 0; h < 2; h++)");
+      open_unrolled(w, "for (int r = 0; r < 4; r++)");
+      open_unrolled(w, "for (int g = 0; g < 32; g += 16)");
       each_row(w, v + " p{i} = {0};");
-      unrolled(w, "for (int c = g; c < g + 16; c += " + W + ")");
+      open_unrolled(w, "for (int c = g; c < g + 16; c += " + W + ")");
       w.line(ints + " l = " + ubytes("b + h * 64 + (r & 1) * 32 + c") + ";");
       w.line(ints + " hb = " + ubytes("b + 128 + h * 32 + c") + ";");
       w.line(v + " qf = " + to_float("((r < 2 ? l & 15 : l >> 4) | (hb >> (2 * r) & 3) << 4) - 32") +
@@ -299,14 +313,7 @@ std::string CRenderer::quant_gemv_prelude(const Kernel& k, std::set<std::string>
   const int64_t block = block_values(stored);
   const std::string v = float_vector(width);
   const std::string bytes = str(block_bytes(stored));
-  std::string s;
-  if (seen.insert("lm_vb" + str(width) + "u").second) s += block_typedefs(width);
-  for (bool is_signed : {false, true}) {
-    if (seen.insert(byte_lanes_name(width, is_signed)).second) {
-      s += byte_lanes_function(width, is_signed);
-    }
-  }
-  if (seen.insert("lm_block_scale").second) s += scale_function();
+  std::string s = quant_block_helpers(width, seen);
   for (int64_t x_rows : {kXRows, int64_t{1}}) {
     const std::string name = gemv_name(stored, width, x_rows);
     if (!seen.insert(name).second) continue;
@@ -355,9 +362,11 @@ void CRenderer::emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const
   const DType stored = k.matmul.b_stored;
   const int64_t width = cpu_schedule(k).vector_width;
   const std::string wrows = str(kWRows);
+  const int64_t most = cpu_schedule(k).gemv_rows > 0 ? cpu_schedule(k).gemv_rows : kQuantGemvRows;
   // Bytes between rows of W: b_n elements are whole blocks.
   w.line("const int64_t lm_ldw = bn / " + str(block_values(stored)) + " * " +
          str(block_bytes(stored)) + ";");
+  w.open("if (M <= " + str(most) + ")");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
   std::string team = omp_team(k, "lm_batches * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
@@ -376,6 +385,8 @@ void CRenderer::emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const
   w.line("for (; lm_i < M; lm_i++) " + gemv_name(stored, width, 1) + args + ", 1);");
   emit_matmul_epilogue(k, outer, "0", "M", "n0", "n0 + rows", w);
   w.close();
+  w.close();
+  w.line("return;");
   w.close();
 }
 

@@ -5,8 +5,10 @@
 // themselves (core/dtype.h, core/quant.h) nor the f32 GEMV (c_gemv.cc).
 #pragma once
 
+#include <set>
 #include <string>
 
+#include "codegen/c_like.h"
 #include "kernel/kernel.h"
 
 namespace luminal {
@@ -18,10 +20,31 @@ std::string quant_readers(const Program& program, const std::string& qualifiers)
 // The expression reading element `index` of quantized buffer `buffer` as a float.
 std::string quant_load(DType dtype, const std::string& buffer, const std::string& index);
 
+// The vector typedefs, byte widening loads (lm_ubytes_v8, lm_sbytes_v8) and block scale
+// reader (lm_block_scale) of quantized kernels of vector `width`, those `seen` lacks.
+std::string quant_block_helpers(int64_t width, std::set<std::string>& seen);
+// "lm_sbytes_v8" (sign-extended) or "lm_ubytes_v8": `width` bytes widened to int lanes.
+std::string quant_byte_lanes_name(int64_t width, bool is_signed);
+// Emits "#pragma GCC unroll 32" and opens `loop` (of constant trip count: the block's offsets
+// become constants, where a rolled loop spent most of its time in index arithmetic).
+void open_unrolled(CodeWriter& w, const std::string& loop);
+
+// The GEMM path's dequantizing pack (c_quant_gemm.cc): "lm_q8_0_tile_v8", the function that
+// writes a block's values (each bit-equal to its reader's) into an f32 tile, its definition,
+// and the code packing B's rows n0 + jr .. + nr over k block [pc, pc + kcur) into the f32
+// panel lm_bp (zero columns past ncols), inside c_matmul.cc's loop over jr; B points to the
+// batch's blocks, lm_ldw is the bytes between rows of W.
+std::string quant_tile_name(DType dtype, int64_t width);
+std::string quant_tile_function(DType dtype, int64_t width);
+void emit_quant_pack_panel(DType stored, int64_t width, int64_t nr, CodeWriter& w);
+
 // Whether the C renderer runs matmul kernel `k` by its quantized GEMV path: an f32 matmul
 // whose B is a quantized buffer widened by a Cast (a Linear's weight W(N, K) in blocks), read
 // in whole blocks along k (b_k == 1, K, b_n and B's offset multiples of the block), A f32 and
-// contiguous along k, and a vector width dividing 16. It runs every M.
+// contiguous along k, and a vector width dividing 16: few rows (M <= gemv_rows, by default
+// kQuantGemvRows) run the GEMV, more the packed GEMM with panels dequantized as they are packed.
 bool renders_quant_gemv(const Kernel& k);
+// Rows of A up to which a quantized matmul without a gemv_rows schedule takes the GEMV.
+constexpr int64_t kQuantGemvRows = 4;
 
 }  // namespace luminal

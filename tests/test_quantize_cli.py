@@ -105,6 +105,63 @@ def test_luminal_run_of_a_q8_0_file_gives_transformers_tokens(hf_dir, tmp_path, 
     assert capsys.readouterr().out.strip() == (prompt + want).strip()
 
 
+def test_luminal_run_of_a_gguf_file_uses_the_tokenizer_it_carries(hf_dir, tmp_path, capsys):
+    """No --tokenizer: the GGUF's own tokenizer.ggml.* metadata, the same text as with the
+    directory's tokenizer.json."""
+    path, hf = hf_dir
+    out = tmp_path / "m.gguf"
+    assert main(["quantize", str(path), str(out), "--type", "q8_0"]) == 0
+    args = ["run", str(out), "--prompt", "the lazy dog", "--max-new-tokens", "6", "--search", "1"]
+    assert main(args + ["--tokenizer", str(path)]) == 0
+    want = capsys.readouterr().out
+    assert main(args) == 0
+    assert capsys.readouterr().out == want
+
+
+def _byte_level_tokenizer(path):
+    """A GPT-2 style byte-level BPE (llama.cpp writes these as "gpt2", as Llama 3's)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    corpus = ["the quick brown fox jumps over the lazy dog", "luminal compiles models, fast!"]
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=["<|end|>"],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(corpus * 8, trainer)
+    tok.save(str(path / "tokenizer.json"))
+    return tok
+
+
+@pytest.mark.parametrize("kind", ["sentencepiece", "byte-level"])
+def test_a_gguf_tokenizer_encodes_as_the_tokenizer_it_was_written_from(tmp_path, kind):
+    from luminal.models.tokenizer import load_gguf_tokenizer
+
+    hf = make_hf_llama(tmp_path, seed=3, **dict(TINY, vocab_size=300))
+    tok = _tiny_tokenizer(tmp_path) if kind == "sentencepiece" else _byte_level_tokenizer(tmp_path)
+    out = tmp_path / "m.gguf"
+    assert main(["quantize", str(tmp_path), str(out), "--type", "f16"]) == 0
+    assert hf.config.vocab_size >= tok.get_vocab_size()
+    ours = load_gguf_tokenizer(str(out))
+    for text in ["the quick brown fox", "luminal compiles models", "the  lazy dog jumps"]:
+        assert ours.encode(text).ids == tok.encode(text).ids, text
+        assert ours.decode(ours.encode(text).ids) == tok.decode(tok.encode(text).ids)
+
+
+def test_a_gguf_file_without_a_tokenizer_names_what_is_missing(tmp_path):
+    from luminal.errors import WeightsError
+    from luminal.models.tokenizer import load_gguf_tokenizer
+
+    writer = gguf.GGUFWriter(str(tmp_path / "bare.gguf"), "llama")
+    writer.add_tensor("x", np.zeros(4, np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    with pytest.raises(WeightsError, match="tokenizer"):
+        load_gguf_tokenizer(str(tmp_path / "bare.gguf"))
+
+
 def kl_and_top1(hf, gguf_path, positions: int, runtime=None):
     """Mean KL(f32 || quantized) of next-token distributions and top-1 agreement."""
     ids = np.random.default_rng(5).integers(0, hf.config.vocab_size, (1, positions))

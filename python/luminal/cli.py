@@ -105,13 +105,16 @@ def cmd_run(args) -> int:
     from .models.decoder_config import FAMILIES
     from .models.generation import CausalLMSession, GenerationStats, Sampler, generate
     from .models.llama import LlamaForCausalLM
-    from .models.tokenizer import StreamDecoder, load_tokenizer
+    from .models.tokenizer import StreamDecoder, load_gguf_tokenizer, load_tokenizer
 
     import os
 
     if os.path.isfile(args.model_dir) and args.model_dir.endswith(".gguf"):
         model = LlamaForCausalLM.from_gguf(args.model_dir, max_context=args.max_context)
-        tokenizer = load_tokenizer(args.tokenizer or os.path.dirname(args.model_dir) or ".")
+        if args.tokenizer:
+            tokenizer = load_tokenizer(args.tokenizer)
+        else:
+            tokenizer = load_gguf_tokenizer(args.model_dir)
     else:
         kind = read_config(args.model_dir).get("model_type")
         if kind not in FAMILIES:
@@ -296,7 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     common(run, RUN_SEARCH)
     run.add_argument("--prompt", required=True)
     run.add_argument("--tokenizer", metavar="DIR",
-                     help="directory of tokenizer.json (default: the model's directory)")
+                     help="directory of tokenizer.json (default: the model's directory; for "
+                          "a .gguf file, the tokenizer in its metadata)")
     run.add_argument("--max-new-tokens", type=int, default=32)
     run.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     run.add_argument("--top-p", type=float, default=1.0)

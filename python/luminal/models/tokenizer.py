@@ -1,5 +1,6 @@
-"""Tokenizer glue: a model directory's tokenizer.json through the ``tokenizers`` package,
-and incremental decoding for streaming. Errors say what to install or which file is missing."""
+"""Tokenizer glue: a model directory's tokenizer.json through the ``tokenizers`` package, the
+tokenizer a llama.cpp GGUF file carries in its metadata, and incremental decoding for
+streaming. Errors say what to install or which file is missing."""
 
 from __future__ import annotations
 
@@ -22,6 +23,32 @@ def load_tokenizer(model_dir: str):
     except Exception as e:  # the tokenizers package raises plain Exceptions for bad files
         raise WeightsError(f"{path}: not a tokenizer the tokenizers package reads "
                            f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
+
+
+def load_gguf_tokenizer(path: str):
+    """The tokenizer a GGUF file describes in its ``tokenizer.ggml.*`` metadata (llama.cpp's
+    SentencePiece "llama" and byte-level BPE "gpt2" vocabularies, with their merges, special
+    tokens and pre-tokenizer), rebuilt as a ``tokenizers`` Tokenizer by transformers' GGUF
+    converter, so it encodes as transformers does for that file."""
+    try:
+        from transformers.integrations.gguf import convert_gguf_tokenizer, get_gguf_tokenizer
+    except ImportError:
+        raise ImportError("luminal reads a GGUF file's own tokenizer with transformers >= 5: "
+                          "pip install -U transformers (or give --tokenizer DIR with a "
+                          "tokenizer.json)") from None
+    try:
+        architecture, vocabulary, _ = get_gguf_tokenizer(str(path))
+    except (KeyError, ValueError, OSError) as e:
+        raise WeightsError(f"{path}: cannot read its tokenizer metadata ({e})") from None
+    if not vocabulary.get("tokens"):
+        raise WeightsError(f"{path}: holds no tokenizer (no tokenizer.ggml.tokens); give "
+                           f"--tokenizer DIR with a tokenizer.json")
+    try:
+        tokenizer, _ = convert_gguf_tokenizer(architecture, vocabulary)
+    except Exception as e:  # the converter raises what its builders raise
+        raise WeightsError(f"{path}: its tokenizer ({vocabulary.get('tokenizer_type')!r}) "
+                           f"could not be rebuilt ({type(e).__name__}: {e})") from None
+    return tokenizer
 
 
 class StreamDecoder:

@@ -2,9 +2,11 @@
 `luminal quantize` in each --types type, run by luminal from that file (its weights kept
 quantized) and, where llama-cpp-python is installed, by llama.cpp on the same file, each in its
 own process. One row per (engine, type): decode tok/s over --decode tokens, prompt throughput
-(a --prompt-tokens prefill), and decode as a fraction of the bandwidth bound (the file's
-quantized bytes read per token / read bandwidth measured around the run). This is the
-`--gguf` table of llm.py (issue #16), kept beside it.
+(a --prompt-tokens prefill), decode as a fraction of the bandwidth bound (the file's
+quantized bytes read per token / read bandwidth measured around the run), and luminal's
+accuracy against transformers' f32 model on the same (unquantized) weights: the mean KL
+divergence of the next-token distributions and the top-1 agreement over --accuracy-positions
+positions of one prompt. This is the `--gguf` table of llm.py (issue #16), kept beside it.
 
     python benchmarks/llm_gguf.py                                  # the 1B shape
     python benchmarks/llm_gguf.py --layers 2 --hidden 512 --vocab 8192 --types q8_0,q4_k
@@ -20,6 +22,8 @@ import sys
 import tempfile
 import time
 
+import numpy as np
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bandwidth import read_bandwidth  # noqa: E402
@@ -32,6 +36,8 @@ ap.add_argument("--decode", type=int, default=32, help="tokens timed per engine"
 ap.add_argument("--prompt-tokens", type=int, default=128)
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 ap.add_argument("--search", type=int, default=1, help="luminal's search budget")
+ap.add_argument("--accuracy-positions", type=int, default=128,
+                help="positions compared with transformers f32 (0: none)")
 ap.add_argument("--engine", help=argparse.SUPPRESS)
 ap.add_argument("--path", help=argparse.SUPPRESS)
 
@@ -61,8 +67,41 @@ def run_luminal(path: str, args) -> dict:
     session = CausalLMSession(model, lm.CpuRuntime(threads=args.threads), search=args.search)
     compile_s = time.perf_counter() - t0
     prefill, stats, tokens = time_session(session, args.prompt_tokens, 10, args.decode)
-    return {"decode_tok_s": stats.tokens_per_second, "prompt_tok_s": args.prompt_tokens / prefill,
-            "compile_s": compile_s, "tokens": tokens}
+    out = {"decode_tok_s": stats.tokens_per_second, "prompt_tok_s": args.prompt_tokens / prefill,
+           "compile_s": compile_s, "tokens": tokens}
+    reference = os.path.join(os.path.dirname(path), "reference_logprobs.npy")
+    if args.accuracy_positions and os.path.exists(reference):
+        out.update(accuracy(session, np.load(reference)))
+    return out
+
+
+def accuracy(session, want) -> dict:
+    """KL(f32 || ours) of each position's next-token distribution, averaged, and the share of
+    positions whose argmax agrees, stepping the prompt of ``want``'s positions one token at a
+    time (the decode program)."""
+    ids = prompt_ids(want.shape[0], session.model.config.vocab_size)
+    session.reset()
+    kl, agree = 0.0, 0
+    for i, token in enumerate(ids):
+        logits = session.step(np.array([[token]], np.int32))[0, -1].astype(np.float64)
+        got = logits - logits.max()
+        got -= np.log(np.exp(got).sum())
+        p = np.exp(want[i].astype(np.float64))
+        kl += float((p * (want[i] - got)).sum())
+        agree += int(got.argmax() == want[i].argmax())
+    return {"kl": kl / len(ids), "top1": agree / len(ids)}
+
+
+def reference_logprobs(model_dir: str, positions: int) -> None:
+    """transformers' f32 log-probabilities over the accuracy prompt, beside the model."""
+    import torch
+    import transformers
+
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    ids = torch.tensor([prompt_ids(positions, model.config.vocab_size)])
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(ids).logits[0].double(), -1).float().numpy()
+    np.save(os.path.join(os.path.dirname(model_dir), "reference_logprobs.npy"), logprobs)
 
 
 def run_llama_cpp(path: str, args) -> dict:
@@ -94,6 +133,8 @@ def child(args) -> None:
         from llm import build_model
 
         build_model(args.path, args)
+        if args.accuracy_positions:
+            reference_logprobs(args.path, args.accuracy_positions)
         return
     if args.engine.startswith("quantize:"):
         from luminal.models.llama_to_gguf import write_llama_gguf
@@ -112,7 +153,8 @@ def child(args) -> None:
 def spawn(engine: str, path: str, args, cache_dir: str) -> dict:
     cmd = [sys.executable, __file__, "--engine", engine, "--path", path, "--threads",
            str(args.threads), "--decode", str(args.decode), "--prompt-tokens",
-           str(args.prompt_tokens), "--search", str(args.search), "--preset", args.preset]
+           str(args.prompt_tokens), "--search", str(args.search), "--preset", args.preset,
+           "--accuracy-positions", str(args.accuracy_positions)]
     for flag in ("layers", "hidden", "intermediate", "vocab"):
         if getattr(args, flag):
             cmd += [f"--{flag}", str(getattr(args, flag))]
@@ -160,16 +202,19 @@ def main() -> None:
                 rows.append(r)
                 print(f"  {engine} {kind}: done", file=sys.stderr)
     print(f"\n{'engine':10} {'type':6} {'decode tok/s':>12} {'of bound':>9} {'prompt tok/s':>12} "
-          f"{'MB/token':>9} {'read GB/s':>9} {'compile s':>9}")
+          f"{'MB/token':>9} {'read GB/s':>9} {'compile s':>9} {'KL':>8} {'top-1':>6}")
     for r in rows:
         if "error" in r:
             print(f"{r['engine']:10} {r['type']:6} failed: {r['error']}")
             continue
         bound = r["bandwidth"] / r["bytes_per_token"]
         compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
+        kl = f"{r['kl']:.2e}" if "kl" in r else "-"
+        top1 = f"{r['top1']:.3f}" if "top1" in r else "-"
         print(f"{r['engine']:10} {r['type']:6} {r['decode_tok_s']:12.2f} "
               f"{r['decode_tok_s'] / bound:8.0%} {r['prompt_tok_s']:12.1f} "
-              f"{r['bytes_per_token'] / 1e6:9.1f} {r['bandwidth'] / 1e9:9.1f} {compile_s:>9}")
+              f"{r['bytes_per_token'] / 1e6:9.1f} {r['bandwidth'] / 1e9:9.1f} {compile_s:>9} "
+              f"{kl:>8} {top1:>6}")
     by = {(r["engine"], r["type"]): r for r in rows if "error" not in r}
     for kind in args.types.split(","):
         ours, theirs = by.get(("luminal", kind)), by.get(("llama.cpp", kind))
@@ -178,7 +223,9 @@ def main() -> None:
                   f"{ours['decode_tok_s'] / theirs['decode_tok_s']:.2f}x, prompt "
                   f"{ours['prompt_tok_s'] / theirs['prompt_tok_s']:.2f}x")
     print("\nof bound: decode tok/s over (read bandwidth / the GGUF's bytes read per token); read"
-          " GB/s: benchmarks/bandwidth.py, the mean of the measurements around the run")
+          " GB/s: benchmarks/bandwidth.py, the mean of the measurements around the run; KL and"
+          " top-1: luminal's next-token distributions against transformers f32 on the"
+          " unquantized weights (random weights: flat distributions, so top-1 is fragile)")
 
 
 if __name__ == "__main__":

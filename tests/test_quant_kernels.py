@@ -95,6 +95,20 @@ def test_many_rows_take_the_gemm_with_dequantizing_panels(dtype):
     run_rows(rt, x, y, w, random_weight(dtype, 37, k, seed=7), (5, 13, 40, 2))
 
 
+@pytest.mark.parametrize("dtype", QTYPES, ids=str)
+@pytest.mark.parametrize("width", [4, 16])
+def test_vector_widths_of_the_gemv_and_the_gemm(dtype, width):
+    """4 lanes (SSE4.1's widening loads) and 16 (AVX-512's, or GCC's generic ones)."""
+    block = lm._core.block_values(dtype)
+    k = 2 * block
+    cx, x, w, y = linear(k, 7, dtype)
+    y = scheduled(y, [("vector_width", width)]).output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_qgemv_4x1_v{width}_" in rt.source and f"_tile_v{width}(" in rt.source
+    run_rows(rt, x, y, w, random_weight(dtype, 7, k, seed=8), (1, 3, 9))
+
+
 @pytest.mark.parametrize("dtype", [lm.dtype.q8_0, lm.dtype.q4_k], ids=str)
 def test_quantized_gemv_folds_a_batch_and_runs_an_epilogue(dtype):
     k = 2 * lm._core.block_values(dtype)

@@ -108,7 +108,7 @@ def test_luminal_run_of_a_q8_0_file_gives_transformers_tokens(hf_dir, tmp_path, 
 def test_luminal_run_of_a_gguf_file_uses_the_tokenizer_it_carries(hf_dir, tmp_path, capsys):
     """No --tokenizer: the GGUF's own tokenizer.ggml.* metadata, the same text as with the
     directory's tokenizer.json."""
-    path, hf = hf_dir
+    path, _ = hf_dir
     out = tmp_path / "m.gguf"
     assert main(["quantize", str(path), str(out), "--type", "q8_0"]) == 0
     args = ["run", str(out), "--prompt", "the lazy dog", "--max-new-tokens", "6", "--search", "1"]

@@ -114,7 +114,7 @@ def cmd_run(args) -> int:
         if args.tokenizer:
             tokenizer = load_tokenizer(args.tokenizer)
         else:
-            tokenizer = load_gguf_tokenizer(args.model_dir)
+            tokenizer = load_gguf_tokenizer(args.model_dir, os.path.dirname(args.model_dir) or ".")
     else:
         kind = read_config(args.model_dir).get("model_type")
         if kind not in FAMILIES:
@@ -300,7 +300,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--prompt", required=True)
     run.add_argument("--tokenizer", metavar="DIR",
                      help="directory of tokenizer.json (default: the model's directory; for "
-                          "a .gguf file, the tokenizer in its metadata)")
+                          "a .gguf file, the tokenizer in its metadata, else the one beside it)")
     run.add_argument("--max-new-tokens", type=int, default=32)
     run.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     run.add_argument("--top-p", type=float, default=1.0)

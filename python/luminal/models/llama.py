@@ -114,9 +114,10 @@ class LlamaForCausalLM(Module):
 
     @classmethod
     def from_gguf(cls, path, max_context: int | None = 4096, dtype=None):
-        """A llama.cpp GGUF file (F32/F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K tensors). Quantized tensors
-        stay quantized: their parameters take the file's dtype, memory-mapped, and the graph
-        dequantizes them where it reads them (a Cast to f32)."""
+        """A llama.cpp GGUF file. Matrices keep their file's 16-bit or quantized dtype
+        (F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K, memory-mapped; other block types the `gguf` package
+        knows are read as F16, with a warning), and the graph widens them where it reads them
+        (a Cast to f32)."""
         from ..weights.gguf import load_gguf
         from .llama_gguf import GGUFLlamaWeights, config_dict
 
@@ -130,8 +131,11 @@ class LlamaForCausalLM(Module):
         model.weights = GGUFLlamaWeights(f, config.num_attention_heads,
                                          config.num_key_value_heads)
         for name, p in model.named_parameters():
-            if name in model.weights and dt.is_quantized(model.weights.file_dtype(name)):
-                p.dtype = model.weights.file_dtype(name)
+            if name not in model.weights or len(p.shape) != 2:
+                continue
+            stored = model.weights.file_dtype(name)
+            if dt.is_quantized(stored) or stored in (dt.float16, dt.bfloat16):
+                p.dtype = stored
         model.model_dir = str(path)
         return model
 

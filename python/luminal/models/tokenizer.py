@@ -25,11 +25,12 @@ def load_tokenizer(model_dir: str):
                            f"({str(e).splitlines()[0] if str(e) else type(e).__name__})") from None
 
 
-def load_gguf_tokenizer(path: str):
+def load_gguf_tokenizer(path: str, beside: str | None = None):
     """The tokenizer a GGUF file describes in its ``tokenizer.ggml.*`` metadata (llama.cpp's
     SentencePiece "llama" and byte-level BPE "gpt2" vocabularies, with their merges, special
     tokens and pre-tokenizer), rebuilt as a ``tokenizers`` Tokenizer by transformers' GGUF
-    converter, so it encodes as transformers does for that file."""
+    converter, so it encodes as transformers does for that file. A file without one takes the
+    tokenizer.json of directory ``beside`` where there is one."""
     try:
         from transformers.integrations.gguf import convert_gguf_tokenizer, get_gguf_tokenizer
     except ImportError:
@@ -41,8 +42,10 @@ def load_gguf_tokenizer(path: str):
     except (KeyError, ValueError, OSError) as e:
         raise WeightsError(f"{path}: cannot read its tokenizer metadata ({e})") from None
     if not vocabulary.get("tokens"):
+        if beside is not None and os.path.exists(os.path.join(beside, "tokenizer.json")):
+            return load_tokenizer(beside)
         raise WeightsError(f"{path}: holds no tokenizer (no tokenizer.ggml.tokens); give "
-                           f"--tokenizer DIR with a tokenizer.json")
+                           f"--tokenizer DIR with a tokenizer.json, or put one beside it")
     try:
         tokenizer, _ = convert_gguf_tokenizer(architecture, vocabulary)
     except Exception as e:  # the converter raises what its builders raise

@@ -1,7 +1,9 @@
 """A GGUF reader of our own (format versions 2 and 3): metadata, tensor infos and
 memory-mapped tensor data. F32, F16 and BF16 tensors are zero-copy views; Q8_0, Q4_0, Q4_K
 and Q6_K tensors stay quantized: zero-copy views of their raw blocks (uint8 rows), read by a
-Cast in the graph (core/quant.h). Shapes come out in numpy order (GGUF stores them reversed).
+Cast in the graph (core/quant.h). Tensors of the other block types the `gguf` package can
+dequantize (Q5_K, Q5_0, Q3_K, IQ4_XS, ...) are dequantized to F16 when read, with a warning
+when the file is opened. Shapes come out in numpy order (GGUF stores them reversed).
 Not here: writing GGUF (gguf_write.py), or mapping llama.cpp tensor names onto a model's."""
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import struct
+import warnings
 from collections.abc import Mapping
 
 import numpy as np
@@ -132,6 +135,7 @@ class GGUFFile(Mapping):
             raise WeightsError(f"{self.path}: bad GGUF alignment {align}")
         data_start = (cur.pos + align - 1) // align * align
         self._tensors = {}
+        self._widened = {}  # a block type luminal does not keep -> its tensors read as F16
         for name, shape, kind, offset in infos:
             nbytes = self._nbytes(name, shape, kind)
             begin = data_start + offset
@@ -139,6 +143,11 @@ class GGUFFile(Mapping):
                 raise WeightsError(f"{self.path}: truncated file: tensor '{name}' ends at byte "
                                    f"{begin + nbytes}, the file has {len(self._map)}")
             self._tensors[name] = (shape, kind, begin, nbytes)
+        if self._widened:
+            kinds = ", ".join(f"{k} ({len(v)} tensors)" for k, v in sorted(self._widened.items()))
+            warnings.warn(f"{self.path}: {kinds} are dequantized to F16 when read (luminal keeps "
+                          f"Q8_0, Q4_0, Q4_K and Q6_K quantized): they take 2 bytes a weight in "
+                          f"memory and per token", stacklevel=3)
 
     def _nbytes(self, name, shape, kind) -> int:
         count = math.prod(shape)  # Python ints: no wrap-around
@@ -155,9 +164,19 @@ class GGUFFile(Mapping):
                 raise WeightsError(f"{self.path}: {type_name} tensor '{name}' has a row of {row} "
                                    f"values, not a multiple of its block of {block}")
             return count // block * _core.block_bytes(lm_dtype)
+        other = _other_block_type(kind)
+        if other is not None:
+            type_name, block, block_bytes = other
+            if not shape or shape[-1] % block:
+                row = shape[-1] if shape else "no"
+                raise WeightsError(f"{self.path}: {type_name} tensor '{name}' has a row of {row} "
+                                   f"values, not a multiple of its block of {block}")
+            self._widened.setdefault(type_name, []).append(name)
+            return count // block * block_bytes
         raise WeightsError(f"{self.path}: tensor '{name}' has ggml type {kind}, which luminal "
                            f"does not read (F32, F16, BF16, I32, Q8_0, Q4_0, Q4_K and Q6_K are "
-                           f"supported; convert the file with `luminal quantize`)")
+                           f"read as they are, the other block types the `gguf` package knows "
+                           f"as F16; convert the file with `luminal quantize`)")
 
     def _entry(self, name):
         if name not in self._tensors:
@@ -172,7 +191,16 @@ class GGUFFile(Mapping):
 
     def type_name(self, name: str) -> str:
         kind = self._entry(name)[1]
-        return _QUANTIZED[kind][0] if kind in _QUANTIZED else _PLAIN[kind][0]
+        if kind in _QUANTIZED:
+            return _QUANTIZED[kind][0]
+        return _PLAIN[kind][0] if kind in _PLAIN else _other_block_type(kind)[0]
+
+    def file_dtype(self, name: str):
+        """The luminal dtype storage(name) returns, without reading the tensor."""
+        kind = self._entry(name)[1]
+        if kind in _QUANTIZED:
+            return _QUANTIZED[kind][1]
+        return _PLAIN[kind][2] if kind in _PLAIN else dt.float16
 
     def storage(self, name: str):
         """(array, luminal dtype): a zero-copy view of the file's bytes (quantized types:
@@ -184,10 +212,32 @@ class GGUFFile(Mapping):
             rows = math.prod(shape[:-1])
             row_bytes = nbytes // rows if rows else 0
             return np.ndarray((*shape[:-1], row_bytes), np.uint8, buffer=data), lm_dtype
+        if kind not in _PLAIN:
+            return self._dequantized(name, shape, kind, data), dt.float16
         _, np_dtype, lm_dtype = _PLAIN[kind]
         if nbytes == 0:
             return np.zeros(shape, np_dtype), lm_dtype
         return np.ndarray(shape, np_dtype, buffer=data), lm_dtype
+
+    def _dequantized(self, name, shape, kind, data) -> np.ndarray:
+        """A tensor of a block type luminal does not keep, dequantized by the `gguf` package,
+        as F16 (a value past F16's range is a WeightsError naming the tensor)."""
+        from gguf import GGMLQuantizationType
+        from gguf.quants import dequantize as gguf_dequantize
+
+        rows = math.prod(shape[:-1])
+        raw = np.ndarray((rows, len(data) // rows if rows else 0), np.uint8, buffer=data)
+        try:
+            with np.errstate(all="ignore"):
+                values = gguf_dequantize(raw, GGMLQuantizationType(kind)).reshape(shape)
+        except NotImplementedError:
+            raise WeightsError(f"{self.path}: tensor '{name}' is {self.type_name(name)}, which "
+                               f"neither luminal nor the gguf package reads") from None
+        finite = values[np.isfinite(values)]
+        if finite.size and np.abs(finite).max() > np.finfo(np.float16).max:
+            raise WeightsError(f"{self.path}: {self.type_name(name)} tensor '{name}' holds values "
+                               f"past F16's range; luminal reads this block type as F16")
+        return values.astype(np.float16)
 
     def __getitem__(self, name) -> np.ndarray:
         array, lm_dtype = self.storage(name)
@@ -203,6 +253,23 @@ class GGUFFile(Mapping):
 
     def __contains__(self, name):
         return name in self._tensors
+
+
+def _other_block_type(kind: int):
+    """(name, values per block, bytes per block) of a ggml block type the `gguf` package can
+    dequantize and luminal does not keep, or None."""
+    try:
+        from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+    except ImportError:
+        return None
+    try:
+        qtype = GGMLQuantizationType(kind)
+    except ValueError:
+        return None
+    if qtype not in GGML_QUANT_SIZES:
+        return None
+    block, block_bytes = GGML_QUANT_SIZES[qtype]
+    return qtype.name, block, block_bytes
 
 
 def dequantize(raw: np.ndarray, dtype) -> np.ndarray:

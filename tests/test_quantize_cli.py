@@ -176,7 +176,8 @@ def kl_and_top1(hf, gguf_path, positions: int, runtime=None):
 
 
 @pytest.mark.parametrize("kind,most_kl,least_top1", [
-    ("q8_0", 1e-3, 0.9), ("q6_k", 5e-3, 0.75), ("q4_k", 5e-2, 0.5), ("q4_0", 5e-2, 0.5)])
+    ("f16", 1e-5, 0.95), ("q8_0", 1e-3, 0.9), ("q6_k", 5e-3, 0.75), ("q4_k", 5e-2, 0.5),
+    ("q4_0", 5e-2, 0.5)])
 def test_quantized_logits_stay_close_to_the_f32_model(hf_dir, tmp_path, kind, most_kl,
                                                       least_top1):
     """A random model's next-token distributions are flat, so 4-bit weights move many argmaxes
@@ -186,3 +187,15 @@ def test_quantized_logits_stay_close_to_the_f32_model(hf_dir, tmp_path, kind, mo
     assert main(["quantize", str(path), str(out), "--type", kind]) == 0
     kl, top1 = kl_and_top1(hf, out, 24)
     assert kl < most_kl and top1 >= least_top1, (kl, top1)
+
+
+@pytest.mark.parametrize("kind", ["f16", "q4_k"])
+def test_gguf_logits_on_the_cpu_runtime_stay_close_to_the_f32_model(hf_dir, tmp_path, kind):
+    """The same on CpuRuntime: 16-bit matrices kept 16-bit (widened in the GEMV and GEMM),
+    quantized ones read from their blocks (24 positions: the GEMM path with its
+    dequantizing panels)."""
+    path, hf = hf_dir
+    out = tmp_path / f"m.{kind}.gguf"
+    assert main(["quantize", str(path), str(out), "--type", kind]) == 0
+    kl, top1 = kl_and_top1(hf, out, 24, lm.CpuRuntime())
+    assert kl < (1e-5 if kind == "f16" else 5e-2) and top1 >= (0.95 if kind == "f16" else 0.5)

@@ -1,7 +1,7 @@
-"""GGUF files with quantized tensors (Q8_0, Q4_0, Q4_K, Q6_K): our writer's files read back
+"""GGUF files with quantized tensors (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K): our writer's files read back
 through the `gguf` package's reader; our reader keeps the tensors quantized as zero-copy views
 of the memory-mapped file, dequantizing (f[name]) as gguf does; the other block types the
-gguf package dequantizes (Q5_K, Q5_0, Q3_K, IQ4_XS, ...) are read as F16 with a warning, and a
+gguf package dequantizes (Q5_0, Q3_K, Q2_K, IQ4_XS, ...) are read as F16 with a warning, and a
 Llama whose matrices are in one of them runs as transformers does on the same values; corrupt
 quantized tensors and types nobody reads raise WeightsError naming the tensor."""
 
@@ -15,7 +15,7 @@ from luminal.weights import gguf as lg
 from luminal.weights.gguf_write import Tensor, write_gguf
 
 QUANT = {lm.dtype.q8_0: lg.GGML_Q8_0, lm.dtype.q4_0: lg.GGML_Q4_0,
-         lm.dtype.q4_k: lg.GGML_Q4_K, lm.dtype.q6_k: lg.GGML_Q6_K}
+         lm.dtype.q4_k: lg.GGML_Q4_K, lm.dtype.q5_k: lg.GGML_Q5_K, lm.dtype.q6_k: lg.GGML_Q6_K}
 
 
 def raw_tensor(name, dtype, rows, blocks, rng):
@@ -77,7 +77,7 @@ def test_a_type_nobody_reads_names_the_tensor_and_type(tmp_path):
 
 QT = gguf.GGMLQuantizationType
 # Block types luminal reads as F16: the byte offsets of each block's f16 scales.
-SCALES = {QT.Q5_K: [0, 2], QT.Q5_0: [0], QT.Q3_K: [108], QT.Q2_K: [80, 82], QT.IQ4_XS: [0]}
+SCALES = {QT.Q5_0: [0], QT.Q5_1: [0, 2], QT.Q3_K: [108], QT.Q2_K: [80, 82], QT.IQ4_XS: [0]}
 
 
 @pytest.mark.parametrize("qtype", list(SCALES), ids=lambda t: t.name)

@@ -1,4 +1,4 @@
-"""Quantized storage dtypes (Q8_0, Q4_0, Q4_K, Q6_K: GGUF's block layouts, core/quant.h): a
+"""Quantized storage dtypes (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: GGUF's block layouts, core/quant.h): a
 Cast to f32 on NativeRuntime, the executable definition of dequantization, is bit-identical to
 the `gguf` package's reference quants.dequantize on random blocks (quantized from ordinary and
 extreme values, and raw random bytes: every scale, inf and nan ones included); the graph refuses
@@ -15,9 +15,10 @@ QTYPES = {
     lm.dtype.q8_0: gguf.GGMLQuantizationType.Q8_0,
     lm.dtype.q4_0: gguf.GGMLQuantizationType.Q4_0,
     lm.dtype.q4_k: gguf.GGMLQuantizationType.Q4_K,
+    lm.dtype.q5_k: gguf.GGMLQuantizationType.Q5_K,
     lm.dtype.q6_k: gguf.GGMLQuantizationType.Q6_K,
 }
-QUANTIZABLE = (lm.dtype.q8_0, lm.dtype.q4_0)  # gguf-py quantizes only these of the four
+QUANTIZABLE = (lm.dtype.q8_0, lm.dtype.q4_0)  # gguf-py quantizes only these of the five
 
 
 def block_size(dtype):
@@ -75,7 +76,7 @@ def test_dequantization_of_quantized_values_is_bit_identical_to_gguf(dtype, scal
     same_bits(dequantize_on_native(dtype, raw, x.shape), expected)
 
 
-@pytest.mark.parametrize("dtype", [lm.dtype.q4_k, lm.dtype.q6_k], ids=str)
+@pytest.mark.parametrize("dtype", [lm.dtype.q4_k, lm.dtype.q5_k, lm.dtype.q6_k], ids=str)
 def test_k_quant_dequantization_to_half_rounds_the_reference(dtype):
     """A Cast to f16 rounds the f32 dequantization (nans compare as nans: the f16 conversion
     keeps no payload)."""

@@ -19,9 +19,9 @@ from luminal.weights.gguf import dequantize
 from conftest import CpuRuntime
 from matmul_cases import check, scheduled
 
-QTYPES = [lm.dtype.q8_0, lm.dtype.q4_0, lm.dtype.q4_k, lm.dtype.q6_k]
+QTYPES = [lm.dtype.q8_0, lm.dtype.q4_0, lm.dtype.q4_k, lm.dtype.q5_k, lm.dtype.q6_k]
 GATHERED_BLOCKS = re.compile(r"lm_\w+_at\(\(const uint8_t\*\)b\d+, g\d+\)")
-SCALE_AT = {lm.dtype.q8_0: [0], lm.dtype.q4_0: [0], lm.dtype.q4_k: [0, 2],
+SCALE_AT = {lm.dtype.q8_0: [0], lm.dtype.q4_0: [0], lm.dtype.q4_k: [0, 2], lm.dtype.q5_k: [0, 2],
             lm.dtype.q6_k: [208]}  # byte offsets of each block's f16 scales
 
 

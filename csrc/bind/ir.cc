@@ -24,7 +24,8 @@ void init_ir(nb::module_& m) {
       .value("Q8_0", DType::Q8_0)
       .value("Q4_0", DType::Q4_0)
       .value("Q4_K", DType::Q4_K)
-      .value("Q6_K", DType::Q6_K);
+      .value("Q6_K", DType::Q6_K)
+      .value("Q5_K", DType::Q5_K);
   m.def("dtype_name", &dtype_name);
   m.def("dtype_size", &dtype_size);
   m.def("is_quantized", &is_quantized);

@@ -42,6 +42,7 @@ nb::dlpack::dtype numpy_dtype(DType dtype) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       break;  // never an output (Graph::output refuses them)
   }

@@ -43,12 +43,16 @@ std::string reader(DType dtype, const std::string& q) {
       return head + "  const int q = ((j < 16 ? b[2 + j] : b[2 + j - 16] >> 4) & 15) - 8;\n" +
              "  return " + f16_at("0") + " * (float)q;\n}\n";
     case DType::Q4_K:
+    case DType::Q5_K: {
+      const bool five = dtype == DType::Q5_K;  // the nibbles at 48, fifth bits at 16
       return head + "  const uint8_t* s = b + 4;\n" + "  const int64_t sub = j / 32;\n" +
              "  const int sc = sub < 4 ? s[sub] & 63 : (s[sub + 4] & 15) | ((s[sub - 4] >> 2) & 48);\n" +
              "  const int m = sub < 4 ? s[sub + 4] & 63 : (s[sub + 4] >> 4) | ((s[sub] >> 2) & 48);\n" +
-             "  const int byte = b[16 + sub / 2 * 32 + j % 32];\n" +
-             "  const int q = (sub % 2 == 0 ? byte : byte >> 4) & 15;\n" + "  return " +
+             "  const int byte = b[" + (five ? "48" : "16") + " + sub / 2 * 32 + j % 32];\n" +
+             "  const int q = ((sub % 2 == 0 ? byte : byte >> 4) & 15)" +
+             (five ? " | ((b[16 + j % 32] >> sub) & 1) << 4" : "") + ";\n" + "  return " +
              f16_at("0") + " * (float)sc * (float)q - " + f16_at("2") + " * (float)m;\n}\n";
+    }
     case DType::Q6_K:
       return head + "  const int64_t h = j / 128, r = j % 128;\n" +
              "  const int low = (b[h * 64 + r % 64] >> (4 * (r / 64))) & 15;\n" +
@@ -201,6 +205,7 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
       each_row(w, "*acc{i} += p{i} * d;");
       break;
     case DType::Q4_K:
+    case DType::Q5_K:
       w.line("const float d = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
       w.line("const uint8_t* s = b + 4;");
       open_unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
@@ -212,8 +217,15 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
       w.close();
       each_row(w, v + " lo{i} = {0}, hi{i} = {0}, xlo{i} = {0}, xhi{i} = {0};");
       open_unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
-      w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
-      w.line(v + " ql = " + to_float("u & 15") + ", qh = " + to_float("u >> 4") + ";");
+      if (dtype == DType::Q4_K) {
+        w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
+        w.line(v + " ql = " + to_float("u & 15") + ", qh = " + to_float("u >> 4") + ";");
+      } else {  // Q5_K: the nibbles at 48, each sub-block's fifth bits a bit of the 32 at 16
+        w.line(ints + " u = " + ubytes("b + 48 + sub * 16 + l") + ";");
+        w.line(ints + " f = " + ubytes("b + 16 + l") + ";");
+        w.line(v + " ql = " + to_float("(u & 15) | (f >> sub & 1) << 4") + ", qh = " +
+               to_float("(u >> 4) | (f >> (sub + 1) & 1) << 4") + ";");
+      }
       each_row(w, v + " a{i} = *(const " + v + "u*)(x{i} + sub * 32 + l), c{i} = *(const " + v +
                       "u*)(x{i} + sub * 32 + 32 + l);");
       each_row(w, "lo{i} += ql * a{i};");

@@ -54,6 +54,7 @@ std::string quant_tile_function(DType dtype, int64_t width) {
       w.close();
       break;
     case DType::Q4_K:
+    case DType::Q5_K:
       w.line("const float d = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
       w.line("const uint8_t* s = b + 4;");
       open_unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
@@ -66,9 +67,17 @@ std::string quant_tile_function(DType dtype, int64_t width) {
       w.line("const float s0 = d * (float)sc[0], m0 = dmin * (float)m[0];");
       w.line("const float s1 = d * (float)sc[1], m1 = dmin * (float)m[1];");
       open_unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
-      w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
-      w.line("*(" + v + "*)(t + sub * 32 + l) = s0 * " + to_float("u & 15") + " - m0;");
-      w.line("*(" + v + "*)(t + sub * 32 + 32 + l) = s1 * " + to_float("u >> 4") + " - m1;");
+      if (dtype == DType::Q4_K) {
+        w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
+        w.line(ints + " lo = u & 15, hi = u >> 4;");
+      } else {  // Q5_K: the nibbles at 48, each sub-block's fifth bits a bit of the 32 at 16
+        w.line(ints + " u = " + ubytes("b + 48 + sub * 16 + l") + ";");
+        w.line(ints + " f = " + ubytes("b + 16 + l") + ";");
+        w.line(ints + " lo = (u & 15) | (f >> sub & 1) << 4;");
+        w.line(ints + " hi = (u >> 4) | (f >> (sub + 1) & 1) << 4;");
+      }
+      w.line("*(" + v + "*)(t + sub * 32 + l) = s0 * " + to_float("lo") + " - m0;");
+      w.line("*(" + v + "*)(t + sub * 32 + 32 + l) = s1 * " + to_float("hi") + " - m1;");
       w.close();
       w.close();
       break;

@@ -29,17 +29,19 @@ const char* dtype_name(DType dtype) {
       return "q4_k";
     case DType::Q6_K:
       return "q6_k";
+    case DType::Q5_K:
+      return "q5_k";
   }
   throw InternalError("unknown dtype");
 }
 
 DType dtype_from_name(const std::string& name) {
   for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Int, DType::Bool, DType::Q8_0,
-                  DType::Q4_0, DType::Q4_K, DType::Q6_K}) {
+                  DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
     if (name == dtype_name(d)) return d;
   }
   throw DTypeError("unknown dtype '" + name +
-                   "' (expected f32, f16, bf16, int, bool, q8_0, q4_0, q4_k or q6_k)");
+                   "' (expected f32, f16, bf16, int, bool, q8_0, q4_0, q4_k, q5_k or q6_k)");
 }
 
 size_t dtype_size(DType dtype) {
@@ -55,6 +57,7 @@ size_t dtype_size(DType dtype) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       break;
   }
@@ -64,11 +67,12 @@ size_t dtype_size(DType dtype) {
 
 bool is_quantized(DType dtype) {
   return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q4_K ||
-         dtype == DType::Q6_K;
+         dtype == DType::Q5_K || dtype == DType::Q6_K;
 }
 
 // GGUF's block layouts (ggml-common.h): Q8_0 = f16 d, 32 x int8; Q4_0 = f16 d, 16 bytes of
 // nibbles; Q4_K = f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
+// Q5_K = Q4_K's head, 32 bytes of fifth bits, 128 bytes of nibbles;
 // Q6_K = 128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales, f16 d.
 int64_t block_values(DType dtype) {
   switch (dtype) {
@@ -76,6 +80,7 @@ int64_t block_values(DType dtype) {
     case DType::Q4_0:
       return 32;
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       return 256;
     default:
@@ -91,6 +96,8 @@ int64_t block_bytes(DType dtype) {
       return 18;
     case DType::Q4_K:
       return 144;
+    case DType::Q5_K:
+      return 176;
     case DType::Q6_K:
       return 210;
     default:

@@ -1,5 +1,5 @@
 // Element types and their storage: f32, f16, bf16 (16-bit storage, computed in f32), i32
-// ("Int") and bool (one byte), and GGUF's quantized blocks (Q8_0, Q4_0, Q4_K, Q6_K: parameter
+// ("Int") and bool (one byte), and GGUF's quantized blocks (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K: parameter
 // storage only, read through a Cast to a float; layouts in core/quant.h). Promotion between
 // dtypes is the frontend's job (PyTorch rules, python/luminal/dtype.py); the IR requires
 // operands of one dtype.
@@ -11,14 +11,14 @@
 
 namespace luminal {
 
-enum class DType : uint8_t { F32, F16, BF16, Int, Bool, Q8_0, Q4_0, Q4_K, Q6_K };
+enum class DType : uint8_t { F32, F16, BF16, Int, Bool, Q8_0, Q4_0, Q4_K, Q6_K, Q5_K };
 
 const char* dtype_name(DType dtype);  // "f32", "f16", "bf16", "int", "bool", "q8_0", "q4_k", ...
 DType dtype_from_name(const std::string& name);  // throws DTypeError for unknown names
 size_t dtype_size(DType dtype);          // bytes per element; DTypeError for a block dtype
 bool is_float(DType dtype);              // f32, f16, bf16
 bool is_half(DType dtype);               // f16, bf16: 16-bit storage widened to f32
-bool is_quantized(DType dtype);          // q8_0, q4_0, q4_k, q6_k: blocks of values
+bool is_quantized(DType dtype);          // q8_0, q4_0, q4_k, q5_k, q6_k: blocks of values
 bool is_narrow_storage(DType dtype);     // f16, bf16 or quantized: a Cast to f32 widens it
 
 // Storage is counted in blocks: a block of block_values(d) elements takes block_bytes(d)

@@ -29,9 +29,11 @@ float q4_0(const uint8_t* block, int64_t j) {
   return f16_at(block) * static_cast<float>(q);
 }
 
-// Q4_K: eight sub-blocks of 32 with 6-bit scale and min each (packed in 12 bytes); sub-blocks
-// 2c and 2c + 1 are the low and high nibbles of bytes [32c, 32c + 32). (d * sc) * q - dmin * m.
-float q4_k(const uint8_t* block, int64_t j) {
+// Q4_K and Q5_K: eight sub-blocks of 32 with 6-bit scale and min each (packed in 12 bytes);
+// sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes [32c, 32c + 32) of the
+// nibbles (at byte 16 in Q4_K, 48 in Q5_K); Q5_K's fifth bit of element 32s + r is bit s of
+// byte r of the 32 at byte 16. (d * sc) * q - dmin * m.
+float k_quant(const uint8_t* block, int64_t j, bool fifth_bit) {
   const uint8_t* scales = block + 4;
   const int64_t sub = j / 32;
   int sc, m;
@@ -42,8 +44,9 @@ float q4_k(const uint8_t* block, int64_t j) {
     sc = (scales[sub + 4] & 0x0F) | ((scales[sub - 4] >> 2) & 0x30);
     m = (scales[sub + 4] >> 4) | ((scales[sub] >> 2) & 0x30);
   }
-  const uint8_t byte = block[16 + (sub / 2) * 32 + j % 32];
-  const int q = (sub % 2 == 0 ? byte : byte >> 4) & 0x0F;
+  const uint8_t byte = block[(fifth_bit ? 48 : 16) + (sub / 2) * 32 + j % 32];
+  int q = (sub % 2 == 0 ? byte : byte >> 4) & 0x0F;
+  if (fifth_bit) q |= ((block[16 + j % 32] >> sub) & 1) << 4;
   const float scale = f16_at(block) * static_cast<float>(sc);
   const float shift = f16_at(block + 2) * static_cast<float>(m);
   return scale * static_cast<float>(q) - shift;
@@ -77,7 +80,9 @@ float dequantize_element(DType dtype, const uint8_t* data, int64_t i) {
     case DType::Q4_0:
       return q4_0(block, j);
     case DType::Q4_K:
-      return q4_k(block, j);
+      return k_quant(block, j, false);
+    case DType::Q5_K:
+      return k_quant(block, j, true);
     case DType::Q6_K:
       return q6_k(block, j);
     default:

@@ -1,5 +1,5 @@
 // GGUF's quantized blocks read back as floats: the executable definition of a Cast from
-// Q8_0, Q4_0, Q4_K or Q6_K, bit-identical to the `gguf` package's quants.dequantize (every
+// Q8_0, Q4_0, Q4_K, Q5_K or Q6_K, bit-identical to the `gguf` package's quants.dequantize (every
 // product in f32, in its order). Block sizes live in core/dtype.h. Not here: quantizing
 // (python/luminal/weights/gguf_write.py) or the kernels that read blocks (codegen/c_quant).
 #pragma once

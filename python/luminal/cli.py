@@ -345,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
     quant = sub.add_parser("quantize", help="write a Llama directory as a quantized GGUF")
     quant.add_argument("model_dir", help="a Hugging Face Llama directory")
     quant.add_argument("out", help="the .gguf file to write")
-    quant.add_argument("--type", default="q8_0", choices=["q8_0", "q4_0", "q4_k", "q6_k", "f16"],
+    quant.add_argument("--type", default="q8_0",
+                       choices=["q8_0", "q4_0", "q4_k", "q5_k", "q6_k", "f16"],
                        help="the 2-D weights' type (default: q8_0)")
     quant.set_defaults(func=cmd_quantize, search=1)
     return p

@@ -19,8 +19,8 @@ bfloat16 = bf16 = DType.BF16
 int32 = i32 = DType.Int
 bool_ = DType.Bool
 # GGUF's quantized blocks: parameter storage only, read through .cast(float32) (core/quant.h)
-q8_0, q4_0, q4_k, q6_k = DType.Q8_0, DType.Q4_0, DType.Q4_K, DType.Q6_K
-QUANTIZED = (q8_0, q4_0, q4_k, q6_k)
+q8_0, q4_0, q4_k, q5_k, q6_k = DType.Q8_0, DType.Q4_0, DType.Q4_K, DType.Q5_K, DType.Q6_K
+QUANTIZED = (q8_0, q4_0, q4_k, q5_k, q6_k)
 
 _BY_NAME = {
     "f32": DType.F32, "float32": DType.F32, "float": DType.F32, "float64": DType.F32,
@@ -28,7 +28,8 @@ _BY_NAME = {
     "bf16": DType.BF16, "bfloat16": DType.BF16,
     "int": DType.Int, "i32": DType.Int, "int32": DType.Int, "int64": DType.Int, "long": DType.Int,
     "bool": DType.Bool,
-    "q8_0": DType.Q8_0, "q4_0": DType.Q4_0, "q4_k": DType.Q4_K, "q6_k": DType.Q6_K,
+    "q8_0": DType.Q8_0, "q4_0": DType.Q4_0, "q4_k": DType.Q4_K, "q5_k": DType.Q5_K,
+    "q6_k": DType.Q6_K,
 }
 
 # The numpy dtype each dtype is stored as when data crosses into the core.
@@ -127,4 +128,4 @@ def scalar_dtype(value, tensor_dtype: DType) -> DType:
 def name(dtype: DType) -> str:
     return {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16",
             DType.Int: "int32", DType.Bool: "bool", DType.Q8_0: "q8_0", DType.Q4_0: "q4_0",
-            DType.Q4_K: "q4_k", DType.Q6_K: "q6_k"}[dtype]
+            DType.Q4_K: "q4_k", DType.Q5_K: "q5_k", DType.Q6_K: "q6_k"}[dtype]

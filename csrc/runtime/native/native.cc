@@ -73,6 +73,7 @@ double load_f(const HostBuffer& b, int64_t i) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       return dequantize_element(b.dtype, b.bytes.data(), i);
   }
@@ -112,6 +113,7 @@ void store_f(HostBuffer& b, int64_t i, double v) {
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q4_K:
+    case DType::Q5_K:
     case DType::Q6_K:
       throw InternalError("store_f on a quantized buffer (parameter storage only)");
   }

@@ -3,7 +3,8 @@ names and the q/k row order llama.cpp uses (models/llama_gguf.py, whose reader i
 the ``llama.*`` metadata, Llama 3 rope scaling as a rope_freqs tensor, the tokenizer from
 tokenizer.json as tokenizer.ggml.* (byte-level BPE as "gpt2", else "llama"), and the weights
 in one type: 2-D weights quantized (weights/quantize.py; rows that are not whole blocks, and
-Q4_K's output projection, as llama.cpp's Q4_K_M does, in F16 and Q6_K), 1-D ones in F32.
+Q4_K's and Q5_K's output projection, as llama.cpp's Q4_K_M and Q5_K_M do, in F16 and
+Q6_K), 1-D ones in F32.
 Not here: the GGUF format (weights/gguf_write.py)."""
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from .config import read_config
 from .decoder_config import DecoderConfig
 from .llama_gguf import gguf_name, permute
 
-TYPES = {"q8_0": dt.q8_0, "q4_0": dt.q4_0, "q4_k": dt.q4_k, "q6_k": dt.q6_k, "f16": dt.float16}
+TYPES = {"q8_0": dt.q8_0, "q4_0": dt.q4_0, "q4_k": dt.q4_k, "q5_k": dt.q5_k, "q6_k": dt.q6_k,
+         "f16": dt.float16}
 # llama.cpp's general.file_type (llama_ftype) of each --type
-_FILE_TYPE = {"f16": 1, "q4_0": 2, "q8_0": 7, "q4_k": 15, "q6_k": 18}
+_FILE_TYPE = {"f16": 1, "q4_0": 2, "q8_0": 7, "q4_k": 15, "q5_k": 17, "q6_k": 18}
 _NORMAL, _CONTROL, _BYTE = 1, 3, 6  # llama.cpp token types
 
 
@@ -96,7 +98,7 @@ def _tokenizer_metadata(model_dir: str, vocab_size: int) -> dict:
 
 def write_llama_gguf(model_dir, out_path, kind: str = "q8_0") -> None:
     """Writes the Llama of ``model_dir`` to ``out_path`` with 2-D weights in ``kind``
-    (q8_0, q4_0, q4_k, q6_k or f16)."""
+    (q8_0, q4_0, q4_k, q5_k, q6_k or f16)."""
     model_dir = os.fspath(model_dir)
     if kind not in TYPES:
         raise WeightsError(f"luminal quantize: --type {kind!r} is not one of {', '.join(TYPES)}")
@@ -117,7 +119,7 @@ def write_llama_gguf(model_dir, out_path, kind: str = "q8_0") -> None:
         if part in heads:
             array = permute(array, heads[part])
         dtype = TYPES[kind]
-        if kind == "q4_k" and gname == "output.weight":
+        if kind in ("q4_k", "q5_k") and gname == "output.weight":
             dtype = dt.q6_k
         tensors.append(_tensor(gname, array, dtype))
     scaled = c.inv_freq()

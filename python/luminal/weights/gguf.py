@@ -1,8 +1,8 @@
 """A GGUF reader of our own (format versions 2 and 3): metadata, tensor infos and
-memory-mapped tensor data. F32, F16 and BF16 tensors are zero-copy views; Q8_0, Q4_0, Q4_K
-and Q6_K tensors stay quantized: zero-copy views of their raw blocks (uint8 rows), read by a
+memory-mapped tensor data. F32, F16 and BF16 tensors are zero-copy views; Q8_0, Q4_0, Q4_K,
+Q5_K and Q6_K tensors stay quantized: zero-copy views of their raw blocks (uint8 rows), read by a
 Cast in the graph (core/quant.h). Tensors of the other block types the `gguf` package can
-dequantize (Q5_K, Q5_0, Q3_K, IQ4_XS, ...) are dequantized to F16 when read, with a warning
+dequantize (Q5_0, Q3_K, IQ4_XS, ...) are dequantized to F16 when read, with a warning
 when the file is opened. Shapes come out in numpy order (GGUF stores them reversed).
 Not here: writing GGUF (gguf_write.py), or mapping llama.cpp tensor names onto a model's."""
 
@@ -24,7 +24,7 @@ from .sizes import numpy_can_hold
 
 _MAGIC = b"GGUF"
 # ggml tensor types we read: type id -> (name, numpy storage dtype, luminal dtype)
-GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K, GGML_Q6_K = 0, 1, 2, 8, 12, 14
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K = 0, 1, 2, 8, 12, 13, 14
 GGML_I32, GGML_BF16 = 26, 30
 _PLAIN = {
     GGML_F32: ("F32", np.dtype("<f4"), dt.float32),
@@ -35,7 +35,7 @@ _PLAIN = {
 # ggml block types kept quantized: type id -> (name, luminal dtype); sizes from the core
 _QUANTIZED = {
     GGML_Q8_0: ("Q8_0", dt.q8_0), GGML_Q4_0: ("Q4_0", dt.q4_0),
-    GGML_Q4_K: ("Q4_K", dt.q4_k), GGML_Q6_K: ("Q6_K", dt.q6_k),
+    GGML_Q4_K: ("Q4_K", dt.q4_k), GGML_Q5_K: ("Q5_K", dt.q5_k), GGML_Q6_K: ("Q6_K", dt.q6_k),
 }
 GGML_TYPE_OF = {lm: kind for kind, (_, lm) in _QUANTIZED.items()}
 GGML_TYPE_OF.update({lm: kind for kind, (_, _, lm) in _PLAIN.items()})
@@ -146,8 +146,8 @@ class GGUFFile(Mapping):
         if self._widened:
             kinds = ", ".join(f"{k} ({len(v)} tensors)" for k, v in sorted(self._widened.items()))
             warnings.warn(f"{self.path}: {kinds} are dequantized to F16 when read (luminal keeps "
-                          f"Q8_0, Q4_0, Q4_K and Q6_K quantized): they take 2 bytes a weight in "
-                          f"memory and per token", stacklevel=3)
+                          f"Q8_0, Q4_0, Q4_K, Q5_K and Q6_K quantized): they take 2 bytes a "
+                          f"weight in memory and per token", stacklevel=3)
 
     def _nbytes(self, name, shape, kind) -> int:
         count = math.prod(shape)  # Python ints: no wrap-around
@@ -174,8 +174,8 @@ class GGUFFile(Mapping):
             self._widened.setdefault(type_name, []).append(name)
             return count // block * block_bytes
         raise WeightsError(f"{self.path}: tensor '{name}' has ggml type {kind}, which luminal "
-                           f"does not read (F32, F16, BF16, I32, Q8_0, Q4_0, Q4_K and Q6_K are "
-                           f"read as they are, the other block types the `gguf` package knows "
+                           f"does not read (F32, F16, BF16, I32, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K "
+                           f"are read as they are, the other block types the `gguf` package knows "
                            f"as F16; convert the file with `luminal quantize`)")
 
     def _entry(self, name):

@@ -1,6 +1,6 @@
 """Quantizing float32 rows into GGUF blocks (the layouts of core/quant.h), for writing files:
-Q8_0 and Q4_0 as llama.cpp's reference quantizers round (bit-identical to gguf-py's), Q4_K and
-Q6_K by a plain per-sub-block min/max and abs-max fit (valid blocks that llama.cpp reads; not
+Q8_0 and Q4_0 as llama.cpp's reference quantizers round (bit-identical to gguf-py's), Q4_K,
+Q5_K and Q6_K by a plain per-sub-block min/max and abs-max fit (valid blocks that llama.cpp reads; not
 its iterative scale search, so a little less accurate). Each takes an (rows, k) float32 array,
 k a multiple of the block, and returns uint8 rows of blocks. Not here: reading blocks back
 (the interpreter's Cast is the definition: weights/gguf.py dequantize)."""
@@ -43,26 +43,32 @@ def _q4_0(blocks: np.ndarray) -> np.ndarray:
     return np.concatenate([_f16_bytes(d), qs[:, 0] | (qs[:, 1] << np.uint8(4))], axis=1)
 
 
-def _q4_k(blocks: np.ndarray) -> np.ndarray:
-    """Eight sub-blocks of 32: value = (d * sc) * q - dmin * m, q in 0..15, sc and m 6-bit."""
+def _q4_k(blocks: np.ndarray, bits: int = 4) -> np.ndarray:
+    """Eight sub-blocks of 32: value = (d * sc) * q - dmin * m, q in 0..15 (Q5_K, bits 5:
+    0..31, the fifth bits in 32 bytes before the nibbles), sc and m 6-bit."""
     n = blocks.shape[0]
+    top = (1 << bits) - 1
     sub = blocks.reshape(n, 8, 32)
     low = np.minimum(sub.min(axis=-1), 0)       # (n, 8): the sub-block's min, never above 0
-    scale = (sub.max(axis=-1) - low) / 15       # (n, 8)
+    scale = (sub.max(axis=-1) - low) / top      # (n, 8)
     d = (scale.max(axis=-1, keepdims=True) / 63).astype(np.float16).astype(np.float32)
     dmin = ((-low).max(axis=-1, keepdims=True) / 63).astype(np.float16).astype(np.float32)
     sc = _roundf(scale * _inverse(d)).clip(0, 63).astype(np.uint8)
     m = _roundf(-low * _inverse(dmin)).clip(0, 63).astype(np.uint8)
     eff_scale = (d * sc)[..., None]
     eff_min = (dmin * m)[..., None]
-    q = _roundf((sub + eff_min) * _inverse(eff_scale)).clip(0, 15).astype(np.uint8)
+    q = _roundf((sub + eff_min) * _inverse(eff_scale)).clip(0, top).astype(np.uint8)
     scales = np.zeros((n, 12), np.uint8)
     scales[:, 0:4] = sc[:, :4] | ((sc[:, 4:] >> 4) << 6)
     scales[:, 4:8] = m[:, :4] | ((m[:, 4:] >> 4) << 6)
     scales[:, 8:12] = (sc[:, 4:] & 15) | ((m[:, 4:] & 15) << 4)
-    pairs = q.reshape(n, 4, 2, 32)  # sub-blocks 2c and 2c + 1 share bytes [32c, 32c + 32)
+    pairs = (q & 15).reshape(n, 4, 2, 32)  # sub-blocks 2c and 2c + 1 share bytes [32c, 32c + 32)
     qs = (pairs[:, :, 0] | (pairs[:, :, 1] << 4)).reshape(n, 128)
-    return np.concatenate([_f16_bytes(d), _f16_bytes(dmin), scales, qs], axis=1)
+    head = [_f16_bytes(d), _f16_bytes(dmin), scales]
+    if bits == 4:
+        return np.concatenate([*head, qs], axis=1)
+    fifth = (q >> 4).reshape(n, 8, 32) << np.arange(8, dtype=np.uint8)[None, :, None]
+    return np.concatenate([*head, np.bitwise_or.reduce(fifth, axis=1), qs], axis=1)
 
 
 def _q6_k(blocks: np.ndarray) -> np.ndarray:
@@ -82,7 +88,8 @@ def _q6_k(blocks: np.ndarray) -> np.ndarray:
     return np.concatenate([ql, qh, sc.view(np.uint8), _f16_bytes(d)], axis=1)
 
 
-_QUANTIZERS = {dt.q8_0: _q8_0, dt.q4_0: _q4_0, dt.q4_k: _q4_k, dt.q6_k: _q6_k}
+_QUANTIZERS = {dt.q8_0: _q8_0, dt.q4_0: _q4_0, dt.q4_k: _q4_k,
+               dt.q5_k: lambda blocks: _q4_k(blocks, 5), dt.q6_k: _q6_k}
 
 
 def quantize(rows: np.ndarray, dtype) -> np.ndarray:

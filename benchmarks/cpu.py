@@ -1,8 +1,8 @@
 """CpuRuntime against torch eager (same thread count), numpy and torch.compile, side by side
 in one run: matmul, GEMMs with a parameter weight (1024^3, 4096^3 and the prefill shapes
 128x2048x8192, 128x8192x2048) against numpy/OpenBLAS timed in its own process, decode-shaped
-matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, as a fraction of
-the read bandwidth measured in the same run), a fused elementwise chain, softmax,
+matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, and a Linear's in
+the GGUF block types, as a fraction of the read bandwidth measured in the same run), a fused elementwise chain, softmax,
 log_softmax, layer_norm and rms_norm over (4096, 4096) (as a fraction of the copy bandwidth of
 the same run), Linear + bias + GELU and a SwiGLU MLP (matmul epilogues) and a Llama-style
 decoder block. Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick]
@@ -249,6 +249,47 @@ def bench_gemv(n, k, wdtype, ctx):
     return dict(name=name, unit="GB/s", lm=lum, torch=tor, numpy=nump, compile=NAN,
                 note=f"{pct:.0f}% of {ctx.read_bandwidth:.1f} GB/s read; arena {arena:.0f} MB; "
                      f"{choice}", target=("numpy", 1.0), pct=pct, pct_target=90)
+
+
+def bench_qgemv(n, k, kind, ctx):
+    """bench_gemv's decode Linear with W in a GGUF block type (weights/quantize.py from random
+    normals), read from its blocks in the kernel. Rates are the quantized bytes per call, so
+    every ratio is one of times; numpy and torch multiply W dequantized to f32."""
+    from luminal.weights.gguf import dequantize
+    from luminal.weights.quantize import quantize
+
+    qtype = lm.dtype.to_dtype(kind)
+    cx = lm.Graph()
+    x = cx.tensor(("s", k))
+    w = cx.tensor((n, k), qtype, name="w", parameter=True)
+    y = (x @ w.to(lm.float32).t()).output()
+    cx.set_dim("s", 1)
+    rng = np.random.default_rng(0)
+    raw = quantize(rng.standard_normal((n, k), dtype=np.float32) / math.sqrt(k), qtype)
+    wn = dequantize(raw, qtype)
+    xn = rng.standard_normal((1, k), dtype=np.float32)
+    rt = cx.search(lm.CpuRuntime(threads=ctx.threads, cache_dir=ctx.cache), 4, cache=False,
+                   progress=False)
+    rt.set_storage(w, raw)
+    rt.set_data(x, xn)
+    rt.execute(cx.dyn_map)
+    ref = xn.astype(np.float64) @ wn.astype(np.float64).T
+    err = np.abs(rt.get(y) - ref).max() / np.abs(ref).max()
+    assert err < 1e-4, f"gemv {n}x{k} {kind}: relative error {err}"
+    gb = raw.nbytes / 1e9
+    reps = max(5, ctx.repeats)
+    lum = gb / timeit(lambda: rt.execute(cx.dyn_map), reps)
+    wt, xt = torch.from_numpy(wn), torch.from_numpy(xn)
+    with torch.no_grad():
+        tor = gb / timeit(lambda: F.linear(xt, wt), reps)
+    nump = gb / timeit(lambda: xn @ wn.T, reps)
+    pct = 100 * lum / ctx.read_bandwidth
+    report = cx.last_search_report
+    winner = "quantized GEMV" if "lm_qgemv" in rt.source else "dequantized copy"
+    return dict(name=f"gemv 1x{k}@{k}x{n} {kind}", unit="GB/s", lm=lum, torch=tor, numpy=nump,
+                compile=NAN, note=f"{pct:.0f}% of {ctx.read_bandwidth:.1f} GB/s read; "
+                f"{raw.nbytes / 1e6:.1f} MB; {winner} of {len(report.candidates)} candidates; "
+                f"torch and numpy read f32", target=("numpy", 1.0), pct=pct, pct_target=80)
 
 
 def bench_elementwise(ctx):
@@ -531,6 +572,8 @@ def main():
         benches.append(("gemm", lambda m=m, k=k, n=n: bench_gemm(m, k, n, ctx)))
     for wdtype in ("f32", "bf16"):
         benches.append(("gemv", lambda wdtype=wdtype: bench_gemv(8192, 2048, wdtype, ctx)))
+    for kind in ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k"):
+        benches.append(("gemv", lambda kind=kind: bench_qgemv(8192, 2048, kind, ctx)))
     if not args.quick:
         for wdtype in ("f32", "bf16"):
             benches.append(("lm_head",

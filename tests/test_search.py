@@ -283,6 +283,17 @@ def test_check_inputs_are_random_floats_of_moderate_size(dtype):
     assert len(np.unique(values)) > 500
 
 
+def test_check_inputs_past_the_pool_repeat_it(monkeypatch):
+    """A model's weights draw RANDOM_POOL values and repeat them (a prime period)."""
+    from luminal import search_check
+
+    monkeypatch.setattr(search_check, "RANDOM_POOL", 101)
+    words = search_check.random_floats(np.random.default_rng(3), 1000, lm.bfloat16)
+    assert words.size == 1000 and len(np.unique(words[:101])) > 80
+    np.testing.assert_array_equal(words[101:202], words[:101])
+    np.testing.assert_array_equal(words[909:], words[:91])
+
+
 def test_a_compile_starts_a_fresh_arena(tmp_path):
     """A search runs the reference and every candidate on one runtime; the program it keeps
     must not hold the arena an earlier, bigger one needed."""

@@ -31,6 +31,7 @@ LARGE_INTS = 30000  # the large-ints set: ints in [-LARGE_INTS, LARGE_INTS], pro
 # dtype's largest finite value: exp2 of the largest of them is still finite.
 EXP2_EDGE = {dt.float32: 128.0, dt.float16: 16.0, dt.bfloat16: 128.0}
 
+RANDOM_POOL = (1 << 22) + 15  # random float values drawn for one input at most (a prime)
 # Random floats as bit patterns, per storage dtype: (word type, kept bits, set bits). The kept
 # bits are the sign, the exponent's lowest bit and the mantissa, the set bits the rest of an
 # exponent of 2^-1: values +-[0.5, 2) with random mantissas, each one a word of random bits.
@@ -56,14 +57,19 @@ class CheckSet:
 
 def random_floats(rng, count: int, dtype) -> np.ndarray:
     """``count`` random values of float ``dtype`` in +-[0.5, 2), in its storage layout, made
-    from random words in place: a 1B-parameter model's bf16 weights take 2 s here, where
-    uniform draws in f32 rounded to bf16 took 22 s and twice the memory."""
+    from random words in place (uniform draws in f32 rounded to bf16 took 22 s for a 1B model's
+    weights, and twice the memory). Past RANDOM_POOL values the first RANDOM_POOL repeat: a
+    period prime to every power of two, so no row of a tensor lines up with it, and the 1B
+    model's weights take a copy's time instead of seconds of drawing."""
     word, keep, set_bits = _RANDOM_FLOAT_BITS[dtype]
     words_per_draw = 8 // np.dtype(word).itemsize
-    draws = -(-count // words_per_draw)
-    bits = rng.integers(0, 1 << 64, size=draws, dtype=np.uint64).view(word)[:count]
+    drawn = min(count, RANDOM_POOL)
+    draws = -(-drawn // words_per_draw)
+    bits = rng.integers(0, 1 << 64, size=draws, dtype=np.uint64).view(word)[:drawn]
     bits &= word(keep)
     bits |= word(set_bits)
+    if drawn < count:
+        bits = np.resize(bits, count)
     return bits.view(dt.storage(dtype))
 
 

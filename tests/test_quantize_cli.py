@@ -67,11 +67,13 @@ def test_gguf_reader_reads_back_tensors_and_metadata(hf_dir, tmp_path, kind):
     assert len(fields["tokenizer.ggml.tokens"]) == hf.config.vocab_size
     assert {t.name for t in reader.tensors} == set(ours.keys())
     assert len(reader.tensors) == 3 + 9 * 2  # embeddings, norm, head; 9 tensors a layer
+    # llama.cpp's Q4_K_M / Q5_K_M: Q6_K for the output, and for attn_v and ffn_down in the
+    # last eighth of the layers (of two: layer 1) and the first (none).
+    k_m = {"output.weight", "blk.1.attn_v.weight", "blk.1.ffn_down.weight"}
     for t in reader.tensors:
         assert tuple(int(d) for d in reversed(t.shape)) == ours.shape(t.name)
         two_d = len(ours.shape(t.name)) == 2
-        k_m = kind in ("q4_k", "q5_k") and t.name == "output.weight"
-        want = GGML["q6_k" if k_m else kind]
+        want = GGML["q6_k" if kind in ("q4_k", "q5_k") and t.name in k_m else kind]
         assert t.tensor_type == (want if two_d else QT.F32), t.name
         raw, _ = ours.storage(t.name)
         np.testing.assert_array_equal(np.asarray(t.data).reshape(-1).view(np.uint8),
@@ -79,7 +81,8 @@ def test_gguf_reader_reads_back_tensors_and_metadata(hf_dir, tmp_path, kind):
     down = hf.model.layers[1].mlp.down_proj.weight.detach().numpy()
     with np.errstate(all="ignore"):
         back = gguf.quants.dequantize(np.asarray(reader.get_tensor(
-            [t.name for t in reader.tensors].index("blk.1.ffn_down.weight")).data), want)
+            [t.name for t in reader.tensors].index("blk.1.ffn_down.weight")).data),
+            GGML["q6_k" if kind in ("q4_k", "q5_k") else kind])
     np.testing.assert_array_equal(ours["blk.1.ffn_down.weight"], back)
     assert np.abs(back - down).max() < 0.2 * np.abs(down).max()
 

@@ -2,9 +2,9 @@
 names and the q/k row order llama.cpp uses (models/llama_gguf.py, whose reader is the inverse),
 the ``llama.*`` metadata, Llama 3 rope scaling as a rope_freqs tensor, the tokenizer from
 tokenizer.json as tokenizer.ggml.* (byte-level BPE as "gpt2", else "llama"), and the weights
-in one type: 2-D weights quantized (weights/quantize.py; rows that are not whole blocks, and
-Q4_K's and Q5_K's output projection, as llama.cpp's Q4_K_M and Q5_K_M do, in F16 and
-Q6_K), 1-D ones in F32.
+in one type: 2-D weights quantized (weights/quantize.py; rows that are not whole blocks in
+F16; q4_k and q5_k as llama.cpp's Q4_K_M and Q5_K_M, with some tensors in Q6_K:
+_tensor_type), 1-D ones in F32.
 Not here: the GGUF format (weights/gguf_write.py)."""
 
 from __future__ import annotations
@@ -118,9 +118,7 @@ def write_llama_gguf(model_dir, out_path, kind: str = "q8_0") -> None:
         part = gname.split(".")[-2]
         if part in heads:
             array = permute(array, heads[part])
-        dtype = TYPES[kind]
-        if kind in ("q4_k", "q5_k") and gname == "output.weight":
-            dtype = dt.q6_k
+        dtype = _tensor_type(kind, gname, c)
         tensors.append(_tensor(gname, array, dtype))
     scaled = c.inv_freq()
     base = default_inv_freq(c.head_dim, c.rope.theta)
@@ -130,6 +128,23 @@ def write_llama_gguf(model_dir, out_path, kind: str = "q8_0") -> None:
     metadata = _metadata(c, os.path.basename(os.path.abspath(model_dir)), kind)
     metadata.update(_tokenizer_metadata(model_dir, c.vocab_size))
     write_gguf(out_path, metadata, tensors)
+
+
+def _tensor_type(kind: str, gname: str, c: DecoderConfig):
+    """The type of tensor ``gname`` in a ``kind`` file: llama.cpp's Q4_K_M and Q5_K_M recipes
+    for q4_k and q5_k (Q6_K for the output projection, or the embedding that serves as it, and
+    for attn_v and ffn_down in the first and last eighth of the layers and every third between),
+    else ``kind``'s."""
+    if kind not in ("q4_k", "q5_k"):
+        return TYPES[kind]
+    if gname == "output.weight" or (gname == "token_embd.weight" and c.tie_word_embeddings):
+        return dt.q6_k
+    parts = gname.split(".")
+    if parts[0] == "blk" and parts[2] in ("attn_v", "ffn_down"):
+        layer, layers = int(parts[1]), c.num_hidden_layers
+        if layer < layers // 8 or layer >= 7 * layers // 8 or (layer - layers // 8) % 3 == 2:
+            return dt.q6_k
+    return TYPES[kind]
 
 
 def _file_order(name: str):

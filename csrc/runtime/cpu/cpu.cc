@@ -11,6 +11,7 @@
 #include "codegen/c_schedule.h"
 #include "core/errors.h"
 #include "core/sizes.h"
+#include "kernel/kernel_work.h"
 #include "kernel/lower.h"
 #include "runtime/runtime_rules.h"
 
@@ -43,6 +44,17 @@ Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
   return program;
 }
 }  // namespace
+
+std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
+                                        const DynMap& dims) {
+  Program program = lower_for_cpu(graph, choice);
+  std::vector<KernelWork> work = kernel_work(program, dims);
+  for (size_t i = 0; i < work.size(); ++i) {
+    const int64_t threads = cpu_schedule(program.kernels[i]).threads;
+    work[i].parallel = threads > 1 || (threads == 0 && work[i].iterations >= kCpuParallelWork);
+  }
+  return work;
+}
 
 std::string cpu_render(const Graph& graph, const TuningChoice& choice) {
   return CRenderer().render_split(lower_for_cpu(graph, choice)).text();

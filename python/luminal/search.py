@@ -470,7 +470,7 @@ class _SearchRun:
         self.combine = self.budget >= 3 and self.timing_kernels
         count = self.budget - 1 if self.combine else self.budget
         marks = {}  # (program text, choice text) -> fingerprint, across extractions
-        wanted = count
+        wanted = RANK_POOL if self.model is not None and self.budget == 1 else count
         while True:
             with _Phase(self.report, "extraction"):
                 self.programs = self.space.extract(wanted, self.dims)

@@ -1,6 +1,6 @@
 // Counting a kernel's work (kernel_work.h). A value inside the reduction loop runs once per
-// step of it, one outside once per output; a row kernel's values are counted per step of every
-// reduction loop (an upper bound: it keeps the sum of its loops, not their nesting).
+// step of it, one outside once per output; in a row kernel (kernel/row_kernel.h), a value runs
+// once per row, per step of its reduction loop, or per element of the row loop, by its scope.
 #include "kernel/kernel_work.h"
 
 #include <algorithm>
@@ -26,6 +26,14 @@ double bytes_of(DType dtype, double elements) {
   return elements * static_cast<double>(block_bytes(dtype)) / static_cast<double>(block_values(dtype));
 }
 
+// A row kernel's reduction value `v`: one step per row per element of its own loop.
+double reduce_steps(const Kernel& k, ValueId v, double rows, const DynMap& env) {
+  for (size_t j = 0; j < k.row.reductions.size() && j < k.reduce.size(); ++j) {
+    if (k.row.reductions[j] == v) return rows * static_cast<double>(k.reduce[j].extent.eval(env));
+  }
+  return rows;
+}
+
 bool is_special(OpKind op) {
   return op == OpKind::Exp2 || op == OpKind::Log2 || op == OpKind::Sin || op == OpKind::Sqrt ||
          op == OpKind::Recip;
@@ -45,10 +53,26 @@ std::vector<KernelWork> kernel_work(const Program& program, const DynMap& dims) 
     w.outputs = product(k.loops, env);
     const double steps = k.reduce.empty() ? 1.0 : sum_extents(k.reduce, env);
     w.iterations = w.outputs * steps;
+    // A row kernel: its reductions and its row loop each run once per row.
+    double rows = w.outputs;
+    double row_extent = 1;
+    if (k.row.present && k.row.row_loop >= 0) {
+      row_extent = static_cast<double>(k.loops[k.row.row_loop].extent.eval(env));
+      rows = w.outputs / std::max(row_extent, 1.0);
+    }
+    if (k.row.present) w.iterations = rows * (steps + row_extent);
+    auto runs_of = [&](size_t i) {
+      if (!k.row.present) return static_cast<int>(i) < k.reduce_at ? w.iterations : w.outputs;
+      const int scope = i < k.row.scope.size() ? k.row.scope[i] : RowInfo::kRowScope;
+      if (scope == RowInfo::kRowScope) return rows;
+      if (scope < static_cast<int>(k.reduce.size())) {
+        return rows * static_cast<double>(k.reduce[scope].extent.eval(env));
+      }
+      return rows * row_extent;
+    };
     for (size_t i = 0; i < k.values.size(); ++i) {
       const Value& v = k.values[i];
-      const bool inner = k.row.present || static_cast<int>(i) < k.reduce_at;
-      const double runs = inner ? w.iterations : w.outputs;
+      const double runs = runs_of(i);
       switch (v.kind) {
         case ValueKind::kLoad:
           w.loads += runs;
@@ -63,7 +87,8 @@ std::vector<KernelWork> kernel_work(const Program& program, const DynMap& dims) 
           w.flops += runs;
           break;
         case ValueKind::kReduce:
-          w.flops += w.iterations;
+          w.flops += k.row.present ? reduce_steps(k, static_cast<ValueId>(i), rows, env)
+                                   : w.iterations;
           break;
         default:
           break;

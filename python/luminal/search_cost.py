@@ -38,18 +38,26 @@ def features(work) -> np.ndarray:
                       w.flops, w.special, w.matmul_flops] for w in work], dtype=np.float64)
 
 
-def _nonneg_lstsq(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """min |a x - b| with x >= 0, by dropping the most negative term and refitting (enough for
-    seven terms; exact when the unconstrained fit has no negative term)."""
-    active = list(range(a.shape[1]))
-    x = np.zeros(a.shape[1])
-    while active:
-        sol, *_ = np.linalg.lstsq(a[:, active], b, rcond=None)
-        if (sol >= 0).all():
-            x[:] = 0
-            x[active] = sol
-            return x
-        del active[int(np.argmin(sol))]
+def _nonneg_lstsq(a: np.ndarray, b: np.ndarray, iterations: int = 100) -> np.ndarray:
+    """min |a x - b| with x >= 0: Lawson and Hanson's active set method."""
+    n = a.shape[1]
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    for _ in range(iterations):
+        grad = a.T @ (b - a @ x)
+        if passive.all() or grad[~passive].max(initial=0) <= 1e-12 * max(abs(grad).max(), 1):
+            break
+        passive[np.argmax(np.where(passive, -np.inf, grad))] = True
+        while True:
+            z = np.zeros(n)
+            z[passive], *_ = np.linalg.lstsq(a[:, passive], b, rcond=None)
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > 1e-15
     return x
 
 
@@ -67,12 +75,36 @@ class CostModel:
 
     @staticmethod
     def fit(rows: np.ndarray, seconds: np.ndarray) -> "CostModel":
-        """Fits the relative error (each kernel's row divided by its time), so a 10 us kernel
-        weighs as much as a 10 ms one: a ranking is about ratios."""
+        """Fits the log of each estimate to the log of its measured time (a ranking is about
+        ratios: a 10 us kernel weighs as much as a 10 ms one, and an estimate 10x low costs as
+        much as one 10x high), by Levenberg-Marquardt over the logs of the constants, from the
+        nonnegative least squares fit of the relative error."""
         scale = features_scale(rows)
-        a = rows / scale / seconds[:, None]
-        x = _nonneg_lstsq(a, np.ones(len(seconds)))
-        return CostModel(x / scale)
+        f = rows / scale
+        start = _nonneg_lstsq(f / seconds[:, None], np.ones(len(seconds)))
+        theta = np.log(np.maximum(start, 1e-9 * max(start.max(), 1e-30)))
+        target = np.log(seconds)
+
+        def residual(th):
+            return np.log(np.maximum(f @ np.exp(th), 1e-30)) - target
+
+        r = residual(theta)
+        damping = 1e-3
+        for _ in range(LM_STEPS):
+            est = np.maximum(f @ np.exp(theta), 1e-30)
+            jac = f * np.exp(theta)[None, :] / est[:, None]
+            jtj = jac.T @ jac
+            step = np.linalg.solve(jtj + damping * np.diag(np.diag(jtj) + 1e-12), -jac.T @ r)
+            trial = np.clip(theta + step, -200, 50)
+            r_trial = residual(trial)
+            if r_trial @ r_trial < r @ r:
+                theta, r, damping = trial, r_trial, damping / 3
+            else:
+                damping *= 4
+        return CostModel(np.exp(theta) / scale)
+
+
+LM_STEPS = 60
 
 
 def features_scale(rows: np.ndarray) -> np.ndarray:
@@ -157,7 +189,7 @@ def probe_graphs() -> list:
     return out
 
 
-def measure(runtime, cx, programs: int = 4, repeats: int = 3) -> list:
+def measure(runtime, cx, programs: int = 4, repeats: int = 7) -> list:
     """(work rows, seconds) per kernel of up to ``programs`` candidates of ``cx``'s search
     space (the e-graph's best first: tilings, fusions), each kernel's time the minimum of
     ``repeats`` kernel_times runs on random inputs."""

@@ -46,7 +46,7 @@ def test_the_nonnegative_fit_recovers_known_constants():
     rng = np.random.default_rng(1)
     rows = np.abs(rng.standard_normal((40, len(search_cost.TERMS)))) * 1e6
     rows[:, 0] = 1.0
-    coef = np.array([5e-6, 0, 1e-10, 2e-11, 0, 3e-10, 1e-11])
+    coef = np.array([5e-6, 0, 1e-10, 2e-11, 0, 3e-10, 1e-11, 2e-10])
     model = search_cost.CostModel.fit(rows, rows @ coef)
     np.testing.assert_allclose(model.coef, coef, rtol=1e-6, atol=1e-15)
 

@@ -19,6 +19,8 @@ struct KernelWork {
   double loads = 0;          // loads issued (a broadcast or re-read load counts each time)
   double bytes_written = 0;  // bytes stored
   double matmul_flops = 0;   // 2 m n k when the kernel is matmul-shaped (MatmulInfo), else 0
+  double matmul_cycles = 0;  // the runtime's estimate of its matmul kernel under its schedule
+                             // (a tiling's register blocking), set by cpu_kernel_work
   bool parallel = false;     // set by the runtime that knows its threading (cpu_kernel_work)
 };
 

@@ -19,8 +19,10 @@ from . import _core
 FORMAT = 1
 # The terms of an estimate, each a count times a fitted seconds-per-unit: a launch, a parallel
 # region (its fork and join), bytes of the buffers read and written, loads issued (cache
-# traffic), arithmetic, transcendental ops, and a matmul's flops (a GEMM runs near the peak).
-TERMS = ("launch", "parallel", "bytes", "loads", "flops", "special", "matmul_flops")
+# traffic), arithmetic, transcendental ops, a matmul's flops (a GEMM runs near the peak) and
+# the runtime's cycle estimate of its matmul under its tiling (codegen/c_schedule.h).
+TERMS = ("launch", "parallel", "bytes", "loads", "flops", "special", "matmul_flops",
+         "matmul_cycles")
 
 
 def supported(runtime) -> bool:
@@ -35,7 +37,8 @@ def kernel_work(program, choice, dims: dict) -> list:
 def features(work) -> np.ndarray:
     """One row per kernel, a column per TERMS."""
     return np.array([[1.0, float(w.parallel), w.bytes_read + w.bytes_written, w.loads,
-                      w.flops, w.special, w.matmul_flops] for w in work], dtype=np.float64)
+                      w.flops, w.special, w.matmul_flops, w.matmul_cycles] for w in work],
+                    dtype=np.float64).reshape(-1, len(TERMS))
 
 
 def _nonneg_lstsq(a: np.ndarray, b: np.ndarray, iterations: int = 100) -> np.ndarray:
@@ -189,7 +192,7 @@ def probe_graphs() -> list:
     return out
 
 
-def measure(runtime, cx, programs: int = 4, repeats: int = 7) -> list:
+def measure(runtime, cx, programs: int = 4, repeats: int = 15) -> list:
     """(work rows, seconds) per kernel of up to ``programs`` candidates of ``cx``'s search
     space (the e-graph's best first: tilings, fusions), each kernel's time the minimum of
     ``repeats`` kernel_times runs on random inputs."""

@@ -16,6 +16,12 @@ unless it is the graph as written on NativeRuntime). search() runs as named step
 of _SearchRun: cache lookup (re-verified on the ordinary set), candidates, reference, attempt
 each, re-time the finalists, pick, store.
 
+With a cost model calibrated on this machine (search_cost, cached next to the search cache),
+the candidates are ordered by its estimate of their kernels' times (the e-graph's order breaks
+ties), budget 1 takes its best estimate among RANK_POOL extracted programs, and the report
+gives its rank correlation with the measured times. ``descent`` candidates more go to a
+coordinate descent and mutations over per-kernel choices from the fastest (search_descent).
+
 Symbolic dims are bound, for costing, checking and timing, to their value in ``cx.dyn_map``
 or else to DEFAULT_DIM. Candidates, their order and the check data are deterministic for a
 seed; which candidate wins can still depend on timing noise between candidates within the

@@ -1,4 +1,5 @@
-"""The opt-in rule sets (csrc/egraph/rules/opt_in): each rule as "this => that" with a census,
+"""Rules that create programs: the opt-in rule sets (csrc/egraph/rules/opt_in), each rule as
+"this => that" with a census,
 off unless build_search_space asks for them, and a search with float reassociation on gives
 programs that agree with torch. A wrong hoisting rule (through a padding mask) is caught by
 the search's checks."""
@@ -134,3 +135,25 @@ def test_a_wrong_hoisting_rule_is_caught(tmp_path):
     rt.execute(cx.dyn_map)
     want = torch.nn.functional.pad(torch.from_numpy(xs), (1, 1)).exp2() * 2.0
     assert_close(rt.get(y), want)
+
+
+def test_hoisted_and_scaled_programs_agree_with_torch(tmp_path):
+    """The built-in hoisting and power-of-two scale rules fire on attention written with a
+    division and a 1/sqrt(64) scale, and every candidate the search keeps agrees with torch."""
+    cx = lm.Graph()
+    q, k, v = cx.tensor((2, 16, 64)), cx.tensor((2, 64, 16)), cx.tensor((2, 16, 64))
+    s = (q @ k) * 0.125
+    e = (s - s.amax(-1, keepdim=True)).exp()
+    y = ((e / e.sum(-1, keepdim=True)) @ v).output()
+    cx.build_search_space(lm.CpuRuntime)
+    rt = cx.search(lm.CpuRuntime(cache_dir=str(tmp_path / "cc")), 6, cache_dir=str(tmp_path))
+    applied = {r.name: r.applied for r in cx._search_space.core.report.rules}
+    assert applied["scale-into-matmul"] > 0 and applied["hoist-recip"] > 0, applied
+    assert not cx.last_search_report.wrong_rules, str(cx.last_search_report)
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal(t.shape).astype(np.float32) for t in (q, k, v)]
+    for t, d in zip((q, k, v), data):
+        rt.set_data(t, d)
+    rt.execute(cx.dyn_map)
+    tq, tk, tv = (torch.from_numpy(d) for d in data)
+    assert_close(rt.get(y), torch.softmax((tq @ tk) * 0.125, -1) @ tv)

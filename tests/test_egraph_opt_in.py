@@ -1,8 +1,7 @@
 """Rules that create programs: the opt-in rule sets (csrc/egraph/rules/opt_in), each rule as
-"this => that" with a census,
-off unless build_search_space asks for them, and a search with float reassociation on gives
-programs that agree with torch. A wrong hoisting rule (through a padding mask) is caught by
-the search's checks."""
+"this => that" with a census, off unless build_search_space asks for them; a search with float
+reassociation on, and one where the built-in hoisting and scale rules fire, give programs that
+agree with torch; a wrong hoisting rule (through a padding mask) is caught by the checks."""
 
 import numpy as np
 import pytest

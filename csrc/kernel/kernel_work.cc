@@ -23,7 +23,8 @@ double sum_extents(const std::vector<Loop>& loops, const DynMap& env) {
 }
 
 double bytes_of(DType dtype, double elements) {
-  return elements * static_cast<double>(block_bytes(dtype)) / static_cast<double>(block_values(dtype));
+  const double per_block = static_cast<double>(block_values(dtype));
+  return elements * static_cast<double>(block_bytes(dtype)) / per_block;
 }
 
 // A row kernel's reduction value `v`: one step per row per element of its own loop.

@@ -192,10 +192,11 @@ def probe_graphs() -> list:
     return out
 
 
-def measure(runtime, cx, programs: int = 4, repeats: int = 15) -> list:
+def measure(runtime, cx, programs: int = 8, repeats: int = 15) -> list:
     """(work rows, seconds) per kernel of up to ``programs`` candidates of ``cx``'s search
-    space (the e-graph's best first: tilings, fusions), each kernel's time the minimum of
-    ``repeats`` kernel_times runs on random inputs."""
+    space (the e-graph's best, then one per schedule: tilings, fusions, serial and parallel
+    kernels, so that the parallel region's price is told from the launch's), each kernel's
+    time the minimum of ``repeats`` kernel_times runs on random inputs."""
     from .search import representative_dims
     from .search_check import random_inputs
 
@@ -218,7 +219,7 @@ def measure(runtime, cx, programs: int = 4, repeats: int = 15) -> list:
     return rows, times
 
 
-def calibrate(runtime, graphs=None, programs: int = 4) -> tuple:
+def calibrate(runtime, graphs=None, programs: int = 8) -> tuple:
     """Fits a CostModel to the kernels of up to ``programs`` candidates of each of ``graphs``
     (default probe_graphs) measured on ``runtime``; returns (model, per graph: (name,
     estimates, seconds))."""

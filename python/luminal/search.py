@@ -63,8 +63,9 @@ SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed 
 # Programs extracted per distinct candidate wanted, so that duplicates can be skipped.
 EXTRACT_PER_CANDIDATE = 3
 # With a calibrated cost model (search_cost), budget 1 picks the best estimate among this many
-# of the e-graph's best programs.
-RANK_POOL = 4
+# of the e-graph's programs (its best, then one per schedule: SearchSpace.extract), lowered
+# but not compiled (a few ms each on a 2-layer Llama).
+RANK_POOL = 12
 
 
 @dataclass
@@ -417,7 +418,9 @@ class _SearchRun:
         if cost_model == "auto":
             cost_model = search_cost.load(self.directory, runtime)
         self.model = cost_model if cost_model and search_cost.supported(runtime) else None
-        self.kernel_estimates = {}  # program index -> the model's seconds of each kernel
+        # (program index, choice text) -> the model's seconds of each kernel, or None
+        self.kernel_estimates = {}
+        self.kernel_roots = {}  # the same key -> each kernel's root node
         self.out_dtypes = [self.g.node_dtype(o) for o in self.g.outputs()]
 
     def load_cached(self, verify: bool) -> bool:
@@ -502,17 +505,40 @@ class _SearchRun:
             try:
                 work = search_cost.kernel_work(self.programs[p], choice, self.dims)
                 self.kernel_estimates[key] = self.model.kernel_seconds(work)
+                self.kernel_roots[key] = [w.root for w in work]
             except LuminalError:
                 self.kernel_estimates[key] = None
         kernels = self.kernel_estimates[key]
         return float("inf") if kernels is None else float(kernels.sum())
 
+    def _model_combination(self):
+        """Budget 1's combination of the fastest kernels by the model: per e-class, the
+        schedule whose kernel it estimates fastest in the pool (_combine), extracted; an
+        (index in programs, choice) pair, or None."""
+        estimated = []
+        for p, choice in self.order:
+            key = (p, str(choice))
+            if self.kernel_estimates.get(key) is not None and not choice.params:
+                estimated.append((p, list(zip(self.kernel_roots[key],
+                                              self.kernel_estimates[key]))))
+        chosen = _combine(self.programs, estimated)
+        if not chosen:
+            return None
+        self.programs.append(self.space.extract_choosing(chosen, self.dims))
+        return (len(self.programs) - 1, _core.TuningChoice())
+
     def _rank_by_model(self, pool) -> None:
         """Orders the candidates by the calibrated model's estimate (the e-graph's order breaks
         ties), so that its pick is the first: the incumbent of search_timing.pick. Budget 1
-        (``pool``: the extraction's order) estimates the first RANK_POOL and keeps the best."""
+        (``pool``: the extraction's order) estimates the first RANK_POOL and the model's
+        combination of their fastest kernels (_model_combination), and keeps the best."""
         if pool is not None:
             self.order = list(pool[:RANK_POOL])
+            for p, choice in self.order:
+                self._estimate(p, choice)  # each kernel's estimate, for the combination
+            combined = self._model_combination()
+            if combined is not None:
+                self.order.append(combined)
             self.order_marks = [""] * len(self.order)
         est = [self._estimate(p, choice) for p, choice in self.order]
         ranked = sorted(range(len(self.order)), key=lambda i: (est[i], i))

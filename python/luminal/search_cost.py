@@ -104,7 +104,18 @@ class CostModel:
                 theta, r, damping = trial, r_trial, damping / 3
             else:
                 damping *= 4
-        return CostModel(np.exp(theta) / scale)
+        coef = np.exp(theta) / scale
+        # A parallel region's wake-up is bimodal on a loaded machine (microseconds, or a
+        # scheduler tick when a thread waits for a busy core): the log fit follows the median
+        # and would price it at nothing while a third of them stall. Its price is the mean
+        # extra time of the parallel kernels over the rest of their estimate.
+        parallel = TERMS.index("parallel")
+        hit = rows[:, parallel] > 0
+        if hit.any():
+            rest = rows @ coef - rows[:, parallel] * coef[parallel]
+            extra = float(np.mean(seconds[hit] - rest[hit]) / np.mean(rows[hit, parallel]))
+            coef[parallel] = max(coef[parallel], extra)
+        return CostModel(coef)
 
 
 LM_STEPS = 60

@@ -106,12 +106,29 @@ def case_cast_same_identity(cx):
     return x.contiguous(), x
 
 
+def case_hoist(op):
+    def case(cx):
+        x = f32(cx, (2, 1))
+        if op == "log2" or op == "sqrt":
+            x = x.exp2()  # positive: the values are ordinary either way
+        return getattr(x.expand(2, 3), op)(), getattr(x, op)().expand(2, 3).contiguous()
+    return case
+
+
+def case_scale_into_matmul(cx):
+    a, b = f32(cx, (4, 8)), f32(cx, (8, 5))
+    return (a @ b) * 0.25, a @ (b * 0.25)
+
+
 CASES = {
     "add-comm": case_add_comm, "mul-comm": case_mul_comm, "add-assoc": case_add_assoc,
     "mul-assoc": case_mul_assoc, "mul-add-factor": case_mul_add_factor,
     "exp2-log2": case_exp2_log2, "recip-recip": case_recip_recip, "mul-one": case_mul_one,
     "add-zero": case_add_zero, "mul-zero-int": case_mul_zero_int,
     "fold-uniform": case_fold_uniform, "cast-same-identity": case_cast_same_identity,
+    "hoist-recip": case_hoist("reciprocal"), "hoist-sqrt": case_hoist("sqrt"),
+    "hoist-exp2": case_hoist("exp2"), "hoist-log2": case_hoist("log2"),
+    "hoist-sin": case_hoist("sin"), "scale-into-matmul": case_scale_into_matmul,
 }
 
 

@@ -5,6 +5,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/vector.h>
 
 #include "core/errors.h"
@@ -77,6 +78,19 @@ void init_cpu(nb::module_& m) {
       .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });
   m.def("cpu_compile_flags", &cpu_compile_flags);
   m.def("cpu_render", &cpu_render, "graph"_a, "choice"_a = TuningChoice{});
+  nb::class_<KernelWork>(m, "KernelWork")
+      .def_ro("root", &KernelWork::root)
+      .def_ro("outputs", &KernelWork::outputs)
+      .def_ro("iterations", &KernelWork::iterations)
+      .def_ro("flops", &KernelWork::flops)
+      .def_ro("special", &KernelWork::special)
+      .def_ro("bytes_read", &KernelWork::bytes_read)
+      .def_ro("loads", &KernelWork::loads)
+      .def_ro("bytes_written", &KernelWork::bytes_written)
+      .def_ro("matmul_flops", &KernelWork::matmul_flops)
+      .def_ro("matmul_cycles", &KernelWork::matmul_cycles)
+      .def_ro("parallel", &KernelWork::parallel);
+  m.def("cpu_kernel_work", &cpu_kernel_work, "graph"_a, "choice"_a, "dims"_a);
 }
 
 }  // namespace luminal

@@ -56,6 +56,7 @@ void init_egraph(nb::module_& m) {
   m.def("parse_rules", &parse_rules, "text"_a, "source"_a = "rules");
   m.def("load_rules", &load_rules, "extra"_a = "", "extra_source"_a = "runtime rules");
   m.def("builtin_rule_files", &builtin_rule_files);
+  m.def("opt_in_rule_files", &opt_in_rule_files);
   m.def("all_rules_text", &all_rules_text, "runtime_rules"_a = "");
 
   nb::class_<EGraph>(m, "EGraph")
@@ -100,6 +101,7 @@ void init_egraph(nb::module_& m) {
       .def("extract", &SearchSpace::extract, "k"_a, "dims"_a,
            nb::call_guard<nb::gil_scoped_release>())
       .def("schedules", &SearchSpace::schedules)
+      .def("alternatives", &SearchSpace::alternatives)
       .def("extract_choosing", &SearchSpace::extract_choosing, "choice"_a, "dims"_a,
            nb::call_guard<nb::gil_scoped_release>())
       .def_prop_ro("report", &SearchSpace::report)

@@ -38,6 +38,10 @@ std::string Pattern::to_string(const std::vector<std::string>& vars,
     }
     case Kind::UniformConst:
       return "(uniform-const " + vars[var] + ")";
+    case Kind::UniformScalar:
+      return "(uniform-scalar " + vars[var] + ")";
+    case Kind::Through:
+      return "(through " + vars[var] + " " + children[0].to_string(vars, labels) + ")";
     case Kind::Node:
       break;
   }
@@ -81,13 +85,25 @@ Pattern parse_pattern(const SExpr& e, Scope& scope, bool create, const std::stri
   }
   if (e.items.empty() || e.items[0].is_list) return fail("a pattern list starts with an op");
   std::string head = e.items[0].atom;
-  if (head == "uniform-const") {
+  if (head == "uniform-const" || head == "uniform-scalar") {
     if (create || e.items.size() != 2 || e.items[1].is_list) {
-      return fail("uniform-const takes one variable and only on the right");
+      return fail(head + " takes one variable and only on the right");
     }
-    p.kind = Pattern::Kind::UniformConst;
+    p.kind = head == "uniform-const" ? Pattern::Kind::UniformConst
+                                     : Pattern::Kind::UniformScalar;
     p.var = scope.var(e.items[1].atom, false);
     if (p.var < 0) return fail("variable " + e.items[1].atom + " is not bound on the left");
+    return p;
+  }
+  if (head == "through") {
+    if (create || e.items.size() != 3 || e.items[1].is_list) {
+      return fail("through takes a variable and a pattern, and only on the right");
+    }
+    p.kind = Pattern::Kind::Through;
+    p.var = scope.var(e.items[1].atom, false);
+    if (p.var < 0) return fail("variable " + e.items[1].atom + " is not bound on the left");
+    p.children.push_back(parse_pattern(e.items[2], scope, create, where));
+    if (p.children[0].kind != Pattern::Kind::Node) return fail("through applies to an op pattern");
     return p;
   }
   if (head == "schedule") {
@@ -138,7 +154,9 @@ Pattern parse_pattern(const SExpr& e, Scope& scope, bool create, const std::stri
   }
   if (!create) {
     int literals = 0;
-    for (const Pattern& c : p.children) literals += c.kind == Pattern::Kind::Literal;
+    for (const Pattern& c : p.children) {
+      literals += c.kind == Pattern::Kind::Literal || c.kind == Pattern::Kind::UniformScalar;
+    }
     if (literals && (!is_binary(p.op) || literals == 2)) {
       return fail("a number on the right must be one operand of a binary op");
     }
@@ -168,6 +186,8 @@ std::vector<Subst> match_in(EGraph& g, const Pattern& p, EEdge e, bool nested,
       return out;
     }
     case Pattern::Kind::UniformConst:
+    case Pattern::Kind::Through:
+    case Pattern::Kind::UniformScalar:
       return out;
     case Pattern::Kind::Node:
       break;
@@ -219,23 +239,45 @@ EEdge build(EGraph& g, const Pattern& p, const Subst& s) {
       return {c, g.identity_view(c)};
     }
     case Pattern::Kind::Literal:
+    case Pattern::Kind::UniformScalar:
       throw InternalError("a number must be an operand of a binary op on the right");
+    case Pattern::Kind::Through: {
+      const EEdge x = s.vars[p.var];
+      Subst inner = s;
+      inner.vars[p.var] = {x.cls, g.identity_view(x.cls)};
+      const EEdge made = build(g, p.children[0], inner);
+      if (g.data(made.cls).shape != g.data(x.cls).shape) {
+        throw InternalError("through: the pattern changes its operand's shape");
+      }
+      return {made.cls, x.view};
+    }
     case Pattern::Kind::Node:
       break;
   }
   std::vector<EEdge> kids(p.children.size());
   int sibling = -1;
+  auto scalar = [](const Pattern& c) {
+    return c.kind == Pattern::Kind::Literal || c.kind == Pattern::Kind::UniformScalar;
+  };
   for (size_t k = 0; k < p.children.size(); ++k) {
-    if (p.children[k].kind == Pattern::Kind::Literal) continue;
+    if (scalar(p.children[k])) continue;
     kids[k] = build(g, p.children[k], s);
     sibling = static_cast<int>(k);
   }
   for (size_t k = 0; k < p.children.size(); ++k) {
-    if (p.children[k].kind != Pattern::Kind::Literal) continue;
+    const Pattern& c = p.children[k];
+    if (!scalar(c)) continue;
+    if (sibling < 0) throw InternalError("a number needs a sibling that is not a number");
     DType dtype = g.data(kids[sibling].cls).dtype;
     std::vector<Expr> dims = g.view(kids[sibling].view).dims;
-    Id c = scalar_constant(g, p.children[k].literal, dtype);
-    kids[k] = {c, g.intern_view(broadcast_scalar(dims))};
+    double value = c.literal;
+    if (c.kind == Pattern::Kind::UniformScalar) {
+      const ClassData& d = g.data(s.vars[c.var].cls);
+      if (!d.uniform) throw InternalError("uniform-scalar of a class with no uniform value");
+      value = *d.uniform;
+    }
+    Id c0 = scalar_constant(g, value, dtype);
+    kids[k] = {c0, g.intern_view(broadcast_scalar(dims))};
   }
   AttrId attr = p.label >= 0 ? s.labels[p.label] : -1;
   if (!p.schedule.empty()) {

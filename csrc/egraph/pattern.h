@@ -4,7 +4,11 @@
 // unmasked view. A nested op pattern only matches through the identity view (its tensor read
 // as produced). On the right, "(uniform-const ?x)" is ?x's uniform value as a constant, and
 // "(schedule ((tile_m 4) (tile_n 16)) (Op ...))" builds the node with that schedule attached
-// (ScheduleParams, ir/graph.h): how a runtime's rules offer kernel-level alternatives.
+// (ScheduleParams, ir/graph.h): how a runtime's rules offer kernel-level alternatives;
+// "(through ?x P)" builds P with ?x read as its class is produced (the identity view) and reads
+// the result through ?x's view: an elementwise op moved above a view (a broadcast);
+// "(uniform-scalar ?c)", an operand of a binary op on the right, is ?c's uniform value as a
+// scalar constant broadcast to its sibling's shape (a number whose value the match decides).
 #pragma once
 
 #include <string>
@@ -16,9 +20,9 @@
 namespace luminal::egraph {
 
 struct Pattern {
-  enum class Kind { Var, Literal, Node, UniformConst };
+  enum class Kind { Var, Literal, Node, UniformConst, Through, UniformScalar };
   Kind kind = Kind::Var;
-  int var = -1;          // Var, UniformConst: the variable's slot
+  int var = -1;          // Var, UniformConst, Through, UniformScalar: the variable's slot
   double literal = 0;    // Literal
   OpKind op = OpKind::Add;
   int label = -1;        // Node: slot of the attribute label, -1 when unlabelled

@@ -1,6 +1,7 @@
 // Parsing rule files into Rewrites, checking their conditions, and loading the embedded set.
 #include "egraph/rewrite.h"
 
+#include <cmath>
 #include <set>
 
 #include "core/errors.h"
@@ -21,7 +22,8 @@ constexpr CondName kConds[] = {
     {"not-const", CondKind::NotConst, 1}, {"same-dtype", CondKind::SameDtype, 2},
     {"matmul", CondKind::Matmul, 3},
     {"half", CondKind::Half, 1},         {"quantized", CondKind::Quantized, 1},
-    {"parameter", CondKind::Parameter, 1},
+    {"parameter", CondKind::Parameter, 1}, {"broadcast", CondKind::Broadcast, 1},
+    {"pow2", CondKind::Pow2, 1},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -53,6 +55,14 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
 
 // Whether class `c` holds a parameter Input or, `through_cast`, a Cast of a class that does (a
 // 16-bit weight widened for an f32 matmul).
+bool repeats_elements(const ShapeTracker& v) {
+  if (v.has_mask()) return false;
+  for (size_t k = 0; k < v.dims.size(); ++k) {
+    if (is_zero(v.strides[k]) && !is_one(v.dims[k])) return true;
+  }
+  return false;
+}
+
 bool holds_parameter(const EGraph& g, Id c, bool through_cast) {
   for (const ENode& n : g.nodes(c)) {
     if (n.op == OpKind::Input && n.attr >= 0 && g.attr(n.attr).node.parameter) return true;
@@ -102,6 +112,15 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         break;
       case CondKind::Parameter:
         ok = holds_parameter(g, x.cls, true);
+        break;
+      case CondKind::Pow2: {
+        int exponent = 0;
+        ok = d.uniform.has_value() && *d.uniform != 0 && std::isfinite(*d.uniform) &&
+             std::fabs(std::frexp(*d.uniform, &exponent)) == 0.5;
+        break;
+      }
+      case CondKind::Broadcast:
+        ok = repeats_elements(g.view(x.view));
         break;
       case CondKind::Matmul: {
         AttrId attr = s.labels[c.label];

@@ -21,10 +21,14 @@ namespace luminal::egraph {
 //   (uniform ?x)      every element of x is one known value
 //   (not-const ?x)    x's class holds no Constant (nor a broadcast Cast of one)
 //   (same-dtype ?x ?y)
+//   (pow2 ?x)         every element of x is one known power of two (+-2^k): scaling by it is
+//                     exact, barring overflow and underflow
+//   (broadcast ?x)    x is read through a view that repeats elements (a stride 0 over more
+//                     than one element), unmasked
 //   (matmul ?a ?b l)  a SumReduce labelled l of Mul(?a, ?b) is a matmul (egraph/matmul_shape.h)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter
+  Parameter, Broadcast, Pow2
 };
 
 struct Condition {
@@ -51,6 +55,9 @@ std::vector<Rewrite> parse_rules(const std::string& text, const std::string& sou
 
 // The embedded rule files: (file name, contents), in a stable order (generated at build time).
 const std::vector<std::pair<std::string, std::string>>& builtin_rule_files();
+// The opt-in rule sets (rules/opt_in/*.rules, e.g. float_reassoc.rules): (file name,
+// contents), used only when an option asks for one (python/luminal/search.py).
+const std::vector<std::pair<std::string, std::string>>& opt_in_rule_files();
 
 // All built-in rules, then `extra` (a runtime's rules); throws CompileError on duplicate names.
 std::vector<Rewrite> load_rules(const std::string& extra, const std::string& extra_source);

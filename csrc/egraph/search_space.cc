@@ -2,6 +2,7 @@
 #include "egraph/search_space.h"
 
 #include <map>
+#include <set>
 #include <utility>
 
 #include "core/errors.h"
@@ -60,6 +61,18 @@ std::vector<ScheduleParams> SearchSpace::schedules() const {
   }
   std::vector<ScheduleParams> out;
   for (const auto& [text, s] : found) out.push_back(s);
+  return out;
+}
+
+std::map<Id, std::vector<std::string>> SearchSpace::alternatives() const {
+  std::map<Id, std::vector<std::string>> out;
+  for (Id c : egraph_.classes()) {
+    std::set<std::string> texts;
+    for (const ENode& n : egraph_.nodes(c)) {
+      texts.insert(n.attr < 0 ? "" : schedule_to_string(egraph_.attr(n.attr).node.schedule));
+    }
+    if (texts.size() > 1) out[c] = std::vector<std::string>(texts.begin(), texts.end());
+  }
   return out;
 }
 

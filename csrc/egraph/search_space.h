@@ -27,6 +27,9 @@ class SearchSpace {
   std::vector<Candidate> extract(size_t k, const DynMap& dims) const;
   // The distinct schedules the runtime's rules attached anywhere, sorted by their text.
   std::vector<ScheduleParams> schedules() const;
+  // Per class holding nodes of more than one schedule, their schedules' texts ("" = the
+  // unscheduled node), sorted: the per-kernel choices the search's descent tries one by one.
+  std::map<Id, std::vector<std::string>> alternatives() const;
   // The best candidate once each class in `choice` prefers the node whose schedule prints as
   // the given text ("" = the unscheduled node): the search's combination of the fastest
   // kernel alternatives it timed.

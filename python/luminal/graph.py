@@ -269,11 +269,14 @@ class Graph(CreationOps):
         return self._g.symbols()
 
     def build_search_space(self, runtime_type, *, iterations: int = 12, nodes: int = 20000,
-                           seconds: float = 2.0) -> None:
+                           seconds: float = 2.0, float_reassociation: bool = False) -> None:
         """Collects the programs ``runtime_type`` could run for this graph: an e-graph of the
         graph under the generic rewrite rules and the runtime's own (csrc/egraph). The limits
         bound the saturation. The e-graph is built by the first ``search`` that does not find
-        its answer in the search cache, so a cached graph costs nothing here."""
+        its answer in the search cache, so a cached graph costs nothing here.
+        ``float_reassociation`` adds the opt-in rule set csrc/egraph/rules/opt_in/
+        float_reassoc.rules (float reassociation, distribution, any constant scale into a
+        matmul): programs that round differently, each still checked like every candidate."""
         from .runtime import Runtime
         from .search import SearchLimits, SpaceSpec
 
@@ -281,12 +284,14 @@ class Graph(CreationOps):
             raise TypeError(f"build_search_space takes a runtime class, got {runtime_type!r}")
         if not self._g.outputs():
             raise ShapeError("build_search_space: the graph has no outputs; call .output()")
-        self._search_space = SpaceSpec(runtime_type, SearchLimits(iterations, nodes, seconds))
+        self._search_space = SpaceSpec(runtime_type, SearchLimits(iterations, nodes, seconds,
+                                                                  float_reassociation))
 
     def search(self, runtime, budget: int = 1, *, seed: int = 0, progress=None,
                cache: bool = True, cache_dir: str | None = None, verify: bool = True,
                verbose: bool = False, time_limit: float | None = None,
-               reference: str = "auto"):
+               reference: str = "auto", cost_model="auto", descent: int = 0,
+               descent_seconds: float | None = None):
         """Finds a fast program for this graph on ``runtime`` and returns the runtime loaded
         with it, ready for set_data / execute. Parameters whose data was set on ``runtime``
         before are set again on the program it loads (from the same arrays); other inputs must
@@ -305,7 +310,11 @@ class Graph(CreationOps):
         stops checking and timing further candidates once spent (at least one is tried).
         ``reference``: what candidates are checked against: "native" (the interpreter),
         "runtime" (this runtime running the graph as written) or "auto" (native unless the
-        graph is too big for the interpreter; see luminal.search)."""
+        graph is too big for the interpreter; see luminal.search). ``cost_model``: the
+        calibrated model that orders the candidates (luminal.search_cost; "auto": the one
+        calibrated for this machine, if any, next to the search cache; None: the e-graph's
+        cost only). ``descent``: up to this many more candidates, within ``descent_seconds``,
+        from the fastest timed by changing its kernels' choices (luminal.search_descent)."""
         from .runtime import Runtime
         from .search import search
 
@@ -321,7 +330,8 @@ class Graph(CreationOps):
                             f"not {type(runtime).__name__}")
         return search(self, runtime, budget, seed=seed, progress=progress, cache=cache,
                       cache_dir=cache_dir, verify=verify, verbose=verbose,
-                      time_limit=time_limit, reference=reference)
+                      time_limit=time_limit, reference=reference, cost_model=cost_model,
+                      descent=descent, descent_seconds=descent_seconds)
 
     def _check_owns(self, t) -> None:
         if not isinstance(t, GraphTensor):

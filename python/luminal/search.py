@@ -16,6 +16,12 @@ unless it is the graph as written on NativeRuntime). search() runs as named step
 of _SearchRun: cache lookup (re-verified on the ordinary set), candidates, reference, attempt
 each, re-time the finalists, pick, store.
 
+With a cost model calibrated on this machine (search_cost, cached next to the search cache),
+the candidates are ordered by its estimate of their kernels' times (the e-graph's order breaks
+ties), budget 1 takes its best estimate among RANK_POOL extracted programs, and the report
+gives its rank correlation with the measured times. ``descent`` candidates more go to a
+coordinate descent and mutations over per-kernel choices from the fastest (search_descent).
+
 Symbolic dims are bound, for costing, checking and timing, to their value in ``cx.dyn_map``
 or else to DEFAULT_DIM. Candidates, their order and the check data are deterministic for a
 seed; which candidate wins can still depend on timing noise between candidates within the
@@ -35,10 +41,12 @@ import numpy as np
 
 from . import _core
 from . import search_cache
+from . import search_cost
 from . import search_timing as timing
 from .errors import LuminalError
 from .runtime import NativeRuntime
 from .search_check import CheckSet, disagreement, extra_sets, random_inputs
+from .search_descent import Descent
 
 DEFAULT_DIM = 16
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
@@ -54,6 +62,10 @@ SHRUNK_DIM = 2
 SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed by that run
 # Programs extracted per distinct candidate wanted, so that duplicates can be skipped.
 EXTRACT_PER_CANDIDATE = 3
+# With a calibrated cost model (search_cost), budget 1 picks the best estimate among this many
+# of the e-graph's programs (its best, then one per schedule: SearchSpace.extract), lowered
+# but not compiled (a few ms each on a 2-layer Llama).
+RANK_POOL = 12
 
 
 @dataclass
@@ -62,6 +74,8 @@ class SearchLimits:
     iterations: int = 12
     nodes: int = 20000
     seconds: float = 2.0
+    # The opt-in rule set rules/opt_in/float_reassoc.rules joins the runtime's rules.
+    float_reassociation: bool = False
 
     def core(self):
         limits = _core.RunnerLimits()
@@ -84,6 +98,7 @@ class CandidateResult:
     fingerprint: str = ""     # what the runtime runs, hashed (search: _fingerprint)
     detail: str = ""
     failed_set: str = ""      # "wrong": the check set it disagreed on
+    estimate: float | None = None  # the calibrated cost model's seconds (search_cost)
 
 
 @dataclass
@@ -111,6 +126,11 @@ class SearchReport:
     # "extraction", "reference" (compiling it and drawing the check inputs, which overlap),
     # "reference run", "compile", "check", "timing", "load" (the winner into the runtime).
     phases: dict = field(default_factory=dict)
+    # With a calibrated cost model: Spearman's rank correlation of its estimates with the
+    # measured seconds, over the timed candidates and over their kernels (kernel_times).
+    rank_correlation: float | None = None
+    kernel_rank_correlation: float | None = None
+    descent: str = ""  # what the descent (search_descent) tried and kept
 
     def __str__(self) -> str:
         found = f"{len(self.candidates)} distinct candidates ({self.duplicates} duplicates " \
@@ -122,10 +142,17 @@ class SearchReport:
             if c.spread is not None:
                 t += f" +-{c.spread * 1e3:.3f}" + (" re-timed" if c.retimed else "")
             mark = "*" if i == self.winner else " "
+            if c.estimate is not None:
+                t += f" (model {c.estimate * 1e3:.3f} ms)"
             lines.append(f" {mark} program {c.rank} [{c.choice}] cost {c.cost:.4g}: {c.status} "
                          f"{t} {c.detail}".rstrip())
         if self.margin is not None:
             lines.append(f"   a challenger had to win by {self.margin * 1e3:.3f} ms")
+        if self.rank_correlation is not None or self.kernel_rank_correlation is not None:
+            lines.append(f"   cost model rank correlation: candidates {self.rank_correlation}, "
+                         f"kernels {self.kernel_rank_correlation}")
+        if self.descent:
+            lines.append(f"   descent: {self.descent}")
         for w in self.wrong_rules:
             lines.append(f"   wrong: {w}")
         if self.reference:
@@ -154,6 +181,13 @@ class SpaceSpec:
         self.limits = limits
         self.core = None
         self.rules = None  # the runtime rules the core space was built with
+
+    def extra_rules(self) -> str:
+        """The text of the opt-in rule sets asked for (SearchLimits), "" for none."""
+        if not self.limits.float_reassociation:
+            return ""
+        return "".join(text for name, text in _core.opt_in_rule_files()
+                       if name == "float_reassoc.rules")
 
     def build(self, graph, rules: str, runtime=None):
         if self.core is None or self.rules != rules:
@@ -320,7 +354,8 @@ def _set_inputs(core_rt, input_ids, inputs) -> None:
 def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: bool = True,
            cache_dir: str | None = None, verify: bool = True, verbose: bool = False,
            time_limit: float | None = None, reference: str = "auto", warmup: int = 1,
-           repeats: int = 5):
+           repeats: int = 5, cost_model="auto", descent: int = 0,
+           descent_seconds: float | None = None):
     """See Graph.search. The steps, in order: look the graph up in the cache; extract the
     distinct candidates; run the reference they are checked against; attempt (compile, check,
     time) each; re-time the finalists together; pick the winner, which the runtime adopts;
@@ -328,12 +363,13 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
     if reference not in ("auto", "native", "runtime"):
         raise ValueError(f"search: reference must be 'auto', 'native' or 'runtime', "
                          f"got {reference!r}")
-    run = _SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats)
+    run = _SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats, cost_model)
     held = runtime._held_parameters(cx)
     if not (cache and run.load_cached(verify)):
         run.extract_candidates()
         run.run_reference(verify, reference)
         run.attempt_each(progress, time_limit)
+        run.descend(descent, descent_seconds)
         run.retime_finalists()
         run.pick_winner()
         if cache:
@@ -347,7 +383,7 @@ class _SearchRun:
     the order search() calls them; each reads what the ones before it set."""
 
     def __init__(self, cx, runtime, budget: int, seed: int, cache_dir, warmup: int,
-                 repeats: int):
+                 repeats: int, cost_model="auto"):
         from . import __version__
 
         self.start = time.perf_counter()
@@ -356,6 +392,9 @@ class _SearchRun:
         self.runtime = runtime
         self.core_rt = runtime._rt
         self.rules = runtime.rewrite_rules()
+        extra = cx._search_space.extra_rules() if cx._search_space is not None else ""
+        if extra:
+            self.rules += "\n" + extra
         self.budget = budget
         self.seed = seed
         self.warmup = warmup
@@ -374,6 +413,14 @@ class _SearchRun:
                                          search_cache.device_name(runtime), __version__,
                                          rules_text)
         self.directory = cache_dir or search_cache.default_dir()
+        # The calibrated cost model: "auto" loads the one calibrated for this machine from
+        # the search cache's directory (search_cost), if any; None: the e-graph's cost alone.
+        if cost_model == "auto":
+            cost_model = search_cost.load(self.directory, runtime)
+        self.model = cost_model if cost_model and search_cost.supported(runtime) else None
+        # (program index, choice text) -> the model's seconds of each kernel, or None
+        self.kernel_estimates = {}
+        self.kernel_roots = {}  # the same key -> each kernel's root node
         self.out_dtypes = [self.g.node_dtype(o) for o in self.g.outputs()]
 
     def load_cached(self, verify: bool) -> bool:
@@ -432,7 +479,7 @@ class _SearchRun:
         self.combine = self.budget >= 3 and self.timing_kernels
         count = self.budget - 1 if self.combine else self.budget
         marks = {}  # (program text, choice text) -> fingerprint, across extractions
-        wanted = count
+        wanted = RANK_POOL if self.model is not None and self.budget == 1 else count
         while True:
             with _Phase(self.report, "extraction"):
                 self.programs = self.space.extract(wanted, self.dims)
@@ -446,6 +493,60 @@ class _SearchRun:
                 break
             wanted = count * EXTRACT_PER_CANDIDATE
         self.texts = _Texts(self.programs)
+        if self.model is not None:
+            with _Phase(self.report, "cost model"):
+                self._rank_by_model(pairs if self.budget == 1 else None)
+
+    def _estimate(self, p: int, choice) -> float:
+        """The calibrated model's seconds for candidate ``p`` under ``choice`` (inf when the
+        runtime cannot lower it); its kernels' estimates go to kernel_estimates."""
+        key = (p, str(choice))
+        if key not in self.kernel_estimates:
+            try:
+                work = search_cost.kernel_work(self.programs[p], choice, self.dims)
+                self.kernel_estimates[key] = self.model.kernel_seconds(work)
+                self.kernel_roots[key] = [w.root for w in work]
+            except LuminalError:
+                self.kernel_estimates[key] = None
+        kernels = self.kernel_estimates[key]
+        return float("inf") if kernels is None else float(kernels.sum())
+
+    def _model_combination(self):
+        """Budget 1's combination of the fastest kernels by the model: per e-class, the
+        schedule whose kernel it estimates fastest in the pool (_combine), extracted; an
+        (index in programs, choice) pair, or None."""
+        estimated = []
+        for p, choice in self.order:
+            key = (p, str(choice))
+            if self.kernel_estimates.get(key) is not None and not choice.params:
+                estimated.append((p, list(zip(self.kernel_roots[key],
+                                              self.kernel_estimates[key]))))
+        chosen = _combine(self.programs, estimated)
+        if not chosen:
+            return None
+        self.programs.append(self.space.extract_choosing(chosen, self.dims))
+        return (len(self.programs) - 1, _core.TuningChoice())
+
+    def _rank_by_model(self, pool) -> None:
+        """Orders the candidates by the calibrated model's estimate (the e-graph's order breaks
+        ties), so that its pick is the first: the incumbent of search_timing.pick. Budget 1
+        (``pool``: the extraction's order) estimates the first RANK_POOL and the model's
+        combination of their fastest kernels (_model_combination), and keeps the best."""
+        if pool is not None:
+            self.order = list(pool[:RANK_POOL])
+            for p, choice in self.order:
+                self._estimate(p, choice)  # each kernel's estimate, for the combination
+            combined = self._model_combination()
+            if combined is not None:
+                self.order.append(combined)
+            self.order_marks = [""] * len(self.order)
+        est = [self._estimate(p, choice) for p, choice in self.order]
+        ranked = sorted(range(len(self.order)), key=lambda i: (est[i], i))
+        if pool is not None:
+            ranked = ranked[:1]
+        self.order = [self.order[i] for i in ranked]
+        self.order_marks = [self.order_marks[i] for i in ranked]
+        self.fingerprints = {m: i for i, m in enumerate(self.order_marks) if m}
 
     def _take_distinct(self, pairs: list, count: int, marks: dict) -> None:
         """self.order: the first ``count`` of ``pairs`` that run as none before them (budget 1:
@@ -568,6 +669,8 @@ class _SearchRun:
                 label = f"fastest kernels: {label}"
             res = CandidateResult(rank=p, cost=self.programs[p].cost, choice=label,
                                   fingerprint=self.order_marks[done])
+            if self.model is not None:
+                res.estimate = self._estimate(p, choice)
             done += 1
             if self.results and time_limit is not None and \
                     time.perf_counter() - self.start > time_limit:
@@ -582,6 +685,55 @@ class _SearchRun:
                 combined = self._insert_combination(done)
         bar.update(len(self.order), _best_time(self.results))
         bar.close()
+
+    def descend(self, candidates: int, seconds: float | None) -> None:
+        """Descent (search_descent): from the fastest candidate timed, up to ``candidates``
+        more programs within ``seconds``: each kernel's alternatives in turn, the slowest
+        kernels' first, then mutations of several at once; each attempted like any candidate
+        (compiled, checked, timed), none that runs as one already tried. Needs a runtime that
+        times its kernels, and every candidate attempted (no time limit hit)."""
+        if candidates <= 0 or not self.timing_kernels or self.skipped or not self.need_check:
+            return
+        timed = [i for i, r in enumerate(self.results) if r.status == "ok"]
+        if not timed:
+            return
+        best = min(timed, key=lambda i: (self.results[i].seconds, i))
+        p = self.order[best][0]
+        times = next((t for q, t in self.kernel_times if q == p), [])
+        descent = Descent(self.space, self.dims, self._attempt_program, candidates, seconds,
+                          self.seed)
+        self.descent_duplicates = 0
+        before = len(self.results)
+        kept = descent.run(self.programs[p], self.results[best].seconds,
+                           self.results[best].spread, times)
+        self.report.descent = (f"{len(self.results) - before} programs attempted, "
+                               f"{self.descent_duplicates} duplicates skipped, {kept} moves "
+                               f"kept, over {len(descent.alternatives)} classes with "
+                               f"alternatives")
+
+    def _attempt_program(self, program, label: str):
+        """Attempts a program the descent extracted, unless it runs as a candidate already
+        (then None): (seconds, spread, kernel times), seconds inf when it is wrong or fails."""
+        choice = _core.TuningChoice()
+        mark = _fingerprint(self.runtime, program, choice)
+        if mark in self.fingerprints:
+            self.descent_duplicates += 1
+            return None
+        self.programs.append(program)
+        p = len(self.programs) - 1
+        self.fingerprints[mark] = len(self.order)
+        self.order.append((p, choice))
+        self.order_marks.append(mark)
+        res = CandidateResult(rank=p, cost=program.cost, choice=f"{label}: "
+                              f"{_label(program, choice)}", fingerprint=mark)
+        if self.model is not None:
+            res.estimate = self._estimate(p, choice)
+        self.results.append(res)
+        self._attempt(p, choice, res)
+        if res.status != "ok":
+            return (float("inf"), 0.0, [])
+        times = next((t for q, t in self.kernel_times if q == p), [])
+        return (res.seconds, res.spread or 0.0, times)
 
     def _attempt(self, p: int, choice, res: CandidateResult) -> None:
         """Compiles candidate ``p`` with ``choice``, checks it against the reference on every
@@ -748,8 +900,28 @@ class _SearchRun:
                 self.runtime._load(self.cx, self.win_program, self.win_choice)
         self.report.candidates = self.results + self.skipped
         self.report.winner_program = self.win_text
+        if self.model is not None:
+            self._rank_correlation()
         if self.report.winner is not None:
             self.report.winner_kernels = self._winner_kernels()
+
+    def _rank_correlation(self) -> None:
+        """Spearman of the model's estimates with the measured seconds: over the timed
+        candidates, and over their kernels (kernel_times)."""
+        timed = [r for r in self.results if r.status == "ok" and r.estimate is not None
+                 and r.seconds is not None]
+        if len(timed) >= 3:
+            self.report.rank_correlation = search_cost.spearman(
+                [r.estimate for r in timed], [r.seconds for r in timed])
+        est, sec = [], []
+        for p, times in self.kernel_times:
+            choice = next(c for q, c in self.order if q == p)
+            kernels = self.kernel_estimates.get((p, str(choice)))
+            if kernels is not None and len(kernels) == len(times):
+                est += list(kernels)
+                sec += [t for _, t in times]
+        if len(sec) >= 3:
+            self.report.kernel_rank_correlation = search_cost.spearman(est, sec)
 
     def _winner_kernels(self) -> list:
         """(seconds, what the kernel computes) for the winner's kernels, slowest first."""

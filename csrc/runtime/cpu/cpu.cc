@@ -11,6 +11,7 @@
 #include "codegen/c_schedule.h"
 #include "core/errors.h"
 #include "core/sizes.h"
+#include "kernel/kernel_work.h"
 #include "kernel/lower.h"
 #include "runtime/runtime_rules.h"
 
@@ -43,6 +44,30 @@ Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
   return program;
 }
 }  // namespace
+
+std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
+                                        const DynMap& dims) {
+  Program program = lower_for_cpu(graph, choice);
+  std::vector<KernelWork> work = kernel_work(program, dims);
+  for (size_t i = 0; i < work.size(); ++i) {
+    const int64_t threads = cpu_schedule(program.kernels[i]).threads;
+    work[i].parallel = threads > 1 || (threads == 0 && work[i].iterations >= kCpuParallelWork);
+    const Kernel& k = program.kernels[i];
+    if (!k.matmul.present || k.reduce.empty()) continue;
+    DynMap env;
+    for (size_t d = 0; d < program.dims.size(); ++d) {
+      auto it = dims.find(program.dims[d]);
+      env[program_dim(d).to_string()] = it == dims.end() ? 16 : it->second;
+    }
+    egraph::MatmulSize size;
+    size.m = static_cast<double>(k.loops[k.matmul.m_loop].extent.eval(env));
+    size.n = static_cast<double>(k.loops[k.matmul.n_loop].extent.eval(env));
+    size.k = static_cast<double>(k.reduce[0].extent.eval(env));
+    size.batch = work[i].outputs / std::max(size.m * size.n, 1.0);
+    work[i].matmul_cycles = CpuKernelCost().matmul(size, k.schedule);
+  }
+  return work;
+}
 
 std::string cpu_render(const Graph& graph, const TuningChoice& choice) {
   return CRenderer().render_split(lower_for_cpu(graph, choice)).text();

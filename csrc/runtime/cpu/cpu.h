@@ -11,6 +11,7 @@
 
 #include "codegen/c_matmul.h"
 #include "kernel/kernel.h"
+#include "kernel/kernel_work.h"
 #include "kernel/memory_plan.h"
 #include "runtime/cpu/cpu_compiler.h"
 #include "runtime/runtime.h"
@@ -20,6 +21,11 @@ namespace luminal {
 // The C that CpuRuntime would compile for `graph` under `choice`: every unit of the split
 // program (CSplitProgram::text), rendered without compiling (codegen checks and diffs).
 std::string cpu_render(const Graph& graph, const TuningChoice& choice);
+
+// The work of each kernel CpuRuntime would run for `graph` under `choice` (kernel/kernel_work.h),
+// with `parallel` set where the kernel runs in an OpenMP region: the search's cost model reads it.
+std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
+                                        const DynMap& dims);
 
 // The bytes a CpuRuntime holds, by kind. Each input is counted once, by the bytes it reads.
 struct CpuMemoryUse {

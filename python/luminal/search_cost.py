@@ -1,0 +1,297 @@
+"""The search's calibrated cost model: a kernel's time estimated from the work of the kernel the
+runtime would run (csrc/kernel/kernel_work.h: bytes, loads, flops, a matmul's multiply-adds,
+a parallel region) with per-machine constants fitted by least squares to measured
+``kernel_times`` of probe graphs, and cached on disk beside the search cache. It ranks
+candidates; it decides nothing about correctness. CpuRuntime only (the runtime that reports
+its kernels' work); elsewhere the e-graph's cost stands."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+
+import numpy as np
+
+from . import _core
+
+FORMAT = 1
+# The terms of an estimate, each a count times a fitted seconds-per-unit: a launch, a parallel
+# region (its fork and join), bytes of the buffers read and written, loads issued (cache
+# traffic), arithmetic, transcendental ops, a matmul's flops (a GEMM runs near the peak) and
+# the runtime's cycle estimate of its matmul under its tiling (codegen/c_schedule.h).
+TERMS = ("launch", "parallel", "bytes", "loads", "flops", "special", "matmul_flops",
+         "matmul_cycles")
+
+
+def supported(runtime) -> bool:
+    return isinstance(runtime._rt, getattr(_core, "CpuRuntime", ()))
+
+
+def kernel_work(program, choice, dims: dict) -> list:
+    """The work of each kernel CpuRuntime would run for ``program`` under ``choice``."""
+    return list(_core.cpu_kernel_work(program.graph, choice, dims))
+
+
+def features(work) -> np.ndarray:
+    """One row per kernel, a column per TERMS."""
+    return np.array([[1.0, float(w.parallel), w.bytes_read + w.bytes_written, w.loads,
+                      w.flops, w.special, w.matmul_flops, w.matmul_cycles] for w in work],
+                    dtype=np.float64).reshape(-1, len(TERMS))
+
+
+def _nonneg_lstsq(a: np.ndarray, b: np.ndarray, iterations: int = 100) -> np.ndarray:
+    """min |a x - b| with x >= 0: Lawson and Hanson's active set method."""
+    n = a.shape[1]
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    for _ in range(iterations):
+        grad = a.T @ (b - a @ x)
+        if passive.all() or grad[~passive].max(initial=0) <= 1e-12 * max(abs(grad).max(), 1):
+            break
+        passive[np.argmax(np.where(passive, -np.inf, grad))] = True
+        while True:
+            z = np.zeros(n)
+            z[passive], *_ = np.linalg.lstsq(a[:, passive], b, rcond=None)
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > 1e-15
+    return x
+
+
+class CostModel:
+    """Seconds per unit of each of TERMS (``coef``)."""
+
+    def __init__(self, coef):
+        self.coef = np.asarray(coef, dtype=np.float64)
+
+    def kernel_seconds(self, work) -> np.ndarray:
+        return features(work) @ self.coef if work else np.zeros(0)
+
+    def program_seconds(self, program, choice, dims: dict) -> float:
+        return float(self.kernel_seconds(kernel_work(program, choice, dims)).sum())
+
+    @staticmethod
+    def fit(rows: np.ndarray, seconds: np.ndarray) -> "CostModel":
+        """Fits the log of each estimate to the log of its measured time (a ranking is about
+        ratios: a 10 us kernel weighs as much as a 10 ms one, and an estimate 10x low costs as
+        much as one 10x high), by Levenberg-Marquardt over the logs of the constants, from the
+        nonnegative least squares fit of the relative error."""
+        scale = features_scale(rows)
+        f = rows / scale
+        start = _nonneg_lstsq(f / seconds[:, None], np.ones(len(seconds)))
+        theta = np.log(np.maximum(start, 1e-9 * max(start.max(), 1e-30)))
+        target = np.log(seconds)
+
+        def residual(th):
+            return np.log(np.maximum(f @ np.exp(th), 1e-30)) - target
+
+        r = residual(theta)
+        damping = 1e-3
+        for _ in range(LM_STEPS):
+            est = np.maximum(f @ np.exp(theta), 1e-30)
+            jac = f * np.exp(theta)[None, :] / est[:, None]
+            jtj = jac.T @ jac
+            step = np.linalg.solve(jtj + damping * np.diag(np.diag(jtj) + 1e-12), -jac.T @ r)
+            trial = np.clip(theta + step, -200, 50)
+            r_trial = residual(trial)
+            if r_trial @ r_trial < r @ r:
+                theta, r, damping = trial, r_trial, damping / 3
+            else:
+                damping *= 4
+        coef = np.exp(theta) / scale
+        # A parallel region's wake-up is bimodal on a loaded machine (microseconds, or a
+        # scheduler tick when a thread waits for a busy core): the log fit follows the median
+        # and would price it at nothing while a third of them stall. Its price is the mean
+        # extra time of the parallel kernels over the rest of their estimate.
+        parallel = TERMS.index("parallel")
+        hit = rows[:, parallel] > 0
+        if hit.any():
+            rest = rows @ coef - rows[:, parallel] * coef[parallel]
+            extra = float(np.mean(seconds[hit] - rest[hit]) / np.mean(rows[hit, parallel]))
+            coef[parallel] = max(coef[parallel], extra)
+        return CostModel(coef)
+
+
+LM_STEPS = 60
+
+
+def features_scale(rows: np.ndarray) -> np.ndarray:
+    return np.maximum(rows.max(axis=0), 1e-30)
+
+
+def spearman(a, b) -> float:
+    """Spearman's rank correlation (average ranks for ties); nan for fewer than 3 pairs."""
+    if len(a) < 3:
+        return float("nan")
+
+    def ranks(v):
+        v = np.asarray(v, dtype=np.float64)
+        order = np.argsort(v, kind="stable")
+        r = np.empty(len(v))
+        r[order] = np.arange(len(v))
+        for value in np.unique(v):  # ties share their mean rank
+            same = v == value
+            r[same] = r[same].mean()
+        return r
+
+    ra, rb = ranks(a), ranks(b)
+    if ra.std() == 0 or rb.std() == 0:
+        return float("nan")
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def concordance(estimates, seconds, ratio: float = 2.0) -> float:
+    """Of the pairs whose measured times differ by more than ``ratio``, the fraction the
+    estimates order the same way (nan when there is none): a ranking figure that a loaded
+    machine's noise does not move."""
+    agree = total = 0
+    for i in range(len(seconds)):
+        for j in range(len(seconds)):
+            if seconds[j] > ratio * seconds[i]:
+                total += 1
+                agree += estimates[j] > estimates[i]
+    return agree / total if total else float("nan")
+
+
+# ---- probe graphs and calibration ------------------------------------------------------------
+
+def probe_graphs() -> list:
+    """(name, graph) for the fixed graphs the constants are fitted on and the ranking is
+    measured on: softmax, an MLP, attention, matmuls of several shapes, a decode GEMV, a
+    layer norm, elementwise chains."""
+    from .graph import Graph
+
+    out = []
+
+    def add(name, build):
+        cx = Graph()
+        build(cx)
+        out.append((name, cx))
+
+    add("softmax 256x512", lambda cx: cx.tensor((256, 512)).softmax(-1).output())
+    def layer_norm(cx):
+        from .nn.normalization import layer_norm as norm
+        norm(cx.tensor((128, 768)), (768,)).output()
+    add("layer norm 128x768", layer_norm)
+
+    def mlp(cx):
+        x = cx.tensor((64, 256))
+        w1, w2 = cx.tensor((256, 512)), cx.tensor((512, 256))
+        ((x @ w1).relu() @ w2).output()
+    add("mlp 64x256x512", mlp)
+
+    def attention(cx):
+        q, k, v = cx.tensor((4, 128, 64)), cx.tensor((4, 64, 128)), cx.tensor((4, 128, 64))
+        ((q @ k * 0.125).softmax(-1) @ v).output()
+    add("attention 4x128x64", attention)
+    for m, k, n in ((32, 32, 32), (128, 256, 128), (256, 512, 384), (512, 256, 64)):
+        add(f"matmul {m}x{k}x{n}",
+            lambda cx, m=m, k=k, n=n: (cx.tensor((m, k)) @ cx.tensor((k, n))).output())
+    add("gemv 1x1024x1024", lambda cx: (cx.tensor((1, 1024)) @ cx.tensor((1024, 1024))).output())
+
+    def chain(cx):
+        x = cx.tensor((512, 1024))
+        (x.exp() * x + x.sqrt().reciprocal()).output()
+    add("elementwise 512x1024", chain)
+    add("sum rows 1024x256", lambda cx: cx.tensor((1024, 256)).sum(-1).output())
+    return out
+
+
+def measure(runtime, cx, programs: int = 8, repeats: int = 15) -> list:
+    """(work rows, seconds) per kernel of up to ``programs`` candidates of ``cx``'s search
+    space (the e-graph's best, then one per schedule: tilings, fusions, serial and parallel
+    kernels, so that the parallel region's price is told from the launch's), each kernel's
+    time the minimum of ``repeats`` kernel_times runs on random inputs."""
+    from .search import representative_dims
+    from .search_check import random_inputs
+
+    space = cx._search_space.build(cx, runtime.rewrite_rules(), runtime._rt)
+    dims = representative_dims(cx)
+    rows, times = [], []
+    inputs = random_inputs(cx._g, dims, 0)
+    for program in space.extract(programs, dims):
+        choice = _core.TuningChoice()
+        runtime._rt.compile(program.graph, choice)
+        for node, (dtype, data) in zip(program.inputs, inputs):
+            runtime._rt.set_data(node, data, dtype)
+        runtime._rt.execute(dims)
+        runs = [runtime._rt.kernel_times(dims) for _ in range(repeats)]
+        work = kernel_work(program, choice, dims)
+        for i, w in enumerate(work):
+            rows.append(features([w])[0])
+            times.append(min(run[i][1] for run in runs))
+    runtime._rt.clear_data()
+    return rows, times
+
+
+def calibrate(runtime, graphs=None, programs: int = 8) -> tuple:
+    """Fits a CostModel to the kernels of up to ``programs`` candidates of each of ``graphs``
+    (default probe_graphs) measured on ``runtime``; returns (model, per graph: (name,
+    estimates, seconds))."""
+    from .runtime import CpuRuntime
+
+    per_graph = []
+    all_rows, all_times = [], []
+    for name, cx in graphs or probe_graphs():
+        cx.build_search_space(CpuRuntime)
+        rows, times = measure(runtime, cx, programs)
+        per_graph.append((name, np.array(rows), np.array(times)))
+        all_rows += rows
+        all_times += times
+    model = CostModel.fit(np.array(all_rows), np.maximum(np.array(all_times), 1e-7))
+    return model, [(name, rows @ model.coef, times) for name, rows, times in per_graph]
+
+
+def _path(cache_dir: str, runtime) -> str:
+    from . import __version__
+    from .search_cache import device_name
+
+    key = hashlib.sha256(f"{FORMAT} {runtime._rt.name} {device_name(runtime)} {__version__} "
+                         f"threads {getattr(runtime._rt, 'threads', 1)}".encode()).hexdigest()
+    return os.path.join(cache_dir, f"cost-model-{key[:24]}.json")
+
+
+def load(cache_dir: str, runtime) -> CostModel | None:
+    """The model calibrated for this runtime, device, thread count and version, or None."""
+    if not supported(runtime):
+        return None
+    try:
+        with open(_path(cache_dir, runtime), encoding="utf-8") as f:
+            entry = json.load(f)
+        coef = entry["coef"]
+        if entry.get("terms") != list(TERMS) or len(coef) != len(TERMS):
+            return None
+        return CostModel(coef)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def store(cache_dir: str, runtime, model: CostModel, note: dict | None = None) -> str:
+    os.makedirs(cache_dir, exist_ok=True)
+    path = _path(cache_dir, runtime)
+    tmp = path + f".tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"terms": list(TERMS), "coef": [float(c) for c in model.coef],
+                   "note": note or {}}, f)
+    os.replace(tmp, path)
+    return path
+
+
+def calibrate_and_store(runtime, cache_dir: str | None = None) -> tuple:
+    """calibrate, then store the model where search(cost_model="auto") finds it; returns
+    calibrate's answer."""
+    from .search_cache import default_dir
+
+    model, per_graph = calibrate(runtime)
+    est = np.concatenate([e for _, e, _ in per_graph])
+    sec = np.concatenate([s for _, _, s in per_graph])
+    store(cache_dir or default_dir(), runtime, model,
+          {"kernels": int(len(sec)), "spearman": spearman(est, sec),
+           "median_seconds": statistics.median(sec.tolist())})
+    return model, per_graph

@@ -1,0 +1,138 @@
+"""The calibrated cost model (luminal.search_cost) and the descent (luminal.search_descent):
+kernel work counted from the lowered program, a fit whose ranking of measured kernel times is
+above a floor (pairs more than 2x apart, robust to a loaded machine), budget 1 taking the
+model's pick, the report's rank correlation, and a descent that never re-times a program.
+Outputs are checked against torch."""
+
+import numpy as np
+import pytest
+import torch
+
+import luminal as lm
+from conftest import assert_close
+from luminal import _core, search, search_cost
+
+
+def test_matmul_work_counts_its_flops_and_bytes():
+    cx = lm.Graph()
+    a, b = cx.tensor((32, 48)), cx.tensor((48, 40))
+    (a @ b).output()
+    work = _core.cpu_kernel_work(cx._g, _core.TuningChoice(), {})
+    mm = [w for w in work if w.matmul_flops > 0]
+    assert len(mm) == 1
+    assert mm[0].matmul_flops == 2 * 32 * 48 * 40
+    assert mm[0].bytes_read == 4 * (32 * 48 + 48 * 40)
+    assert mm[0].bytes_written == 4 * 32 * 40
+
+
+def test_symbolic_dims_are_bound_in_the_work():
+    cx = lm.Graph()
+    x = cx.tensor(("s", 64))
+    x.exp().output()
+    (w,) = _core.cpu_kernel_work(cx._g, _core.TuningChoice(), {"s": 10})
+    assert w.outputs == 640 and w.special == 640
+
+
+def test_spearman_is_the_textbook_formula_without_ties():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(12), rng.standard_normal(12)
+    d = np.argsort(np.argsort(a)) - np.argsort(np.argsort(b))
+    want = 1 - 6 * (d ** 2).sum() / (12 * (12 ** 2 - 1))
+    assert search_cost.spearman(a, b) == pytest.approx(want)
+    assert search_cost.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+
+
+def test_the_nonnegative_fit_recovers_known_constants():
+    rng = np.random.default_rng(1)
+    rows = np.abs(rng.standard_normal((40, len(search_cost.TERMS)))) * 1e6
+    rows[:, 0] = 1.0
+    coef = np.array([5e-6, 0, 1e-10, 2e-11, 0, 3e-10, 1e-11, 2e-10])
+    model = search_cost.CostModel.fit(rows, rows @ coef)
+    np.testing.assert_allclose(model.coef, coef, rtol=1e-6, atol=1e-15)
+
+
+@pytest.fixture(scope="module")
+def calibrated(tmp_path_factory):
+    """A model fitted on five of the probe graphs (three candidates each), on this machine,
+    with one thread: a parallel region's wake-up on a loaded 2-core machine costs anything
+    from microseconds to a scheduler tick, which no model of the kernel can know."""
+    rt = lm.CpuRuntime(threads=1, cache_dir=str(tmp_path_factory.mktemp("cc")))
+    keep = ("softmax", "mlp", "matmul 128", "gemv", "elementwise")
+    graphs = [(n, cx) for n, cx in search_cost.probe_graphs() if n.startswith(keep)]
+    model, per_graph = search_cost.calibrate(rt, graphs, programs=3)
+    return rt, model, per_graph
+
+
+def test_the_model_ranks_measured_kernels_above_a_floor(calibrated):
+    _, _, per_graph = calibrated
+    est = np.concatenate([e for _, e, _ in per_graph])
+    sec = np.concatenate([s for _, _, s in per_graph])
+    # Kernels whose measured times are over 2x apart: the model orders most such pairs right.
+    assert search_cost.concordance(est, sec, 2.0) >= 0.8
+    assert search_cost.spearman(est, sec) >= 0.6
+
+
+def test_a_model_is_stored_and_loaded_per_machine(calibrated, tmp_path):
+    rt, model, _ = calibrated
+    assert search_cost.load(str(tmp_path), rt) is None
+    search_cost.store(str(tmp_path), rt, model)
+    loaded = search_cost.load(str(tmp_path), rt)
+    np.testing.assert_allclose(loaded.coef, model.coef)
+    assert search_cost.load(str(tmp_path), lm.NativeRuntime()) is None
+
+
+def mlp(cx):
+    x = cx.tensor((16, 64), name="x")
+    w1, w2 = cx.tensor((64, 96), name="w1"), cx.tensor((96, 32), name="w2")
+    return (x, w1, w2), ((x @ w1).relu() @ w2).output()
+
+
+def check_mlp(rt, cx, ins, y):
+    rng = np.random.default_rng(0)
+    data = [rng.standard_normal(t.shape).astype(np.float32) for t in ins]
+    for t, d in zip(ins, data):
+        rt.set_data(t, d)
+    rt.execute(cx.dyn_map)
+    x, w1, w2 = (torch.from_numpy(d) for d in data)
+    assert_close(rt.get(y), torch.relu(x @ w1) @ w2)
+
+
+def test_budget_one_takes_the_models_pick(calibrated, tmp_path):
+    rt, model, _ = calibrated
+    cx = lm.Graph()
+    ins, y = mlp(cx)
+    cx.build_search_space(lm.CpuRuntime)
+    dims = {}
+    pool = cx._search_space.build(cx, rt.rewrite_rules(), rt._rt).extract(search.RANK_POOL, dims)
+    est = [model.program_seconds(p, _core.TuningChoice(), dims) for p in pool]
+    out = cx.search(rt, 1, cache_dir=str(tmp_path), cost_model=model)
+    report = cx.last_search_report
+    assert report.candidates[0].estimate == pytest.approx(min(est))
+    check_mlp(out, cx, ins, y)
+
+
+def test_the_report_gives_the_rank_correlation(calibrated, tmp_path):
+    rt, model, _ = calibrated
+    cx = lm.Graph()
+    ins, y = mlp(cx)
+    cx.build_search_space(lm.CpuRuntime)
+    out = cx.search(rt, 5, cache_dir=str(tmp_path), cost_model=model)
+    report = cx.last_search_report
+    assert report.kernel_rank_correlation is not None
+    assert all(c.estimate is not None for c in report.candidates)
+    assert "rank correlation" in str(report)
+    check_mlp(out, cx, ins, y)
+
+
+def test_the_descent_never_retimes_a_program_and_stays_right(tmp_path):
+    cx = lm.Graph()
+    ins, y = mlp(cx)
+    cx.build_search_space(lm.CpuRuntime)
+    rt = cx.search(lm.CpuRuntime(cache_dir=str(tmp_path / "cc")), 3, cache_dir=str(tmp_path),
+                   cost_model=None, descent=6, descent_seconds=60)
+    report = cx.last_search_report
+    assert report.descent, str(report)
+    marks = [c.fingerprint for c in report.candidates]
+    assert len(marks) == len(set(marks))
+    assert report.candidates[report.winner].status == "ok"
+    check_mlp(rt, cx, ins, y)

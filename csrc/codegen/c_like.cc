@@ -472,11 +472,23 @@ bool CLikeRenderer::render_row(const Program& program, const Kernel& kernel,
   return false;
 }
 
+bool CLikeRenderer::render_attention(const Program& program, const Kernel& kernel,
+                                     CodeWriter& w) const {
+  (void)program;
+  (void)kernel;
+  (void)w;
+  return false;
+}
+
 std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& kernel) const {
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");
   w.open(kernel_signature(program, kernel));
-  if (kernel.row.present) {
+  if (kernel.attention.present) {
+    if (!render_attention(program, kernel, w)) {
+      throw InternalError("renderer: no attention kernels");
+    }
+  } else if (kernel.row.present) {
     if (!render_row(program, kernel, w)) throw InternalError("renderer: no row kernels");
   } else if (!(kernel.matmul.present && render_matmul(program, kernel, w))) {
     open_output_loops(kernel, w);

@@ -1,0 +1,79 @@
+// attention_region: which nodes a SumReduce scheduled attention computes in its own kernel
+// (kernel/attention.h). Not whether that kernel is attention-shaped (attention_match.cc).
+#include <vector>
+
+#include "kernel/attention.h"
+#include "kernel/buffer_plan.h"
+#include "kernel/view_index.h"
+
+namespace luminal {
+
+namespace {
+
+// A SumReduce of a Mul whose operands are both read through a broadcast (a matmul).
+bool broadcast_product(const Graph& g, const Node& n) {
+  if (n.op != OpKind::SumReduce || unrolled_reduce(n)) return false;
+  const Node& product = g.node(n.inputs[0].node);
+  if (product.op != OpKind::Mul) return false;
+  return broadcasts(product.inputs[0].view) && broadcasts(product.inputs[1].view);
+}
+
+bool elementwise(const Node& n) {
+  return is_unary(n.op) || is_binary(n.op) || n.op == OpKind::Cast || n.op == OpKind::Iota ||
+         n.op == OpKind::Constant || unrolled_reduce(n);
+}
+
+}  // namespace
+
+AttentionRegion attention_region(const Graph& graph,
+                                 const std::vector<std::vector<NodeId>>& readers,
+                                 NodeId reduce) {
+  AttentionRegion none;
+  const Node& root = graph.node(reduce);
+  if (!broadcast_product(graph, root)) return none;
+  Expr keys = root.inputs[0].view.dims[static_cast<size_t>(root.axis)];
+  // The candidates: the root's cone through elementwise nodes, one matmul (the scores) and
+  // reductions over as many elements as the root's keys along their last axis.
+  AttentionRegion region;
+  NodeId scores = -1;
+  std::vector<NodeId> stack = {root.inputs[0].node};
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    stack.pop_back();
+    if (region.inner.count(id)) continue;
+    const Node& n = graph.node(id);
+    bool take = elementwise(n);
+    if (!take && broadcast_product(graph, n) && scores < 0) {
+      scores = id;
+      take = true;
+    }
+    bool last_axis = is_reduce(n.op) && n.axis + 1 == static_cast<int>(n.inputs[0].view.dims.size());
+    if (!take && last_axis && !unrolled_reduce(n) &&
+        n.inputs[0].view.dims[static_cast<size_t>(n.axis)] == keys) {
+      region.keys.insert(id);
+      take = true;
+    }
+    if (!take) continue;
+    region.inner.insert(id);
+    for (const Edge& e : n.inputs) stack.push_back(e.node);
+  }
+  // Only nodes read by the region alone (or the root) stay in it.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (auto it = region.inner.begin(); it != region.inner.end();) {
+      bool inside = true;
+      for (NodeId r : readers[*it]) inside = inside && (r == reduce || region.inner.count(r));
+      if (inside) {
+        ++it;
+        continue;
+      }
+      region.keys.erase(*it);
+      it = region.inner.erase(it);
+      changed = true;
+    }
+  }
+  if (scores < 0 || !region.inner.count(scores)) return none;
+  return region;
+}
+
+}  // namespace luminal

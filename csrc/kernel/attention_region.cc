@@ -4,18 +4,15 @@
 
 #include "kernel/attention.h"
 #include "kernel/buffer_plan.h"
-#include "kernel/view_index.h"
 
 namespace luminal {
 
 namespace {
 
-// A SumReduce of a Mul whose operands are both read through a broadcast (a matmul).
-bool broadcast_product(const Graph& g, const Node& n) {
+// A SumReduce of a Mul (a matmul, whose operands' views match_attention checks).
+bool sum_of_product(const Graph& g, const Node& n) {
   if (n.op != OpKind::SumReduce || unrolled_reduce(n)) return false;
-  const Node& product = g.node(n.inputs[0].node);
-  if (product.op != OpKind::Mul) return false;
-  return broadcasts(product.inputs[0].view) && broadcasts(product.inputs[1].view);
+  return g.node(n.inputs[0].node).op == OpKind::Mul;
 }
 
 bool elementwise(const Node& n) {
@@ -30,7 +27,7 @@ AttentionRegion attention_region(const Graph& graph,
                                  NodeId reduce) {
   AttentionRegion none;
   const Node& root = graph.node(reduce);
-  if (!broadcast_product(graph, root)) return none;
+  if (!sum_of_product(graph, root)) return none;
   Expr keys = root.inputs[0].view.dims[static_cast<size_t>(root.axis)];
   // The candidates: the root's cone through elementwise nodes, one matmul (the scores) and
   // reductions over as many elements as the root's keys along their last axis.
@@ -43,7 +40,7 @@ AttentionRegion attention_region(const Graph& graph,
     if (region.inner.count(id)) continue;
     const Node& n = graph.node(id);
     bool take = elementwise(n);
-    if (!take && broadcast_product(graph, n) && scores < 0) {
+    if (!take && sum_of_product(graph, n) && scores < 0) {
       scores = id;
       take = true;
     }

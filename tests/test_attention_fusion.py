@@ -216,9 +216,8 @@ def test_fused_nn_attention_matches_torch():
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
     rt._load(cx, attention_program(cx))
     assert "(attention rows=" in rt._rt.program_text()
-    weights = {n: torch.randn(p.shape) * 0.3 for n, p in layer.state_dict().items()}
-    for name, p in layer.named_parameters():
-        rt.set_data(p, weights[name])
+    weights = {name: torch.randn(tuple(p.shape)) * 0.3 for name, p in layer.named_parameters()}
+    layer.load_state_dict(rt, weights)
     data = torch.randn(2, 13, 32)
     rt.set_data(x, data)
     cx.set_dim("s", 13)
@@ -236,9 +235,9 @@ def test_fused_nn_attention_matches_torch():
 
 # ---- random attention graphs: every program the rule produces matches NativeRuntime --------
 
-@settings(max_examples=12, deadline=None)
+@settings(max_examples=8, deadline=None)
 @given(st.integers(1, 2), st.sampled_from([(1, 1), (2, 2), (4, 2)]), st.integers(1, 40),
-       st.integers(5, 90), st.sampled_from([4, 16, 33]),
+       st.integers(5, 90), st.sampled_from([5, 16, 33]),
        st.sampled_from([None, "causal", "float", "bool"]), st.sampled_from([None, 0.05, 2.0]),
        st.integers(0, 1000))
 def test_random_attention_programs_match_native(b, heads, s, t, d, mask, scale, seed):
@@ -253,7 +252,7 @@ def test_random_attention_programs_match_native(b, heads, s, t, d, mask, scale, 
     native.compile(cx._g)
     want = _run(native, cx._g.inputs(), cx._g.outputs(), feeds, {})
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
-    space = _core.SearchSpace(cx._g, [RULE], _core.RunnerLimits(), rt._rt)
+    space = _core.SearchSpace(cx._g, RULE.text, _core.RunnerLimits(), rt._rt)
     fused = 0
     for program in space.extract(4, {}):
         rt._rt.compile(program.graph)

@@ -15,6 +15,17 @@ bool sum_of_product(const Graph& g, const Node& n) {
   return g.node(n.inputs[0].node).op == OpKind::Mul;
 }
 
+// Whether node `id` is an Exp2 or a Mul of one (softmax's e / sum(e)).
+bool holds_exp2(const Graph& g, NodeId id) {
+  const Node& n = g.node(id);
+  if (n.op == OpKind::Exp2) return true;
+  if (n.op != OpKind::Mul) return false;
+  for (const Edge& e : n.inputs) {
+    if (g.node(e.node).op == OpKind::Exp2) return true;
+  }
+  return false;
+}
+
 bool elementwise(const Node& n) {
   return is_unary(n.op) || is_binary(n.op) || n.op == OpKind::Cast || n.op == OpKind::Iota ||
          n.op == OpKind::Constant || unrolled_reduce(n);
@@ -29,11 +40,19 @@ AttentionRegion attention_region(const Graph& graph,
   const Node& root = graph.node(reduce);
   if (!sum_of_product(graph, root)) return none;
   Expr keys = root.inputs[0].view.dims[static_cast<size_t>(root.axis)];
-  // The candidates: the root's cone through elementwise nodes, one matmul (the scores) and
+  // The weights: the operand of the root's product that holds softmax's Exp2 (or is one).
+  const Node& product = graph.node(root.inputs[0].node);
+  NodeId weights = -1;
+  for (const Edge& e : product.inputs) {
+    if (weights < 0 && holds_exp2(graph, e.node)) weights = e.node;
+  }
+  if (weights < 0) return none;
+  // The candidates: the weights' cone through elementwise nodes, one matmul (the scores) and
   // reductions over as many elements as the root's keys along their last axis.
   AttentionRegion region;
   NodeId scores = -1;
-  std::vector<NodeId> stack = {root.inputs[0].node};
+  region.inner.insert(root.inputs[0].node);
+  std::vector<NodeId> stack = {weights};
   while (!stack.empty()) {
     NodeId id = stack.back();
     stack.pop_back();

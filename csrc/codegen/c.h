@@ -84,6 +84,15 @@ class CRenderer : public CLikeRenderer {
   // The values of attention kernel `k` that compute `from` from `stops` (declared already).
   void emit_attention_cone(const Kernel& k, ValueId from, const std::set<ValueId>& stops,
                            CodeWriter& w) const;
+  // Attention kernel `k`'s bias over the tile into lm_b, and the skip of a tile it masks.
+  void emit_attention_bias(const Kernel& k, CodeWriter& w) const;
+  // out[r][c] = init[r][c] (or 0) + sum_e a[r][e] * b[e][c] for rows r < lm_nq (in blocks of
+  // 4: the arrays hold whole blocks) and columns c < cols (a multiple of the block), in
+  // register blocks.
+  void emit_attention_block_product(CodeWriter& w, const std::string& out,
+                                    const std::string& init, const std::string& a,
+                                    const std::string& b, const std::string& inner,
+                                    const std::string& cols) const;
 
   bool split_ = false;  // kernels are linked from other units (hidden), not static
 };

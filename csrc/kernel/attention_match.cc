@@ -59,6 +59,30 @@ bool plain_cone(const Kernel& k, ValueId from, const std::set<ValueId>& stops) {
   return true;
 }
 
+// Sets a.bias and a.dot_scale where a.score = dot * c + bias (either order, c optional).
+void split_score(const Kernel& k, AttentionInfo& a) {
+  const Value& add = k.values[a.score];
+  if (add.kind != ValueKind::kBinary || add.op != OpKind::Add) return;
+  for (int side = 0; side < 2; ++side) {
+    ValueId scaled = add.args[side];
+    ValueId bias = add.args[1 - side];
+    std::vector<ValueId> bias_cone = attention_cone(k, bias, {});
+    if (std::find(bias_cone.begin(), bias_cone.end(), a.dot) != bias_cone.end()) continue;
+    if (scaled == a.dot) {
+      a.bias = bias;
+      return;
+    }
+    const Value& mul = k.values[scaled];
+    if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul) continue;
+    for (int c = 0; c < 2; ++c) {
+      if (mul.args[1 - c] != a.dot || k.values[mul.args[c]].kind != ValueKind::kConst) continue;
+      a.bias = bias;
+      a.dot_scale = mul.args[c];
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<ValueId> attention_cone(const Kernel& kernel, ValueId from,
@@ -204,6 +228,7 @@ AttentionInfo match_attention(const Kernel& k) {
     if (!reads(a.k, k.loops[l].var)) a.query_loop = l;
   }
   if (a.query_loop < 0) return none;
+  split_score(k, a);
   if (reads(a.k, k.loops[a.query_loop].var)) return none;
   a.present = true;
   return a;

@@ -140,6 +140,11 @@ struct AttentionInfo {
   ValueId q = -1;        // the dot's operands: q not moving along the keys
   ValueId k = -1;        //   and k along neither the query rows nor d
   ValueId score = -1;    // x: a value over the keys read from the dot (never over d)
+  // score = dot * dot_scale + bias where it has that form (dot_scale a kConst, or -1 for 1;
+  // bias a value not read from the dot: a mask), else bias = -1. A renderer may skip a tile
+  // whose bias is -inf throughout where the dot cannot overflow (the score is -inf there).
+  ValueId bias = -1;
+  ValueId dot_scale = -1;
   ValueId max = -1;      // kReduce Max of score over the keys, or -1: the shift is read
   ValueId shift = -1;    // g: max, or a row value of max alone (and constants, row loads)
   ValueId scale = -1;    // kConst c > 0

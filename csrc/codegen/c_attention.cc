@@ -11,7 +11,7 @@
 namespace luminal {
 
 namespace {
-constexpr int kAttnRows = 16;  // query rows sharing each tile of keys
+constexpr int kAttnRows = 64;  // query rows sharing each tile of keys (its gather)
 constexpr int kAttnKeys = 64;  // keys per tile
 constexpr int kAttnBlock = 16;  // columns of a register block (keys, value features)
 }  // namespace
@@ -121,8 +121,11 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   loop(dot.var, "0", nd);
   emit_attention_cone(k, a.k, {}, w);
   w.line("lm_kt[" + dot.var + "][lm_jj] = " + name(a.k) + ";");
-  w.line("lm_kmax = lm_fmax_nan(lm_kmax, " + name(a.k) + " < 0.0f ? -" + name(a.k) + " : " +
-         name(a.k) + ");");
+  if (a.bias >= 0) {  // the largest |k|, NaN if any is (the tile skip's bound)
+    w.line("const float lm_ka = " + name(a.k) + " < 0.0f ? -" + name(a.k) + " : " + name(a.k) +
+           ";");
+    w.line("lm_kmax = lm_ka > lm_kmax || lm_ka != lm_ka ? lm_ka : lm_kmax;");
+  }
   w.close();
   w.close();
   w.line("for (int64_t lm_jj = lm_nk; lm_jj < " + tile + "; lm_jj++) for (int64_t lm_e = 0; "
@@ -146,6 +149,8 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
   // the scores' values (scale, masks) on each dot, and the tile's max
   w.line("float lm_bmax = (-1.0f / 0.0f);");
+  w.line("int lm_nan = 0;");
+  w.line("#pragma omp simd reduction(max:lm_bmax) reduction(|:lm_nan)");
   loop("lm_jj", "0", "lm_nk");
   w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
   w.line("const float " + name(a.dot) + " = lm_s[lm_r][lm_jj];");
@@ -156,8 +161,10 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   }
   emit_attention_cone(k, a.score, stops, w);
   w.line("lm_s[lm_r][lm_jj] = " + name(a.score) + ";");
-  w.line("lm_bmax = lm_fmax_nan(lm_bmax, " + name(a.score) + ");");
+  w.line("lm_bmax = " + name(a.score) + " > lm_bmax ? " + name(a.score) + " : lm_bmax;");
+  w.line("lm_nan |= " + name(a.score) + " != " + name(a.score) + ";");
   w.close();
+  w.line("if (lm_nan) lm_bmax = (0.0f / 0.0f);");
   // the online softmax: new max and shift, old state rescaled by exp2(c * (g_old - g_new))
   w.line("const float lm_mnew = lm_fmax_nan(lm_m[lm_r], lm_bmax);");
   w.line("float lm_gold, lm_gnew;");
@@ -167,7 +174,11 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.line("float lm_psum = 0.0f;");
   w.line("#pragma omp simd reduction(+:lm_psum)");
   loop("lm_jj", "0", "lm_nk");
-  w.line("const float lm_p = " + online_weight(c, "lm_s[lm_r][lm_jj]", "lm_gnew") + ";");
+  // exp2 of -inf is 0, given here: lm_exp2f would reach it through subnormal products, which
+  // cost a microcode assist each on some cores (a causal mask's scores are half -inf)
+  w.line("const float lm_x = lm_s[lm_r][lm_jj];");
+  w.line("const float lm_p = lm_x == (-1.0f / 0.0f) && lm_gnew != lm_x ? 0.0f : " +
+         online_weight(c, "lm_x", "lm_gnew") + ";");
   w.line("lm_s[lm_r][lm_jj] = lm_p;");
   w.line("lm_psum += lm_p;");
   w.close();

@@ -33,6 +33,7 @@ void CRenderer::emit_attention_bias(const Kernel& k, CodeWriter& w) const {
   w.line("int lm_live = 0;");
   w.open("for (int64_t lm_r = 0; lm_r < lm_nq; lm_r++)");
   w.line("const int64_t " + k.loops[a.query_loop].var + " = lm_q0 + lm_r;");
+  w.line("#pragma omp simd reduction(|:lm_live)");
   w.open("for (int64_t lm_jj = 0; lm_jj < lm_nk; lm_jj++)");
   w.line("const int64_t " + k.reduce[a.key_reduce].var + " = lm_j0 + lm_jj;");
   emit_attention_cone(k, a.bias, {}, w);
@@ -40,11 +41,29 @@ void CRenderer::emit_attention_bias(const Kernel& k, CodeWriter& w) const {
   w.line("lm_live |= !(" + value_name(a.bias) + " == (-1.0f / 0.0f));");
   w.close();
   w.close();
+  // the largest |k| of the tile, NaN if any is: where |q| * |k| * features * |scale| stays
+  // below the f32 range, no score of the tile is anything but -inf
+  w.open("if (!lm_live)");
+  w.line("float lm_kmax = 0.0f;");
+  w.line("int lm_knan = 0;");
+  w.open("for (int64_t lm_jj = 0; lm_jj < lm_nk; lm_jj++)");
+  w.line("const int64_t " + k.reduce[a.key_reduce].var + " = lm_j0 + lm_jj;");
+  w.line("#pragma omp simd reduction(max:lm_kmax) reduction(|:lm_knan)");
+  w.open("for (int64_t " + k.reduce[a.dot_reduce].var + " = 0; " + k.reduce[a.dot_reduce].var +
+         " < " + nd + "; " + k.reduce[a.dot_reduce].var + "++)");
+  emit_attention_cone(k, a.k, {}, w);
+  w.line("const float lm_ka = " + value_name(a.k) + " < 0.0f ? -" + value_name(a.k) + " : " +
+         value_name(a.k) + ";");
+  w.line("lm_kmax = lm_ka > lm_kmax ? lm_ka : lm_kmax;");
+  w.line("lm_knan |= lm_ka != lm_ka;");
+  w.close();
+  w.close();
   std::string c = a.dot_scale >= 0 ? value_expr(k, a.dot_scale) : "1.0f";
   w.line("const double lm_c = (double)" + c + ";");
   w.line("const double lm_bound = (double)lm_qmax * (double)lm_kmax * (double)" + nd +
          " * (lm_c < 0 ? -lm_c : lm_c);");
-  w.line("if (!lm_live && lm_bound < 1e38) continue;");
+  w.line("if (!lm_knan && lm_bound < 1e38) continue;");
+  w.close();
 }
 
 bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWriter& w) const {
@@ -114,23 +133,17 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.open("for (int64_t lm_j0 = 0; lm_j0 < " + keys.extent.to_c() + "; lm_j0 += " + tile + ")");
   w.line("const int64_t lm_nk = " + keys.extent.to_c() + " - lm_j0 < " + tile + " ? " +
          keys.extent.to_c() + " - lm_j0 : " + tile + ";");
+  if (a.bias >= 0) emit_attention_bias(k, w);
   // The tile's keys, transposed (keys past the end 0).
-  w.line("float lm_kmax = 0.0f;");
   loop("lm_jj", "0", "lm_nk");
   w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
   loop(dot.var, "0", nd);
   emit_attention_cone(k, a.k, {}, w);
   w.line("lm_kt[" + dot.var + "][lm_jj] = " + name(a.k) + ";");
-  if (a.bias >= 0) {  // the largest |k|, NaN if any is (the tile skip's bound)
-    w.line("const float lm_ka = " + name(a.k) + " < 0.0f ? -" + name(a.k) + " : " + name(a.k) +
-           ";");
-    w.line("lm_kmax = lm_ka > lm_kmax || lm_ka != lm_ka ? lm_ka : lm_kmax;");
-  }
   w.close();
   w.close();
   w.line("for (int64_t lm_jj = lm_nk; lm_jj < " + tile + "; lm_jj++) for (int64_t lm_e = 0; "
          "lm_e < " + nd + "; lm_e++) lm_kt[lm_e][lm_jj] = 0.0f;");
-  if (a.bias >= 0) emit_attention_bias(k, w);
   // The tile's values (keys and features past the end 0).
   loop("lm_jj", "0", tile);
   w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_v[lm_jj][lm_d] = 0.0f;");

@@ -236,31 +236,37 @@ void CRenderer::emit_attention_block_product(CodeWriter& w, const std::string& o
                                              const std::string& cols) const {
   const std::string blk = std::to_string(kAttnBlock);
   const std::string bytes = std::to_string(kAttnBlock * 4);
-  w.open("for (int64_t lm_rb = 0; lm_rb < lm_nq; lm_rb += 4)");
-  w.open("for (int64_t lm_cb = 0; lm_cb < " + cols + "; lm_cb += " + blk + ")");
-  w.line("typedef float lm_vec __attribute__((vector_size(" + bytes + ")));");
-  w.line("lm_vec lm_c0 = {0}, lm_c1 = {0}, lm_c2 = {0}, lm_c3 = {0};");
-  if (!init.empty()) {
-    for (int x = 0; x < 4; ++x) {
-      std::string row = std::to_string(x);
-      w.line("__builtin_memcpy(&lm_c" + row + ", &" + init + "[lm_rb + " + row +
-             "][lm_cb], " + bytes + ");");
+  w.open("");
+  w.line("int64_t lm_rb = 0;");
+  // blocks of 8 rows (8 accumulators), then of 4 for the rest
+  for (int rows : {8, 4}) {
+    std::string step = std::to_string(rows);
+    w.open(rows == 8 ? "for (; lm_rb + 8 <= lm_nq; lm_rb += 8)"
+                     : "for (; lm_rb < lm_nq; lm_rb += 4)");
+    w.open("for (int64_t lm_cb = 0; lm_cb < " + cols + "; lm_cb += " + blk + ")");
+    w.line("typedef float lm_vec __attribute__((vector_size(" + bytes + ")));");
+    for (int x = 0; x < rows; ++x) {
+      std::string c = "lm_c" + std::to_string(x);
+      std::string row = "[lm_rb + " + std::to_string(x) + "]";
+      w.line("lm_vec " + c + " = {0};");
+      if (!init.empty()) w.line("__builtin_memcpy(&" + c + ", &" + init + row + "[lm_cb], " +
+                                bytes + ");");
     }
+    w.open("for (int64_t lm_e = 0; lm_e < " + inner + "; lm_e++)");
+    w.line("lm_vec lm_bv;");
+    w.line("__builtin_memcpy(&lm_bv, &" + b + "[lm_e][lm_cb], " + bytes + ");");
+    for (int x = 0; x < rows; ++x) {
+      w.line("lm_c" + std::to_string(x) + " += " + a + "[lm_rb + " + std::to_string(x) +
+             "][lm_e] * lm_bv;");
+    }
+    w.close();
+    for (int x = 0; x < rows; ++x) {
+      w.line("__builtin_memcpy(&" + out + "[lm_rb + " + std::to_string(x) + "][lm_cb], &lm_c" +
+             std::to_string(x) + ", " + bytes + ");");
+    }
+    w.close();
+    w.close();
   }
-  w.open("for (int64_t lm_e = 0; lm_e < " + inner + "; lm_e++)");
-  w.line("lm_vec lm_bv;");
-  w.line("__builtin_memcpy(&lm_bv, &" + b + "[lm_e][lm_cb], " + bytes + ");");
-  for (int x = 0; x < 4; ++x) {
-    std::string row = std::to_string(x);
-    w.line("lm_c" + row + " += " + a + "[lm_rb + " + row + "][lm_e] * lm_bv;");
-  }
-  w.close();
-  for (int x = 0; x < 4; ++x) {
-    std::string row = std::to_string(x);
-    w.line("__builtin_memcpy(&" + out + "[lm_rb + " + row + "][lm_cb], &lm_c" + row + ", " +
-           bytes + ");");
-  }
-  w.close();
   w.close();
 }
 

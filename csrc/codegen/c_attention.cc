@@ -109,10 +109,13 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.line("const int64_t lm_q0 = lm_qt * " + rows + ";");
   w.line("const int64_t lm_nq = " + ql.extent.to_c() + " - lm_q0 < " + rows + " ? " +
          ql.extent.to_c() + " - lm_q0 : " + rows + ";");
-  w.line("float lm_q[" + rows + "][" + nd + "], lm_o[" + rows + "][" + nvp + "];");
+  const std::string aligned = " __attribute__((aligned(64)))";
+  w.line("float lm_q[" + rows + "][" + nd + "]" + aligned + ";");
+  w.line("float lm_o[" + rows + "][" + nvp + "]" + aligned + ";");
   w.line("float lm_m[" + rows + "], lm_l[" + rows + "];");
-  w.line("float lm_kt[" + nd + "][" + tile + "], lm_s[" + rows + "][" + tile + "];");
-  w.line("float lm_v[" + tile + "][" + nvp + "];");
+  w.line("float lm_kt[" + nd + "][" + tile + "]" + aligned + ";");
+  w.line("float lm_s[" + rows + "][" + tile + "]" + aligned + ";");
+  w.line("float lm_v[" + tile + "][" + nvp + "]" + aligned + ";");
   w.line("float lm_qmax = 0.0f;  /* the largest |q| of the tile, NaN if any is */");
   // The tile's queries (rows past the end 0), each row's state: max -inf, sum 0, output 0.
   loop("lm_r", "0", rows);

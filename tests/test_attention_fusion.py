@@ -4,7 +4,11 @@ their max and sum in that matmul's kernel, query tiles streaming over key tiles 
 softmax. The rule as this => that and on the graphs F.scaled_dot_product_attention and nn
 attention build (with symbolic lengths); every fused kernel against torch on odd shapes, with
 causal, additive and boolean masks, fully masked rows, large logits, GQA and the decode case;
-random attention graphs against NativeRuntime. Not the unfused kernels (test_row_fusion.py)."""
+random attention graphs against NativeRuntime; the CUDA rendering (the rule cuda-attention)
+compiled by NVRTC and run in the CPU emulator against torch. Not the unfused kernels
+(test_row_fusion.py)."""
+
+import types
 
 import numpy as np
 import pytest
@@ -14,8 +18,10 @@ from hypothesis import given, settings, strategies as st
 import luminal as lm
 import luminal.nn as nn
 import luminal.nn.functional as F
-from luminal import _core
+from luminal import _core, cuda
+from luminal.runtime import _id_map
 
+import cuda_emu
 from conftest import CPU_CACHE, assert_close
 from matmul_cases import scheduled
 
@@ -261,3 +267,72 @@ def test_random_attention_programs_match_native(b, heads, s, t, d, mask, scale, 
         for g_, w_ in zip(got, want):
             np.testing.assert_allclose(g_, w_, rtol=2e-4, atol=2e-4, equal_nan=True)
     assert fused == 1
+
+
+# ---- CUDA: NVRTC for sm_80 / sm_90, and the CPU emulator against torch -------------------------
+
+CUDA_RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
+CUDA_RULE = next(r for r in CUDA_RULES if r.name == "cuda-attention")
+
+
+class _Tensor:
+    """What cuda_emu.Emulated.run reads of a tensor: its node in the program's graph."""
+
+    def __init__(self, node, st=None):
+        self.id, self.st, self.shape = node, st, (None,)
+
+
+def emulate(cx, program, feeds, y, workdir):
+    """Runs `program` (of cx's graph) in the CUDA emulator; returns y's value, flat."""
+    ids = _id_map(cx._g, program)
+    graph = types.SimpleNamespace(_g=program.graph)
+    emu = cuda_emu.Emulated([(graph, None, dict(cx.dyn_map))], str(workdir))
+    out_node = ids[cx._g.find_output(y.id, y.st)]
+    graph._g = types.SimpleNamespace(find_output=lambda node, view: out_node)
+    fed = {_Tensor(ids[t.id]): v.numpy() for t, v in feeds.items()}
+    (value,) = emu.run(0, fed, [_Tensor(out_node, y.st)])
+    return value
+
+
+def test_cuda_attention_rule_this_gives_that():
+    cx = lm.Graph()
+    this = cx.tensor((3, "n")).softmax(-1) @ cx.tensor(("n", 5))
+    that = scheduled(this, [("attention", 1)])
+    this.output()
+    that.output()
+    g, (r_this, r_that), _ = saturate(cx, [])
+    assert not g.equivalent(r_this, r_that)
+    g, (r_this, r_that), report = saturate(cx, [CUDA_RULE])
+    assert g.equivalent(r_this, r_that)
+    assert report.rejected_merges == 0
+
+
+@pytest.mark.skipif(not cuda.find_nvrtc(), reason="NVRTC is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("mask", [None, "causal", "float"])
+def test_cuda_attention_compiles_with_nvrtc(arch, mask):
+    cx, _, _ = sdpa_graph(1, 4, 2, "s", "s", 64, None if mask == "causal" else mask,
+                          mask == "causal")
+    src = _core.cuda_render(attention_program(cx).graph, arch, _core.TuningChoice())
+    assert "attention, a warp per query row" in src
+    assert _core.cuda_nvrtc_compile(src, arch, cuda.find_nvrtc()) > 0
+
+
+@pytest.mark.skipif(cuda_emu.compiler() is None, reason="no C++ compiler")
+@pytest.mark.parametrize("mask,kind", [(None, "large"), ("causal", "plain"),
+                                       ("float", "fully_masked"), ("bool", "masked")])
+def test_cuda_attention_matches_torch_in_the_emulator(mask, kind, tmp_path_factory):
+    b, h, hk, s, t, d = 1, 2, 1, 5, 37, 40  # d over a warp: two features per lane, one idle
+    causal = mask == "causal"
+    mask = None if causal else mask
+    cx, inputs, y = sdpa_graph(b, h, hk, s, t, d, mask, causal)
+    shapes = {"q": (b, h, s, d), "k": (b, hk, t, d), "v": (b, hk, t, d),
+              "mask": (s, t) if mask == "float" else (b, 1, s, t)}
+    data = sdpa_data(shapes, mask, kind)
+    program = attention_program(cx)
+    src = _core.cuda_render(program.graph, "sm_90", _core.TuningChoice())
+    assert "attention, a warp per query row" in src
+    feeds = {inputs[n]: v for n, v in data.items()}
+    got = emulate(cx, program, feeds, y, tmp_path_factory.getbasetemp())
+    want = torch_sdpa(data, causal, None, h != hk)
+    assert_close(got.reshape(want.shape), want, rtol=2e-4, atol=2e-4)

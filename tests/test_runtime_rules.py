@@ -519,6 +519,8 @@ def cuda_this(cx, rule, dtype=None):
     lhs = rule.text.split("(schedule")[0]
     if rule.name == "cuda-widen-cast":  # a bf16 weight read by an f32 matmul
         return cx.tensor((9, 7), dtype or lm.bfloat16).to(lm.float32)
+    if rule.name == "cuda-attention":  # softmax weights times values
+        return cx.tensor((5, 7)).softmax(-1) @ cx.tensor((7, 9))
     if "Cast" in lhs:
         a = cx.tensor((5, 7), dtype or lm.bfloat16)
         b = cx.tensor((7, 9), dtype or lm.bfloat16)
@@ -533,7 +535,7 @@ def test_cuda_offers_reductions_and_matmuls_and_tensor_cores_from_sm_80():
     assert all(schedule_of(r) for r in CUDA_RULES)
     params = {n for r in CUDA_RULES for n, _ in schedule_of(r)}
     assert params == {"cuda_reduce", "cuda_vector", "cuda_matmul", "cuda_gemv_split", "inline",
-                      "epilogue", "row"}
+                      "epilogue", "row", "attention"}
     older = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_75"), "cuda.rules")]
     sm80 = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_80"), "cuda.rules")]
     assert "cuda-matmul-tensor-cores" in CUDA_RULE_NAMES and "cuda-matmul-tensor-cores" in sm80
@@ -609,6 +611,7 @@ def test_cuda_search_space_has_one_program_per_schedule():
     e = (x - x.amax(-1, keepdim=True)).exp()
     (e / e.sum(-1, keepdim=True)).output()
     (a @ b).output()
+    (cx.tensor((4, 8)).softmax(-1) @ cx.tensor((8, 5))).output()  # attention's weights @ v
     space = _core.SearchSpace(cx._g, cuda.rewrite_rules("sm_90"), _core.RunnerLimits())
     schedules = {"(schedule " + " ".join(f"({n} {v})" for n, v in schedule_of(r)) + ")"
                  for r in CUDA_RULES}

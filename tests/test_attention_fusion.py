@@ -167,6 +167,21 @@ def test_the_search_space_holds_the_fused_and_the_unfused_program():
     assert any("(attention 1)" not in t for t in texts)
 
 
+def test_the_cost_models_pick_on_the_cpu_is_fused():
+    cx, _, _ = sdpa_graph(1, 4, 4, 256, 256, 64, causal=True)
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits(), rt._rt)
+    assert "(attention 1)" in space.extract(1, {})[0].text()
+
+
+def test_a_bad_attention_schedule_is_refused():
+    cx, _, _ = sdpa_graph(1, 2, 2, 8, 8, 8)
+    text = attention_program(cx).text().replace("(attention 1)", "(attention 3)")
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    with pytest.raises(lm.LuminalError, match="attention must be 0 to 1"):
+        rt._load(cx, _core.parse_program(text, cx._g))
+
+
 # ---- every fused kernel against torch ------------------------------------------------------------
 
 SHAPES = [  # b, h, hk, s, t, d: s and t not multiples of the 16-row and 64-key tiles

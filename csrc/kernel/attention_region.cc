@@ -63,7 +63,8 @@ AttentionRegion attention_region(const Graph& graph,
       scores = id;
       take = true;
     }
-    bool last_axis = is_reduce(n.op) && n.axis + 1 == static_cast<int>(n.inputs[0].view.dims.size());
+    const size_t rank = is_reduce(n.op) ? n.inputs[0].view.dims.size() : 0;
+    bool last_axis = is_reduce(n.op) && static_cast<size_t>(n.axis) + 1 == rank;
     if (!take && last_axis && !unrolled_reduce(n) &&
         n.inputs[0].view.dims[static_cast<size_t>(n.axis)] == keys) {
       region.keys.insert(id);

@@ -159,7 +159,9 @@ struct Kernel {
   NodeId root = -1;              // the HLIR node whose value it computes
   std::vector<Loop> loops;       // output axes, outermost first (may be empty: a scalar)
   std::vector<Loop> reduce;      // zero or one loop; values before `reduce_at` run inside it
-                                 // (a row kernel: one per reduction, as `row` says)
+                                 // (a row kernel: one per reduction, as `row` says; an
+                                 // attention kernel: the dot's, then the keys', as
+                                 // `attention` says)
   int reduce_at = -1;            // index of the kReduce value, or -1 (a row kernel: the last)
   std::vector<Value> values;     // the body; the last value is stored
   BufferId out = -1;             // the buffer stored to, at `out_index`

@@ -4,8 +4,9 @@ in one run: matmul, GEMMs with a parameter weight (1024^3, 4096^3 and the prefil
 matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, and a Linear's in
 the GGUF block types, as a fraction of the read bandwidth measured in the same run), a fused elementwise chain, softmax,
 log_softmax, layer_norm and rms_norm over (4096, 4096) (as a fraction of the copy bandwidth of
-the same run), Linear + bias + GELU and a SwiGLU MLP (matmul epilogues) and a Llama-style
-decoder block. Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick]
+the same run), Linear + bias + GELU and a SwiGLU MLP (matmul epilogues), causal attention
+(32 heads, head_dim 64, s = 128, 512, 2048: the fused attention kernel against torch eager's
+scaled_dot_product_attention) and a Llama-style decoder block. Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick]
 [--no-compile] [--threads N]
 [--only NAME...] (benchmarks whose name starts with one of them: matmul, gemm, gemv, ...)."""
 
@@ -405,6 +406,51 @@ def bench_rows(kind, ctx):
                      f"{kernels} kernel{'s' if kernels > 1 else ''}")
 
 
+def _scores_bytes(rt, numel) -> int:
+    """Bytes of the program's buffers holding at least `numel` elements besides its inputs and
+    outputs: the attention scores (and their exp) where they reach memory."""
+    total = 0
+    for line in rt._rt.program_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[0] == "(buffer" and parts[2] == "temp":
+            if parts[4].isdigit() and int(parts[4]) >= numel:
+                total += int(parts[4]) * (2 if parts[3] in ("f16", "bf16") else 4)
+    return total
+
+
+def bench_attention(s, ctx, heads=32, head_dim=64):
+    """Causal F.scaled_dot_product_attention over (1, heads, s, head_dim) against torch eager's:
+    GFLOP/s of the causal half (4 * heads * s^2 * head_dim / 2). The search times the fused
+    kernel (kernel/attention.h: the scores never reach memory) against the unfused program;
+    the note gives the memory the chosen program's scores take."""
+    import luminal.nn.functional as LF
+
+    cx = lm.Graph()
+    q, k, v = (cx.tensor((1, heads, s, head_dim)) for _ in range(3))
+    out = LF.scaled_dot_product_attention(q, k, v, is_causal=True).output()
+    rng = np.random.default_rng(3)
+    data = [rng.standard_normal((1, heads, s, head_dim), dtype=np.float32) for _ in range(3)]
+    rt = cx.search(lm.CpuRuntime(threads=ctx.threads, cache_dir=ctx.cache), 4, cache=False,
+                   progress=False)
+    for t, d in zip((q, k, v), data):
+        rt.set_data(t, d)
+    rt.execute()
+    qt, kt, vt = (torch.from_numpy(d) for d in data)
+    fn = lambda a, b, c: F.scaled_dot_product_attention(a, b, c, is_causal=True)  # noqa: E731
+    np.testing.assert_allclose(rt.get(out), fn(qt, kt, vt).numpy(), rtol=1e-4, atol=1e-4)
+    fused = "(attention rows=" in rt._rt.program_text()
+    scores = _scores_bytes(rt, heads * s * s)
+    gflop = 4.0 * heads * s * s * head_dim / 2 / 1e9
+    reps = max(2, ctx.repeats // (2 if s >= 2048 else 1))
+    lum = gflop / timeit(lambda: rt.execute(), reps)
+    tor = gflop / timeit(lambda: fn(qt, kt, vt), reps)
+    comp = gflop / time_compiled(ctx.compiled(fn), (qt, kt, vt), reps)
+    return dict(name=f"attention causal s={s}", unit="GFLOP/s", lm=lum, torch=tor, numpy=NAN,
+                compile=comp, target=("torch", 1.5 if s >= 2048 else 1.0),
+                note=f"h={heads} d={head_dim}, {'fused' if fused else 'unfused'}, scores in "
+                     f"memory {scores / 2**20:.0f} MiB (torch eager: flash kernel, none)")
+
+
 def bench_linear_gelu(m, k, n, ctx):
     """gelu(x @ W.T + b), BERT's FFN input (128 x 768 -> 3072), W and b parameters: the search
     may run the bias and the GELU in the matmul's kernel (its epilogue) or as a pass of their
@@ -585,6 +631,9 @@ def main():
                 ("rms_norm", lambda: bench_rows("rms_norm", ctx)),
                 ("linear_gelu", lambda: bench_linear_gelu(128, 768, 3072, ctx)),
                 ("swiglu", lambda: bench_swiglu(128, 2048, 8192, ctx)),
+                ("attention", lambda: bench_attention(128, ctx)),
+                ("attention", lambda: bench_attention(512, ctx)),
+                ("attention", lambda: bench_attention(2048, ctx)),
                 ("decoder", lambda: bench_decoder(ctx))]
     if args.only:
         benches = [(n, b) for n, b in benches if n.startswith(tuple(args.only))]

@@ -4,7 +4,8 @@ decode-shaped Linears (f32 x, f32 or bf16 W: 1x2048 @ 2048x8192 and the LM head 
 2048x128256) and elementwise bandwidth as % of copy bandwidth, a bf16 4096^3 GEMM in
 TFLOP/s (and % of torch), softmax, log_softmax, layer_norm and rms_norm over (4096, 4096) as
 row kernels in GB/s and % of copy bandwidth, bf16 Linear + bias + GELU with the epilogue in the
-matmul's kernel and without (TFLOP/s against torch), and one decode step of a Llama-3-8B-shaped
+matmul's kernel and without (TFLOP/s against torch), causal attention (32 heads, head_dim 64,
+s = 128, 512, 2048) fused and unfused in ms against torch's sdpa, and one decode step of a Llama-3-8B-shaped
 decoder (random bf16 weights, 32 layers, hidden 4096, 32 heads, 8 KV heads, FFN 14336, KV cache
 of 1024 tokens) in tokens/s and % of the bandwidth bound (weight bytes per token / copy
 bandwidth). Each section survives the failure of another.
@@ -332,6 +333,50 @@ def epilogue_section(cache, torch):
 
 # ---- Llama-3-8B-shaped decode step ----------------------------------------------------
 
+ATTENTION_LENGTHS = (128, 512, 2048)
+
+
+def attention_graph(s, fused, heads=32, head_dim=64):
+    """Causal F.scaled_dot_product_attention over f32 (1, heads, s, head_dim), its second
+    matmul under `attention 1` (kernel/attention.h: a warp per query row streams the keys with
+    the online softmax, codegen/cuda_attention.cc) or as written (the scores in memory)."""
+    import luminal.nn.functional as LF
+    from luminal.graph import GraphTensor
+
+    cx = lm.Graph()
+    q, k, v = (cx.tensor((1, heads, s, head_dim)) for _ in range(3))
+    out = LF.scaled_dot_product_attention(q, k, v, is_causal=True)
+    if fused:
+        out = GraphTensor(cx, cx._g.scheduled(out.id, [("attention", 1)]), out.st, out.dtype)
+    out.output()
+    return cx, (q, k, v)
+
+
+def attention_section(cache, torch, heads=32, head_dim=64):
+    """Causal attention, 32 heads, head_dim 64, s = 128, 512, 2048: fused and unfused in ms
+    against torch's scaled_dot_product_attention (its flash kernel)."""
+    out = {}
+    rng = np.random.default_rng(7)
+    for s in ATTENTION_LENGTHS:
+        data = [rng.standard_normal((1, heads, s, head_dim), dtype=np.float32) for _ in range(3)]
+        ref = NAN
+        if torch is not None:
+            tq, tk, tv = (torch.from_numpy(d).cuda() for d in data)
+            ref = torch_ms(torch, lambda: torch.nn.functional.scaled_dot_product_attention(
+                tq, tk, tv, is_causal=True))
+        for label, fused in (("fused", True), ("unfused", False)):
+            cx, inputs = attention_graph(s, fused, heads, head_dim)
+            rt = compile_graph(cx, make_rt(cache))
+            for t, d in zip(inputs, data):
+                rt.set_data(t, d)
+            ms = rt.benchmark(20)
+            scores = 0 if fused else heads * s * s * 4 / 2**20
+            row("attention", f"causal s={s} {label} ms", ms, ref,
+                f"scores in memory {scores:.0f} MiB; ref: torch sdpa ms")
+            out[f"{s} {label}"] = ms
+    return out
+
+
 def rms_norm(x, w, eps=1e-5):
     return x * ((x * x).mean(-1, keepdim=True) + eps).sqrt().reciprocal() * w
 
@@ -498,6 +543,8 @@ def dry_run(layers) -> int:
         space = lm._core.SearchSpace(row_graph(kind)[0]._g, cuda.rewrite_rules("sm_90"),
                                      lm._core.RunnerLimits())
         graphs[kind] = (SimpleNamespace(_g=space.extract(1, {})[0].graph), {})
+    for s in ATTENTION_LENGTHS[:1]:
+        graphs[f"attention s={s} fused"] = (attention_graph(s, True)[0], {})
     graphs["decode"] = (decode_graph(layers)[0], {})
     for name, (g, choice) in graphs.items():
         t0 = time.perf_counter()
@@ -530,6 +577,7 @@ def main() -> int:
         ("rows", lambda: rows_section(cache, results.get("copy", NAN), torch)),
         ("gemm", lambda: gemm_section(cache, torch, 2048 if args.quick else 4096)),
         ("epilogue", lambda: epilogue_section(cache, torch)),
+        ("attention", lambda: attention_section(cache, torch)),
         ("decode", lambda: decode_section(cache, results.get("copy", NAN), torch, layers)),
     ]
     failed = 0

@@ -163,7 +163,8 @@ def test_conformance_compiles_under_each_choice(all_graphs):
 
 def rule_graphs():
     """Graphs the CUDA rules apply to: reductions (softmax in f32 and bf16, a column sum, a
-    misaligned f16 row sum) and matmuls (f32, bf16 with b transposed, a batched f16 one)."""
+    misaligned f16 row sum), matmuls (f32, bf16 with b transposed, a batched f16 one) and
+    softmax weights times values (attention)."""
     out = []
     for dtype in (lm.float32, lm.bfloat16):
         cx = lm.Graph()
@@ -180,6 +181,9 @@ def rule_graphs():
     (cx.tensor((33, 40), lm.bfloat16) @ cx.tensor((65, 40), lm.bfloat16).transpose(0, 1)).output()
     (cx.tensor((2, 24, 32), lm.float16) @ cx.tensor((2, 32, 16), lm.float16)).output()
     out.append(("matmuls", cx))
+    cx = lm.Graph()  # attention's weights @ v (kernel/attention.h)
+    (cx.tensor((4, 96)).softmax(-1) @ cx.tensor((96, 40))).output()
+    out.append(("attention", cx))
     return out
 
 

@@ -155,7 +155,7 @@ RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
 
 def _schedule(rule):
     """The schedule a rule's right-hand side attaches, read from its text."""
-    params = re.findall(r"\((cuda_\w+|inline|epilogue|row) (\d+)\)", rule.text)
+    params = re.findall(r"\((cuda_\w+|inline|epilogue|row|attention) (\d+)\)", rule.text)
     return [(n, int(v)) for n, v in params]
 
 
@@ -195,6 +195,19 @@ def _normalized_rows(shape, dtype, op, schedule):
     total = _scheduled(x.to(lm.float32).sum(-1, keepdim=True), schedule)
     out = (x.to(lm.float32) / total).to(dtype).output()
     return cx, {x: dx}, [out], [dx / dx.sum(-1, keepdim=True)], dtype
+
+
+def _attention(b, h, s, t, d, causal, schedule):
+    """F.scaled_dot_product_attention (f32), its second matmul carrying `schedule`: with
+    attention 1 (cuda-attention) one kernel, a warp per query row (codegen/cuda_attention.cc)."""
+    import luminal.nn.functional as LF
+
+    cx = lm.Graph()
+    q, k, v = cx.tensor((b, h, s, d)), cx.tensor((b, h, t, d)), cx.tensor((b, h, t, d))
+    dq, dk, dv = (_data(x.shape, lm.float32, 30 + i) for i, x in enumerate((q, k, v)))
+    out = _scheduled(LF.scaled_dot_product_attention(q, k, v, is_causal=causal), schedule)
+    ref = torch.nn.functional.scaled_dot_product_attention(dq, dk, dv, is_causal=causal)
+    return cx, {q: dq, k: dk, v: dv}, [out.output()], [ref], lm.float32
 
 
 def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False, doubled=False):
@@ -244,6 +257,9 @@ def _rule_graphs(rule, s=None):
     if lhs.strip().endswith("(Cast:c ?x)"):  # a half input widened to f32
         return [("bf16_linear", lambda: _widened_linear(3, 200, 37, lm.bfloat16, s)),
                 ("f16_linear", lambda: _widened_linear(7, 72, 20, lm.float16, s))]
+    if rule.name == "cuda-attention":  # softmax weights @ v (kernel/attention.h)
+        return [("causal", lambda: _attention(1, 2, 9, 9, 40, True, s)),
+                ("decode", lambda: _attention(2, 3, 1, 70, 16, False, s))]
     gemv = "cuda_matmul 4" in rule.text
     if "epilogue" in rule.name:  # the matmul's readers in its kernel (kernel/epilogue.h)
         dtype = lm.bfloat16 if "Cast" in lhs else lm.float32
@@ -302,6 +318,7 @@ MARKS = {
     (("inline", 1),): lambda k: k.count("writes b") == 1 and "const uint16_t*" in k,
     # One kernel: the matmul and its reader (a half matmul's Cast back to 16 bits, a product).
     (("epilogue", 1),): lambda k: k.count("writes b") == 1,
+    (("attention", 1),): lambda k: "attention, a warp per query row" in k,
 }
 
 

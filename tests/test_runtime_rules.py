@@ -22,6 +22,7 @@ THREAD_RULES = [r for r in CPU_RULES if r.name.startswith(("cpu-serial-", "cpu-t
 REDUCTIONS = {"sum": lambda x: x.sum(-1), "max": lambda x: x.amax(-1)}
 WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
 ROW_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-row-")]
+ATTENTION_RULES = [r for r in CPU_RULES if r.name == "cpu-attention"]
 INLINE_OPS = {
     "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
     "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
@@ -59,8 +60,9 @@ def test_cpu_offers_matmul_tilings_and_inlining():
     assert [r.name for r in WIDEN_RULES] == ["cpu-widen-cast", "cpu-widen-quantized"]
     assert sorted(r.name for r in ROW_RULES) == ["cpu-row-max", "cpu-row-online-max",
                                                  "cpu-row-sum"]
+    assert len(ATTENTION_RULES) == 1
     assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
-        len(WIDEN_RULES) + len(ROW_RULES) == len(CPU_RULES)
+        len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -75,6 +77,8 @@ def cpu_rule_case(cx, name):
         return cx.tensor((9, 7), lm.bfloat16).to(lm.float32)
     if name == "cpu-widen-quantized":  # a Q8_0 weight dequantized in the matmul's kernel
         return cx.tensor((9, 32), lm.dtype.q8_0).to(lm.float32)
+    if name == "cpu-attention":  # softmax weights times values
+        return cx.tensor((5, 7), name="s").softmax(-1) @ cx.tensor((7, 9), name="v")
     if name.startswith("cpu-matmul-packed-") or name == "cpu-matmul-packed":  # B a parameter
         return cx.tensor((5, 7), name="a") @ cx.tensor((7, 9), name="b", parameter=True)
     return matmul(cx)[2]
@@ -101,6 +105,7 @@ def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     b = cx.tensor((2, 5, 4), lm.bfloat16, parameter=True)  # widened to f32 by the matmul
     scores = a @ b.transpose(1, 2)
     (scores.softmax(-1) + scores.sqrt().log2().sin()).output()
+    (scores.softmax(-1) @ cx.tensor((2, 5, 3))).output()
     q = cx.tensor((5, 32), lm.dtype.q4_0, parameter=True)  # dequantized in the matmul
     (cx.tensor((6, 32)) @ q.to(lm.float32).t()).output()
     _, _, report = saturate(cx, CPU_RULES)
@@ -514,6 +519,8 @@ def cuda_this(cx, rule, dtype=None):
     lhs = rule.text.split("(schedule")[0]
     if rule.name == "cuda-widen-cast":  # a bf16 weight read by an f32 matmul
         return cx.tensor((9, 7), dtype or lm.bfloat16).to(lm.float32)
+    if rule.name == "cuda-attention":  # softmax weights times values
+        return cx.tensor((5, 7)).softmax(-1) @ cx.tensor((7, 9))
     if "Cast" in lhs:
         a = cx.tensor((5, 7), dtype or lm.bfloat16)
         b = cx.tensor((7, 9), dtype or lm.bfloat16)
@@ -528,7 +535,7 @@ def test_cuda_offers_reductions_and_matmuls_and_tensor_cores_from_sm_80():
     assert all(schedule_of(r) for r in CUDA_RULES)
     params = {n for r in CUDA_RULES for n, _ in schedule_of(r)}
     assert params == {"cuda_reduce", "cuda_vector", "cuda_matmul", "cuda_gemv_split", "inline",
-                      "epilogue", "row"}
+                      "epilogue", "row", "attention"}
     older = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_75"), "cuda.rules")]
     sm80 = [r.name for r in _core.parse_rules(cuda.rewrite_rules("sm_80"), "cuda.rules")]
     assert "cuda-matmul-tensor-cores" in CUDA_RULE_NAMES and "cuda-matmul-tensor-cores" in sm80
@@ -604,6 +611,7 @@ def test_cuda_search_space_has_one_program_per_schedule():
     e = (x - x.amax(-1, keepdim=True)).exp()
     (e / e.sum(-1, keepdim=True)).output()
     (a @ b).output()
+    (cx.tensor((4, 8)).softmax(-1) @ cx.tensor((8, 5))).output()  # attention's weights @ v
     space = _core.SearchSpace(cx._g, cuda.rewrite_rules("sm_90"), _core.RunnerLimits())
     schedules = {"(schedule " + " ".join(f"({n} {v})" for n, v in schedule_of(r)) + ")"
                  for r in CUDA_RULES}

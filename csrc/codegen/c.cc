@@ -38,11 +38,17 @@ std::string CRenderer::prelude(const Program& program) const {
        "  float r = p * lm_float((uint32_t)(k1 + 127) << 23) * lm_float((uint32_t)(k2 + 127) << 23);\n"
        "  return x != x ? x : r;\n"
        "}\n";
+  s += "/* log2 with 0 and 1 answered without a libm call: a mask's log2 of a 0/1 value (-inf\n"
+       "   where false) costs two compares per element. */\n";
+  s += "static inline float lm_log2f(float x) {\n"
+       "  return x == 1.0f ? 0.0f : (x == 0.0f ? (-1.0f / 0.0f) : log2f(x));\n"
+       "}\n";
   return s + matmul_prelude(program);
 }
 
 std::string CRenderer::math_call(OpKind op, const std::string& x) const {
   if (op == OpKind::Exp2) return "lm_exp2f(" + x + ")";
+  if (op == OpKind::Log2) return "lm_log2f(" + x + ")";
   return CLikeRenderer::math_call(op, x);
 }
 

@@ -49,6 +49,10 @@ class CRenderer : public CLikeRenderer {
   // row (as a generic kernel's), then the row's outputs in one vectorized loop.
   bool render_row(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
   std::string math_call(OpKind op, const std::string& x) const override;
+  // An attention kernel (c_attention.cc): tiles of query rows over tiles of keys, online
+  // softmax.
+  bool render_attention(const Program& program, const Kernel& kernel,
+                        CodeWriter& w) const override;
 
   // The clauses of `kernel`'s "#pragma omp parallel" under its `threads` schedule, `work` its
   // iterations as C: " num_threads(...)" and, by default, " if(work >= ...)"; "" when the
@@ -77,6 +81,18 @@ class CRenderer : public CLikeRenderer {
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
   // vectorized loop with partial (max, sum) pairs (c_row.cc).
   void emit_online_loop(const Kernel& k, CodeWriter& w) const;
+  // The values of attention kernel `k` that compute `from` from `stops` (declared already).
+  void emit_attention_cone(const Kernel& k, ValueId from, const std::set<ValueId>& stops,
+                           CodeWriter& w) const;
+  // Attention kernel `k`'s bias over the tile into lm_b, and the skip of a tile it masks.
+  void emit_attention_bias(const Kernel& k, CodeWriter& w) const;
+  // out[r][c] = init[r][c] (or 0) + sum_e a[r][e] * b[e][c] for rows r < lm_nq (in blocks of
+  // 4: the arrays hold whole blocks) and columns c < cols (a multiple of the block), in
+  // register blocks.
+  void emit_attention_block_product(CodeWriter& w, const std::string& out,
+                                    const std::string& init, const std::string& a,
+                                    const std::string& b, const std::string& inner,
+                                    const std::string& cols) const;
 
   bool split_ = false;  // kernels are linked from other units (hidden), not static
 };

@@ -12,6 +12,22 @@
 
 namespace luminal {
 
+namespace {
+
+// Whether value `id` of `k` is an f32 Cast of a 0/1 value: a Bool, or an index expression
+// whose every value lies in [0, 1] (a comparison of loop indices: a causal mask).
+bool zero_or_one(const Kernel& k, ValueId id) {
+  const Value& cast = k.values[id];
+  if (cast.kind != ValueKind::kCast || cast.dtype != DType::F32) return false;
+  const Value& x = k.values[cast.args[0]];
+  if (x.dtype == DType::Bool) return true;
+  if (x.kind != ValueKind::kIndex || x.dtype != DType::Int) return false;
+  auto [lo, hi] = value_range(x.index);
+  return lo >= 0 && hi <= 1;
+}
+
+}  // namespace
+
 void CodeWriter::line(const std::string& text) {
   out_ += std::string(static_cast<size_t>(2 * depth_), ' ') + text + "\n";
 }
@@ -278,6 +294,11 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
       return "(int32_t)(uint32_t)" + e;
     }
     case ValueKind::kUnary:
+      if (v.op == OpKind::Log2 && v.dtype == DType::F32 && zero_or_one(kernel, v.args[0])) {
+        // log2 of a 0/1 value (a mask, as masks.neg_inf_where_false builds it): no call, so
+        // a loop over it vectorizes
+        return "(" + arg(0) + " != 0.0f ? 0.0f : (-1.0f / 0.0f))";
+      }
       return round_to(v.dtype, math_call(v.op, arg(0)));
     case ValueKind::kBinary:
       return binary_expr(v, arg(0), arg(1));
@@ -472,11 +493,23 @@ bool CLikeRenderer::render_row(const Program& program, const Kernel& kernel,
   return false;
 }
 
+bool CLikeRenderer::render_attention(const Program& program, const Kernel& kernel,
+                                     CodeWriter& w) const {
+  (void)program;
+  (void)kernel;
+  (void)w;
+  return false;
+}
+
 std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& kernel) const {
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");
   w.open(kernel_signature(program, kernel));
-  if (kernel.row.present) {
+  if (kernel.attention.present) {
+    if (!render_attention(program, kernel, w)) {
+      throw InternalError("renderer: no attention kernels");
+    }
+  } else if (kernel.row.present) {
     if (!render_row(program, kernel, w)) throw InternalError("renderer: no row kernels");
   } else if (!(kernel.matmul.present && render_matmul(program, kernel, w))) {
     open_output_loops(kernel, w);

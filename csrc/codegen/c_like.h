@@ -70,6 +70,10 @@ class CLikeRenderer {
   // A row kernel (kernel/row_kernel.h); false = the renderer has none (an InternalError: the
   // generic loop nest holds one reduction).
   virtual bool render_row(const Program& program, const Kernel& kernel, CodeWriter& w) const;
+  // An attention kernel (kernel/attention.h); false = the renderer has none (an
+  // InternalError: no runtime offers the schedule to a renderer without one).
+  virtual bool render_attention(const Program& program, const Kernel& kernel,
+                                CodeWriter& w) const;
   // Storage type of a buffer element ("float", "uint16_t", "int32_t", "uint8_t").
   virtual std::string storage_type(DType dtype) const;
   // Type a value computes in: f32 for every float dtype, int32_t for Int and Bool.

@@ -29,6 +29,7 @@ constexpr Param kParams[] = {
     {kInlineParam, nullptr, 0},
     {kEpilogueParam, nullptr, 0},
     {kRowParam, nullptr, 0},
+    {kAttentionParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter
 constexpr int64_t kMaxTileM = 16;

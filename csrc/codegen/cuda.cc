@@ -334,6 +334,7 @@ std::string CudaRenderer::render_mapped(const Program& program, const Kernel& k,
   launch.name = k.name;
   launch.block = block(k);
   launch.items = product(extents);
+  if (k.attention.present) return render_attention_kernel(program, k, launch);
   if (k.row.present) return render_row_kernel(program, k, launch);
   switch (choose(k)) {
     case Mapping::kTiledMatmul:

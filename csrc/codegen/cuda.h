@@ -113,6 +113,9 @@ class CudaRenderer : public CLikeRenderer {
   // A row kernel (kernel/row_kernel.h; cuda_row.cc): a warp per row.
   std::string render_row_kernel(const Program& program, const Kernel& kernel,
                                 cuda::KernelLaunch& launch) const;
+  // An attention kernel (kernel/attention.h; cuda_attention.cc): a warp per query row.
+  std::string render_attention_kernel(const Program& program, const Kernel& kernel,
+                                      cuda::KernelLaunch& launch) const;
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
   // loop of the lanes, each keeping a (max, sum) pair, combined across the warp.
   void emit_online_loop(const Kernel& k, const std::set<std::string>& bound,

@@ -37,6 +37,7 @@ constexpr Param kParams[] = {
     {kInlineParam, nullptr, Range::kUpTo, 1},
     {kEpilogueParam, nullptr, Range::kUpTo, 1},
     {kRowParam, nullptr, Range::kUpTo, 2},
+    {kAttentionParam, nullptr, Range::kUpTo, 1},
 };
 
 const Param* find_param(const std::string& name) {

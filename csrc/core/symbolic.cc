@@ -225,6 +225,8 @@ Expr product(const std::vector<Expr>& dims) {
   return p;
 }
 
+std::pair<int64_t, int64_t> value_range(const Expr& e) { return {e.node()->lo, e.node()->hi}; }
+
 bool is_const(const Expr& e, int64_t value) {
   return e.try_const() == std::optional<int64_t>(value);
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace luminal {
@@ -84,6 +85,8 @@ Expr product(const std::vector<Expr>& dims);
 
 // Whether `e` is the constant `value` (false for any expression with a free symbol).
 bool is_const(const Expr& e, int64_t value);
+// Bounds every value of `e` lies in, {lo, hi} (saturated at the int64 limits).
+std::pair<int64_t, int64_t> value_range(const Expr& e);
 inline bool is_zero(const Expr& e) { return is_const(e, 0); }
 inline bool is_one(const Expr& e) { return is_const(e, 1); }
 

@@ -54,6 +54,13 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
     base = matmul_shape(g, n) ? base * 1.01 : base - launch;
     if (*row == 2) base *= 1.01;
   }
+  // A fused attention (kernel/attention.h) saves the scores' passes over memory and the
+  // softmax's kernels, which the model prices on other nodes: with the CPU's KernelCost (its
+  // tiled kernel) its matmul is priced at half; elsewhere (CUDA's warp per row, untiled) a
+  // shade above, and timing decides.
+  if (schedule_param(s, kAttentionParam) == std::optional<int64_t>(1)) {
+    base *= kernel_cost ? 0.5 : 1.01;
+  }
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);
   if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;

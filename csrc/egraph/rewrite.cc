@@ -23,7 +23,7 @@ constexpr CondName kConds[] = {
     {"matmul", CondKind::Matmul, 3},
     {"half", CondKind::Half, 1},         {"quantized", CondKind::Quantized, 1},
     {"parameter", CondKind::Parameter, 1}, {"broadcast", CondKind::Broadcast, 1},
-    {"pow2", CondKind::Pow2, 1},
+    {"pow2", CondKind::Pow2, 1},         {"attention", CondKind::Attention, 3},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -37,11 +37,12 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     if (static_cast<int>(e.items.size()) != c.arity + 1) return fail("wrong operand count");
     Condition cond{c.kind};
     int* slots[2] = {&cond.x, &cond.y};
-    int vars = c.kind == CondKind::Matmul ? 2 : c.arity;
-    if (c.kind == CondKind::Matmul) {
+    bool labelled = c.kind == CondKind::Matmul || c.kind == CondKind::Attention;
+    int vars = labelled ? 2 : c.arity;
+    if (labelled) {
       const SExpr& l = e.items[3];
       cond.label = l.is_list ? -1 : scope.label(l.atom, false);
-      if (cond.label < 0) return fail("matmul's third operand is a label bound on the left");
+      if (cond.label < 0) return fail("the third operand is a label bound on the left");
     }
     for (int k = 0; k < vars; ++k) {
       const SExpr& v = e.items[k + 1];
@@ -68,6 +69,19 @@ bool holds_parameter(const EGraph& g, Id c, bool through_cast) {
     if (n.op == OpKind::Input && n.attr >= 0 && g.attr(n.attr).node.parameter) return true;
     if (through_cast && n.op == OpKind::Cast && holds_parameter(g, n.children[0].cls, false)) {
       return true;
+    }
+  }
+  return false;
+}
+
+// Whether class `c` holds an Exp2 or, `through_mul`, a Mul of a class that does (softmax's
+// weights e / sum(e)).
+bool holds_exp2(const EGraph& g, Id c, bool through_mul) {
+  for (const ENode& n : g.nodes(c)) {
+    if (n.op == OpKind::Exp2) return true;
+    if (!through_mul || n.op != OpKind::Mul) continue;
+    for (const EEdge& e : n.children) {
+      if (holds_exp2(g, e.cls, false)) return true;
     }
   }
   return false;
@@ -122,9 +136,14 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
       case CondKind::Broadcast:
         ok = repeats_elements(g.view(x.view));
         break;
-      case CondKind::Matmul: {
+      case CondKind::Matmul:
+      case CondKind::Attention: {
         AttrId attr = s.labels[c.label];
-        ok = attr >= 0 && matmul_shape(g, x, s.vars[c.y], g.attr(attr).node.axis).has_value();
+        const EEdge& y = s.vars[c.y];
+        ok = attr >= 0 && matmul_shape(g, x, y, g.attr(attr).node.axis).has_value();
+        if (ok && c.kind == CondKind::Attention) {
+          ok = holds_exp2(g, x.cls, true) || holds_exp2(g, y.cls, true);
+        }
         break;
       }
     }

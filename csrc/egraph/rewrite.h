@@ -26,16 +26,18 @@ namespace luminal::egraph {
 //   (broadcast ?x)    x is read through a view that repeats elements (a stride 0 over more
 //                     than one element), unmasked
 //   (matmul ?a ?b l)  a SumReduce labelled l of Mul(?a, ?b) is a matmul (egraph/matmul_shape.h)
+//   (attention ?a ?b l)  that matmul's ?a or ?b holds softmax weights: an Exp2, or a Mul of
+//                     one (kernel/attention.h: the lowering checks the rest)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter, Broadcast, Pow2
+  Parameter, Broadcast, Pow2, Attention
 };
 
 struct Condition {
   CondKind kind = CondKind::Identity;
   int x = -1;
   int y = -1;
-  int label = -1;  // Matmul: the label of the SumReduce
+  int label = -1;  // Matmul, Attention: the label of the SumReduce
 };
 
 struct Rewrite {

@@ -36,6 +36,9 @@ using ScheduleParams = std::vector<std::pair<std::string, int64_t>>;
 // "row" 1 computes a reduction in the kernels that read it, once per row (kernel/row_kernel.h).
 inline constexpr char kInlineParam[] = "inline";
 inline constexpr char kRowParam[] = "row";
+// "attention" 1 on a SumReduce of softmax weights times values computes the weights' cone in
+// its kernel, streaming the keys (kernel/attention.h).
+inline constexpr char kAttentionParam[] = "attention";
 
 // "(tile_m 4) (tile_n 16)"; "" when empty.
 std::string schedule_to_string(const ScheduleParams& schedule);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "kernel/attention.h"
 #include "kernel/epilogue.h"
 #include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
@@ -71,12 +72,13 @@ class Planner {
       output_of[e.node] = id;
       p_.skipped.insert(id);
     }
+    plan_attention(order, readers);
     plan_epilogues(order, readers, forced);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
       if (p_.skipped.count(id)) continue;
-      if (epilogue_inner_.count(id)) {
+      if (epilogue_inner_.count(id) || attention_inner_.count(id)) {
         depth_[id] = fused_depth(n);
         continue;
       }
@@ -117,7 +119,7 @@ class Planner {
   void plan_epilogues(const std::vector<NodeId>& order,
                       const std::vector<std::vector<NodeId>>& readers,
                       const std::vector<bool>& forced) {
-    std::set<NodeId> taken;
+    std::set<NodeId> taken = attention_inner_;
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       if (n.op != OpKind::SumReduce || unrolled_reduce(n)) continue;
@@ -131,6 +133,27 @@ class Planner {
         epilogue_inner_.insert(inner);
         taken.insert(inner);
       }
+    }
+  }
+
+  // The regions of the SumReduces scheduled `attention 1` (kernel/attention.h), last first (a
+  // region read by a later one's is left to it); a node belongs to one region at most.
+  void plan_attention(const std::vector<NodeId>& order,
+                      const std::vector<std::vector<NodeId>>& readers) {
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Node& n = g_.node(*it);
+      if (n.op != OpKind::SumReduce || unfused_.count(*it) || attention_inner_.count(*it)) {
+        continue;
+      }
+      if (schedule_param(n.schedule, kAttentionParam) != std::optional<int64_t>(1)) continue;
+      AttentionRegion region = attention_region(g_, readers, *it);
+      bool clash = false;
+      for (NodeId inner : region.inner) clash = clash || attention_roots_.count(inner);
+      if (region.inner.empty() || clash) continue;
+      attention_roots_.insert(*it);
+      p_.attention_roots.insert(*it);
+      attention_inner_.insert(region.inner.begin(), region.inner.end());
+      p_.attention_keys.insert(region.keys.begin(), region.keys.end());
     }
   }
 
@@ -254,6 +277,8 @@ class Planner {
   std::vector<int> depth_;  // fused_depth of each node planned so far (0: stored)
   std::set<NodeId> epilogue_inner_;  // computed inline in their region's sink (epilogue.h)
   std::set<NodeId> epilogue_sinks_;  // the stored ends of those regions
+  std::set<NodeId> attention_inner_;  // computed inline in their attention kernel
+  std::set<NodeId> attention_roots_;  // the SumReduces whose regions those are
   std::vector<RowKind> row_kind_;  // per node: row_kind, set in topological order
 };
 

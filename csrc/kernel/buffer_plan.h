@@ -7,7 +7,8 @@
 // readers). A SumReduce scheduled kEpilogueParam is not stored but computed in the kernel of
 // its elementwise readers' region (kernel/epilogue.h), whose one sink is stored. A reduction
 // scheduled `row 1` (kernel/row_kernel.h) is not stored unless it must be (a Gather's data, an
-// Output's): its readers compute it, once per row. Not the kernels
+// Output's): its readers compute it, once per row. A SumReduce scheduled kAttentionParam
+// computes its attention region (kernel/attention.h) inline. Not the kernels
 // themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
 #pragma once
 
@@ -28,10 +29,15 @@ struct BufferPlan {
   std::vector<PlannedBuffer> buffers;  // in the order the program numbers them
   std::vector<int> buffer_of;          // per node: index into buffers, -1 computed inline
   std::set<NodeId> skipped;            // Outputs whose producer writes their buffer
+  // The reductions an attention kernel computes over its own keys (kernel/attention.h):
+  // lowering runs them in the loop of the SumReduce scheduled attention.
+  std::set<NodeId> attention_keys;
+  std::set<NodeId> attention_roots;  // the SumReduces scheduled attention whose region is inline
 };
 
 // `unfused`: reductions stored whatever their `row` schedule says (lowering found that a
-// kernel reading them could not run as a row kernel).
+// kernel reading them could not run as a row kernel), and SumReduces lowered as by default
+// whatever their `attention` schedule says (their kernel was not attention-shaped).
 BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order,
                         const std::set<NodeId>& unfused = {});
 

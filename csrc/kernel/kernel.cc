@@ -88,6 +88,12 @@ std::string Kernel::to_string() const {
     std::string along = row.row_loop >= 0 ? loops[row.row_loop].var : "none";
     s += "\n  (row reductions=" + std::to_string(row.reductions.size()) + " along=" + along + ")";
   }
+  if (attention.present) {
+    const AttentionInfo& a = attention;
+    s += "\n  (attention rows=" + loops[a.query_loop].var + " keys=" +
+         reduce[a.key_reduce].var + " max=" + (a.max >= 0 ? "%" + std::to_string(a.max) : "none") +
+         " sum=" + (a.sum >= 0 ? "%" + std::to_string(a.sum) : "none") + ")";
+  }
   return s + ")";
 }
 

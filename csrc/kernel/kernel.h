@@ -123,12 +123,45 @@ struct RowInfo {
   ValueId online_scale = -1;  // the kConst scale (log2(e) for softmax), > 0
 };
 
+// A flash-attention-shaped kernel (schedule kAttentionParam, kernel/attention.h):
+//   out[.., i, d] = sum_j w_ij * norm_i * v[.., j, d],  w_ij = exp2(c * (x_ij - g_i)),
+// x_ij the scores (values over j of the dot product q[i, :] . k[j, :]: scale, masks), g_i the
+// shift (the row max of x, or a row value of it such as max(m, lowest)), norm_i a row value of
+// the sum of w over j (1 / sum, or 1 where absent). Found by match_attention; a renderer runs
+// it over tiles of query rows streaming over key tiles with the online-softmax recurrence, so
+// the scores never reach memory.
+struct AttentionInfo {
+  bool present = false;  // the fields below are set only when it is
+  int key_reduce = -1;   // index into Kernel::reduce: the keys j (the root's loop)
+  int dot_reduce = -1;   // the head dim of the scores' dot product (constant extent)
+  int query_loop = -1;   // index into Kernel::loops: the rows tiled together (k reads none)
+  int value_loop = -1;   // the last loop: v's features d (constant extent)
+  ValueId dot = -1;      // kReduce Sum over dot_reduce of q * k
+  ValueId q = -1;        // the dot's operands: q not moving along the keys
+  ValueId k = -1;        //   and k along neither the query rows nor d
+  ValueId score = -1;    // x: a value over the keys read from the dot (never over d)
+  // score = dot * dot_scale + bias where it has that form (dot_scale a kConst, or -1 for 1;
+  // bias a value not read from the dot: a mask), else bias = -1. A renderer may skip a tile
+  // whose bias is -inf throughout where the dot cannot overflow (the score is -inf there).
+  ValueId bias = -1;
+  ValueId dot_scale = -1;
+  ValueId max = -1;      // kReduce Max of score over the keys, or -1: the shift is read
+  ValueId shift = -1;    // g: max, or a row value of max alone (and constants, row loads)
+  ValueId scale = -1;    // kConst c > 0
+  ValueId weight = -1;   // w: the Exp2 of c * (score - shift)
+  ValueId sum = -1;      // kReduce Sum of weight over the keys, or -1
+  ValueId norm = -1;     // the row value the weights are multiplied by, or -1 for none
+  ValueId value = -1;    // v: a value over the keys and value_loop
+};
+
 struct Kernel {
   std::string name;              // "k0", "k1", ... in execution order
   NodeId root = -1;              // the HLIR node whose value it computes
   std::vector<Loop> loops;       // output axes, outermost first (may be empty: a scalar)
   std::vector<Loop> reduce;      // zero or one loop; values before `reduce_at` run inside it
-                                 // (a row kernel: one per reduction, as `row` says)
+                                 // (a row kernel: one per reduction, as `row` says; an
+                                 // attention kernel: the dot's, then the keys', as
+                                 // `attention` says)
   int reduce_at = -1;            // index of the kReduce value, or -1 (a row kernel: the last)
   std::vector<Value> values;     // the body; the last value is stored
   BufferId out = -1;             // the buffer stored to, at `out_index`
@@ -139,6 +172,7 @@ struct Kernel {
   ScheduleParams schedule;
   MatmulInfo matmul;
   RowInfo row;  // present when reductions other than the root run inside the kernel
+  AttentionInfo attention;  // present for an attention kernel (then `row` is not)
 
   // Buffers read by this kernel, sorted, without `out`.
   std::vector<BufferId> reads() const;

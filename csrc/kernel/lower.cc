@@ -15,6 +15,7 @@
 
 #include "core/errors.h"
 #include "ir/scalar_ops.h"
+#include "kernel/attention.h"
 #include "kernel/buffer_plan.h"
 #include "kernel/epilogue.h"
 #include "kernel/match.h"
@@ -40,9 +41,11 @@ class Lowerer {
     std::set<NodeId> unfused;  // reductions stored whatever their `row` schedule says
     while (true) {
       Program p = lower(unfused);
-      if (not_row_.empty()) return p;
+      if (not_row_.empty() && not_attention_.empty()) return p;
       unfused.insert(not_row_.begin(), not_row_.end());
+      unfused.insert(not_attention_.begin(), not_attention_.end());
       not_row_.clear();
+      not_attention_.clear();
     }
   }
 
@@ -93,6 +96,8 @@ class Lowerer {
     }
     buffer_of_ = plan.buffer_of;
     skipped_ = plan.skipped;
+    attention_keys_ = plan.attention_keys;
+    attention_roots_ = plan.attention_roots;
   }
 
   ValueId add(Value v) {
@@ -271,7 +276,9 @@ class Lowerer {
       if (auto c = idx[k].try_const(), d = shape[k].try_const(); c && d && *c >= 0 && *c < *d) {
         continue;
       }
-      bool loop_var = false;
+      // an attention kernel's key loop, pushed after its body
+      bool loop_var = !key_var_.empty() && idx[k] == Expr::symbol(key_var_) &&
+                      key_extent_ == shape[k];
       for (const std::vector<Loop>* loops : {&k_.loops, &k_.reduce}) {
         for (const Loop& l : *loops) {
           loop_var = loop_var || (idx[k] == Expr::symbol(l.var) && l.extent == shape[k]);
@@ -291,21 +298,30 @@ class Lowerer {
     // An epilogue's readers read the matmul's sum at their own element, maybe through index
     // Exprs that differ (a size-1 axis as 0): it is one value with one loop.
     if (epilogue_sum_.first == id) return epilogue_sum_.second;
+    // An attention kernel's max and sum over its keys (kernel/attention.h) run in its root's
+    // loop: one value per row, whatever index reads it.
+    bool keys = attention_keys_.count(id) > 0 && !key_var_.empty();
     std::string memo = std::to_string(id);
-    for (const Expr& e : idx) memo += " " + e.to_string();
+    if (!keys) {
+      for (const Expr& e : idx) memo += " " + e.to_string();
+    }
     if (auto it = reduced_.find(memo); it != reduced_.end()) return it->second;
     bool epilogue = schedule_param(n.schedule, kEpilogueParam) == std::optional<int64_t>(1);
-    if (id != k_.root && !epilogue) fused_.push_back(id);  // a row kernel's
+    if (id != k_.root && !epilogue && !keys) fused_.push_back(id);  // a row kernel's
     ShapeTracker v = rn(n.inputs[0].view);
     size_t axis = static_cast<size_t>(n.axis);
-    std::string var = "r" + std::to_string(reduce_vars_++);
+    std::string var = keys ? key_var_ : "r" + std::to_string(reduce_vars_++);
+    if (id == k_.root && attention_roots_.count(id)) {
+      key_var_ = var;
+      key_extent_ = v.dims[axis];
+    }
     std::vector<Expr> full = idx;
     full.insert(full.begin() + static_cast<long>(axis), Expr::symbol(var));
     // Read wherever the kernel reads it, so under the condition that idx is one of its
     // elements (a piece of a cat reads it shifted, outside it for the other pieces' elements):
     // a condition of idx alone, so every reader at idx shares the one loop.
     ValueId x = read_edge(n.inputs[0], full, inside(idx, rn(n.shape)));
-    k_.reduce.push_back(Loop{var, v.dims[axis]});
+    if (!keys) k_.reduce.push_back(Loop{var, v.dims[axis]});
     Value r;
     r.kind = ValueKind::kReduce;
     r.op = n.op;
@@ -358,6 +374,7 @@ class Lowerer {
     reduced_.clear();
     fused_.clear();
     reduce_vars_ = 0;
+    key_var_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
@@ -376,6 +393,18 @@ class Lowerer {
     k_.schedule.insert(k_.schedule.end(), reduce_schedule_.begin(), reduce_schedule_.end());
     reduction_first(k_);
     k_.matmul = match_matmul(k_);
+    if (!key_var_.empty()) {
+      // an attention kernel: its fused reductions are the scores' dot and the keys' max and
+      // sum; where its value graph is not attention's, the SumReduce is lowered as by default
+      k_.attention = match_attention(k_);
+      if (!k_.attention.present) {
+        not_attention_.insert(id);
+        return;
+      }
+      k_.matmul = MatmulInfo{};
+      p_.kernels.push_back(std::move(k_));
+      return;
+    }
     if (!fused_.empty()) {
       k_.row = match_row(k_);
       if (!k_.row.present) {
@@ -419,6 +448,11 @@ class Lowerer {
   std::map<std::string, ValueId> reduced_;  // emit_reduce's: node and index -> its kReduce
   std::vector<NodeId> fused_;  // reductions emitted in the kernel other than its root
   std::set<NodeId> not_row_;   // this lowering's failed row fusions (their reductions)
+  std::set<NodeId> not_attention_;  // this lowering's SumReduces not attention-shaped
+  std::set<NodeId> attention_keys_;  // the plan's: reductions run in an attention root's loop
+  std::set<NodeId> attention_roots_;  // the plan's: SumReduces computing an attention region
+  std::string key_var_;  // the kernel's attention loop (its root's), "" for none
+  Expr key_extent_;      // its extent
   int reduce_vars_ = 0;        // reduction loops named so far: r0, r1, ...
 };
 

@@ -4,8 +4,9 @@
 // runs the matchers once per kernel; every renderer reads the result from the Kernel and only
 // adds its own conditions (dtypes it handles). Not a rewrite: a match changes no value.
 // A matmul's epilogue (elementwise work after the sum, kernel/epilogue.h) is part of its match.
-// Next patterns (attention) slot in beside match_matmul as their own struct and matcher; a GEMV
-// is not one: it is how the C renderer runs a matmul of few rows (codegen/c_gemv.cc).
+// Attention is its own struct and matcher (kernel/attention.h match_attention, run by lowering
+// on the kernels of a SumReduce scheduled attention); a GEMV is not a pattern: it is how the C
+// renderer runs a matmul of few rows (codegen/c_gemv.cc).
 #pragma once
 
 #include "kernel/kernel.h"

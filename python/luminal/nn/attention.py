@@ -117,7 +117,7 @@ class MultiHeadAttention(Module):
     def _attend(self, q, parts):
         """softmax(q k^T * scale + bias) v over the keys of every part taken together: the max
         and the sum of the exponentials span all parts, each part's values are summed on its
-        own. q: (b, kvh, rep, s, hd)."""
+        own (one part: softmax(scores) @ v, as sdpa builds it). q: (b, kvh, rep, s, hd)."""
         scores = []
         for k, _, bias in parts:
             sc = (q @ k.unsqueeze(2).transpose(-1, -2)) * self.scale  # (b, kvh, rep, s, t)
@@ -127,6 +127,9 @@ class MultiHeadAttention(Module):
         top = scores[0].amax(-1, keepdim=True)
         for sc in scores[1:]:
             top = top.maximum(sc.amax(-1, keepdim=True))
+        if len(parts) == 1:  # softmax(scores) @ v: the shape a fused attention kernel takes
+            e = (scores[0] - top).exp()
+            return (e / e.sum(-1, keepdim=True)) @ parts[0][1].unsqueeze(2)
         total, out = None, None
         for sc, (_, v, _) in zip(scores, parts):
             e = (sc - top).exp()

@@ -1,0 +1,276 @@
+// The C renderer's attention kernels (kernel/attention.h): OpenMP over the outer loops and
+// tiles of kAttnRows query rows; per tile the queries are gathered once, then each tile of
+// kAttnKeys keys is gathered transposed, its scores computed as a small matmul (vectorized
+// along the keys), and folded into each row's running max, sum and output by the online
+// softmax (vectorized along the value features). Not the choice of what runs here (lowering).
+#include <set>
+
+#include "codegen/c.h"
+#include "kernel/attention.h"
+
+namespace luminal {
+
+namespace {
+constexpr int kAttnRows = 64;  // query rows sharing each tile of keys (its gather)
+constexpr int kAttnKeys = 64;  // keys per tile
+constexpr int kAttnBlock = 16;  // columns of a register block (keys, value features)
+}  // namespace
+
+void CRenderer::emit_attention_cone(const Kernel& k, ValueId from,
+                                    const std::set<ValueId>& stops, CodeWriter& w) const {
+  std::set<std::string> bound;
+  for (ValueId i : attention_cone(k, from, stops)) emit_value(k, i, bound, w);
+}
+
+void CRenderer::emit_attention_bias(const Kernel& k, CodeWriter& w) const {
+  const AttentionInfo& a = k.attention;
+  const std::string rows = std::to_string(kAttnRows);
+  const std::string tile = std::to_string(kAttnKeys);
+  const std::string nd = k.reduce[a.dot_reduce].extent.to_c();
+  w.line("/* the tile's bias (mask); where it is -inf throughout and q . k cannot overflow, every");
+  w.line("   score of the tile is -inf: it adds nothing, and is skipped */");
+  w.line("float lm_b[" + rows + "][" + tile + "];");
+  w.line("int lm_live = 0;");
+  w.open("for (int64_t lm_r = 0; lm_r < lm_nq; lm_r++)");
+  w.line("const int64_t " + k.loops[a.query_loop].var + " = lm_q0 + lm_r;");
+  w.line("#pragma omp simd reduction(|:lm_live)");
+  w.open("for (int64_t lm_jj = 0; lm_jj < lm_nk; lm_jj++)");
+  w.line("const int64_t " + k.reduce[a.key_reduce].var + " = lm_j0 + lm_jj;");
+  emit_attention_cone(k, a.bias, {}, w);
+  w.line("lm_b[lm_r][lm_jj] = " + value_name(a.bias) + ";");
+  w.line("lm_live |= !(" + value_name(a.bias) + " == (-1.0f / 0.0f));");
+  w.close();
+  w.close();
+  // the largest |k| of the tile, NaN if any is: where |q| * |k| * features * |scale| stays
+  // below the f32 range, no score of the tile is anything but -inf
+  w.open("if (!lm_live)");
+  w.line("float lm_kmax = 0.0f;");
+  w.line("int lm_knan = 0;");
+  w.open("for (int64_t lm_jj = 0; lm_jj < lm_nk; lm_jj++)");
+  w.line("const int64_t " + k.reduce[a.key_reduce].var + " = lm_j0 + lm_jj;");
+  w.line("#pragma omp simd reduction(max:lm_kmax) reduction(|:lm_knan)");
+  w.open("for (int64_t " + k.reduce[a.dot_reduce].var + " = 0; " + k.reduce[a.dot_reduce].var +
+         " < " + nd + "; " + k.reduce[a.dot_reduce].var + "++)");
+  emit_attention_cone(k, a.k, {}, w);
+  w.line("const float lm_ka = " + value_name(a.k) + " < 0.0f ? -" + value_name(a.k) + " : " +
+         value_name(a.k) + ";");
+  w.line("lm_kmax = lm_ka > lm_kmax ? lm_ka : lm_kmax;");
+  w.line("lm_knan |= lm_ka != lm_ka;");
+  w.close();
+  w.close();
+  std::string c = a.dot_scale >= 0 ? value_expr(k, a.dot_scale) : "1.0f";
+  w.line("const double lm_c = (double)" + c + ";");
+  w.line("const double lm_bound = (double)lm_qmax * (double)lm_kmax * (double)" + nd +
+         " * (lm_c < 0 ? -lm_c : lm_c);");
+  w.line("if (!lm_knan && lm_bound < 1e38) continue;");
+  w.close();
+}
+
+bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWriter& w) const {
+  (void)program;
+  const AttentionInfo& a = k.attention;
+  const Loop& ql = k.loops[a.query_loop];
+  const Loop& dl = k.loops[a.value_loop];
+  const Loop& keys = k.reduce[a.key_reduce];
+  const Loop& dot = k.reduce[a.dot_reduce];
+  const int64_t nv_const = *dl.extent.try_const();
+  const std::string nd = dot.extent.to_c();  // q/k features
+  const std::string nv = dl.extent.to_c();   // v features
+  const std::string nvp = std::to_string((nv_const + kAttnBlock - 1) / kAttnBlock * kAttnBlock);
+  const std::string rows = std::to_string(kAttnRows);
+  const std::string tile = std::to_string(kAttnKeys);
+  const std::string blk = std::to_string(kAttnBlock);
+  const std::string c = value_expr(k, a.scale);
+  auto name = [](ValueId v) { return value_name(v); };
+  auto loop = [&](const std::string& var, const std::string& from, const std::string& to) {
+    w.open("for (int64_t " + var + " = " + from + "; " + var + " < " + to + "; " + var + "++)");
+  };
+  // The shift g of a running max held in `m`, into `g`.
+  auto shift_of = [&](const std::string& m, const std::string& g) {
+    w.open("");
+    if (a.max >= 0) w.line("const float " + name(a.max) + " = " + m + ";");
+    emit_attention_cone(k, a.shift, {a.max}, w);
+    w.line(g + " = " + name(a.shift) + ";");
+    w.close();
+  };
+  std::vector<Loop> outer;
+  for (size_t i = 0; i < k.loops.size(); ++i) {
+    if (int(i) != a.query_loop && int(i) != a.value_loop) outer.push_back(k.loops[i]);
+  }
+  outer.push_back(Loop{"lm_qt", (ql.extent + Expr(kAttnRows - 1)) / Expr(kAttnRows)});
+  Expr work = ql.extent * keys.extent * (dot.extent + dl.extent);
+  for (size_t i = 0; i + 1 < outer.size(); ++i) work = work * outer[i].extent;
+  std::string team = omp_team(k, work.to_c());
+  if (!team.empty()) {
+    w.line("#pragma omp parallel for" + team + " schedule(dynamic) collapse(" +
+           std::to_string(outer.size()) + ")");
+  }
+  for (const Loop& l : outer) loop(l.var, "0", l.extent.to_c());
+  w.line("const int64_t lm_q0 = lm_qt * " + rows + ";");
+  w.line("const int64_t lm_nq = " + ql.extent.to_c() + " - lm_q0 < " + rows + " ? " +
+         ql.extent.to_c() + " - lm_q0 : " + rows + ";");
+  const std::string aligned = " __attribute__((aligned(64)))";
+  w.line("float lm_q[" + rows + "][" + nd + "]" + aligned + ";");
+  w.line("float lm_o[" + rows + "][" + nvp + "]" + aligned + ";");
+  w.line("float lm_m[" + rows + "], lm_l[" + rows + "];");
+  w.line("float lm_kt[" + nd + "][" + tile + "]" + aligned + ";");
+  w.line("float lm_s[" + rows + "][" + tile + "]" + aligned + ";");
+  w.line("float lm_v[" + tile + "][" + nvp + "]" + aligned + ";");
+  w.line("float lm_qmax = 0.0f;  /* the largest |q| of the tile, NaN if any is */");
+  // The tile's queries (rows past the end 0), each row's state: max -inf, sum 0, output 0.
+  loop("lm_r", "0", rows);
+  w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_o[lm_r][lm_d] = 0.0f;");
+  w.line("for (int64_t lm_e = 0; lm_e < " + nd + "; lm_e++) lm_q[lm_r][lm_e] = 0.0f;");
+  w.line("lm_m[lm_r] = (-1.0f / 0.0f);");
+  w.line("lm_l[lm_r] = 0.0f;");
+  w.close();
+  loop("lm_r", "0", "lm_nq");
+  w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
+  loop(dot.var, "0", nd);
+  emit_attention_cone(k, a.q, {}, w);
+  w.line("lm_q[lm_r][" + dot.var + "] = " + name(a.q) + ";");
+  w.line("lm_qmax = lm_fmax_nan(lm_qmax, " + name(a.q) + " < 0.0f ? -" + name(a.q) + " : " +
+         name(a.q) + ");");
+  w.close();
+  w.close();
+  w.open("for (int64_t lm_j0 = 0; lm_j0 < " + keys.extent.to_c() + "; lm_j0 += " + tile + ")");
+  w.line("const int64_t lm_nk = " + keys.extent.to_c() + " - lm_j0 < " + tile + " ? " +
+         keys.extent.to_c() + " - lm_j0 : " + tile + ";");
+  if (a.bias >= 0) emit_attention_bias(k, w);
+  // The tile's keys, transposed (keys past the end 0).
+  loop("lm_jj", "0", "lm_nk");
+  w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
+  loop(dot.var, "0", nd);
+  emit_attention_cone(k, a.k, {}, w);
+  w.line("lm_kt[" + dot.var + "][lm_jj] = " + name(a.k) + ";");
+  w.close();
+  w.close();
+  w.line("for (int64_t lm_jj = lm_nk; lm_jj < " + tile + "; lm_jj++) for (int64_t lm_e = 0; "
+         "lm_e < " + nd + "; lm_e++) lm_kt[lm_e][lm_jj] = 0.0f;");
+  // The tile's values (keys and features past the end 0).
+  loop("lm_jj", "0", tile);
+  w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_v[lm_jj][lm_d] = 0.0f;");
+  w.close();
+  loop("lm_jj", "0", "lm_nk");
+  w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
+  w.line("#pragma omp simd");
+  loop(dl.var, "0", nv);
+  emit_attention_cone(k, a.value, {}, w);
+  w.line("lm_v[lm_jj][" + dl.var + "] = " + name(a.value) + ";");
+  w.close();
+  w.close();
+  // lm_s = lm_q . lm_kt: blocks of 4 rows x kAttnBlock keys held in registers
+  emit_attention_block_product(w, "lm_s", "", "lm_q", "lm_kt", nd, tile);
+  loop("lm_r", "0", "lm_nq");
+  w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
+  // the scores' values (scale, masks) on each dot, and the tile's max
+  w.line("float lm_bmax = (-1.0f / 0.0f);");
+  w.line("int lm_nan = 0;");
+  w.line("#pragma omp simd reduction(max:lm_bmax) reduction(|:lm_nan)");
+  loop("lm_jj", "0", "lm_nk");
+  w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
+  w.line("const float " + name(a.dot) + " = lm_s[lm_r][lm_jj];");
+  std::set<ValueId> stops = {a.dot};
+  if (a.bias >= 0) {
+    w.line("const float " + name(a.bias) + " = lm_b[lm_r][lm_jj];");
+    stops.insert(a.bias);
+  }
+  emit_attention_cone(k, a.score, stops, w);
+  w.line("lm_s[lm_r][lm_jj] = " + name(a.score) + ";");
+  w.line("lm_bmax = " + name(a.score) + " > lm_bmax ? " + name(a.score) + " : lm_bmax;");
+  w.line("lm_nan |= " + name(a.score) + " != " + name(a.score) + ";");
+  w.close();
+  w.line("if (lm_nan) lm_bmax = (0.0f / 0.0f);");
+  // the online softmax: new max and shift, old state rescaled by exp2(c * (g_old - g_new))
+  w.line("const float lm_mnew = lm_fmax_nan(lm_m[lm_r], lm_bmax);");
+  w.line("float lm_gold, lm_gnew;");
+  shift_of("lm_m[lm_r]", "lm_gold");
+  shift_of("lm_mnew", "lm_gnew");
+  w.line("const float lm_alpha = " + online_weight(c, "lm_gold", "lm_gnew") + ";");
+  w.line("float lm_psum = 0.0f;");
+  w.line("#pragma omp simd reduction(+:lm_psum)");
+  loop("lm_jj", "0", "lm_nk");
+  // exp2 of -inf is 0, given here: lm_exp2f would reach it through subnormal products, which
+  // cost a microcode assist each on some cores (a causal mask's scores are half -inf)
+  w.line("const float lm_x = lm_s[lm_r][lm_jj];");
+  w.line("const float lm_p = lm_x == (-1.0f / 0.0f) && lm_gnew != lm_x ? 0.0f : " +
+         online_weight(c, "lm_x", "lm_gnew") + ";");
+  w.line("lm_s[lm_r][lm_jj] = lm_p;");
+  w.line("lm_psum += lm_p;");
+  w.close();
+  w.line("for (int64_t lm_jj = lm_nk; lm_jj < " + tile + "; lm_jj++) lm_s[lm_r][lm_jj] = 0.0f;");
+  w.line("lm_l[lm_r] = lm_l[lm_r] * lm_alpha + lm_psum;");
+  w.line("lm_m[lm_r] = lm_mnew;");
+  w.line("#pragma omp simd");
+  w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_o[lm_r][lm_d] *= lm_alpha;");
+  w.close();  // rows
+  // lm_o += lm_s . lm_v (rows past lm_nq have q = 0: their weights are 0, never stored)
+  emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_v", tile, nvp);
+  w.close();  // key tiles
+  // out = o * norm(sum), NaN where the final shift is not finite (as exp2(inf - inf) makes it)
+  loop("lm_r", "0", "lm_nq");
+  w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
+  w.line("float lm_g;");
+  shift_of("lm_m[lm_r]", "lm_g");
+  w.line("float lm_norm = 1.0f;");
+  if (a.norm >= 0) {
+    w.open("");
+    if (a.sum >= 0) w.line("const float " + name(a.sum) + " = lm_l[lm_r];");
+    if (a.max >= 0) w.line("const float " + name(a.max) + " = lm_m[lm_r];");
+    std::set<ValueId> norm_stops = {a.sum};
+    if (a.max >= 0) norm_stops.insert(a.max);
+    emit_attention_cone(k, a.norm, norm_stops, w);
+    w.line("lm_norm = " + name(a.norm) + ";");
+    w.close();
+  }
+  w.line("if (lm_g - lm_g != 0.0f) lm_norm = (0.0f / 0.0f);");
+  loop(dl.var, "0", nv);
+  w.line(buffer_name(k.out) + "[" + k.out_index.to_c() + "] = " +
+         store_expr(k.values.back().dtype, "lm_o[lm_r][" + dl.var + "] * lm_norm") + ";");
+  w.close();
+  w.close();
+  for (size_t i = 0; i < outer.size(); ++i) w.close();
+  return true;
+}
+
+void CRenderer::emit_attention_block_product(CodeWriter& w, const std::string& out,
+                                             const std::string& init, const std::string& a,
+                                             const std::string& b, const std::string& inner,
+                                             const std::string& cols) const {
+  const std::string blk = std::to_string(kAttnBlock);
+  const std::string bytes = std::to_string(kAttnBlock * 4);
+  w.open("");
+  w.line("int64_t lm_rb = 0;");
+  // blocks of 8 rows (8 accumulators), then of 4 for the rest
+  for (int rows : {8, 4}) {
+    std::string step = std::to_string(rows);
+    w.open(rows == 8 ? "for (; lm_rb + 8 <= lm_nq; lm_rb += 8)"
+                     : "for (; lm_rb < lm_nq; lm_rb += 4)");
+    w.open("for (int64_t lm_cb = 0; lm_cb < " + cols + "; lm_cb += " + blk + ")");
+    w.line("typedef float lm_vec __attribute__((vector_size(" + bytes + ")));");
+    for (int x = 0; x < rows; ++x) {
+      std::string c = "lm_c" + std::to_string(x);
+      std::string row = "[lm_rb + " + std::to_string(x) + "]";
+      w.line("lm_vec " + c + " = {0};");
+      if (!init.empty()) w.line("__builtin_memcpy(&" + c + ", &" + init + row + "[lm_cb], " +
+                                bytes + ");");
+    }
+    w.open("for (int64_t lm_e = 0; lm_e < " + inner + "; lm_e++)");
+    w.line("lm_vec lm_bv;");
+    w.line("__builtin_memcpy(&lm_bv, &" + b + "[lm_e][lm_cb], " + bytes + ");");
+    for (int x = 0; x < rows; ++x) {
+      w.line("lm_c" + std::to_string(x) + " += " + a + "[lm_rb + " + std::to_string(x) +
+             "][lm_e] * lm_bv;");
+    }
+    w.close();
+    for (int x = 0; x < rows; ++x) {
+      w.line("__builtin_memcpy(&" + out + "[lm_rb + " + std::to_string(x) + "][lm_cb], &lm_c" +
+             std::to_string(x) + ", " + bytes + ");");
+    }
+    w.close();
+    w.close();
+  }
+  w.close();
+}
+
+}  // namespace luminal

@@ -149,6 +149,35 @@ void open_unrolled(CodeWriter& w, const std::string& loop) {
   w.open(loop);
 }
 
+void open_k_quant_sub_blocks(CodeWriter& w) {
+  w.line("const float d = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
+  w.line("const uint8_t* s = b + 4;");
+  open_unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
+  w.line("int sc[2], m[2];");
+  open_unrolled(w, "for (int h = 0; h < 2; h++)");
+  w.line("const int j = sub + h;");
+  w.line("sc[h] = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);");
+  w.line("m[h] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 2) & 48);");
+  w.close();
+  w.line("const float s0 = d * (float)sc[0], m0 = dmin * (float)m[0];");
+  w.line("const float s1 = d * (float)sc[1], m1 = dmin * (float)m[1];");
+}
+
+void emit_k_quant_lanes(CodeWriter& w, DType dtype, int64_t width) {
+  const std::string ints = "lm_vi" + str(width);
+  const std::string u = quant_byte_lanes_name(width, false);
+  if (dtype == DType::Q4_K) {
+    w.line(ints + " u = " + u + "(b + 16 + sub * 16 + l);");
+    w.line(ints + " lo = u & 15, hi = u >> 4;");
+    return;
+  }
+  // Q5_K: the nibbles at 48, each sub-block's fifth bits a bit of the 32 bytes at 16.
+  w.line(ints + " u = " + u + "(b + 48 + sub * 16 + l);");
+  w.line(ints + " f = " + u + "(b + 16 + l);");
+  w.line(ints + " lo = (u & 15) | (f >> sub & 1) << 4;");
+  w.line(ints + " hi = (u >> 4) | (f >> (sub + 1) & 1) << 4;");
+}
+
 namespace {
 
 std::string dot_name(DType dtype, int64_t width, int64_t x_rows) {
@@ -206,26 +235,11 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
       break;
     case DType::Q4_K:
     case DType::Q5_K:
-      w.line("const float d = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
-      w.line("const uint8_t* s = b + 4;");
-      open_unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
-      w.line("int sc[2], m[2];");
-      open_unrolled(w, "for (int h = 0; h < 2; h++)");
-      w.line("const int j = sub + h;");
-      w.line("sc[h] = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);");
-      w.line("m[h] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 2) & 48);");
-      w.close();
+      open_k_quant_sub_blocks(w);
       each_row(w, v + " lo{i} = {0}, hi{i} = {0}, xlo{i} = {0}, xhi{i} = {0};");
       open_unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
-      if (dtype == DType::Q4_K) {
-        w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
-        w.line(v + " ql = " + to_float("u & 15") + ", qh = " + to_float("u >> 4") + ";");
-      } else {  // Q5_K: the nibbles at 48, each sub-block's fifth bits a bit of the 32 at 16
-        w.line(ints + " u = " + ubytes("b + 48 + sub * 16 + l") + ";");
-        w.line(ints + " f = " + ubytes("b + 16 + l") + ";");
-        w.line(v + " ql = " + to_float("(u & 15) | (f >> sub & 1) << 4") + ", qh = " +
-               to_float("(u >> 4) | (f >> (sub + 1) & 1) << 4") + ";");
-      }
+      emit_k_quant_lanes(w, dtype, width);
+      w.line(v + " ql = " + to_float("lo") + ", qh = " + to_float("hi") + ";");
       each_row(w, v + " a{i} = *(const " + v + "u*)(x{i} + sub * 32 + l), c{i} = *(const " + v +
                       "u*)(x{i} + sub * 32 + 32 + l);");
       each_row(w, "lo{i} += ql * a{i};");
@@ -233,8 +247,6 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
       each_row(w, "xlo{i} += a{i};");
       each_row(w, "xhi{i} += c{i};");
       w.close();
-      w.line("const float s0 = d * (float)sc[0], m0 = dmin * (float)m[0];");
-      w.line("const float s1 = d * (float)sc[1], m1 = dmin * (float)m[1];");
       each_row(w, "*acc{i} += lo{i} * s0 - xlo{i} * m0 + hi{i} * s1 - xhi{i} * m1;");
       w.close();
       break;

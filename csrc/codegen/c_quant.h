@@ -25,6 +25,12 @@ std::string quant_load(DType dtype, const std::string& buffer, const std::string
 std::string quant_block_helpers(int64_t width, std::set<std::string>& seen);
 // "lm_sbytes_v8" (sign-extended) or "lm_ubytes_v8": `width` bytes widened to int lanes.
 std::string quant_byte_lanes_name(int64_t width, bool is_signed);
+// Q4_K and Q5_K blocks, for the GEMV's block dot and the GEMM's tile over block `b`: opens
+// the loop over pairs of sub-blocks `sub`, with their scales and mins s0, m0, s1, m1 (times d
+// and dmin); and, inside a loop over lanes `l` of 32, the int lanes `lo` and `hi` of sub-blocks
+// sub and sub + 1.
+void open_k_quant_sub_blocks(CodeWriter& w);
+void emit_k_quant_lanes(CodeWriter& w, DType dtype, int64_t width);
 // Emits "#pragma GCC unroll 32" and opens `loop` (of constant trip count: the block's offsets
 // become constants, where a rolled loop spent most of its time in index arithmetic).
 void open_unrolled(CodeWriter& w, const std::string& loop);

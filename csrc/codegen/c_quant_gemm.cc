@@ -55,27 +55,9 @@ std::string quant_tile_function(DType dtype, int64_t width) {
       break;
     case DType::Q4_K:
     case DType::Q5_K:
-      w.line("const float d = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
-      w.line("const uint8_t* s = b + 4;");
-      open_unrolled(w, "for (int sub = 0; sub < 8; sub += 2)");
-      w.line("int sc[2], m[2];");
-      open_unrolled(w, "for (int h = 0; h < 2; h++)");
-      w.line("const int j = sub + h;");
-      w.line("sc[h] = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 2) & 48);");
-      w.line("m[h] = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 2) & 48);");
-      w.close();
-      w.line("const float s0 = d * (float)sc[0], m0 = dmin * (float)m[0];");
-      w.line("const float s1 = d * (float)sc[1], m1 = dmin * (float)m[1];");
+      open_k_quant_sub_blocks(w);
       open_unrolled(w, "for (int l = 0; l < 32; l += " + W + ")");
-      if (dtype == DType::Q4_K) {
-        w.line(ints + " u = " + ubytes("b + 16 + sub * 16 + l") + ";");
-        w.line(ints + " lo = u & 15, hi = u >> 4;");
-      } else {  // Q5_K: the nibbles at 48, each sub-block's fifth bits a bit of the 32 at 16
-        w.line(ints + " u = " + ubytes("b + 48 + sub * 16 + l") + ";");
-        w.line(ints + " f = " + ubytes("b + 16 + l") + ";");
-        w.line(ints + " lo = (u & 15) | (f >> sub & 1) << 4;");
-        w.line(ints + " hi = (u >> 4) | (f >> (sub + 1) & 1) << 4;");
-      }
+      emit_k_quant_lanes(w, dtype, width);
       w.line("*(" + v + "*)(t + sub * 32 + l) = s0 * " + to_float("lo") + " - m0;");
       w.line("*(" + v + "*)(t + sub * 32 + 32 + l) = s1 * " + to_float("hi") + " - m1;");
       w.close();

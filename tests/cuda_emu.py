@@ -307,3 +307,27 @@ class Emulated:
                     value = _from_storage(arrays[b][:numel], dtype).astype(np.float64)
                     results.append(value.reshape(shape) if shape else value)
         return results
+
+
+class _ProgramTensor:
+    """What Emulated.run reads of a tensor: its node in the program's graph."""
+
+    def __init__(self, node, st=None):
+        self.id, self.st, self.shape = node, st, (None,)
+
+
+def run_program(cx, program, feeds, y, workdir):
+    """Runs an extracted ``program`` of cx's graph (at cx.dyn_map) in the emulator on ``feeds``
+    ({input tensor: torch tensor}); returns output y's value, flat."""
+    import types
+
+    from luminal.runtime import _id_map
+
+    ids = _id_map(cx._g, program)
+    graph = types.SimpleNamespace(_g=program.graph)
+    emu = Emulated([(graph, None, dict(cx.dyn_map))], str(workdir))
+    out_node = ids[cx._g.find_output(y.id, y.st)]
+    graph._g = types.SimpleNamespace(find_output=lambda node, view: out_node)
+    fed = {_ProgramTensor(ids[t.id]): v.numpy() for t, v in feeds.items()}
+    (value,) = emu.run(0, fed, [_ProgramTensor(out_node, y.st)])
+    return value

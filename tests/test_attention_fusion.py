@@ -8,7 +8,6 @@ random attention graphs against NativeRuntime; the CUDA rendering (the rule cuda
 compiled by NVRTC and run in the CPU emulator against torch. Not the unfused kernels
 (test_row_fusion.py)."""
 
-import types
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ import luminal as lm
 import luminal.nn as nn
 import luminal.nn.functional as F
 from luminal import _core, cuda
-from luminal.runtime import _id_map
 
 import cuda_emu
 from conftest import CPU_CACHE, assert_close
@@ -290,23 +288,6 @@ CUDA_RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
 CUDA_RULE = next(r for r in CUDA_RULES if r.name == "cuda-attention")
 
 
-class _Tensor:
-    """What cuda_emu.Emulated.run reads of a tensor: its node in the program's graph."""
-
-    def __init__(self, node, st=None):
-        self.id, self.st, self.shape = node, st, (None,)
-
-
-def emulate(cx, program, feeds, y, workdir):
-    """Runs `program` (of cx's graph) in the CUDA emulator; returns y's value, flat."""
-    ids = _id_map(cx._g, program)
-    graph = types.SimpleNamespace(_g=program.graph)
-    emu = cuda_emu.Emulated([(graph, None, dict(cx.dyn_map))], str(workdir))
-    out_node = ids[cx._g.find_output(y.id, y.st)]
-    graph._g = types.SimpleNamespace(find_output=lambda node, view: out_node)
-    fed = {_Tensor(ids[t.id]): v.numpy() for t, v in feeds.items()}
-    (value,) = emu.run(0, fed, [_Tensor(out_node, y.st)])
-    return value
 
 
 def test_cuda_attention_rule_this_gives_that():
@@ -348,6 +329,6 @@ def test_cuda_attention_matches_torch_in_the_emulator(mask, kind, tmp_path_facto
     src = _core.cuda_render(program.graph, "sm_90", _core.TuningChoice())
     assert "attention, a warp per query row" in src
     feeds = {inputs[n]: v for n, v in data.items()}
-    got = emulate(cx, program, feeds, y, tmp_path_factory.getbasetemp())
+    got = cuda_emu.run_program(cx, program, feeds, y, tmp_path_factory.getbasetemp())
     want = torch_sdpa(data, causal, None, h != hk)
     assert_close(got.reshape(want.shape), want, rtol=2e-4, atol=2e-4)

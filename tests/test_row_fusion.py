@@ -9,7 +9,6 @@ on the CPU and in the CUDA emulator, on odd rows, with -inf masks, fully masked 
 logits."""
 
 import re
-import types
 
 import numpy as np
 import pytest
@@ -19,7 +18,6 @@ import luminal as lm
 import luminal.nn as nn
 import luminal.nn.functional as F
 from luminal import _core, cuda
-from luminal.runtime import _id_map
 
 import cuda_emu
 from conftest import CPU_CACHE, assert_close
@@ -226,24 +224,10 @@ def test_cpu_row_kernel_matches_torch(variant, shape):
 
 # ---- CUDA: the warp-per-row kernels in the CPU emulator --------------------------------------
 
-class _Tensor:
-    """What cuda_emu.Emulated.run reads of a tensor: its node in the program's graph."""
-
-    def __init__(self, node, st=None):
-        self.id, self.st, self.shape = node, st, (None,)
-
-
 def emulate(cx, program, feeds, y, dims, workdir):
-    """Runs `program` (of cx's graph) in the CUDA emulator; returns y's value, flat."""
+    """Runs `program` (of cx's graph) at `dims` in the CUDA emulator; returns y's value, flat."""
     cx.dyn_map.update(dims)
-    ids = _id_map(cx._g, program)
-    graph = types.SimpleNamespace(_g=program.graph)
-    emu = cuda_emu.Emulated([(graph, None, dict(cx.dyn_map))], str(workdir))
-    out_node = ids[cx._g.find_output(y.id, y.st)]
-    graph._g = types.SimpleNamespace(find_output=lambda node, view: out_node)
-    fed = {_Tensor(ids[t.id]): v.numpy() for t, v in feeds.items()}
-    (value,) = emu.run(0, fed, [_Tensor(out_node, y.st)])
-    return value
+    return cuda_emu.run_program(cx, program, feeds, y, workdir)
 
 
 @pytest.mark.skipif(cuda_emu.compiler() is None, reason="no C++ compiler")

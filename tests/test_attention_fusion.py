@@ -279,7 +279,7 @@ def test_random_attention_programs_match_native(b, heads, s, t, d, mask, scale, 
         got = _run(rt._rt, program.inputs, program.outputs, feeds, {})
         for g_, w_ in zip(got, want):
             np.testing.assert_allclose(g_, w_, rtol=2e-4, atol=2e-4, equal_nan=True)
-    assert fused == 1
+    assert fused >= 1  # the generic rules (hoisting a reciprocal) may give it more than one form
 
 
 # ---- CUDA: NVRTC for sm_80 / sm_90, and the CPU emulator against torch -------------------------

@@ -25,6 +25,8 @@ from matmul_cases import scheduled
 
 CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(), "cpu.rules")
 RULE = next(r for r in CPU_RULES if r.name == "cpu-attention")
+CUDA_RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
+CUDA_RULE = next(r for r in CUDA_RULES if r.name == "cuda-attention")
 
 
 def saturate(cx, rules):
@@ -107,7 +109,8 @@ def run_fused(cx, inputs, y, data, dims=None):
 
 # ---- the rule: this => that, and where it fires ------------------------------------------------
 
-def test_attention_rule_this_gives_that():
+@pytest.mark.parametrize("rule", [RULE, CUDA_RULE], ids=lambda r: r.name)
+def test_attention_rule_this_gives_that(rule):
     cx = lm.Graph()
     x, v = cx.tensor((3, "n")), cx.tensor(("n", 5))
     this = x.softmax(-1) @ v
@@ -116,7 +119,7 @@ def test_attention_rule_this_gives_that():
     that.output()
     g, (r_this, r_that), _ = saturate(cx, [])
     assert not g.equivalent(r_this, r_that)
-    g, (r_this, r_that), report = saturate(cx, [RULE])
+    g, (r_this, r_that), report = saturate(cx, [rule])
     assert g.equivalent(r_this, r_that)
     assert report.rejected_merges == 0
 
@@ -284,23 +287,7 @@ def test_random_attention_programs_match_native(b, heads, s, t, d, mask, scale, 
 
 # ---- CUDA: NVRTC for sm_80 / sm_90, and the CPU emulator against torch -------------------------
 
-CUDA_RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
-CUDA_RULE = next(r for r in CUDA_RULES if r.name == "cuda-attention")
 
-
-
-
-def test_cuda_attention_rule_this_gives_that():
-    cx = lm.Graph()
-    this = cx.tensor((3, "n")).softmax(-1) @ cx.tensor(("n", 5))
-    that = scheduled(this, [("attention", 1)])
-    this.output()
-    that.output()
-    g, (r_this, r_that), _ = saturate(cx, [])
-    assert not g.equivalent(r_this, r_that)
-    g, (r_this, r_that), report = saturate(cx, [CUDA_RULE])
-    assert g.equivalent(r_this, r_that)
-    assert report.rejected_merges == 0
 
 
 @pytest.mark.skipif(not cuda.find_nvrtc(), reason="NVRTC is not installed")

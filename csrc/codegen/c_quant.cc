@@ -178,6 +178,14 @@ void emit_k_quant_lanes(CodeWriter& w, DType dtype, int64_t width) {
   w.line(ints + " hi = (u >> 4) | (f >> (sub + 1) & 1) << 4;");
 }
 
+void emit_q6_k_lanes(CodeWriter& w, int64_t width) {
+  const std::string ints = "lm_vi" + str(width);
+  const std::string u = quant_byte_lanes_name(width, false);
+  w.line(ints + " l = " + u + "(b + h * 64 + (r & 1) * 32 + c);");
+  w.line(ints + " hb = " + u + "(b + 128 + h * 32 + c);");
+  w.line(ints + " q = ((r < 2 ? l & 15 : l >> 4) | (hb >> (2 * r) & 3) << 4) - 32;");
+}
+
 namespace {
 
 std::string dot_name(DType dtype, int64_t width, int64_t x_rows) {
@@ -264,10 +272,8 @@ std::string dot_function(DType dtype, int64_t width, int64_t x_rows) {
       open_unrolled(w, "for (int g = 0; g < 32; g += 16)");
       each_row(w, v + " p{i} = {0};");
       open_unrolled(w, "for (int c = g; c < g + 16; c += " + W + ")");
-      w.line(ints + " l = " + ubytes("b + h * 64 + (r & 1) * 32 + c") + ";");
-      w.line(ints + " hb = " + ubytes("b + 128 + h * 32 + c") + ";");
-      w.line(v + " qf = " + to_float("((r < 2 ? l & 15 : l >> 4) | (hb >> (2 * r) & 3) << 4) - 32") +
-             ";");
+      emit_q6_k_lanes(w, width);
+      w.line(v + " qf = " + to_float("q") + ";");
       each_row(w, "p{i} += qf * *(const " + v + "u*)(x{i} + h * 128 + r * 32 + c);");
       w.close();
       each_row(w, "*acc{i} += p{i} * sf[h * 8 + r * 2 + g / 16];");

@@ -31,6 +31,9 @@ std::string quant_byte_lanes_name(int64_t width, bool is_signed);
 // sub and sub + 1.
 void open_k_quant_sub_blocks(CodeWriter& w);
 void emit_k_quant_lanes(CodeWriter& w, DType dtype, int64_t width);
+// Q6_K block `b`, inside loops over its halves `h`, quarters `r` and lanes `c` of 32: the int
+// lanes `q` (q - 32 of elements 128h + 32r + c ...).
+void emit_q6_k_lanes(CodeWriter& w, int64_t width);
 // Emits "#pragma GCC unroll 32" and opens `loop` (of constant trip count: the block's offsets
 // become constants, where a rolled loop spent most of its time in index arithmetic).
 void open_unrolled(CodeWriter& w, const std::string& loop);

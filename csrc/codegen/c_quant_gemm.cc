@@ -69,11 +69,9 @@ std::string quant_tile_function(DType dtype, int64_t width) {
       open_unrolled(w, "for (int h = 0; h < 2; h++)");
       open_unrolled(w, "for (int r = 0; r < 4; r++)");
       open_unrolled(w, "for (int c = 0; c < 32; c += " + W + ")");
-      w.line(ints + " l = " + ubytes("b + h * 64 + (r & 1) * 32 + c") + ";");
-      w.line(ints + " hb = " + ubytes("b + 128 + h * 32 + c") + ";");
+      emit_q6_k_lanes(w, width);
       w.line("const int j = h * 128 + r * 32 + c;");
-      w.line("*(" + v + "*)(t + j) = d * (float)sc[j / 16] * " +
-             to_float("((r < 2 ? l & 15 : l >> 4) | (hb >> (2 * r) & 3) << 4) - 32") + ";");
+      w.line("*(" + v + "*)(t + j) = d * (float)sc[j / 16] * " + to_float("q") + ";");
       w.close();
       w.close();
       w.close();

@@ -158,20 +158,17 @@ class GGUFFile(Mapping):
             return count * _PLAIN[kind][1].itemsize
         if kind in _QUANTIZED:
             type_name, lm_dtype = _QUANTIZED[kind]
-            block = _core.block_values(lm_dtype)
+            blocks = type_name, _core.block_values(lm_dtype), _core.block_bytes(lm_dtype)
+        else:
+            blocks = _other_block_type(kind)
+            if blocks is not None:
+                self._widened.setdefault(blocks[0], []).append(name)
+        if blocks is not None:
+            type_name, block, block_bytes = blocks
             if not shape or shape[-1] % block:
                 row = shape[-1] if shape else "no"
                 raise WeightsError(f"{self.path}: {type_name} tensor '{name}' has a row of {row} "
                                    f"values, not a multiple of its block of {block}")
-            return count // block * _core.block_bytes(lm_dtype)
-        other = _other_block_type(kind)
-        if other is not None:
-            type_name, block, block_bytes = other
-            if not shape or shape[-1] % block:
-                row = shape[-1] if shape else "no"
-                raise WeightsError(f"{self.path}: {type_name} tensor '{name}' has a row of {row} "
-                                   f"values, not a multiple of its block of {block}")
-            self._widened.setdefault(type_name, []).append(name)
             return count // block * block_bytes
         raise WeightsError(f"{self.path}: tensor '{name}' has ggml type {kind}, which luminal "
                            f"does not read (F32, F16, BF16, I32, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K "
@@ -207,26 +204,25 @@ class GGUFFile(Mapping):
         uint8 rows of raw blocks, dt.element_shape gives the tensor's shape)."""
         shape, kind, begin, nbytes = self._entry(name)
         data = self._map[begin:begin + nbytes]
-        if kind in _QUANTIZED:
-            lm_dtype = _QUANTIZED[kind][1]
+        if kind not in _PLAIN:  # blocks: uint8 rows
             rows = math.prod(shape[:-1])
             row_bytes = nbytes // rows if rows else 0
-            return np.ndarray((*shape[:-1], row_bytes), np.uint8, buffer=data), lm_dtype
-        if kind not in _PLAIN:
-            return self._dequantized(name, shape, kind, data), dt.float16
+            raw = np.ndarray((*shape[:-1], row_bytes), np.uint8, buffer=data)
+            if kind in _QUANTIZED:
+                return raw, _QUANTIZED[kind][1]
+            return self._dequantized(name, shape, kind, raw), dt.float16
         _, np_dtype, lm_dtype = _PLAIN[kind]
         if nbytes == 0:
             return np.zeros(shape, np_dtype), lm_dtype
         return np.ndarray(shape, np_dtype, buffer=data), lm_dtype
 
-    def _dequantized(self, name, shape, kind, data) -> np.ndarray:
-        """A tensor of a block type luminal does not keep, dequantized by the `gguf` package,
-        as F16 (a value past F16's range is a WeightsError naming the tensor)."""
+    def _dequantized(self, name, shape, kind, raw) -> np.ndarray:
+        """A tensor of a block type luminal does not keep (``raw``: its rows of blocks),
+        dequantized by the `gguf` package, as F16 (a value past F16's range is a WeightsError
+        naming the tensor)."""
         from gguf import GGMLQuantizationType
         from gguf.quants import dequantize as gguf_dequantize
 
-        rows = math.prod(shape[:-1])
-        raw = np.ndarray((rows, len(data) // rows if rows else 0), np.uint8, buffer=data)
         try:
             with np.errstate(all="ignore"):
                 values = gguf_dequantize(raw, GGMLQuantizationType(kind)).reshape(shape)

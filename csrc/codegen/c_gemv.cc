@@ -71,6 +71,7 @@ std::string f16_load_function(int64_t width) {
 }
 
 bool renders_gemv(const Kernel& k) {
+  if (is_quantized(k.matmul.b_stored)) return false;  // blocks: c_quant.cc's GEMV
   const int64_t most = cpu_schedule(k).gemv_rows;
   if (most <= 0 || !is_one(k.matmul.b_k)) return false;
   std::optional<int64_t> rows = folded_rows(k).try_const();

@@ -237,8 +237,6 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
       if (seen.insert(quant_tile_name(stored, t.vw)).second) {
         s += quant_tile_function(stored, t.vw);
       }
-      if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
-      continue;
     }
     std::optional<PackedPanels> panels = packed_panels(k);
     if (!panels) {
@@ -488,7 +486,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   emit_matmul_sizes(k, outer, w);
   const bool quantized = renders_quant_gemv(k);
   if (quantized) emit_quant_gemv(k, outer, w);  // few rows; else on to the GEMM
-  if (renders_gemv(k) && !panels && !quantized) emit_gemv(k, outer, w);
+  if (renders_gemv(k) && !panels) emit_gemv(k, outer, w);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");

@@ -78,8 +78,9 @@ std::optional<PackedPanels> packed_panels(const Kernel& k);
 // after lowering, so its renderer and its set_data agree on which inputs are panels.
 void settle_packing(const Graph& graph, Program& program);
 
-// Whether `k`, a matmul the C renderer takes, also gets the GEMV path: its schedule sets
-// gemv_rows, B is contiguous along k, and M is not known to be above gemv_rows.
+// Whether `k`, a matmul the C renderer takes, also gets the f32 GEMV path: its schedule sets
+// gemv_rows, B is contiguous along k and not in blocks (those take c_quant.cc's GEMV), and M
+// is not known to be above gemv_rows.
 bool renders_gemv(const Kernel& k);
 
 }  // namespace luminal

@@ -49,12 +49,20 @@ def test_train_step_matches_torch_after_three_steps(name, runtime):
             rng.standard_normal(shape).astype(np.float32)
         tv = rng.standard_normal(tuple(out.shape)).astype(np.float32)
         got = step.run({x: xv, target: tv})
-        torch_opt.zero_grad()
         xt = torch.tensor(xv, dtype=torch.long) if ids else torch.tensor(xv)
-        want = F.mse_loss(reference(xt, leaves), torch.tensor(tv))
-        want.backward()
-        torch_opt.step()
-        np.testing.assert_allclose(got, want.item(), rtol=1e-4, atol=1e-5)
+        _torch_step_matches(torch_opt, F.mse_loss(reference(xt, leaves), torch.tensor(tv)), got)
+    _assert_parameters_match(step, leaves)
+
+
+def _torch_step_matches(opt, loss, got):
+    """One torch step on ``loss``, whose value our step's loss ``got`` must be."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    np.testing.assert_allclose(got, loss.item(), rtol=1e-4, atol=1e-5)
+
+
+def _assert_parameters_match(step, leaves):
     for n, value in step.state_dict().items():
         np.testing.assert_allclose(value, leaves[n].detach().numpy(), rtol=1e-4, atol=1e-5,
                                    err_msg=n)
@@ -80,15 +88,9 @@ def test_a_search_between_steps_keeps_the_trained_state(runtime):
             cx.search(step.runtime, 2, cache=False)
         xv, tv = (rng.standard_normal(s).astype(np.float32) for s in ((5, 4), (5, 3)))
         got = step.run({x: xv, target: tv})
-        torch_opt.zero_grad()
-        want = F.mse_loss(F.linear(torch.tensor(xv), leaves["weight"], leaves["bias"]),
-                          torch.tensor(tv))
-        want.backward()
-        torch_opt.step()
-        np.testing.assert_allclose(got, want.item(), rtol=1e-4, atol=1e-5)
-    for n, value in step.state_dict().items():
-        np.testing.assert_allclose(value, leaves[n].detach().numpy(), rtol=1e-4, atol=1e-5,
-                                   err_msg=n)
+        _torch_step_matches(torch_opt, F.mse_loss(
+            F.linear(torch.tensor(xv), leaves["weight"], leaves["bias"]), torch.tensor(tv)), got)
+    _assert_parameters_match(step, leaves)
 
 
 class Classifier(Module):

@@ -85,6 +85,9 @@ std::vector<Expr> unravel(const Expr& flat, const std::vector<Expr>& shape) {
 std::optional<std::vector<Expr>> unravel_affine(const Expr& flat, const std::vector<Expr>& shape,
                                                 const std::map<std::string, Expr>& extents) {
   const size_t rank = shape.size();
+  if (rank == 0) {  // a scalar's one element
+    return is_zero(flat) ? std::optional<std::vector<Expr>>(std::vector<Expr>{}) : std::nullopt;
+  }
   std::vector<int64_t> dims(rank), strides(rank);
   int64_t span = 1;
   for (size_t k = rank; k-- > 0;) {
@@ -102,7 +105,9 @@ std::optional<std::vector<Expr>> unravel_affine(const Expr& flat, const std::vec
     std::optional<Expr> c = affine_stride(flat, var);
     if (extent == extents.end() || !c) return std::nullopt;
     std::optional<int64_t> n = extent->second.try_const(), coef = c->try_const();
-    if (!n || !coef || *n <= 0 || *coef > (int64_t{1} << 40) || *coef < -(int64_t{1} << 40)) {
+    constexpr int64_t kLarge = int64_t{1} << 40;  // |coef| * (n - 1) stays far from overflow
+    if (!n || !coef || *n <= 0 || *n > kLarge || *coef > kLarge || *coef < -kLarge ||
+        (*n > 1 && (*coef > 0 ? *coef : -*coef) > (int64_t{1} << 56) / (*n - 1))) {
       return std::nullopt;
     }
     size_t k = 0;

@@ -178,6 +178,8 @@ std::string micro_kernel(const Tiles& t, DType panel) {
   return w.str();
 }
 
+}  // namespace
+
 // The GEMM here takes f32 products summed in f32 (no widening of the product) of a matched
 // matmul, with A stored as f32 and B stored as f32, widened from f16/bf16 or dequantized from
 // blocks (where renders_quant_gemv: its panels are dequantized as packed), and stores f32:
@@ -190,6 +192,7 @@ bool renders_matmul(const Kernel& k) {
   return k.values[k.reduce_at].dtype == DType::F32 && k.values.back().dtype == DType::F32;
 }
 
+namespace {
 bool uses_loop_vars(const Expr& e, const Kernel& k) {
   for (const std::string& s : e.symbols()) {
     for (const Loop& l : k.loops) {
@@ -199,6 +202,7 @@ bool uses_loop_vars(const Expr& e, const Kernel& k) {
   }
   return false;
 }
+}  // namespace
 
 // Whether render_matmul emits the GEMM for `k`: a matmul it renders whose strides do not move
 // with the loops.
@@ -210,8 +214,6 @@ bool takes_gemm(const Kernel& k) {
   }
   return true;
 }
-
-}  // namespace
 
 std::string float_vector(int64_t width) { return "lm_vf" + std::to_string(width); }
 
@@ -228,6 +230,10 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
   std::set<std::string> seen;  // names of the micro-kernels and helpers emitted so far
   std::string s;
   for (const Kernel& k : program.kernels) {
+    if (k.matmul.present && k.matmul.a_q8_0) {
+      s += quant_int8_prelude(k, seen);
+      continue;
+    }
     if (!renders_matmul(k)) continue;
     Tiles t = tiles_of(k);
     if (widths.insert(t.vw).second) s += float_vector_typedefs(t.vw);
@@ -455,11 +461,7 @@ void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::stri
   w.close();
 }
 
-// Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
-// threads never wait on each other inside the kernel (robust when cores are shared). n blocks
-// shrink until there are enough tasks; m chunks split the rows when there still are not.
-// The sizes and strides both matmul paths read: M, N, K, am, ak, bk, bn and lm_batches.
-static void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
+void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
   const MatmulInfo& mm = k.matmul;
   Expr batches = 1;
   for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
@@ -471,6 +473,9 @@ static void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
   w.line("const int64_t lm_batches = " + batches.to_c() + ";");
 }
 
+// Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
+// threads never wait on each other inside the kernel (robust when cores are shared). n blocks
+// shrink until there are enough tasks; m chunks split the rows when there still are not.
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
   const MatmulInfo& mm = k.matmul;

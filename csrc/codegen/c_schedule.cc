@@ -30,6 +30,7 @@ constexpr Param kParams[] = {
     {kEpilogueParam, nullptr, 0},
     {kRowParam, nullptr, 0},
     {kAttentionParam, nullptr, 0},
+    {kQuantDotParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter
 constexpr int64_t kMaxTileM = 16;

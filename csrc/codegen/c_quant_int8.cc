@@ -1,0 +1,278 @@
+// The C renderer's integer dot products of quantized activations and quantized weights (a
+// kernel with MatmulInfo::a_q8_0, kernel/quant_dot.h), as llama.cpp computes them: each row of
+// x is quantized once into int8 blocks of 32 with their f16 scales (bit for bit the values of
+// hl_ops/quant_activations.py's formula) and sums per 16; then, threads split over N, four
+// rows of W per task, each weight block's integers meet x's in int8 dot products (AVX-512
+// VNNI vpdpbusd, else AVX2 pmaddubsw + pmaddwd, else plain C), times d_x * d_w summed in f32.
+// Offsets of unsigned weights (Q4_0's 8, a K-quant's minimum, Q6_K's 32) are taken off with
+// x's block sums. Not the f32 quantized GEMV (c_quant.cc) nor the formula's recognition.
+#include <set>
+#include <string>
+
+#include "codegen/c.h"
+#include "codegen/c_matmul.h"
+#include "codegen/c_quant.h"
+#include "codegen/c_schedule.h"
+#include "core/errors.h"
+
+namespace luminal {
+
+namespace {
+
+constexpr int64_t kWRows = 4;  // rows of W per task
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// 32 bytes as unsigned and signed vectors (unaligned loads), 8 int and 8 float lanes, and
+// the two int8 dot products: lm_dot_us (unsigned u < 128 times signed s) and lm_dot_ss (both
+// signed, by the sign trick), each giving lane i the sum of bytes 4i .. 4i + 3's products.
+const char* kDotHelpers =
+    "typedef unsigned char lm_vu32 __attribute__((vector_size(32)));\n"
+    "typedef unsigned char lm_vu32u __attribute__((vector_size(32), aligned(1), may_alias));\n"
+    "typedef signed char lm_vs32 __attribute__((vector_size(32)));\n"
+    "typedef signed char lm_vs32u __attribute__((vector_size(32), aligned(1), may_alias));\n"
+    "typedef unsigned char lm_vu16 __attribute__((vector_size(16)));\n"
+    "typedef unsigned char lm_vu16u __attribute__((vector_size(16), aligned(1), may_alias));\n"
+    "typedef int lm_vq8 __attribute__((vector_size(32)));\n"
+    "typedef float lm_vg8 __attribute__((vector_size(32)));\n"
+    "typedef char lm_vc32q __attribute__((vector_size(32)));\n"
+    "typedef short lm_vh16q __attribute__((vector_size(32)));\n"
+    "static inline lm_vq8 lm_dot_us(lm_vu32 u, lm_vs32 s) {\n"
+    "#if defined(__AVX512VNNI__) && defined(__AVX512VL__)\n"
+    "  return __builtin_ia32_vpdpbusd_v8si((lm_vq8){0}, (lm_vq8)u, (lm_vq8)s);\n"
+    "#elif defined(__AVX2__)\n"
+    "  lm_vh16q p = __builtin_ia32_pmaddubsw256((lm_vc32q)u, (lm_vc32q)s);\n"
+    "  return __builtin_ia32_pmaddwd256(p, (lm_vh16q){1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, "
+    "1, 1});\n"
+    "#else\n"
+    "  lm_vq8 r = {0};\n"
+    "  for (int i = 0; i < 32; i++) r[i / 4] += (int)u[i] * (int)s[i];\n"
+    "  return r;\n"
+    "#endif\n"
+    "}\n"
+    "static inline lm_vq8 lm_dot_ss(lm_vs32 a, lm_vs32 s) {\n"
+    "#if defined(__AVX2__)\n"
+    "  lm_vu32 u = (lm_vu32)__builtin_ia32_psignb256((lm_vc32q)a, (lm_vc32q)a);\n"
+    "  return lm_dot_us(u, (lm_vs32)__builtin_ia32_psignb256((lm_vc32q)s, (lm_vc32q)a));\n"
+    "#else\n"
+    "  lm_vq8 r = {0};\n"
+    "  for (int i = 0; i < 32; i++) r[i / 4] += (int)a[i] * (int)s[i];\n"
+    "  return r;\n"
+    "#endif\n"
+    "}\n";
+
+// lm_q8_0_quantize_row: K values of x (a multiple of 32) into int8 q, the f16 scale of each
+// block (as f32) and the sum of q over each 16. The scale's steps are the formula's, op for
+// op; every product beside an addition is exact, so a contracted FMA rounds the same. The
+// rounding compares y with t +- 0.5 (t = trunc y) instead of forming y - t, which an FMA
+// could fuse with y's product.
+const char* kQuantizeRow =
+    "static void lm_q8_0_quantize_row(const float* restrict x, int64_t K, signed char* "
+    "restrict q,\n"
+    "                                 float* restrict d, short* restrict s) {\n"
+    "  for (int64_t b = 0; b < K / 32; b++) {\n"
+    "    const float* restrict xb = x + b * 32;\n"
+    "    float amax = 0.0f;\n"
+    "    for (int j = 0; j < 32; j++) {\n"
+    "      const float a = xb[j] < 0.0f ? -xb[j] : xb[j];\n"
+    "      amax = a > amax ? a : amax;\n"
+    "    }\n"
+    "    const float d0 = amax * 0x1.020408p-7f;\n"
+    "    const float ulp = (d0 + d0 * 0x1.000002p-24f) + d0 * -1.0f;\n"
+    "    const float residual = (amax + d0 * -128.0f) + d0;\n"
+    "    const float dd = d0 + (ulp * 63.5f < residual ? 1.0f : 0.0f) * ulp;\n"
+    "    const float d16 = lm_f16_to_f32(lm_f32_to_f16(dd));\n"
+    "    const float keep = 0.0f < d16 ? 1.0f : 0.0f;\n"
+    "    const float inv = 1.0f / (dd + (keep * -1.0f + 1.0f)) * keep;\n"
+    "    signed char* restrict qb = q + b * 32;\n"
+    "    for (int j = 0; j < 32; j++) {\n"
+    "      const float y = xb[j] * inv;\n"
+    "      const float t = __builtin_truncf(y);\n"
+    "      const float r = t + (y >= t + 0.5f ? 1.0f : 0.0f) - (y <= t - 0.5f ? 1.0f : 0.0f);\n"
+    "      qb[j] = (signed char)(int)r;\n"
+    "    }\n"
+    "    for (int h = 0; h < 2; h++) {\n"
+    "      int sum = 0;\n"
+    "      for (int j = 0; j < 16; j++) sum += qb[h * 16 + j];\n"
+    "      s[b * 2 + h] = (short)sum;\n"
+    "    }\n"
+    "    d[b] = d16;\n"
+    "  }\n"
+    "}\n";
+
+std::string block_name(DType w) { return std::string("lm_qblock_") + dtype_name(w); }
+std::string dot4_name(DType w) { return std::string("lm_qdot4_") + dtype_name(w); }
+
+// static inline void lm_qblock_q4_k(const uint8_t* b, const signed char* qx, const float* dx,
+// const short* sx, lm_vg8* acc, float* corr): weight block b against x's quantized values at
+// the same k (qx, with their scales dx per 32 and sums sx per 16): int8 dots times scales into
+// acc, the offsets' part (x's sums times the weight's offsets) into corr.
+std::string block_function(DType w) {
+  CodeWriter c;
+  c.open("static inline void " + block_name(w) +
+         "(const uint8_t* restrict b, const signed char* restrict qx, const float* restrict dx, "
+         "const short* restrict sx, lm_vg8* restrict acc, float* restrict corr)");
+  auto xs = [](const std::string& at) { return "*(const lm_vs32u*)(qx + " + at + ")"; };
+  auto sum32 = [](const std::string& at) {
+    return "(float)(sx[2 * (" + at + ")] + sx[2 * (" + at + ") + 1])";
+  };
+  switch (w) {
+    case DType::Q8_0:
+      c.line("const float d = lm_block_scale(b) * dx[0];");
+      c.line("*acc += __builtin_convertvector(lm_dot_ss(*(const lm_vs32u*)(b + 2), " + xs("0") +
+             "), lm_vg8) * d;");
+      break;
+    case DType::Q4_0:
+      c.line("const float d = lm_block_scale(b) * dx[0];");
+      c.line("const lm_vu16 raw = *(const lm_vu16u*)(b + 2);");
+      c.line("const lm_vu32 u = __builtin_shufflevector(raw & 15, raw >> 4, 0, 1, 2, 3, 4, 5, 6, "
+             "7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, "
+             "28, 29, 30, 31);");
+      c.line("*acc += __builtin_convertvector(lm_dot_us(u, " + xs("0") + "), lm_vg8) * d;");
+      c.line("*corr -= 8.0f * d * " + sum32("0") + ";");
+      break;
+    case DType::Q4_K:
+    case DType::Q5_K: {
+      const bool five = w == DType::Q5_K;
+      open_k_quant_sub_blocks(c);  // sub, s0, m0, s1, m1
+      c.line(std::string("const lm_vu32 raw = *(const lm_vu32u*)(b + ") + (five ? "48" : "16") +
+             " + sub * 16);");
+      if (five) {
+        c.line("const lm_vu32 fifth = *(const lm_vu32u*)(b + 16);");
+        c.line("const lm_vu32 lo = (raw & 15) | ((fifth >> sub) & 1) << 4;");
+        c.line("const lm_vu32 hi = (raw >> 4) | ((fifth >> (sub + 1)) & 1) << 4;");
+      } else {
+        c.line("const lm_vu32 lo = raw & 15, hi = raw >> 4;");
+      }
+      c.line("const float e0 = s0 * dx[sub], e1 = s1 * dx[sub + 1];");
+      c.line("*acc += __builtin_convertvector(lm_dot_us(lo, " + xs("sub * 32") +
+             "), lm_vg8) * e0 + __builtin_convertvector(lm_dot_us(hi, " + xs("sub * 32 + 32") +
+             "), lm_vg8) * e1;");
+      c.line("*corr -= m0 * dx[sub] * " + sum32("sub") + " + m1 * dx[sub + 1] * " +
+             sum32("sub + 1") + ";");
+      c.close();
+      break;
+    }
+    case DType::Q6_K:
+      // x block xb = 4h + r holds elements 128h + 32r + c: low nibbles of ql (the high ones
+      // for r >= 2) and bit pairs 2r of qh, unsigned (q + 32); scales per 16.
+      c.line("const float d = lm_block_scale(b + 208);");
+      open_unrolled(c, "for (int h = 0; h < 2; h++)");
+      c.line("const lm_vu32 hb = *(const lm_vu32u*)(b + 128 + h * 32);");
+      open_unrolled(c, "for (int r = 0; r < 4; r++)");
+      c.line("const int xb = h * 4 + r;");
+      c.line("const lm_vu32 l = *(const lm_vu32u*)(b + h * 64 + (r & 1) * 32);");
+      c.line("const lm_vu32 u = (r < 2 ? l & 15 : l >> 4) | ((hb >> (2 * r)) & 3) << 4;");
+      c.line("const float sa = (float)(signed char)b[192 + 2 * xb];");
+      c.line("const float sb = (float)(signed char)b[192 + 2 * xb + 1];");
+      c.line("const float e = d * dx[xb];");
+      c.line("*acc += __builtin_convertvector(lm_dot_us(u, " + xs("xb * 32") +
+             "), lm_vg8) * (lm_vg8){sa, sa, sa, sa, sb, sb, sb, sb} * e;");
+      c.line("*corr -= 32.0f * e * (sa * (float)sx[2 * xb] + sb * (float)sx[2 * xb + 1]);");
+      c.close();
+      c.close();
+      break;
+    default:
+      throw InternalError(std::string("quant int8: ") + dtype_name(w) + " has no integer dot");
+  }
+  c.close();
+  return c.str();
+}
+
+// static void lm_qdot4_q8_0(int64_t K, const char* xq, const uint8_t* w, int64_t ldw,
+// float* c, int64_t rows): c[j] = row j of W (j < rows of kWRows; ldw bytes apart) times the
+// quantized row xq (K int8, then K / 32 f32 scales, then K / 16 short sums).
+std::string dot4_function(DType w) {
+  CodeWriter c;
+  const std::string bv = str(block_values(w));
+  const std::string bytes = str(block_bytes(w));
+  c.open("static void " + dot4_name(w) +
+         "(int64_t K, const char* restrict xq, const uint8_t* restrict w, int64_t ldw, "
+         "float* restrict c, int64_t rows)");
+  c.line("const signed char* restrict qx = (const signed char*)xq;");
+  c.line("const float* restrict dx = (const float*)(xq + K);");
+  c.line("const short* restrict sx = (const short*)(xq + K + K / 32 * 4);");
+  for (int64_t j = 0; j < kWRows; ++j) {
+    const std::string J = str(j);
+    c.line("const uint8_t* restrict w" + J + " = w + (" + J + " < rows ? " + J + " : rows - 1) * ldw;");
+    c.line("lm_vg8 a" + J + " = {0};");
+    c.line("float e" + J + " = 0.0f;");
+  }
+  c.open("for (int64_t kb = 0; kb < K / " + bv + "; kb++)");
+  c.line("const signed char* restrict x = qx + kb * " + bv + ";");
+  c.line("const float* restrict xd = dx + kb * " + bv + " / 32;");
+  c.line("const short* restrict xs = sx + kb * " + bv + " / 16;");
+  for (int64_t j = 0; j < kWRows; ++j) {
+    const std::string J = str(j);
+    c.line(block_name(w) + "(w" + J + " + kb * " + bytes + ", x, xd, xs, &a" + J + ", &e" + J +
+           ");");
+  }
+  c.close();
+  for (int64_t j = 0; j < kWRows; ++j) {
+    const std::string J = str(j);
+    c.line("for (int l = 0; l < 8; l++) e" + J + " += a" + J + "[l];");
+    c.line("if (" + J + " < rows) c[" + J + "] = e" + J + ";");
+  }
+  c.close();
+  return c.str();
+}
+
+}  // namespace
+
+std::string CRenderer::quant_int8_prelude(const Kernel& k, std::set<std::string>& seen) const {
+  const DType w = k.matmul.b_stored;
+  std::string s = quant_block_helpers(8, seen);  // lm_block_scale
+  if (seen.insert("lm_dot_us").second) s += kDotHelpers;
+  if (seen.insert("lm_q8_0_quantize_row").second) s += kQuantizeRow;
+  if (seen.insert(block_name(w)).second) s += block_function(w) + dot4_function(w);
+  return s;
+}
+
+bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWriter& w) const {
+  (void)program;
+  const MatmulInfo& mm = k.matmul;
+  if (!takes_gemm(k)) return false;
+  const DType stored = mm.b_stored;
+  const int outer = mm.m_loop - folded_batch_loops(k);
+  const std::string wrows = str(kWRows);
+  emit_matmul_sizes(k, outer, w);
+  w.line("const int64_t lm_ldw = bn / " + str(block_values(stored)) + " * " +
+         str(block_bytes(stored)) + ";");
+  // Per row of x: K int8, K / 32 f32 scales, K / 16 short sums, rounded up to 64 bytes.
+  w.line("const int64_t lm_xbytes = (K + K / 32 * 4 + K / 16 * 2 + 63) / 64 * 64;");
+  w.line("const int64_t lm_xrows = lm_batches * M;");
+  w.line("char* lm_raw = (char*)malloc(lm_xrows * lm_xbytes + 64);");
+  w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
+  w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
+  std::string team = omp_team(k, "lm_batches * N * K");
+  if (!team.empty()) w.line("#pragma omp parallel" + team);
+  w.open("");
+  w.line("#pragma omp for schedule(static)");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_xrows; lm_task++)");
+  w.line("const int64_t lm_bt = lm_task / M;");
+  emit_batch_bases(k, outer, "uint8_t", w);
+  w.line("(void)B;");
+  w.line("(void)C;");
+  w.line("char* lm_row = lm_xq + lm_task * lm_xbytes;");
+  w.line("lm_q8_0_quantize_row(A + lm_task % M * am, K, (signed char*)lm_row, "
+         "(float*)(lm_row + K), (short*)(lm_row + K + K / 32 * 4));");
+  w.close();
+  w.line("#pragma omp for schedule(guided)");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");
+  w.line("const int64_t lm_bt = lm_task / lm_wblocks;");
+  w.line("const int64_t n0 = lm_task % lm_wblocks * " + wrows + ";");
+  emit_batch_bases(k, outer, "uint8_t", w);
+  w.line("(void)A;");
+  w.line("const int64_t rows = N - n0 < " + wrows + " ? N - n0 : " + wrows + ";");
+  w.open("for (int64_t lm_i = 0; lm_i < M; lm_i++)");
+  w.line(dot4_name(stored) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, B + n0 * lm_ldw, "
+         "lm_ldw, C + lm_i * N + n0, rows);");
+  w.close();
+  emit_matmul_epilogue(k, outer, "0", "M", "n0", "n0 + rows", w);
+  w.close();
+  w.close();
+  w.line("free(lm_raw);");
+  return true;
+}
+
+}  // namespace luminal

@@ -8,9 +8,13 @@ import pytest
 
 import gguf
 import luminal as lm
+from luminal import _core
 from luminal.nn.functional import quantize_activations
+from luminal.weights.gguf import dequantize
 
 from conftest import CpuRuntime
+from matmul_cases import scheduled
+from test_quant_kernels import random_weight
 
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
 
@@ -100,3 +104,138 @@ def test_quantize_activations_refuses_bad_inputs():
         quantize_activations(cx.tensor((2, 32)), "q4_0")
     with pytest.raises(lm.DTypeError, match="f32"):
         quantize_activations(cx.tensor((2, 32), lm.float16))
+
+
+# ---- the int8 kernel (rule cpu-quant-int8: quant_dot 1) ----------------------------------------
+
+KERNEL_TYPES = [lm.dtype.q8_0, lm.dtype.q4_0, lm.dtype.q4_k, lm.dtype.q5_k, lm.dtype.q6_k]
+
+
+def quant_linear(dtype, k, n, fused=True, batch=None):
+    """x (m, k) or (batch, m, k), m symbolic, times W (n, k) in `dtype` read from its blocks,
+    through quantize_activations; `fused` schedules the product quant_dot 1."""
+    cx = lm.Graph()
+    x = cx.tensor(("m", k) if batch is None else (batch, "m", k), name="x")
+    w = cx.tensor((n, k), dtype, name="w", parameter=True)
+    wf = scheduled(w.to(lm.float32), [("inline", 1)])
+    y = quantize_activations(x) @ wf.t()
+    if fused:
+        y = scheduled(y, [("quant_dot", 1)])
+    return cx, x, w, y.output()
+
+
+def check_product(got, x, raw, dtype):
+    """got against gguf-py: x's Q8_0 round trip times W dequantized, in float64, within f32
+    sums' rounding of the terms' magnitudes."""
+    xq = gguf_round_trip(x.reshape(-1, x.shape[-1])).astype(np.float64)
+    wd = dequantize(raw, dtype).astype(np.float64)
+    want = xq @ wd.T
+    bound = 1e-5 * (np.abs(xq) @ np.abs(wd).T) + 1e-30
+    got = np.asarray(got, np.float64).reshape(want.shape)
+    assert np.all(np.abs(got - want) <= bound), np.abs(got - want).max()
+
+
+@pytest.mark.parametrize("dtype", KERNEL_TYPES, ids=str)
+@pytest.mark.parametrize("blocks,n", [(1, 1), (2, 7), (3, 13)])
+def test_int8_kernel_matches_gguf_for_every_m(dtype, blocks, n):
+    k = blocks * max(lm._core.block_values(dtype), 64)  # 64, 128, 192; 256, 512, 768
+    cx, x, w, y = quant_linear(dtype, k, n)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_qdot4_{lm.dtype.name(dtype)}(" in rt.source and "lm_qgemv" not in rt.source
+    raw = random_weight(dtype, n, k, seed=blocks)
+    rt.set_storage(w, raw)
+    for m in (1, 2, 3, 7):
+        xs = scaled_rows(m, k, seed=m)
+        rt.set_data(x, xs)
+        rt.execute({"m": m})
+        check_product(rt.get(y), xs, raw, dtype)
+
+
+@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q6_k], ids=str)
+def test_int8_kernel_agrees_with_the_interpreter_batched(dtype):
+    k = 256
+    cx, x, w, y = quant_linear(dtype, k, 5, batch=2)
+    raw = random_weight(dtype, 5, k, seed=3)
+    xs = scaled_rows(6, k, seed=4).reshape(2, 3, k)
+    got = []
+    for rt in (CpuRuntime(), lm.NativeRuntime()):
+        rt._load(cx)
+        rt.set_storage(w, raw)
+        rt.set_data(x, xs)
+        rt.execute({"m": 3})
+        got.append(np.asarray(rt.get(y)))
+    check_product(got[0], xs, raw, dtype)
+    check_product(got[1], xs, raw, dtype)
+
+
+def test_unfused_program_quantizes_in_its_own_kernels():
+    cx, x, w, y = quant_linear(lm.dtype.q8_0, 64, 5, fused=False)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_qdot4" not in rt.source and "lm_qgemv" in rt.source
+    raw = random_weight(lm.dtype.q8_0, 5, 64)
+    rt.set_storage(w, raw)
+    xs = scaled_rows(3, 64)
+    rt.set_data(x, xs)
+    rt.execute({"m": 3})
+    check_product(rt.get(y), xs, raw, lm.dtype.q8_0)
+
+
+def test_quant_dot_on_a_plain_matmul_lowers_as_by_default():
+    """quant_dot on a matmul whose a is not quantized activations changes nothing."""
+    cx = lm.Graph()
+    x = cx.tensor((3, 64))
+    w = cx.tensor((5, 64), lm.dtype.q4_0, parameter=True)
+    y = scheduled(x @ scheduled(w.to(lm.float32), [("inline", 1)]).t(), [("quant_dot", 1)])
+    y = y.output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_qdot4" not in rt.source and "a=q8_0" not in rt._rt.program_text()
+
+
+# ---- the rule and the search -------------------------------------------------------------------
+
+CPU_RULES = _core.parse_rules(CpuRuntime().rewrite_rules(), "cpu.rules")
+
+
+def test_the_rule_needs_quantized_activations_and_a_quantized_weight():
+    cx = lm.Graph()
+    w = cx.tensor((9, 256), lm.dtype.q4_k, parameter=True).to(lm.float32)
+    x = cx.tensor((5, 256))
+    (quantize_activations(x) @ w.t()).output()  # fires
+    (x @ w.t()).output()  # f32 activations
+    (quantize_activations(x) @ cx.tensor((9, 256)).t()).output()  # f32 weight
+    (quantize_activations(x).abs() @ w.t()).output()  # not the round trip itself
+    g = _core.EGraph()
+    g.add_graph(cx._g)
+    rule = next(r for r in CPU_RULES if r.name == "cpu-quant-int8")
+    report = g.run([rule], _core.RunnerLimits())
+    assert report.rules[0].applied == 1
+
+
+def test_the_search_space_holds_the_int8_and_the_unfused_program():
+    cx, _, _, _ = quant_linear(lm.dtype.q4_0, 128, 9, fused=False)
+    cx.set_dim("m", 1)
+    rt = CpuRuntime()
+    space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits(), rt._rt)
+    assert [("quant_dot", 1)] in space.schedules()
+    texts = [p.text() for p in space.extract(64, {"m": 1})]
+    assert any("(quant_dot 1)" in t for t in texts)
+    assert any("(quant_dot 1)" not in t for t in texts)
+    assert "(quant_dot 1)" in space.extract(1, {"m": 1})[0].text()  # the cost model's pick
+
+
+def test_the_search_picks_a_correct_program():
+    cx, x, w, y = quant_linear(lm.dtype.q8_0, 256, 33, fused=False)
+    cx.set_dim("m", 1)
+    raw = random_weight(lm.dtype.q8_0, 33, 256)
+    cx.build_search_space(CpuRuntime)
+    rt = cx.search(CpuRuntime(), 3, cache=False, progress=False)
+    rt.set_storage(w, raw)
+    xs = scaled_rows(1, 256)
+    rt.set_data(x, xs)
+    rt.execute(cx.dyn_map)
+    check_product(rt.get(y), xs, raw, lm.dtype.q8_0)
+    assert any("quant_dot" in str(c.choice) or "quant_dot" in str(c)
+               for c in cx.last_search_report.candidates)

@@ -239,3 +239,72 @@ def test_the_search_picks_a_correct_program():
     check_product(rt.get(y), xs, raw, lm.dtype.q8_0)
     assert any("quant_dot" in str(c.choice) or "quant_dot" in str(c)
                for c in cx.last_search_report.candidates)
+
+
+# ---- a GGUF Llama with quantized activations ---------------------------------------------------
+
+@pytest.fixture(scope="module")
+def llama_gguf(tmp_path_factory):
+    """A tiny Llama (rows of 256, so every type keeps its blocks) written to GGUF in q8_0 and
+    q4_k (Q4_K_M: Q4_K with Q6_K), and transformers' f32 model it was written from."""
+    from luminal.models.llama_to_gguf import write_llama_gguf
+    from test_quantize_cli import TINY
+    from test_llama import make_hf_llama
+
+    path = tmp_path_factory.mktemp("hf")
+    hf = make_hf_llama(path, seed=16, **TINY)
+    files = {}
+    for kind in ("q8_0", "q4_k"):
+        files[kind] = str(path / f"m.{kind}.gguf")
+        write_llama_gguf(str(path), files[kind], kind)
+    return hf, files
+
+
+def stepped_logits(model, runtime, ids, greedy=0):
+    """Next-token logits after each of ``ids``, fed one token a step (the decode program),
+    then after each of ``greedy`` tokens of its own argmax (appended to ``ids``)."""
+    from luminal.models.generation import CausalLMSession
+
+    session = CausalLMSession(model, runtime)
+    rows = [session.step(np.array([[t]], np.int32))[0, -1] for t in ids]
+    for _ in range(greedy):
+        ids.append(int(rows[-1].argmax()))
+        rows.append(session.step(np.array([[ids[-1]]], np.int32))[0, -1])
+    return np.stack(rows), session
+
+
+@pytest.mark.parametrize("kind", ["q8_0", "q4_k"])
+def test_gguf_llama_with_q8_activations_runs_the_int8_kernels(llama_gguf, kind):
+    """The CPU's pick (the cost model's) multiplies integers and gives the interpreter's
+    logits on the same graph, step by step on the interpreter's greedy tokens: the argmax
+    wherever the interpreter's top two are apart, and every logit within the rounding of
+    a sum (a value of x at a rounding boundary of its block may round the other way after a
+    different summation order upstream: one step of that block's scale)."""
+    from luminal.models.llama import LlamaForCausalLM
+
+    _, files = llama_gguf
+    ids = [3, 17, 99, 4, 60]
+    native = LlamaForCausalLM.from_gguf(files[kind], max_context=32)
+    assert native.activations == "q8_0"
+    want, _ = stepped_logits(native, lm.NativeRuntime(), ids, greedy=8)
+    want = want[:-1]  # the logits after each of ids
+    model = LlamaForCausalLM.from_gguf(files[kind], max_context=32)
+    got, session = stepped_logits(model, CpuRuntime(), ids)
+    assert "lm_qdot4_" in session.runtime.source
+    top2 = np.sort(want, -1)[:, -2:]
+    clear = top2[:, 1] - top2[:, 0] > 1e-2
+    assert clear.sum() >= len(ids) // 2
+    np.testing.assert_array_equal(got[clear].argmax(-1), want[clear].argmax(-1))
+    np.testing.assert_allclose(got, want, atol=2e-2 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("kind,most_kl", [("q8_0", 2e-3), ("q4_k", 5e-2)])
+def test_gguf_llama_with_q8_activations_stays_close_to_transformers(llama_gguf, kind, most_kl):
+    """Mean KL(transformers f32 || luminal) of next-token distributions over 24 positions, q8
+    activations on the CPU, beside f32 activations (the weights' own error): Q8_0 activations
+    add little (the bounds are test_quantize_cli's, with q8_0's doubled)."""
+    from test_quantize_cli import kl_and_top1
+
+    hf, files = llama_gguf
+    kl_q8, _ = kl_and_top1(hf, files[kind], 24, CpuRuntime())
+    assert kl_q8 < most_kl, kl_q8

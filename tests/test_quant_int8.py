@@ -1,17 +1,22 @@
 """Quantized activations (F.quantize_activations, hl_ops/quant_activations.py) and the CPU's
 integer dot products of them with quantized weights (rule cpu-quant-int8,
-codegen/c_quant_int8.cc). The hl op against gguf-py's Q8_0 quantize + dequantize and a float64
-numpy replica of its formula; the int8 kernel against the interpreter on the same graph."""
+codegen/c_quant_int8.cc). The hl op against gguf-py's Q8_0 quantize + dequantize (bit for bit)
+and a float64 numpy replica of its formula, on the interpreter, CpuRuntime and the CUDA
+emulator (NVRTC compiles it); the int8 kernel against gguf-py's round trip times the weight
+dequantized, for every block type on odd shapes and every M of a symbolic M, and against the
+interpreter; the rule and the search space; a GGUF Llama with q8 activations against the
+interpreter (step by step) and transformers f32 (KL)."""
 
 import numpy as np
 import pytest
 
 import gguf
 import luminal as lm
-from luminal import _core
+from luminal import _core, cuda
 from luminal.nn.functional import quantize_activations
 from luminal.weights.gguf import dequantize
 
+import cuda_emu
 from conftest import CpuRuntime
 from matmul_cases import scheduled
 from test_quant_kernels import random_weight
@@ -307,3 +312,28 @@ def test_gguf_llama_with_q8_activations_stays_close_to_transformers(llama_gguf, 
     hf, files = llama_gguf
     kl_q8, _ = kl_and_top1(hf, files[kind], 24, CpuRuntime())
     assert kl_q8 < most_kl, kl_q8
+
+
+# ---- CUDA: the primitives' rendering (no int8 rule there) ---------------------------------------
+
+def cuda_case(k=96, rows=5):
+    cx = lm.Graph()
+    x = cx.tensor((rows, k))
+    y = quantize_activations(x).output()
+    return cx, x, y, scaled_rows(rows, k, seed=11)
+
+
+@pytest.mark.skipif(not cuda.find_nvrtc(), reason="NVRTC is not installed")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_quantize_activations_compiles_with_nvrtc(arch):
+    cx = cuda_case()[0]
+    source = _core.cuda_render(cx._g, arch, _core.TuningChoice())
+    assert _core.cuda_nvrtc_compile(source, arch, cuda.find_nvrtc()) > 0
+
+
+@pytest.mark.skipif(cuda_emu.compiler() is None, reason="no C++ compiler")
+def test_quantize_activations_in_the_cuda_emulator_is_gguf_round_trip(tmp_path):
+    cx, x, y, xs = cuda_case()
+    emu = cuda_emu.Emulated([(cx, {}, {})], str(tmp_path))
+    (got,) = emu.run(0, {x: xs}, [y])
+    np.testing.assert_array_equal(np.asarray(got).reshape(xs.shape), gguf_round_trip(xs))

@@ -194,7 +194,8 @@ std::string dot4_function(DType w) {
   c.line("const short* restrict sx = (const short*)(xq + K + K / 32 * 4);");
   for (int64_t j = 0; j < kWRows; ++j) {
     const std::string J = str(j);
-    c.line("const uint8_t* restrict w" + J + " = w + (" + J + " < rows ? " + J + " : rows - 1) * ldw;");
+    c.line("const uint8_t* restrict w" + J + " = w + (" + J + " < rows ? " + J +
+           " : rows - 1) * ldw;");
     c.line("lm_vg8 a" + J + " = {0};");
     c.line("float e" + J + " = 0.0f;");
   }

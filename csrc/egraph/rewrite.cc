@@ -98,7 +98,9 @@ class EGraphQa : public QaGraph {
     const Id c = g_.find(static_cast<Id>(id));
     for (const ENode& n : g_.nodes(c)) {
       QaNode q{n.op, g_.data(c).dtype, n.attr >= 0 ? g_.attr(n.attr).node.axis : -1, {}};
-      for (const EEdge& e : n.children) q.inputs.push_back(QaEdge{g_.find(e.cls), &g_.view(e.view)});
+      for (const EEdge& e : n.children) {
+        q.inputs.push_back(QaEdge{g_.find(e.cls), &g_.view(e.view)});
+      }
       out.push_back(std::move(q));
     }
     return out;

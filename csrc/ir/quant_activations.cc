@@ -204,12 +204,16 @@ class Matcher {
       return less(id, I(half_ulps), named("residual"));
     }
     if (name == "residual") {
-      IdTest scaled = [&](int64_t s) { return binary(s, OpKind::Mul, named("d0"), constant(-128)); };
+      IdTest scaled = [&](int64_t s) {
+        return binary(s, OpKind::Mul, named("d0"), constant(-128));
+      };
       IdTest part = [&](int64_t p) { return binary(p, OpKind::Add, named("amax"), I(scaled)); };
       return binary(id, OpKind::Add, I(part), named("d0"));
     }
     if (name == "ulp") {
-      IdTest tiny = [&](int64_t t) { return binary(t, OpKind::Mul, named("d0"), constant(kNextUp)); };
+      IdTest tiny = [&](int64_t t) {
+        return binary(t, OpKind::Mul, named("d0"), constant(kNextUp));
+      };
       IdTest next = [&](int64_t n) { return binary(n, OpKind::Add, named("d0"), I(tiny)); };
       IdTest minus = [&](int64_t m) { return binary(m, OpKind::Mul, named("d0"), constant(-1)); };
       return binary(id, OpKind::Add, I(next), I(minus));
@@ -247,7 +251,9 @@ std::vector<QaNode> GraphQa::nodes(int64_t id) const {
   return {q};
 }
 
-std::vector<Expr> GraphQa::shape(int64_t id) const { return g_.node(static_cast<NodeId>(id)).shape; }
+std::vector<Expr> GraphQa::shape(int64_t id) const {
+  return g_.node(static_cast<NodeId>(id)).shape;
+}
 
 std::optional<double> GraphQa::uniform(const QaEdge& e) const {
   if (e.view->has_mask()) return std::nullopt;

@@ -1,7 +1,7 @@
 // The C renderer's integer dot products of quantized activations and quantized weights (a
 // kernel with MatmulInfo::a_q8_0, kernel/quant_dot.h), as llama.cpp computes them: each row of
 // x is quantized once into int8 blocks of 32 with their f16 scales (bit for bit the values of
-// hl_ops/quant_activations.py's formula) and sums per 16; then, threads split over N, four
+// hl_ops/quant_activations.py's formula) and their sums per 16 times the scale; then, threads split over N, four
 // rows of W per task, each weight block's integers meet x's in int8 dot products (AVX-512
 // VNNI vpdpbusd, else AVX2 pmaddubsw + pmaddwd, else plain C), times d_x * d_w summed in f32.
 // Offsets of unsigned weights (Q4_0's 8, a K-quant's minimum, Q6_K's 32) are taken off with
@@ -35,6 +35,7 @@ const char* kDotHelpers =
     "typedef unsigned char lm_vu16u __attribute__((vector_size(16), aligned(1), may_alias));\n"
     "typedef int lm_vq8 __attribute__((vector_size(32)));\n"
     "typedef float lm_vg8 __attribute__((vector_size(32)));\n"
+    "typedef float lm_vg8u __attribute__((vector_size(32), aligned(4), may_alias));\n"
     "typedef char lm_vc32q __attribute__((vector_size(32)));\n"
     "typedef short lm_vh16q __attribute__((vector_size(32)));\n"
     "static inline lm_vq8 lm_dot_us(lm_vu32 u, lm_vs32 s) {\n"
@@ -62,14 +63,14 @@ const char* kDotHelpers =
     "}\n";
 
 // lm_q8_0_quantize_row: K values of x (a multiple of 32) into int8 q, the f16 scale of each
-// block (as f32) and the sum of q over each 16. The scale's steps are the formula's, op for
+// block (as f32) and the sum of q over each 16 times its block's scale. The scale's steps are the formula's, op for
 // op; every product beside an addition is exact, so a contracted FMA rounds the same. The
 // rounding compares y with t +- 0.5 (t = trunc y) instead of forming y - t, which an FMA
 // could fuse with y's product.
 const char* kQuantizeRow =
     "static void lm_q8_0_quantize_row(const float* restrict x, int64_t K, signed char* "
     "restrict q,\n"
-    "                                 float* restrict d, short* restrict s) {\n"
+    "                                 float* restrict d, float* restrict s) {\n"
     "  for (int64_t b = 0; b < K / 32; b++) {\n"
     "    const float* restrict xb = x + b * 32;\n"
     "    float amax = 0.0f;\n"
@@ -94,7 +95,7 @@ const char* kQuantizeRow =
     "    for (int h = 0; h < 2; h++) {\n"
     "      int sum = 0;\n"
     "      for (int j = 0; j < 16; j++) sum += qb[h * 16 + j];\n"
-    "      s[b * 2 + h] = (short)sum;\n"
+    "      s[b * 2 + h] = (float)sum * d16;\n"
     "    }\n"
     "    d[b] = d16;\n"
     "  }\n"
@@ -104,17 +105,17 @@ std::string block_name(DType w) { return std::string("lm_qblock_") + dtype_name(
 std::string dot4_name(DType w) { return std::string("lm_qdot4_") + dtype_name(w); }
 
 // static inline void lm_qblock_q4_k(const uint8_t* b, const signed char* qx, const float* dx,
-// const short* sx, lm_vg8* acc, float* corr): weight block b against x's quantized values at
-// the same k (qx, with their scales dx per 32 and sums sx per 16): int8 dots times scales into
-// acc, the offsets' part (x's sums times the weight's offsets) into corr.
+// const float* sx, lm_vg8* acc, lm_vg8* corr): weight block b against x's quantized values at
+// the same k (qx, with their scales dx per 32 and sums sx per 16, times the scale): int8 dots
+// times scales into acc, the offsets' part (x's sums times the weight's offsets) into corr.
 std::string block_function(DType w) {
   CodeWriter c;
   c.open("static inline void " + block_name(w) +
          "(const uint8_t* restrict b, const signed char* restrict qx, const float* restrict dx, "
-         "const short* restrict sx, lm_vg8* restrict acc, float* restrict corr)");
+         "const float* restrict sx, lm_vg8* restrict acc, lm_vg8* restrict corr)");
   auto xs = [](const std::string& at) { return "*(const lm_vs32u*)(qx + " + at + ")"; };
   auto sum32 = [](const std::string& at) {
-    return "(float)(sx[2 * (" + at + ")] + sx[2 * (" + at + ") + 1])";
+    return "(sx[2 * (" + at + ")] + sx[2 * (" + at + ") + 1])";
   };
   switch (w) {
     case DType::Q8_0:
@@ -123,13 +124,13 @@ std::string block_function(DType w) {
              "), lm_vg8) * d;");
       break;
     case DType::Q4_0:
-      c.line("const float d = lm_block_scale(b) * dx[0];");
+      c.line("const float w = lm_block_scale(b), d = w * dx[0];");
       c.line("const lm_vu16 raw = *(const lm_vu16u*)(b + 2);");
       c.line("const lm_vu32 u = __builtin_shufflevector(raw & 15, raw >> 4, 0, 1, 2, 3, 4, 5, 6, "
              "7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, "
              "28, 29, 30, 31);");
       c.line("*acc += __builtin_convertvector(lm_dot_us(u, " + xs("0") + "), lm_vg8) * d;");
-      c.line("*corr -= 8.0f * d * " + sum32("0") + ";");
+      c.line("(*corr)[0] -= 8.0f * w * " + sum32("0") + ";");
       break;
     case DType::Q4_K:
     case DType::Q5_K: {
@@ -148,30 +149,40 @@ std::string block_function(DType w) {
       c.line("*acc += __builtin_convertvector(lm_dot_us(lo, " + xs("sub * 32") +
              "), lm_vg8) * e0 + __builtin_convertvector(lm_dot_us(hi, " + xs("sub * 32 + 32") +
              "), lm_vg8) * e1;");
-      c.line("*corr -= m0 * dx[sub] * " + sum32("sub") + " + m1 * dx[sub + 1] * " +
-             sum32("sub + 1") + ";");
+      c.line("(*corr)[0] -= m0 * " + sum32("sub") + " + m1 * " + sum32("sub + 1") + ";");
       c.close();
       break;
     }
-    case DType::Q6_K:
+    case DType::Q6_K: {
       // x block xb = 4h + r holds elements 128h + 32r + c: low nibbles of ql (the high ones
-      // for r >= 2) and bit pairs 2r of qh, unsigned (q + 32); scales per 16.
+      // for r >= 2) and bit pairs 2r of qh, unsigned (q + 32). The 16 scales (times d) as
+      // two vectors: lanes 4 .. 7 of a block's dot take the second of its two.
       c.line("const float d = lm_block_scale(b + 208);");
-      open_unrolled(c, "for (int h = 0; h < 2; h++)");
-      c.line("const lm_vu32 hb = *(const lm_vu32u*)(b + 128 + h * 32);");
-      open_unrolled(c, "for (int r = 0; r < 4; r++)");
-      c.line("const int xb = h * 4 + r;");
-      c.line("const lm_vu32 l = *(const lm_vu32u*)(b + h * 64 + (r & 1) * 32);");
-      c.line("const lm_vu32 u = (r < 2 ? l & 15 : l >> 4) | ((hb >> (2 * r)) & 3) << 4;");
-      c.line("const float sa = (float)(signed char)b[192 + 2 * xb];");
-      c.line("const float sb = (float)(signed char)b[192 + 2 * xb + 1];");
-      c.line("const float e = d * dx[xb];");
-      c.line("*acc += __builtin_convertvector(lm_dot_us(u, " + xs("xb * 32") +
-             "), lm_vg8) * (lm_vg8){sa, sa, sa, sa, sb, sb, sb, sb} * e;");
-      c.line("*corr -= 32.0f * e * (sa * (float)sx[2 * xb] + sb * (float)sx[2 * xb + 1]);");
-      c.close();
-      c.close();
+      c.line("const lm_vg8 s0 = __builtin_convertvector(" + quant_byte_lanes_name(8, true) +
+             "(b + 192), lm_vg8) * d;");
+      c.line("const lm_vg8 s1 = __builtin_convertvector(" + quant_byte_lanes_name(8, true) +
+             "(b + 200), lm_vg8) * d;");
+      c.line("*corr -= 32.0f * (s0 * *(const lm_vg8u*)sx + s1 * *(const lm_vg8u*)(sx + 8));");
+      for (int h = 0; h < 2; ++h) {
+        c.line("const lm_vu32 hb" + str(h) + " = *(const lm_vu32u*)(b + " + str(128 + h * 32) +
+               ");");
+        for (int r = 0; r < 4; ++r) {
+          const int xb = 4 * h + r;
+          const std::string X = str(xb);
+          const std::string l = "*(const lm_vu32u*)(b + " + str(h * 64 + (r & 1) * 32) + ")";
+          c.line("const lm_vu32 u" + X + " = (" + l + (r < 2 ? " & 15" : " >> 4") + ") | ((hb" +
+                 str(h) + " >> " + str(2 * r) + ") & 3) << 4;");
+          const std::string sv = xb < 4 ? "s0" : "s1";
+          const int at = 2 * (xb % 4);
+          std::string lanes;
+          for (int k = 0; k < 8; ++k) lanes += ", " + str(at + k / 4);
+          c.line("*acc += __builtin_convertvector(lm_dot_us(u" + X + ", " + xs(str(xb * 32)) +
+                 "), lm_vg8) * __builtin_shufflevector(" + sv + ", " + sv + lanes + ") * dx[" + X +
+                 "];");
+        }
+      }
       break;
+    }
     default:
       throw InternalError(std::string("quant int8: ") + dtype_name(w) + " has no integer dot");
   }
@@ -181,7 +192,7 @@ std::string block_function(DType w) {
 
 // static void lm_qdot4_q8_0(int64_t K, const char* xq, const uint8_t* w, int64_t ldw,
 // float* c, int64_t rows): c[j] = row j of W (j < rows of kWRows; ldw bytes apart) times the
-// quantized row xq (K int8, then K / 32 f32 scales, then K / 16 short sums).
+// quantized row xq (K int8, then K / 32 f32 scales, then K / 16 f32 sums times the scale).
 std::string dot4_function(DType w) {
   CodeWriter c;
   const std::string bv = str(block_values(w));
@@ -191,18 +202,18 @@ std::string dot4_function(DType w) {
          "float* restrict c, int64_t rows)");
   c.line("const signed char* restrict qx = (const signed char*)xq;");
   c.line("const float* restrict dx = (const float*)(xq + K);");
-  c.line("const short* restrict sx = (const short*)(xq + K + K / 32 * 4);");
+  c.line("const float* restrict sx = (const float*)(xq + K + K / 32 * 4);");
   for (int64_t j = 0; j < kWRows; ++j) {
     const std::string J = str(j);
     c.line("const uint8_t* restrict w" + J + " = w + (" + J + " < rows ? " + J +
            " : rows - 1) * ldw;");
     c.line("lm_vg8 a" + J + " = {0};");
-    c.line("float e" + J + " = 0.0f;");
+    c.line("lm_vg8 e" + J + " = {0};");
   }
   c.open("for (int64_t kb = 0; kb < K / " + bv + "; kb++)");
   c.line("const signed char* restrict x = qx + kb * " + bv + ";");
   c.line("const float* restrict xd = dx + kb * " + bv + " / 32;");
-  c.line("const short* restrict xs = sx + kb * " + bv + " / 16;");
+  c.line("const float* restrict xs = sx + kb * " + bv + " / 16;");
   for (int64_t j = 0; j < kWRows; ++j) {
     const std::string J = str(j);
     c.line(block_name(w) + "(w" + J + " + kb * " + bytes + ", x, xd, xs, &a" + J + ", &e" + J +
@@ -211,8 +222,10 @@ std::string dot4_function(DType w) {
   c.close();
   for (int64_t j = 0; j < kWRows; ++j) {
     const std::string J = str(j);
-    c.line("for (int l = 0; l < 8; l++) e" + J + " += a" + J + "[l];");
-    c.line("if (" + J + " < rows) c[" + J + "] = e" + J + ";");
+    c.line("a" + J + " += e" + J + ";");
+    c.line("float t" + J + " = 0.0f;");
+    c.line("for (int l = 0; l < 8; l++) t" + J + " += a" + J + "[l];");
+    c.line("if (" + J + " < rows) c[" + J + "] = t" + J + ";");
   }
   c.close();
   return c.str();
@@ -239,8 +252,8 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   emit_matmul_sizes(k, outer, w);
   w.line("const int64_t lm_ldw = bn / " + str(block_values(stored)) + " * " +
          str(block_bytes(stored)) + ";");
-  // Per row of x: K int8, K / 32 f32 scales, K / 16 short sums, rounded up to 64 bytes.
-  w.line("const int64_t lm_xbytes = (K + K / 32 * 4 + K / 16 * 2 + 63) / 64 * 64;");
+  // Per row of x: K int8, K / 32 f32 scales, K / 16 f32 sums, rounded up to 64 bytes.
+  w.line("const int64_t lm_xbytes = (K + K / 32 * 4 + K / 16 * 4 + 63) / 64 * 64;");
   w.line("const int64_t lm_xrows = lm_batches * M;");
   w.line("char* lm_raw = (char*)malloc(lm_xrows * lm_xbytes + 64);");
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
@@ -256,7 +269,7 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("(void)C;");
   w.line("char* lm_row = lm_xq + lm_task * lm_xbytes;");
   w.line("lm_q8_0_quantize_row(A + lm_task % M * am, K, (signed char*)lm_row, "
-         "(float*)(lm_row + K), (short*)(lm_row + K + K / 32 * 4));");
+         "(float*)(lm_row + K), (float*)(lm_row + K + K / 32 * 4));");
   w.close();
   w.line("#pragma omp for schedule(guided)");
   w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");

@@ -76,6 +76,10 @@ class CRenderer : public CLikeRenderer {
   // The integer dot products of a kernel with quantized activations (MatmulInfo::a_q8_0,
   // c_quant_int8.cc): the helpers whose names `seen` lacks, and the kernel.
   std::string quant_int8_prelude(const Kernel& k, std::set<std::string>& seen) const;
+  // The GEMM of matmul kernel `k` that takes_gemm, after render_matmul's sizes: threads over
+  // (batch, n block, m chunk) tasks, B packed (or dequantized) into panels; A read from
+  // `a_base` where given (emit_batch_bases).
+  void emit_gemm(const Kernel& k, int outer, const std::string& a_base, CodeWriter& w) const;
   // The epilogue of matmul kernel `k` (MatmulInfo::epilogue_from) over the summed elements
   // C[row, col] of rows [rows_from, rows_to) and columns [cols_from, cols_to), in place
   // (c_matmul.cc); nothing when `k` has none. The first `outer` loops are batches.

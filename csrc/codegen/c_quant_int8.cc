@@ -5,7 +5,9 @@
 // rows of W per task, each weight block's integers meet x's in int8 dot products (AVX-512
 // VNNI vpdpbusd, else AVX2 pmaddubsw + pmaddwd, else plain C), times d_x * d_w summed in f32.
 // Offsets of unsigned weights (Q4_0's 8, a K-quant's minimum, Q6_K's 32) are taken off with
-// x's block sums. Not the f32 quantized GEMV (c_quant.cc) nor the formula's recognition.
+// x's block sums. Past kInt8Rows rows (prefill) x's round trip is dequantized into an f32 copy
+// for the f32 GEMM, which widens each weight block once for all rows. Not the f32 quantized
+// GEMV (c_quant.cc) nor the formula's recognition (ir/quant_activations.h).
 #include <set>
 #include <string>
 
@@ -20,6 +22,10 @@ namespace luminal {
 namespace {
 
 constexpr int64_t kWRows = 4;  // rows of W per task
+// Rows of x above which (without batch loops) the kernel multiplies x's round trip, dequantized
+// into an f32 copy, in the f32 GEMM with B's panels dequantized (c_matmul.cc emit_gemm): the
+// int8 path widens each weight block again for every row of x, the GEMM packs it once.
+constexpr int64_t kInt8Rows = 8;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -258,6 +264,10 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("char* lm_raw = (char*)malloc(lm_xrows * lm_xbytes + 64);");
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
+  const bool wide = outer == 0;  // the GEMM path takes rows am apart, no batch loops
+  const int64_t most = cpu_schedule(k).gemv_rows > 0 ? cpu_schedule(k).gemv_rows : kInt8Rows;
+  w.line(std::string("const int lm_wide = ") + (wide ? "M > " + str(most) : "0") + ";");
+  w.line("float* lm_xf = lm_wide ? (float*)malloc(sizeof(float) * M * am + 64) : 0;");
   std::string team = omp_team(k, "lm_batches * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
@@ -270,7 +280,13 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("char* lm_row = lm_xq + lm_task * lm_xbytes;");
   w.line("lm_q8_0_quantize_row(A + lm_task % M * am, K, (signed char*)lm_row, "
          "(float*)(lm_row + K), (float*)(lm_row + K + K / 32 * 4));");
+  w.open("if (lm_wide)");
+  w.line("const float* restrict lm_d = (const float*)(lm_row + K);");
+  w.line("for (int64_t j = 0; j < K; j++) lm_xf[lm_task * am + j] = "
+         "(float)((signed char*)lm_row)[j] * lm_d[j / 32];");
   w.close();
+  w.close();
+  w.open("if (!lm_wide)");
   w.line("#pragma omp for schedule(guided)");
   w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");
   w.line("const int64_t lm_bt = lm_task / lm_wblocks;");
@@ -285,7 +301,14 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   emit_matmul_epilogue(k, outer, "0", "M", "n0", "n0 + rows", w);
   w.close();
   w.close();
+  w.close();
   w.line("free(lm_raw);");
+  if (wide) {
+    w.open("if (lm_wide)");
+    emit_gemm(k, outer, "lm_xf", w);
+    w.line("free(lm_xf);");
+    w.close();
+  }
   return true;
 }
 

@@ -287,13 +287,8 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.close();
   w.close();
   w.open("if (!lm_wide)");
-  w.line("#pragma omp for schedule(guided)");
-  w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");
-  w.line("const int64_t lm_bt = lm_task / lm_wblocks;");
-  w.line("const int64_t n0 = lm_task % lm_wblocks * " + wrows + ";");
-  emit_batch_bases(k, outer, "uint8_t", w);
+  open_weight_row_tasks(k, outer, kWRows, w);
   w.line("(void)A;");
-  w.line("const int64_t rows = N - n0 < " + wrows + " ? N - n0 : " + wrows + ";");
   w.open("for (int64_t lm_i = 0; lm_i < M; lm_i++)");
   w.line(dot4_name(stored) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, B + n0 * lm_ldw, "
          "lm_ldw, C + lm_i * N + n0, rows);");

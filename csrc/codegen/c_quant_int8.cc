@@ -140,23 +140,45 @@ std::string block_function(DType w) {
       break;
     case DType::Q4_K:
     case DType::Q5_K: {
+      // The 8 sub-blocks' 6-bit scales and minimums unpacked at once (llama.cpp's masks:
+      // bytes 0 .. 7 of u the scales, 8 .. 15 the minimums), widened to vectors times d and
+      // dmin; sub-block j's scale times x's scale is lane j of sd. The minimums meet x's
+      // sums per 32 in one vector product a block.
       const bool five = w == DType::Q5_K;
-      open_k_quant_sub_blocks(c);  // sub, s0, m0, s1, m1
-      c.line(std::string("const lm_vu32 raw = *(const lm_vu32u*)(b + ") + (five ? "48" : "16") +
-             " + sub * 16);");
-      if (five) {
-        c.line("const lm_vu32 fifth = *(const lm_vu32u*)(b + 16);");
-        c.line("const lm_vu32 lo = (raw & 15) | ((fifth >> sub) & 1) << 4;");
-        c.line("const lm_vu32 hi = (raw >> 4) | ((fifth >> (sub + 1)) & 1) << 4;");
-      } else {
-        c.line("const lm_vu32 lo = raw & 15, hi = raw >> 4;");
+      c.line("uint32_t u[4];");
+      c.line("__builtin_memcpy(u, b + 4, 12);");
+      c.line("u[3] = ((u[2] >> 4) & 0x0f0f0f0fu) | (((u[1] >> 6) & 0x03030303u) << 4);");
+      c.line("const uint32_t mins = u[1] & 0x3f3f3f3fu;");
+      c.line("u[1] = (u[2] & 0x0f0f0f0fu) | (((u[0] >> 6) & 0x03030303u) << 4);");
+      c.line("u[2] = mins;");
+      c.line("u[0] &= 0x3f3f3f3fu;");
+      const std::string widen = quant_byte_lanes_name(8, false);
+      c.line("const lm_vg8 sd = __builtin_convertvector(" + widen +
+             "((const uint8_t*)u), lm_vg8) * (lm_block_scale(b) * *(const lm_vg8u*)dx);");
+      c.line("const lm_vg8 mn = __builtin_convertvector(" + widen +
+             "((const uint8_t*)u + 8), lm_vg8) * lm_block_scale(b + 2);");
+      c.line("const lm_vg8 s_lo = *(const lm_vg8u*)sx, s_hi = *(const lm_vg8u*)(sx + 8);");
+      c.line("*corr -= mn * (__builtin_shufflevector(s_lo, s_hi, 0, 2, 4, 6, 8, 10, 12, 14) + "
+             "__builtin_shufflevector(s_lo, s_hi, 1, 3, 5, 7, 9, 11, 13, 15));");
+      if (five) c.line("const lm_vu32 fifth = *(const lm_vu32u*)(b + 16);");
+      for (int sub = 0; sub < 8; sub += 2) {
+        const std::string S = str(sub);
+        const std::string T = str(sub + 1);
+        c.line("const lm_vu32 raw" + S + " = *(const lm_vu32u*)(b + " + (five ? "48" : "16") +
+               " + " + str(sub * 16) + ");");
+        std::string lo = "raw" + S + " & 15";
+        std::string hi = "raw" + S + " >> 4";
+        if (five) {
+          lo = "(" + lo + ") | ((fifth >> " + S + ") & 1) << 4";
+          hi = "(" + hi + ") | ((fifth >> " + T + ") & 1) << 4";
+        }
+        for (const auto& [j, q] : {std::pair{sub, lo}, std::pair{sub + 1, hi}}) {
+          const std::string J = str(j);
+          c.line("*acc += __builtin_convertvector(lm_dot_us(" + q + ", " + xs(str(j * 32)) +
+                 "), lm_vg8) * __builtin_shufflevector(sd, sd, " + J + ", " + J + ", " + J +
+                 ", " + J + ", " + J + ", " + J + ", " + J + ", " + J + ");");
+        }
       }
-      c.line("const float e0 = s0 * dx[sub], e1 = s1 * dx[sub + 1];");
-      c.line("*acc += __builtin_convertvector(lm_dot_us(lo, " + xs("sub * 32") +
-             "), lm_vg8) * e0 + __builtin_convertvector(lm_dot_us(hi, " + xs("sub * 32 + 32") +
-             "), lm_vg8) * e1;");
-      c.line("(*corr)[0] -= m0 * " + sum32("sub") + " + m1 * " + sum32("sub + 1") + ";");
-      c.close();
       break;
     }
     case DType::Q6_K: {

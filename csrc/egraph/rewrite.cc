@@ -1,6 +1,7 @@
 // Parsing rule files into Rewrites, checking their conditions, and loading the embedded set.
 #include "egraph/rewrite.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -89,14 +90,22 @@ bool holds_exp2(const EGraph& g, Id c, bool through_mul) {
   }
   return false;
 }
-// The e-graph as ir/quant_activations.h reads it: a class's e-nodes.
+// The e-graph as ir/quant_activations.h reads it: a class's e-nodes, each structure once (the
+// matcher tries both operand orders itself, and reads no schedule: a commuted copy or a
+// scheduled variant of an e-node would only repeat its search).
 class EGraphQa : public QaGraph {
  public:
   explicit EGraphQa(const EGraph& g) : g_(g) {}
   std::vector<QaNode> nodes(int64_t id) const override {
     std::vector<QaNode> out;
+    std::set<std::vector<std::pair<int64_t, ViewId>>> seen;
     const Id c = g_.find(static_cast<Id>(id));
     for (const ENode& n : g_.nodes(c)) {
+      std::vector<std::pair<int64_t, ViewId>> key = {{static_cast<int64_t>(n.op), -1}};
+      for (const EEdge& e : n.children) key.emplace_back(g_.find(e.cls), e.view);
+      if (n.op == OpKind::Add || n.op == OpKind::Mul) std::sort(key.begin() + 1, key.end());
+      if (n.attr >= 0) key.emplace_back(g_.attr(n.attr).node.axis, -2);  // a reduction's axis
+      if (!seen.insert(key).second) continue;
       QaNode q{n.op, g_.data(c).dtype, n.attr >= 0 ? g_.attr(n.attr).node.axis : -1, {}};
       for (const EEdge& e : n.children) {
         q.inputs.push_back(QaEdge{g_.find(e.cls), &g_.view(e.view)});

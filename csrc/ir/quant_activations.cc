@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 
 #include "ir/scalar_ops.h"
 
@@ -79,13 +80,21 @@ class Matcher {
     return [this, test](const QaEdge& e) { return identity(e) && test(e.id); };
   }
 
-  // An identity read of the tensor the formula calls `name`: bound on its first read.
+  // An identity read of the tensor the formula calls `name`: bound on its first read. A
+  // definition that failed is not tried again with the same x (an e-graph's classes hold
+  // many forms, and a miss deep in the formula would be searched again from every branch).
   EdgeTest named(const std::string& name) {
     return [this, name](const QaEdge& e) {
       if (!identity(e)) return false;
       auto it = s_.named.find(name);
       if (it != s_.named.end()) return it->second == e.id;
-      if (!definition(name, e.id)) return false;
+      const std::tuple<std::string, int64_t, int64_t, const ShapeTracker*> key{
+          name, e.id, s_.x.id, s_.x.view};
+      if (failed_.count(key)) return false;
+      if (!definition(name, e.id)) {
+        failed_.insert(key);
+        return false;
+      }
       s_.named[name] = e.id;
       return true;
     };
@@ -236,6 +245,7 @@ class Matcher {
 
   const QaGraph& g_;
   State s_;
+  std::set<std::tuple<std::string, int64_t, int64_t, const ShapeTracker*>> failed_;
 };
 
 }  // namespace

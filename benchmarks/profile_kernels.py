@@ -3,12 +3,14 @@ timing slots) a number of times, keeps each kernel's fastest call (the noise of 
 machine is one-sided) and prints the kernels, and the kernels grouped by loop nest, by that
 time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences; --llama DIR profiles a
 step of a Llama directory's (or .gguf file's) session (--tokens new after --past cached positions); --yolo
-SCALE a YOLOv8 forward on one image.
+SCALE a YOLOv8 forward on one image; --gpt one train step (forward, backward, AdamW) of
+benchmarks/train.py's character GPT.
 
     python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
         [--repeats 20] [--top 25] [--threads N]
     python benchmarks/profile_kernels.py --llama DIR [--past 1000] [--tokens 1] [--search 1]
     python benchmarks/profile_kernels.py --yolo s [--imgsz 640]
+    python benchmarks/profile_kernels.py --gpt
 """
 
 from __future__ import annotations
@@ -121,7 +123,23 @@ class YOLOStep:
         self.dims = {}
 
 
+class GPTTrainStep:
+    """One train step of benchmarks/train.py's character GPT (batch 16, seq 128)."""
+
+    def __init__(self, threads, search):
+        sys.path.insert(0, os.path.dirname(__file__))
+        from train import gpt_step
+
+        step = gpt_step(threads, search)
+        step()  # sets the inputs
+        self.raw = step.runtime._rt
+        self.label = "char GPT train step, batch 16 x seq 128"
+        self.dims = {}
+
+
 def workload(args):
+    if args.gpt:
+        return GPTTrainStep(args.threads, args.search)
     if args.yolo:
         return YOLOStep(args.threads, args.yolo, args.imgsz)
     if args.llama:
@@ -145,6 +163,7 @@ def main():
     p.add_argument("--search", type=int, default=1)
     p.add_argument("--yolo", metavar="SCALE", help="YOLOv8 of this scale (n, s, m, ...)")
     p.add_argument("--imgsz", type=int, default=640)
+    p.add_argument("--gpt", action="store_true", help="a train step of the character GPT")
     args = p.parse_args()
     w = workload(args)
     names = [f"k{i}" for i in range(len(w.raw.kernel_times(w.dims)))]

@@ -5,8 +5,10 @@ neither's thread pool spins on the cores the other times (torch's and luminal's 
 one process slowed both by up to 100x on two cores) and each peak RSS is its own. Prints the
 median step (over --iters steps, after warm-up), the ratio to eager, the compile time, the peak
 RSS and its growth over the process after imports and data, and the bytes luminal's runtime
-holds. With --gpt, luminal's step of examples/train_gpt.py's model (batch 16, seq 128) as well
-(no torch twin yet). One run, short; not a test.
+holds. With --gpt, the same for examples/train_gpt.py's character GPT (2 layers, dim 64, 4 heads,
+batch 16, seq 128, vocab 96) against a torch twin of it (same modules and shapes: embeddings,
+pre-norm RMSNorm layers with causal sdpa attention and SwiGLU, a linear head). One run, short;
+not a test.
 
     python benchmarks/train.py
     python benchmarks/train.py --budget 4 --gpt --skip torch-compile
@@ -77,7 +79,70 @@ def gpt_step(threads: int, budget: int, batch: int = 16, seq: int = 128, vocab: 
                      lm.CpuRuntime(threads=threads), budget=budget)
     rng = np.random.default_rng(0)
     feeds = {t: rng.integers(0, vocab, (batch, seq)).astype(np.int32) for t in (x, y)}
-    return lambda: step.run(feeds)
+
+    def run():
+        return step.run(feeds)
+
+    run.runtime = step.runtime
+    return run
+
+
+def torch_gpt_step(compiled: bool, batch: int = 16, seq: int = 128, vocab: int = 96,
+                   dim: int = 64, layers: int = 2, heads: int = 4):
+    """The torch twin of examples/train_gpt.py's CharGPT step (luminal.nn's
+    TransformerDecoderLayer: x + attn(norm(x)), then + swiglu(norm(.)); no rotary)."""
+    import torch
+    from torch import nn
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.input_layernorm = nn.RMSNorm(dim, eps=1e-6)
+            self.post_attention_layernorm = nn.RMSNorm(dim, eps=1e-6)
+            self.qkvo = nn.ModuleList([nn.Linear(dim, dim, bias=False) for _ in range(4)])
+            self.gate = nn.Linear(dim, 4 * dim, bias=False)
+            self.up = nn.Linear(dim, 4 * dim, bias=False)
+            self.down = nn.Linear(4 * dim, dim, bias=False)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            h = self.input_layernorm(x)
+            q, k, v = (proj(h).view(b, t, heads, dim // heads).transpose(1, 2)
+                       for proj in self.qkvo[:3])
+            a = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + self.qkvo[3](a.transpose(1, 2).reshape(b, t, dim))
+            h = self.post_attention_layernorm(x)
+            return x + self.down(nn.functional.silu(self.gate(h)) * self.up(h))
+
+    class CharGPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, dim)
+            self.pos = nn.Embedding(seq, dim)
+            self.layers = nn.ModuleList([Layer() for _ in range(layers)])
+            self.norm = nn.RMSNorm(dim, eps=1e-6)
+            self.head = nn.Linear(dim, vocab, bias=False)
+
+        def forward(self, ids):
+            h = self.tok(ids) * 0.1 + self.pos(torch.arange(ids.shape[1])) * 0.1
+            for layer in self.layers:
+                h = layer(h)
+            return self.head(self.norm(h))
+
+    model = CharGPT()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    rng = np.random.default_rng(0)
+    x, y = (torch.tensor(rng.integers(0, vocab, (batch, seq))) for _ in range(2))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = nn.functional.cross_entropy(model(x).reshape(batch * seq, vocab),
+                                           y.reshape(batch * seq))
+        loss.backward()
+        opt.step()
+        return loss
+
+    return torch.compile(step) if compiled else step
 
 
 def torch_step(x_data, y_data, compiled: bool):
@@ -127,10 +192,16 @@ def child(args) -> None:
     out["step_s"] = median_step(step, args.iters)
     if args.engine == "luminal":
         out["memory"] = runtime.memory()  # after the steps: the arena and outputs are allocated
-        if args.gpt:
-            out["gpt_step_s"] = median_step(gpt_step(args.threads, args.budget),
-                                            max(args.iters // 10, 3))
     out["peak_rss"] = peak_rss()
+    if args.gpt:  # after the MLP's peak RSS, which is the MLP's alone
+        t0 = time.perf_counter()
+        if args.engine == "luminal":
+            step = gpt_step(args.threads, args.budget)
+        else:
+            step = torch_gpt_step(args.engine == "torch-compile")
+            step()
+        out["gpt_compile_s"] = time.perf_counter() - t0
+        out["gpt_step_s"] = median_step(step, max(args.iters // 5, 5))
     print("RESULT " + json.dumps(out))
 
 
@@ -169,10 +240,16 @@ def main() -> None:
         ratio = f"{eager / r['step_s']:8.2f}" if eager else f"{'-':>8s}"
         print(f"  {r['engine']:14s} {r['step_s'] * 1e3:9.3f} {ratio} {r['compile_s']:10.1f} "
               f"{r['peak_rss'] / 2**20:13.0f} {(r['peak_rss'] - r['rss_before']) / 2**20:11.0f}")
+    gpt_rows = [r for r in rows if "gpt_step_s" in r]
+    gpt_eager = next((r["gpt_step_s"] for r in gpt_rows if r["engine"] == "torch-eager"), None)
+    if gpt_rows:
+        print("char GPT train step (2 layers, dim 64, 4 heads), batch 16 x seq 128")
+        print(f"  {'engine':14s} {'step ms':>9s} {'x eager':>8s} {'compile s':>10s}")
+    for r in gpt_rows:
+        ratio = f"{gpt_eager / r['gpt_step_s']:8.2f}" if gpt_eager else f"{'-':>8s}"
+        print(f"  {r['engine']:14s} {r['gpt_step_s'] * 1e3:9.2f} {ratio} "
+              f"{r['gpt_compile_s']:10.1f}")
     for r in rows:
-        if "gpt_step_s" in r:
-            print(f"  luminal cpu, char GPT (2 layers, dim 64) batch 16 x seq 128: "
-                  f"{r['gpt_step_s'] * 1e3:.1f} ms")
         if "memory" in r:
             memory = r["memory"]
             print(f"  luminal runtime holds {sum(memory.values()) / 1024:.0f} KiB "

@@ -204,3 +204,33 @@ def test_reduction_fused_into_a_cat_piece_reads_only_inside_the_piece():
     loads = [line for k in joined for line in k.splitlines()
              if "r0" in line and re.search(r"\bb\d+\[", line)]
     assert loads and all("?" in line for line in loads), loads
+
+
+@pytest.mark.parametrize("op", ["conv", "max_pool", "avg_pool"])
+def test_a_window_gather_reads_its_input_as_a_view(op):
+    """A conv's or a pool's window (nn/_grid.gather_linear: a flat index that is a sum of
+    broadcast Iotas) is read straight through the padded view: the index is recomputed in the
+    gather's kernel and simplified there, so no index tensor is stored, and the load has no
+    run-time index, no division of a flat index and no bounds check."""
+    import luminal.nn.functional as F
+
+    cx = lm.Graph()
+    x = cx.tensor((2, 3, 11, 9))
+    w = cx.tensor((4, 3, 3, 3))
+    if op == "conv":
+        y = F.conv2d(x, w, stride=(2, 1), padding=(1, 2), dilation=(1, 2)).output()
+    elif op == "max_pool":
+        y = F.max_pool2d(x, 3, stride=2, padding=1).output()
+    else:
+        y = F.avg_pool2d(x, (2, 3), stride=1, padding=(1, 1)).output()
+    xd, wd = torch.randn(2, 3, 11, 9), torch.randn(4, 3, 3, 3)
+    rt = _run(cx, {x: xd, w: wd} if op == "conv" else {x: xd})
+    tf = torch.nn.functional
+    want = {"conv": lambda: tf.conv2d(xd, wd, stride=(2, 1), padding=(1, 2), dilation=(1, 2)),
+            "max_pool": lambda: tf.max_pool2d(xd, 3, stride=2, padding=1),
+            "avg_pool": lambda: tf.avg_pool2d(xd, (2, 3), stride=1, padding=(1, 1))}[op]()
+    assert_close(rt.get(y), want, rtol=1e-5, atol=1e-5)
+    text = rt._rt.program_text()
+    assert "(bind " not in text  # a Gather's run-time index
+    buffers = [line for line in text.splitlines() if line.startswith("  (buffer")]
+    assert buffers and not [line for line in buffers if " int " in line]  # no index tensor

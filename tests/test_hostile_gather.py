@@ -109,3 +109,41 @@ def test_the_cuda_rendering_raises_the_index_fault(tmp_path):
         with pytest.raises(lm.ShapeError, match="out of range"):
             emu.run(1, {table: weights.numpy(), ids: np.array(bad)}, [out])
     emu.run(1, {table: weights.numpy(), ids: np.array(good)}, [out])  # the flag was cleared
+
+
+@pytest.mark.parametrize("make", [lm.NativeRuntime, cpu], ids=["native", "cpu"])
+def test_index_arithmetic_gathers_are_views_only_where_they_stay_inside(make):
+    """Gathers by sums of Iotas (what conv and pool windows are): one that stays inside the
+    data reads it as a view (CpuRuntime: no bounds check), including with a negative step (a
+    flip); one whose index runs past the data is still an index fault, as NativeRuntime says;
+    one over a symbolic length keeps the run-time index and its check."""
+    cx = lm.Graph()
+    x = cx.tensor((4, 10))
+    flip = x._gather(cx.iota(lm.Expr(39) - lm.Expr("z"), 40).reshape((4, 10))).output()
+    window = x._gather(cx.iota(lm.Expr("z") % 8 + 2, 8).reshape((2, 4))
+                       + cx.iota(lm.Expr("z") * 10, 3).reshape((3, 1, 1)).expand((3, 2, 4))
+                       ).output()
+    rt = cx.search(make(), progress=False, cache=False)
+    xd = torch.randn(4, 10, generator=torch.Generator().manual_seed(1))
+    rt.set_data(x, xd.numpy())
+    rt.execute()
+    flat = xd.reshape(-1)
+    torch.testing.assert_close(torch.from_numpy(rt.get(flip)), flat.flip(0).reshape(4, 10))
+    want = torch.stack([flat[10 * b + 2: 10 * b + 10].reshape(2, 4) for b in range(3)])
+    torch.testing.assert_close(torch.from_numpy(rt.get(window)), want)
+    past = lm.Graph()
+    y = past.tensor((10,))
+    y._gather(past.iota(lm.Expr("z") + 5, 10)).output()
+    rt = past.search(make(), progress=False, cache=False)
+    rt.set_data(y, np.arange(10, dtype=np.float32))
+    with pytest.raises(lm.ShapeError, match="Gather: .*out of range"):
+        rt.execute()
+    ok = lm.Graph()
+    y = ok.tensor((10,))
+    symbolic = y._gather(ok.iota(lm.Expr("z") * 2, "n")).output()
+    rt = ok.search(make(), progress=False, cache=False)
+    rt.set_data(y, np.arange(10, dtype=np.float32))
+    rt.execute({"n": 5})
+    assert rt.get(symbolic).tolist() == [0.0, 2.0, 4.0, 6.0, 8.0]
+    with pytest.raises(lm.ShapeError, match="Gather: .*out of range"):
+        rt.execute({"n": 6})

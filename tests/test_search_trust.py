@@ -12,6 +12,7 @@ import torch
 import luminal as lm
 from conftest import assert_close
 from luminal import search_check, search_timing
+from luminal.errors import LuminalError
 
 # Softmax without the max subtracted: exp(x - m) => exp(x), m the row's max negated. Wrong as
 # an identity, but the softmax's ratio cancels it, so every output agrees in real arithmetic
@@ -260,3 +261,13 @@ def test_the_report_shows_spreads_costs_sets_and_the_winners_kernels(tmp_path):
     assert "cost" in text and "+-" in text
     assert report.check_sets[0] == "ordinary" and "large" in report.check_sets
     assert report.winner_kernels and "winner's kernels" in text
+    pytest.importorskip("matplotlib")
+    report.plot(tmp_path / "search.png")
+    assert (tmp_path / "search.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_report_with_nothing_timed_cannot_be_plotted(tmp_path):
+    cache_search(tmp_path)
+    hit = cache_search(tmp_path)
+    with pytest.raises(LuminalError, match="cache hit"):
+        hit.plot(tmp_path / "hit.png")

@@ -49,15 +49,48 @@ def test_train_step_matches_torch_after_three_steps(name, runtime):
             rng.standard_normal(shape).astype(np.float32)
         tv = rng.standard_normal(tuple(out.shape)).astype(np.float32)
         got = step.run({x: xv, target: tv})
-        torch_opt.zero_grad()
         xt = torch.tensor(xv, dtype=torch.long) if ids else torch.tensor(xv)
-        want = F.mse_loss(reference(xt, leaves), torch.tensor(tv))
-        want.backward()
-        torch_opt.step()
-        np.testing.assert_allclose(got, want.item(), rtol=1e-4, atol=1e-5)
+        _torch_step_matches(torch_opt, F.mse_loss(reference(xt, leaves), torch.tensor(tv)), got)
+    _assert_parameters_match(step, leaves)
+
+
+def _torch_step_matches(opt, loss, got):
+    """One torch step on ``loss``, whose value our step's loss ``got`` must be."""
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    np.testing.assert_allclose(got, loss.item(), rtol=1e-4, atol=1e-5)
+
+
+def _assert_parameters_match(step, leaves):
     for n, value in step.state_dict().items():
         np.testing.assert_allclose(value, leaves[n].detach().numpy(), rtol=1e-4, atol=1e-5,
                                    err_msg=n)
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_a_search_between_steps_keeps_the_trained_state(runtime):
+    """Two Adam steps, the graph searched again on the same runtime, a third step: parameters
+    and moments go on from the trained values (as torch's after 3 steps), not from the initial
+    weights the search would set again, nor its random check data."""
+    module = Linear(4, 3)
+    rng = np.random.default_rng(3)
+    weights = {n: rng.standard_normal(p.shape).astype(np.float32) for n, p in
+               module.named_parameters()}
+    cx = lm.Graph()
+    x, target = cx.tensor((5, 4)), cx.tensor((5, 3))
+    step = TrainStep(module, LF.mse_loss(module(x), target),
+                     optim.Adam(module.parameters(), lr=0.05), RUNTIMES[runtime](), weights)
+    leaves = {n: torch.tensor(a, requires_grad=True) for n, a in weights.items()}
+    torch_opt = torch.optim.Adam(list(leaves.values()), lr=0.05)
+    for i in range(3):
+        if i == 2:
+            cx.search(step.runtime, 2, cache=False)
+        xv, tv = (rng.standard_normal(s).astype(np.float32) for s in ((5, 4), (5, 3)))
+        got = step.run({x: xv, target: tv})
+        _torch_step_matches(torch_opt, F.mse_loss(
+            F.linear(torch.tensor(xv), leaves["weight"], leaves["bias"]), torch.tensor(tv)), got)
+    _assert_parameters_match(step, leaves)
 
 
 class Classifier(Module):

@@ -40,9 +40,11 @@ class Planner {
     std::vector<bool> gathered(g_.size(), false);
     std::vector<std::vector<NodeId>> readers(g_.size());
     row_kind_.assign(g_.size(), RowKind::kOther);
+    index_arithmetic_.assign(g_.size(), false);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       row_kind_[id] = row_kind(id);
+      index_arithmetic_[id] = index_arithmetic(id);
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
@@ -54,7 +56,9 @@ class Planner {
           forced[e.node] = true;
           gathered[e.node] = true;  // a constant too: the Gather loads (and bounds-checks) it
         }
-        if (broadcasts(e.view) && !in_readers) forced[e.node] = true;
+        if (broadcasts(e.view) && !in_readers && !index_arithmetic_[e.node]) {
+          forced[e.node] = true;
+        }
         if (product(g_.node(e.node).shape).try_const() == std::optional<int64_t>(0)) {
           forced[e.node] = true;
         }
@@ -219,7 +223,7 @@ class Planner {
     const Node& n = g_.node(id);
     if (p_.buffer_of[id] >= 0 || n.op == OpKind::Constant) return 0;
     if (row_kind_[id] == RowKind::kRow) return 0;  // a statistic, computed once per row
-    if (!root && uses_[id] > 1) return -1;
+    if (!root && uses_[id] > 1 && !index_arithmetic_[id]) return -1;
     int own = op_recompute_weight(n.op);
     if (is_reduce(n.op)) {
       auto extent = n.inputs[0].view.dims[static_cast<size_t>(n.axis)].try_const();
@@ -241,7 +245,35 @@ class Planner {
   // Without the parameter, cheap nodes are recomputed (cheap_to_recompute).
   bool recomputed(NodeId id) const {
     std::optional<int64_t> choice = schedule_param(g_.node(id).schedule, kInlineParam);
-    return choice ? *choice == 1 : cheap_to_recompute(id);
+    return choice ? *choice == 1 : index_arithmetic_[id] || cheap_to_recompute(id);
+  }
+
+  // Int arithmetic of loop indices: an Iota, an integral constant, or a few sums and products
+  // of such (a conv's window index, nn/_grid.gather_linear), not scheduled `inline 0`. It is
+  // recomputed by its readers, even through a broadcast or shared by several: a few integer
+  // ops, which a Gather reading by it turns into a view (lower.cc emit_gather) where storing
+  // it would cost a pass over memory and a division per element. Set for inputs before nodes.
+  static constexpr int kIndexArithmeticNodes = 16;
+  bool index_arithmetic(NodeId id) const {
+    const Node& n = g_.node(id);
+    if (n.dtype != DType::Int) return false;
+    if (schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(0)) return false;
+    if (n.op == OpKind::Iota || n.op == OpKind::Constant) return true;
+    if (n.op != OpKind::Add && n.op != OpKind::Mul) return false;
+    std::vector<NodeId> stack = {id};
+    int seen = 0;
+    while (!stack.empty()) {  // the cone, each path counted: small cones only
+      const Node& m = g_.node(stack.back());
+      stack.pop_back();
+      if (++seen > kIndexArithmeticNodes) return false;
+      if (m.op == OpKind::Add || m.op == OpKind::Mul) {
+        for (const Edge& e : m.inputs) {
+          if (!index_arithmetic_[e.node]) return false;
+          stack.push_back(e.node);
+        }
+      }
+    }
+    return true;
   }
 
   // A Cast of a 16-bit float (or quantized) input to f32 scheduled inline 1 is widened in the
@@ -313,6 +345,7 @@ class Planner {
   const std::set<NodeId>& unfused_;
   BufferPlan p_;
   std::vector<int> uses_;   // readers of each node
+  std::vector<bool> index_arithmetic_;  // per node: index_arithmetic, in topological order
   std::vector<int> depth_;  // fused_depth of each node planned so far (0: stored)
   std::set<NodeId> epilogue_inner_;  // computed inline in their region's sink (epilogue.h)
   std::set<NodeId> epilogue_sinks_;  // the stored ends of those regions

@@ -246,17 +246,25 @@ class Lowerer {
 
   // A Gather's data is a buffer, or a Cast widened in its readers (buffer_plan) of one read
   // through an unmasked view: then the load is of the Cast's source, widened after it.
+  // An index that is index arithmetic of the loop variables (Iotas, constants, their sums and
+  // products; a conv's or a pool's window, nn/_grid.gather_linear) and provably lands inside
+  // the data (unravel_affine) is read as a view: no run-time symbol, no division of a flat
+  // index, no bounds check (it cannot fail).
   ValueId emit_gather(const Node& n, const std::vector<Expr>& idx, const Expr& ctx) {
     ValueId index = read_edge(n.inputs[1], idx, ctx);
     ShapeTracker v = rn(n.inputs[0].view);
     std::string symbol = "g" + std::to_string(index);
-    std::vector<Expr> didx = unravel(Expr::symbol(symbol), v.dims);
+    std::optional<std::vector<Expr>> affine;
+    if (std::optional<Expr> flat = index_expr(index)) {
+      affine = unravel_affine(*flat, v.dims, var_extent_);
+    }
+    std::vector<Expr> didx = affine ? *affine : unravel(Expr::symbol(symbol), v.dims);
     NodeId data = n.inputs[0].node;
     Value load;
     load.kind = ValueKind::kLoad;
     load.index = physical_index(v, didx);
     load.valid = logical_and(ctx, mask_of(v, didx));
-    load.binds.push_back(Bind{symbol, index, product(v.dims), ctx});
+    if (!affine) load.binds.push_back(Bind{symbol, index, product(v.dims), ctx});
     const Node& cast = g_.node(data);
     if (buffer_of_[data] < 0 && cast.op == OpKind::Cast) {
       ShapeTracker source = rn(cast.inputs[0].view);
@@ -275,6 +283,22 @@ class Lowerer {
     load.buffer = buffer_of_[data];
     load.dtype = p_.buffers[load.buffer].dtype;
     return add(std::move(load));
+  }
+
+  // Value `id` as an Expr of the loop variables, where it is index arithmetic: an Iota's
+  // element, an integral constant, a sum or product of such (Int: C's wrapping arithmetic
+  // agrees with the Expr's wherever the result fits, which unravel_affine makes sure of).
+  std::optional<Expr> index_expr(ValueId id) const {
+    const Value& x = k_.values[static_cast<size_t>(id)];
+    if (x.dtype != DType::Int) return std::nullopt;
+    if (x.kind == ValueKind::kIndex) return x.index;
+    if (x.kind == ValueKind::kConst) return Expr(static_cast<int64_t>(x.number));
+    if (x.kind != ValueKind::kBinary || (x.op != OpKind::Add && x.op != OpKind::Mul)) {
+      return std::nullopt;
+    }
+    std::optional<Expr> a = index_expr(x.args[0]), b = index_expr(x.args[1]);
+    if (!a || !b) return std::nullopt;
+    return x.op == OpKind::Add ? *a + *b : *a * *b;
   }
 
   // Whether `idx` is an element of `shape`: 1 where each index is a loop variable of this
@@ -329,6 +353,7 @@ class Lowerer {
     // Read wherever the kernel reads it, so under the condition that idx is one of its
     // elements (a piece of a cat reads it shifted, outside it for the other pieces' elements):
     // a condition of idx alone, so every reader at idx shares the one loop.
+    var_extent_[var] = v.dims[axis];
     ValueId x = read_edge(n.inputs[0], full, inside(idx, rn(n.shape)));
     if (!keys) k_.reduce.push_back(Loop{var, v.dims[axis]});
     Value r;
@@ -390,6 +415,7 @@ class Lowerer {
       quant_out_ = quant->second.first;
       quant_x_ = quant->second.second;
     }
+    var_extent_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
@@ -397,6 +423,7 @@ class Lowerer {
     for (size_t k = 0; k < shape.size(); ++k) {
       std::string var = "i" + std::to_string(k);
       k_.loops.push_back(Loop{var, shape[k]});
+      var_extent_[var] = shape[k];
       idx.push_back(Expr::symbol(var));
     }
     emit_node(id, idx, 1);
@@ -481,6 +508,7 @@ class Lowerer {
   std::string key_var_;  // the kernel's attention loop (its root's), "" for none
   Expr key_extent_;      // its extent
   int reduce_vars_ = 0;        // reduction loops named so far: r0, r1, ...
+  std::map<std::string, Expr> var_extent_;  // the kernel's loop variables so far: extents
 };
 
 }  // namespace

@@ -82,6 +82,49 @@ std::vector<Expr> unravel(const Expr& flat, const std::vector<Expr>& shape) {
   return out;
 }
 
+std::optional<std::vector<Expr>> unravel_affine(const Expr& flat, const std::vector<Expr>& shape,
+                                                const std::map<std::string, Expr>& extents) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> dims(rank), strides(rank);
+  int64_t span = 1;
+  for (size_t k = rank; k-- > 0;) {
+    std::optional<int64_t> d = shape[k].try_const();
+    if (!d || *d <= 0 || span > (int64_t{1} << 40) / *d) return std::nullopt;
+    dims[k] = *d;
+    strides[k] = span;
+    span *= *d;
+  }
+  std::vector<Expr> parts(rank, Expr(0));
+  std::vector<int64_t> lo(rank, 0), hi(rank, 0);
+  Expr rest = flat;
+  for (const std::string& var : flat.symbols()) {
+    auto extent = extents.find(var);
+    std::optional<Expr> c = affine_stride(flat, var);
+    if (extent == extents.end() || !c) return std::nullopt;
+    std::optional<int64_t> n = extent->second.try_const(), coef = c->try_const();
+    if (!n || !coef || *n <= 0 || *coef > (int64_t{1} << 40) || *coef < -(int64_t{1} << 40)) {
+      return std::nullopt;
+    }
+    size_t k = 0;
+    while (*coef % strides[k] != 0) ++k;  // the innermost stride, 1, divides every term
+    const int64_t step = *coef / strides[k];
+    parts[k] = parts[k] + Expr(step) * Expr::symbol(var);
+    (step < 0 ? lo[k] : hi[k]) += step * (*n - 1);
+    rest = rest - *c * Expr::symbol(var);
+  }
+  std::optional<int64_t> offset = rest.try_const();
+  if (!offset) return std::nullopt;
+  int64_t r = *offset;
+  for (size_t k = 0; k < rank; ++k) {  // floor digits: the inner ones in [0, dim)
+    int64_t digit = r / strides[k];
+    if (digit * strides[k] > r) --digit;
+    r -= digit * strides[k];
+    parts[k] = parts[k] + Expr(digit);
+    if (lo[k] + digit < 0 || hi[k] + digit >= dims[k]) return std::nullopt;
+  }
+  return parts;
+}
+
 std::optional<std::vector<Expr>> compose_affine(const ShapeTracker& v,
                                                 const std::vector<Expr>& idx,
                                                 const std::vector<Expr>& shape) {

@@ -4,7 +4,9 @@
 // Used by the lowering; pure functions of Exprs, no graph.
 #pragma once
 
+#include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/symbolic.h"
@@ -19,6 +21,15 @@ Expr mask_of(const ShapeTracker& v, const std::vector<Expr>& idx);
 Expr physical_index(const ShapeTracker& v, const std::vector<Expr>& idx);
 // The row-major index over `shape` of flat offset `flat` (div/mod per axis).
 std::vector<Expr> unravel(const Expr& flat, const std::vector<Expr>& shape);
+// The index over `shape` (constant dims) of flat row-major offset `flat` as affine parts with
+// no division, when `flat` is affine in symbols whose extents `extents` gives (constant
+// strides, a constant offset) and its terms split among the axes (each term to the outermost
+// axis whose stride divides its coefficient, the offset by its mixed-radix digits) so that
+// every axis's part provably stays inside its dim: then the parts are exactly what unravel
+// computes, and `flat` is inside `shape`. nullopt otherwise. A conv's or a pool's window
+// read through a Gather of a padded input (nn/_grid.gather_linear's index).
+std::optional<std::vector<Expr>> unravel_affine(const Expr& flat, const std::vector<Expr>& shape,
+                                                const std::map<std::string, Expr>& extents);
 // The producer index that view `v` reads at consumer index `idx`, as plain affine terms when
 // every axis of the view maps onto one producer axis and stays provably inside it; an axis
 // that merged producer axes (a reshape of (b, s, n) as (b*s, n)) and is their only reader

@@ -296,7 +296,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"candidate programs to time while compiling, 1 for the cost "
                              f"model's pick untimed (default: {search}; the choice is cached)")
 
-    run = sub.add_parser("run", help="generate text with a Llama model")
+    run = sub.add_parser("run", help="generate text with a Llama-family model (model_type "
+                         "llama, mistral, qwen2, qwen3, phi3, gemma, gemma2, gemma3_text)")
     common(run, RUN_SEARCH)
     run.add_argument("--prompt", required=True)
     run.add_argument("--tokenizer", metavar="DIR",

@@ -75,6 +75,7 @@ class Runtime:
         self._parameter_data = {}
         # input tensor id -> the output tensor whose value becomes its data after each execute
         self._carries = {}
+        self._carried_inputs = {}  # input tensor id -> that input tensor
         # carried input id -> its data as last set (storage), or None once an execute carried
         # its output into it (then value() reads the output)
         self._carried_data = {}
@@ -102,6 +103,7 @@ class Runtime:
         if graph is not self._graph:
             self._parameter_data = {}
             self._carries = {}
+            self._carried_inputs = {}
             self._carried_data = {}
         self._graph = graph
 
@@ -119,6 +121,18 @@ class Runtime:
             elif storage is not None:
                 held.append((tensor, "set_storage", storage))
         return held
+
+    def _held_state(self, graph) -> list:
+        """What a search of ``graph`` sets again on the program it loads: the parameters of
+        ``_held_parameters``, and every carried input (trained parameters, optimizer moments,
+        random state) at its value now, not the data it was first set with, so a search after
+        some train steps goes on from them."""
+        held = {t.id: (t, setter, data) for t, setter, data in self._held_parameters(graph)}
+        if graph is self._graph:
+            for tensor in self._carried_inputs.values():
+                if tensor.id in self._carried_data:  # set, or carried by an execute
+                    held[tensor.id] = (tensor, "set_data", self.value(tensor))
+        return list(held.values())
 
     def _set_parameters(self, held: list) -> None:
         """Sets the parameters of ``_held_parameters`` again, on the program now loaded."""
@@ -233,6 +247,7 @@ class Runtime:
             raise ShapeError(f"carry: output {output!r} cannot become input {input!r}: shapes "
                              f"or dtypes differ")
         self._carries[input.id] = output
+        self._carried_inputs[input.id] = input
         held = {t.id: data for t, _, data in self._held_parameters(self._graph)}
         if input.id in held:
             self._carried_data[input.id] = _to_storage(_to_numpy(held[input.id]).reshape(-1),

@@ -171,6 +171,13 @@ class SearchReport:
                 lines.append(f"     {sec * 1e3:9.3f} ms  {what}")
         return "\n".join(lines)
 
+    def plot(self, path) -> None:
+        """Draws measured against estimated time per timed candidate into ``path`` (a PNG,
+        SVG or PDF; matplotlib, the ``plot`` extra): search_plot.plot_report."""
+        from .search_plot import plot_report
+
+        plot_report(self, path)
+
 
 class SpaceSpec:
     """What build_search_space records: the runtime class and the saturation limits. The
@@ -364,7 +371,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         raise ValueError(f"search: reference must be 'auto', 'native' or 'runtime', "
                          f"got {reference!r}")
     run = _SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats, cost_model)
-    held = runtime._held_parameters(cx)
+    held = runtime._held_state(cx)
     if not (cache and run.load_cached(verify)):
         run.extract_candidates()
         run.run_reference(verify, reference)
@@ -374,7 +381,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
         run.pick_winner()
         if cache:
             run.store()
-    runtime._set_parameters(held)  # the user's weights, set before the search, stay set
+    runtime._set_parameters(held)  # the weights and carried state set before it stay set
     return run.finish(verbose)
 
 

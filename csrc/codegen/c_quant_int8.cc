@@ -168,9 +168,16 @@ std::string block_function(DType w) {
                " + " + str(sub * 16) + ");");
         std::string lo = "raw" + S + " & 15";
         std::string hi = "raw" + S + " >> 4";
-        if (five) {
-          lo = "(" + lo + ") | ((fifth >> " + S + ") & 1) << 4";
-          hi = "(" + hi + ") | ((fifth >> " + T + ") & 1) << 4";
+        if (five) {  // bit j of each fifth-bits byte to bit 4, by a 16-bit word shift
+          auto fifth_bit = [&](int j) {
+            const std::string f = "(lm_vh16q)fifth";
+            const std::string moved = j < 4   ? "(" + f + " << " + str(4 - j) + ")"
+                                      : j > 4 ? "(" + f + " >> " + str(j - 4) + ")"
+                                              : f;
+            return "((lm_vu32)" + moved + " & 0x10)";
+          };
+          lo = "(" + lo + ") | " + fifth_bit(sub);
+          hi = "(" + hi + ") | " + fifth_bit(sub + 1);
         }
         for (const auto& [j, q] : {std::pair{sub, lo}, std::pair{sub + 1, hi}}) {
           const std::string J = str(j);
@@ -198,8 +205,15 @@ std::string block_function(DType w) {
           const int xb = 4 * h + r;
           const std::string X = str(xb);
           const std::string l = "*(const lm_vu32u*)(b + " + str(h * 64 + (r & 1) * 32) + ")";
-          c.line("const lm_vu32 u" + X + " = (" + l + (r < 2 ? " & 15" : " >> 4") + ") | ((hb" +
-                 str(h) + " >> " + str(2 * r) + ") & 3) << 4;");
+          // bits 2r, 2r + 1 of qh to bits 4, 5: shifted as 16-bit words (one instruction; a
+          // byte shift is several), the bits that cross a byte masked off
+          const int up = 4 - 2 * r;
+          const std::string hb = "(lm_vh16q)hb" + str(h);
+          const std::string moved = up > 0   ? "(" + hb + " << " + str(up) + ")"
+                                    : up < 0 ? "(" + hb + " >> " + str(-up) + ")"
+                                             : hb;
+          c.line("const lm_vu32 u" + X + " = (" + l + (r < 2 ? " & 15" : " >> 4") +
+                 ") | ((lm_vu32)" + moved + " & 0x30);");
           const std::string sv = xb < 4 ? "s0" : "s1";
           const int at = 2 * (xb % 4);
           std::string lanes;

@@ -337,3 +337,59 @@ def test_quantize_activations_in_the_cuda_emulator_is_gguf_round_trip(tmp_path):
     emu = cuda_emu.Emulated([(cx, {}, {})], str(tmp_path))
     (got,) = emu.run(0, {x: xs}, [y])
     np.testing.assert_array_equal(np.asarray(got).reshape(xs.shape), gguf_round_trip(xs))
+
+
+# ---- the int8 dot products on every instruction set the C guards ---------------------------------
+
+DOT_CHECK = r"""
+#include <stdio.h>
+#include <stdlib.h>
+%s
+int main(void) {
+  srand(1);
+  for (int t = 0; t < 20000; t++) {
+    lm_vu32 u; lm_vs32 s, a;
+    int most = t %% 3 == 0 ? 15 : (t %% 3 == 1 ? 63 : 127);  /* nibbles, Q6_K, the sign trick */
+    for (int i = 0; i < 32; i++) {
+      u[i] = rand() %% (most + 1);
+      s[i] = (signed char)(rand() %% 255 - 127);  /* x: [-127, 127] */
+      a[i] = (signed char)(rand() %% 256 - 128);  /* a Q8_0 weight: [-128, 127] */
+    }
+    lm_vq8 us = lm_dot_us(u, s), ss = lm_dot_ss(a, s);
+    for (int i = 0; i < 8; i++) {
+      int want_us = 0, want_ss = 0;
+      for (int j = 4 * i; j < 4 * i + 4; j++) {
+        want_us += (int)u[j] * (int)s[j];
+        want_ss += (int)a[j] * (int)s[j];
+      }
+      if (us[i] != want_us || ss[i] != want_ss) return 1;
+    }
+  }
+  puts("ok");
+  return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("march", ["native", "x86-64-v3", "x86-64"])
+def test_int8_dot_products_on_vnni_avx2_and_plain_c(march, tmp_path):
+    """lm_dot_us and lm_dot_ss as the kernel's source has them, built for AVX-512 VNNI (this
+    machine, where it has it), AVX2 (pmaddubsw + pmaddwd) and plain C, against int sums."""
+    import platform
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("needs an x86-64 C compiler")
+    cx, _, _, _ = quant_linear(lm.dtype.q8_0, 64, 3)
+    rt = CpuRuntime()
+    rt._load(cx)
+    source = rt.source
+    helpers = source[source.index("typedef unsigned char lm_vu32 "):
+                     source.index("static void lm_q8_0_quantize_row")]
+    (tmp_path / "dot.c").write_text(DOT_CHECK % helpers)
+    exe = tmp_path / "dot"
+    subprocess.run([cc, "-O2", f"-march={march}", "-Wno-psabi", str(tmp_path / "dot.c"), "-o",
+                    str(exe)], check=True)
+    assert subprocess.run([str(exe)], capture_output=True, text=True).stdout.strip() == "ok"

@@ -1,7 +1,9 @@
 """Quantized LLM decode: the Llama-3.2-1B-shaped random model of llm.py written to GGUF by
 `luminal quantize` in each --types type, run by luminal from that file (its weights kept
 quantized) and, where llama-cpp-python is installed, by llama.cpp on the same file, each in its
-own process. One row per (engine, type): decode tok/s over --decode tokens, prompt throughput
+own process, luminal once per --activations setting (q8_0: each quantized matrix multiplies the
+Q8_0 round trip of its input, as llama.cpp, in int8 on the CPU; f32: the input as is). One row
+per (engine, type): decode tok/s over --decode tokens, prompt throughput
 (a --prompt-tokens prefill), decode as a fraction of the bandwidth bound (the file's
 quantized bytes read per token / read bandwidth measured around the run), and luminal's
 accuracy against transformers' f32 model on the same (unquantized) weights: the mean KL
@@ -36,6 +38,8 @@ ap.add_argument("--decode", type=int, default=32, help="tokens timed per engine"
 ap.add_argument("--prompt-tokens", type=int, default=128)
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 ap.add_argument("--search", type=int, default=1, help="luminal's search budget")
+ap.add_argument("--activations", default="q8_0,f32",
+                help="comma-separated luminal activation settings (from_gguf's activations)")
 ap.add_argument("--accuracy-positions", type=int, default=128,
                 help="positions compared with transformers f32 (0: none)")
 ap.add_argument("--engine", help=argparse.SUPPRESS)
@@ -63,7 +67,8 @@ def run_luminal(path: str, args) -> dict:
     from luminal.models.llama import LlamaForCausalLM
 
     t0 = time.perf_counter()
-    model = LlamaForCausalLM.from_gguf(path, max_context=args.prompt_tokens + args.decode + 8)
+    model = LlamaForCausalLM.from_gguf(path, max_context=args.prompt_tokens + args.decode + 8,
+                                       activations=args.activations)
     session = CausalLMSession(model, lm.CpuRuntime(threads=args.threads), search=args.search)
     compile_s = time.perf_counter() - t0
     prefill, stats, tokens = time_session(session, args.prompt_tokens, 10, args.decode)
@@ -146,15 +151,18 @@ def child(args) -> None:
         print("RESULT " + json.dumps({"path": out, "seconds": time.perf_counter() - t0,
                                       "bytes_per_token": bytes_per_token(out)}))
         return
-    run = run_luminal if args.engine == "luminal" else run_llama_cpp
+    run = run_luminal if args.engine.startswith("luminal") else run_llama_cpp
     print("RESULT " + json.dumps(run(args.path, args)))
 
 
 def spawn(engine: str, path: str, args, cache_dir: str) -> dict:
+    """Runs `engine` ("luminal q8_0": luminal with those activations) in a child process."""
+    engine, _, activations = engine.partition(" ")
     cmd = [sys.executable, __file__, "--engine", engine, "--path", path, "--threads",
            str(args.threads), "--decode", str(args.decode), "--prompt-tokens",
            str(args.prompt_tokens), "--search", str(args.search), "--preset", args.preset,
-           "--accuracy-positions", str(args.accuracy_positions)]
+           "--accuracy-positions", str(args.accuracy_positions),
+           "--activations", activations or args.activations]
     for flag in ("layers", "hidden", "intermediate", "vocab"):
         if getattr(args, flag):
             cmd += [f"--{flag}", str(getattr(args, flag))]
@@ -177,10 +185,11 @@ def main() -> None:
     try:
         import llama_cpp  # noqa: F401
 
-        engines = ["luminal", "llama.cpp"]
+        engines = ["llama.cpp"]
     except ImportError:
-        engines = ["luminal"]
+        engines = []
         print("llama-cpp-python is not installed: luminal rows only", file=sys.stderr)
+    engines = [f"luminal {a}" for a in args.activations.split(",")] + engines
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = os.path.join(tmp, "model")
@@ -201,31 +210,33 @@ def main() -> None:
                 bandwidth = after
                 rows.append(r)
                 print(f"  {engine} {kind}: done", file=sys.stderr)
-    print(f"\n{'engine':10} {'type':6} {'decode tok/s':>12} {'of bound':>9} {'prompt tok/s':>12} "
+    print(f"\n{'engine':13} {'type':6} {'decode tok/s':>12} {'of bound':>9} {'prompt tok/s':>12} "
           f"{'MB/token':>9} {'read GB/s':>9} {'compile s':>9} {'KL':>8} {'top-1':>6}")
     for r in rows:
         if "error" in r:
-            print(f"{r['engine']:10} {r['type']:6} failed: {r['error']}")
+            print(f"{r['engine']:13} {r['type']:6} failed: {r['error']}")
             continue
         bound = r["bandwidth"] / r["bytes_per_token"]
         compile_s = f"{r['compile_s']:.1f}" if "compile_s" in r else "-"
         kl = f"{r['kl']:.2e}" if "kl" in r else "-"
         top1 = f"{r['top1']:.3f}" if "top1" in r else "-"
-        print(f"{r['engine']:10} {r['type']:6} {r['decode_tok_s']:12.2f} "
+        print(f"{r['engine']:13} {r['type']:6} {r['decode_tok_s']:12.2f} "
               f"{r['decode_tok_s'] / bound:8.0%} {r['prompt_tok_s']:12.1f} "
               f"{r['bytes_per_token'] / 1e6:9.1f} {r['bandwidth'] / 1e9:9.1f} {compile_s:>9} "
               f"{kl:>8} {top1:>6}")
     by = {(r["engine"], r["type"]): r for r in rows if "error" not in r}
     for kind in args.types.split(","):
-        ours, theirs = by.get(("luminal", kind)), by.get(("llama.cpp", kind))
-        if ours and theirs:
-            print(f"{kind}: luminal / llama.cpp decode "
-                  f"{ours['decode_tok_s'] / theirs['decode_tok_s']:.2f}x, prompt "
-                  f"{ours['prompt_tok_s'] / theirs['prompt_tok_s']:.2f}x")
+        for a in args.activations.split(","):
+            ours, theirs = by.get((f"luminal {a}", kind)), by.get(("llama.cpp", kind))
+            if ours and theirs:
+                print(f"{kind}: luminal ({a} activations) / llama.cpp decode "
+                      f"{ours['decode_tok_s'] / theirs['decode_tok_s']:.2f}x, prompt "
+                      f"{ours['prompt_tok_s'] / theirs['prompt_tok_s']:.2f}x")
     print("\nof bound: decode tok/s over (read bandwidth / the GGUF's bytes read per token); read"
           " GB/s: benchmarks/bandwidth.py, the mean of the measurements around the run; KL and"
           " top-1: luminal's next-token distributions against transformers f32 on the"
-          " unquantized weights (random weights: flat distributions, so top-1 is fragile)")
+          " unquantized weights (random weights: flat distributions, so top-1 is fragile);"
+          " luminal q8_0 / f32: its activations setting")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import luminal as lm
+import luminal.nn.functional as F
 from luminal import _core
 
 from conftest import CPU_CACHE
@@ -23,6 +24,7 @@ REDUCTIONS = {"sum": lambda x: x.sum(-1), "max": lambda x: x.amax(-1)}
 WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
 ROW_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-row-")]
 ATTENTION_RULES = [r for r in CPU_RULES if r.name == "cpu-attention"]
+QUANT_DOT_RULES = [r for r in CPU_RULES if r.name == "cpu-quant-int8"]
 INLINE_OPS = {
     "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
     "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
@@ -61,8 +63,10 @@ def test_cpu_offers_matmul_tilings_and_inlining():
     assert sorted(r.name for r in ROW_RULES) == ["cpu-row-max", "cpu-row-online-max",
                                                  "cpu-row-sum"]
     assert len(ATTENTION_RULES) == 1
+    assert len(QUANT_DOT_RULES) == 1
     assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
-        len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) == len(CPU_RULES)
+        len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) + len(QUANT_DOT_RULES) == \
+        len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -79,6 +83,9 @@ def cpu_rule_case(cx, name):
         return cx.tensor((9, 32), lm.dtype.q8_0).to(lm.float32)
     if name == "cpu-attention":  # softmax weights times values
         return cx.tensor((5, 7), name="s").softmax(-1) @ cx.tensor((7, 9), name="v")
+    if name == "cpu-quant-int8":  # quantized activations times a Q4_0 weight
+        w = cx.tensor((9, 64), lm.dtype.q4_0, parameter=True)
+        return F.quantize_activations(cx.tensor((5, 64), name="x")) @ w.to(lm.float32).t()
     if name.startswith("cpu-matmul-packed-") or name == "cpu-matmul-packed":  # B a parameter
         return cx.tensor((5, 7), name="a") @ cx.tensor((7, 9), name="b", parameter=True)
     return matmul(cx)[2]
@@ -108,6 +115,7 @@ def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     (scores.softmax(-1) @ cx.tensor((2, 5, 3))).output()
     q = cx.tensor((5, 32), lm.dtype.q4_0, parameter=True)  # dequantized in the matmul
     (cx.tensor((6, 32)) @ q.to(lm.float32).t()).output()
+    (F.quantize_activations(cx.tensor((6, 32))) @ q.to(lm.float32).t()).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied

@@ -53,6 +53,8 @@ class CRenderer : public CLikeRenderer {
   // softmax.
   bool render_attention(const Program& program, const Kernel& kernel,
                         CodeWriter& w) const override;
+  bool render_quant_dot(const Program& program, const Kernel& kernel,
+                        CodeWriter& w) const override;
 
   // The clauses of `kernel`'s "#pragma omp parallel" under its `threads` schedule, `work` its
   // iterations as C: " num_threads(...)" and, by default, " if(work >= ...)"; "" when the
@@ -71,6 +73,13 @@ class CRenderer : public CLikeRenderer {
   // whose names `seen` lacks, and the kernel body after render_matmul's sizes (every M).
   std::string quant_gemv_prelude(const Kernel& k, std::set<std::string>& seen) const;
   void emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const;
+  // The integer dot products of a kernel with quantized activations (MatmulInfo::a_q8_0,
+  // c_quant_int8.cc): the helpers whose names `seen` lacks, and the kernel.
+  std::string quant_int8_prelude(const Kernel& k, std::set<std::string>& seen) const;
+  // The GEMM of matmul kernel `k` that takes_gemm, after render_matmul's sizes: threads over
+  // (batch, n block, m chunk) tasks, B packed (or dequantized) into panels; A read from
+  // `a_base` where given (emit_batch_bases).
+  void emit_gemm(const Kernel& k, int outer, const std::string& a_base, CodeWriter& w) const;
   // The epilogue of matmul kernel `k` (MatmulInfo::epilogue_from) over the summed elements
   // C[row, col] of rows [rows_from, rows_to) and columns [cols_from, cols_to), in place
   // (c_matmul.cc); nothing when `k` has none. The first `outer` loops are batches.

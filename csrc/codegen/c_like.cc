@@ -501,6 +501,14 @@ bool CLikeRenderer::render_attention(const Program& program, const Kernel& kerne
   return false;
 }
 
+bool CLikeRenderer::render_quant_dot(const Program& program, const Kernel& kernel,
+                                     CodeWriter& w) const {
+  (void)program;
+  (void)kernel;
+  (void)w;
+  return false;
+}
+
 std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& kernel) const {
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");
@@ -511,6 +519,11 @@ std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& k
     }
   } else if (kernel.row.present) {
     if (!render_row(program, kernel, w)) throw InternalError("renderer: no row kernels");
+  } else if (kernel.matmul.present && kernel.matmul.a_q8_0) {
+    if (!render_quant_dot(program, kernel, w)) {
+      throw CompileError("renderer: kernel " + kernel.name + " multiplies quantized activations, "
+                         "which this renderer cannot run");
+    }
   } else if (!(kernel.matmul.present && render_matmul(program, kernel, w))) {
     open_output_loops(kernel, w);
     emit_body(kernel, w);

@@ -74,6 +74,11 @@ class CLikeRenderer {
   // InternalError: no runtime offers the schedule to a renderer without one).
   virtual bool render_attention(const Program& program, const Kernel& kernel,
                                 CodeWriter& w) const;
+  // A matmul with quantized activations (MatmulInfo::a_q8_0): x quantized in blocks of 32 and
+  // multiplied as integers. A renderer without it refuses the kernel (CompileError): running
+  // it as a plain matmul would multiply x unquantized.
+  virtual bool render_quant_dot(const Program& program, const Kernel& kernel,
+                                CodeWriter& w) const;
   // Storage type of a buffer element ("float", "uint16_t", "int32_t", "uint8_t").
   virtual std::string storage_type(DType dtype) const;
   // Type a value computes in: f32 for every float dtype, int32_t for Int and Bool.

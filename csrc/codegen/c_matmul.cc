@@ -178,6 +178,8 @@ std::string micro_kernel(const Tiles& t, DType panel) {
   return w.str();
 }
 
+}  // namespace
+
 // The GEMM here takes f32 products summed in f32 (no widening of the product) of a matched
 // matmul, with A stored as f32 and B stored as f32, widened from f16/bf16 or dequantized from
 // blocks (where renders_quant_gemv: its panels are dequantized as packed), and stores f32:
@@ -190,6 +192,7 @@ bool renders_matmul(const Kernel& k) {
   return k.values[k.reduce_at].dtype == DType::F32 && k.values.back().dtype == DType::F32;
 }
 
+namespace {
 bool uses_loop_vars(const Expr& e, const Kernel& k) {
   for (const std::string& s : e.symbols()) {
     for (const Loop& l : k.loops) {
@@ -199,6 +202,7 @@ bool uses_loop_vars(const Expr& e, const Kernel& k) {
   }
   return false;
 }
+}  // namespace
 
 // Whether render_matmul emits the GEMM for `k`: a matmul it renders whose strides do not move
 // with the loops.
@@ -210,8 +214,6 @@ bool takes_gemm(const Kernel& k) {
   }
   return true;
 }
-
-}  // namespace
 
 std::string float_vector(int64_t width) { return "lm_vf" + std::to_string(width); }
 
@@ -228,6 +230,7 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
   std::set<std::string> seen;  // names of the micro-kernels and helpers emitted so far
   std::string s;
   for (const Kernel& k : program.kernels) {
+    if (k.matmul.present && k.matmul.a_q8_0) s += quant_int8_prelude(k, seen);
     if (!renders_matmul(k)) continue;
     Tiles t = tiles_of(k);
     if (widths.insert(t.vw).second) s += float_vector_typedefs(t.vw);
@@ -292,7 +295,8 @@ Expr folded_rows(const Kernel& k) {
   return rows;
 }
 
-void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w) {
+void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w,
+                      const std::string& a_base) {
   const MatmulInfo& mm = k.matmul;
   std::map<std::string, Expr> zero = {
       {k.loops[mm.m_loop].var, 0}, {k.loops[mm.n_loop].var, 0}, {"r0", 0}};
@@ -307,8 +311,12 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
   std::string a = CLikeRenderer::buffer_name(k.values[mm.a].buffer);
   std::string b = CLikeRenderer::buffer_name(k.values[mm.b].buffer);
   std::string c = CLikeRenderer::buffer_name(k.out);
-  w.line("const float* restrict A = " + a + " + " + k.values[mm.a].index.substitute(zero).to_c() +
-         ";");
+  if (!a_base.empty()) {
+    w.line("const float* restrict A = " + a_base + ";");
+  } else {
+    w.line("const float* restrict A = " + a + " + " +
+           k.values[mm.a].index.substitute(zero).to_c() + ";");
+  }
   std::string b_offset = k.values[mm.b].index.substitute(zero).to_c();
   if (is_quantized(mm.b_stored)) {  // bytes: the offset is whole blocks (c_quant.h)
     b_offset = "(" + b_offset + ") / " + std::to_string(block_values(mm.b_stored)) + " * " +
@@ -455,11 +463,7 @@ void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::stri
   w.close();
 }
 
-// Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
-// threads never wait on each other inside the kernel (robust when cores are shared). n blocks
-// shrink until there are enough tasks; m chunks split the rows when there still are not.
-// The sizes and strides both matmul paths read: M, N, K, am, ak, bk, bn and lm_batches.
-static void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
+void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
   const MatmulInfo& mm = k.matmul;
   Expr batches = 1;
   for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
@@ -471,11 +475,24 @@ static void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
   w.line("const int64_t lm_batches = " + batches.to_c() + ";");
 }
 
+// Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
+// threads never wait on each other inside the kernel (robust when cores are shared). n blocks
+// shrink until there are enough tasks; m chunks split the rows when there still are not.
 bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
   const MatmulInfo& mm = k.matmul;
   const int outer = mm.m_loop - folded_batch_loops(k);
   if (!takes_gemm(k)) return false;
+  emit_matmul_sizes(k, outer, w);
+  if (renders_quant_gemv(k)) emit_quant_gemv(k, outer, w);  // few rows; else on to the GEMM
+  if (renders_gemv(k) && !packed_panels(k)) emit_gemv(k, outer, w);
+  emit_gemm(k, outer, "", w);
+  return true;
+}
+
+void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
+                          CodeWriter& w) const {
+  const MatmulInfo& mm = k.matmul;
   std::optional<PackedPanels> panels = packed_panels(k);
   Tiles t = tiles_of(k);
   std::string mr = std::to_string(t.mr);
@@ -483,10 +500,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   std::string kc = std::to_string(t.kc);
   std::string ncmax = std::to_string(t.nc);
   std::string b_type = storage_type(mm.b_stored);
-  emit_matmul_sizes(k, outer, w);
   const bool quantized = renders_quant_gemv(k);
-  if (quantized) emit_quant_gemv(k, outer, w);  // few rows; else on to the GEMM
-  if (renders_gemv(k) && !panels) emit_gemv(k, outer, w);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
@@ -512,7 +526,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
   w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
   w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
-  emit_batch_bases(k, outer, b_type, w);
+  emit_batch_bases(k, outer, b_type, w, a_base);
   if (panels) {
     w.line("const " + b_type + "* restrict lm_panels = " +
            CLikeRenderer::buffer_name(k.values[mm.b].buffer) + ";");
@@ -555,7 +569,6 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   w.close();
   if (!panels) w.line("free(lm_raw);");
   w.close();
-  return true;
 }
 
 }  // namespace luminal

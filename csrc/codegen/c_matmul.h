@@ -28,8 +28,19 @@ Expr folded_rows(const Kernel& k);
 
 // Emits the batch-index unravel and the A, B, C base pointers for batch `lm_bt`; the first
 // `outer` loops are batches, the loops from `outer` to m fold into the rows. B points to
-// `b_type` elements (its storage: "float", or "uint16_t" for a widened 16-bit operand).
-void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w);
+// `b_type` elements (its storage: "float", or "uint16_t" for a widened 16-bit operand); A to
+// `a_base` where given (a copy of A's rows, am apart, with no batch loops).
+void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w,
+                      const std::string& a_base = "");
+
+// Whether the C renderer's matmul paths take kernel `k`: f32 products summed in f32 of a
+// matched matmul with A stored as f32 and B as f32, 16-bit or blocks (renders_quant_gemv),
+// storing f32 (renders_matmul); and, for the GEMM, strides that do not move with the loops.
+bool renders_matmul(const Kernel& k);
+bool takes_gemm(const Kernel& k);
+// Emits the sizes and strides both matmul paths read: M, N, K, am, ak, bk, bn and lm_batches;
+// the first `outer` loops are batches.
+void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w);
 
 // "lm_vu8": vectors of `width` 32-bit unsigned lanes (and "lm_vu8u", unaligned), which hold
 // widened 16-bit words (c_gemv.cc); their typedefs, once per width in a prelude.

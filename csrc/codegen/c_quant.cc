@@ -388,6 +388,16 @@ std::string CRenderer::quant_gemv_prelude(const Kernel& k, std::set<std::string>
   return s;
 }
 
+void open_weight_row_tasks(const Kernel& k, int outer, int64_t rows_per_task, CodeWriter& w) {
+  const std::string wrows = str(rows_per_task);
+  w.line("#pragma omp for schedule(guided)");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");
+  w.line("const int64_t lm_bt = lm_task / lm_wblocks;");
+  w.line("const int64_t n0 = lm_task % lm_wblocks * " + wrows + ";");
+  emit_batch_bases(k, outer, "uint8_t", w);
+  w.line("const int64_t rows = N - n0 < " + wrows + " ? N - n0 : " + wrows + ";");
+}
+
 void CRenderer::emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const {
   const DType stored = k.matmul.b_stored;
   const int64_t width = cpu_schedule(k).vector_width;
@@ -401,12 +411,7 @@ void CRenderer::emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const
   std::string team = omp_team(k, "lm_batches * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
-  w.line("#pragma omp for schedule(guided)");
-  w.open("for (int64_t lm_task = 0; lm_task < lm_batches * lm_wblocks; lm_task++)");
-  w.line("const int64_t lm_bt = lm_task / lm_wblocks;");
-  w.line("const int64_t n0 = lm_task % lm_wblocks * " + wrows + ";");
-  emit_batch_bases(k, outer, "uint8_t", w);
-  w.line("const int64_t rows = N - n0 < " + wrows + " ? N - n0 : " + wrows + ";");
+  open_weight_row_tasks(k, outer, kWRows, w);
   w.line("int64_t lm_i = 0;");
   const std::string args = "(K, A + lm_i * am, am, B + n0 * lm_ldw, lm_ldw, C + lm_i * N + n0, "
                            "N, rows";

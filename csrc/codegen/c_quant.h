@@ -34,6 +34,11 @@ void emit_k_quant_lanes(CodeWriter& w, DType dtype, int64_t width);
 // Q6_K block `b`, inside loops over its halves `h`, quarters `r` and lanes `c` of 32: the int
 // lanes `q` (q - 32 of elements 128h + 32r + c ...).
 void emit_q6_k_lanes(CodeWriter& w, int64_t width);
+// Inside a quantized matmul's parallel region (after render_matmul's sizes and lm_wblocks, the
+// tasks per batch): opens the OpenMP loop over tasks of `rows_per_task` rows of W (columns of
+// C), each with its batch's A, B and C (emit_batch_bases), n0 and rows (the task's, at most
+// rows_per_task).
+void open_weight_row_tasks(const Kernel& k, int outer, int64_t rows_per_task, CodeWriter& w);
 // Emits "#pragma GCC unroll 32" and opens `loop` (of constant trip count: the block's offsets
 // become constants, where a rolled loop spent most of its time in index arithmetic).
 void open_unrolled(CodeWriter& w, const std::string& loop);

@@ -30,6 +30,7 @@ constexpr Param kParams[] = {
     {kEpilogueParam, nullptr, 0},
     {kRowParam, nullptr, 0},
     {kAttentionParam, nullptr, 0},
+    {kQuantDotParam, nullptr, 0},
 };
 constexpr int64_t kMaxValue = 4096;  // of any parameter
 constexpr int64_t kMaxTileM = 16;
@@ -127,6 +128,11 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults();
   double w = static_cast<double>(tile.vector_width);
   double b_elements = size.batch * size.k * size.n;
+  // Integer dot products of quantized activations (c_quant_int8.cc): B's blocks streamed per
+  // row of x, four int8 products an int32 lane where the f32 GEMV has one.
+  if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
+    return b_elements * std::max(kStreamCycles / 2, size.m / (8 * w));
+  }
   if (size.m <= static_cast<double>(tile.gemv_rows)) {
     return b_elements * std::max(kStreamCycles, size.m / (2 * w));
   }

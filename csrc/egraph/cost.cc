@@ -61,6 +61,11 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   if (schedule_param(s, kAttentionParam) == std::optional<int64_t>(1)) {
     base *= kernel_cost ? 0.5 : 1.01;
   }
+  // Integer dot products of quantized activations (kernel/quant_dot.h): the CPU's KernelCost
+  // prices them; elsewhere a shade above, and timing decides.
+  if (schedule_param(s, kQuantDotParam) == std::optional<int64_t>(1) && !kernel_cost) {
+    base *= 1.01;
+  }
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);
   if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;

@@ -1,11 +1,13 @@
 // Parsing rule files into Rewrites, checking their conditions, and loading the embedded set.
 #include "egraph/rewrite.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
 #include "core/errors.h"
 #include "egraph/matmul_shape.h"
+#include "ir/quant_activations.h"
 
 namespace luminal::egraph {
 
@@ -24,6 +26,7 @@ constexpr CondName kConds[] = {
     {"half", CondKind::Half, 1},         {"quantized", CondKind::Quantized, 1},
     {"parameter", CondKind::Parameter, 1}, {"broadcast", CondKind::Broadcast, 1},
     {"pow2", CondKind::Pow2, 1},         {"attention", CondKind::Attention, 3},
+    {"quant-dot", CondKind::QuantDot, 3},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -37,7 +40,8 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     if (static_cast<int>(e.items.size()) != c.arity + 1) return fail("wrong operand count");
     Condition cond{c.kind};
     int* slots[2] = {&cond.x, &cond.y};
-    bool labelled = c.kind == CondKind::Matmul || c.kind == CondKind::Attention;
+    bool labelled = c.kind == CondKind::Matmul || c.kind == CondKind::Attention ||
+                    c.kind == CondKind::QuantDot;
     int vars = labelled ? 2 : c.arity;
     if (labelled) {
       const SExpr& l = e.items[3];
@@ -82,6 +86,59 @@ bool holds_exp2(const EGraph& g, Id c, bool through_mul) {
     if (!through_mul || n.op != OpKind::Mul) continue;
     for (const EEdge& e : n.children) {
       if (holds_exp2(g, e.cls, false)) return true;
+    }
+  }
+  return false;
+}
+// The e-graph as ir/quant_activations.h reads it: a class's e-nodes, each structure once (the
+// matcher tries both operand orders itself, and reads no schedule: a commuted copy or a
+// scheduled variant of an e-node would only repeat its search).
+class EGraphQa : public QaGraph {
+ public:
+  explicit EGraphQa(const EGraph& g) : g_(g) {}
+  std::vector<QaNode> nodes(int64_t id) const override {
+    std::vector<QaNode> out;
+    std::set<std::vector<std::pair<int64_t, ViewId>>> seen;
+    const Id c = g_.find(static_cast<Id>(id));
+    for (const ENode& n : g_.nodes(c)) {
+      std::vector<std::pair<int64_t, ViewId>> key = {{static_cast<int64_t>(n.op), -1}};
+      for (const EEdge& e : n.children) key.emplace_back(g_.find(e.cls), e.view);
+      if (n.op == OpKind::Add || n.op == OpKind::Mul) std::sort(key.begin() + 1, key.end());
+      if (n.attr >= 0) key.emplace_back(g_.attr(n.attr).node.axis, -2);  // a reduction's axis
+      if (!seen.insert(key).second) continue;
+      QaNode q{n.op, g_.data(c).dtype, n.attr >= 0 ? g_.attr(n.attr).node.axis : -1, {}};
+      for (const EEdge& e : n.children) {
+        q.inputs.push_back(QaEdge{g_.find(e.cls), &g_.view(e.view)});
+      }
+      out.push_back(std::move(q));
+    }
+    return out;
+  }
+  std::vector<Expr> shape(int64_t id) const override {
+    return g_.data(static_cast<Id>(id)).shape;
+  }
+  std::optional<double> uniform(const QaEdge& e) const override {
+    if (e.view->has_mask()) return std::nullopt;
+    return g_.data(static_cast<Id>(e.id)).uniform;
+  }
+
+ private:
+  const EGraph& g_;
+};
+
+// Whether class `c` holds a Cast of a quantized class (a weight dequantized for a matmul).
+bool holds_dequantized(const EGraph& g, Id c) {
+  for (const ENode& n : g.nodes(c)) {
+    if (n.op == OpKind::Cast && is_quantized(g.data(n.children[0].cls).dtype)) return true;
+  }
+  return false;
+}
+
+bool quant_dot(const EGraph& g, const EEdge& a, const EEdge& b) {
+  EGraphQa qa(g);
+  for (const auto& [act, weight] : {std::pair{a, b}, std::pair{b, a}}) {
+    if (holds_dequantized(g, weight.cls) && match_q8_0_activations(qa, g.find(act.cls))) {
+      return true;
     }
   }
   return false;
@@ -137,13 +194,15 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         ok = repeats_elements(g.view(x.view));
         break;
       case CondKind::Matmul:
-      case CondKind::Attention: {
+      case CondKind::Attention:
+      case CondKind::QuantDot: {
         AttrId attr = s.labels[c.label];
         const EEdge& y = s.vars[c.y];
         ok = attr >= 0 && matmul_shape(g, x, y, g.attr(attr).node.axis).has_value();
         if (ok && c.kind == CondKind::Attention) {
           ok = holds_exp2(g, x.cls, true) || holds_exp2(g, y.cls, true);
         }
+        if (ok && c.kind == CondKind::QuantDot) ok = quant_dot(g, x, y);
         break;
       }
     }

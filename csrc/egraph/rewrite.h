@@ -28,16 +28,19 @@ namespace luminal::egraph {
 //   (matmul ?a ?b l)  a SumReduce labelled l of Mul(?a, ?b) is a matmul (egraph/matmul_shape.h)
 //   (attention ?a ?b l)  that matmul's ?a or ?b holds softmax weights: an Exp2, or a Mul of
 //                     one (kernel/attention.h: the lowering checks the rest)
+//   (quant-dot ?a ?b l)  that matmul multiplies quantized activations (the Q8_0 round trip of a
+//                     tensor, ir/quant_activations.h) with a Cast of a quantized weight, in
+//                     either order (kernel/quant_dot.h: the lowering checks the rest)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter, Broadcast, Pow2, Attention
+  Parameter, Broadcast, Pow2, Attention, QuantDot
 };
 
 struct Condition {
   CondKind kind = CondKind::Identity;
   int x = -1;
   int y = -1;
-  int label = -1;  // Matmul, Attention: the label of the SumReduce
+  int label = -1;  // Matmul, Attention, QuantDot: the label of the SumReduce
 };
 
 struct Rewrite {

@@ -39,6 +39,10 @@ inline constexpr char kRowParam[] = "row";
 // "attention" 1 on a SumReduce of softmax weights times values computes the weights' cone in
 // its kernel, streaming the keys (kernel/attention.h).
 inline constexpr char kAttentionParam[] = "attention";
+// "quant_dot" 1 on a SumReduce of quantized activations (the Q8_0 round trip of x,
+// ir/quant_activations.h) times a dequantized weight reads x in its kernel, which quantizes it
+// itself and multiplies integers (kernel/quant_dot.h).
+inline constexpr char kQuantDotParam[] = "quant_dot";
 
 // "(tile_m 4) (tile_n 16)"; "" when empty.
 std::string schedule_to_string(const ScheduleParams& schedule);

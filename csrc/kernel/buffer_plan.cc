@@ -6,6 +6,7 @@
 
 #include "kernel/attention.h"
 #include "kernel/epilogue.h"
+#include "kernel/quant_dot.h"
 #include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
 
@@ -77,12 +78,13 @@ class Planner {
       p_.skipped.insert(id);
     }
     plan_attention(order, readers);
+    plan_quant_dots(order, readers, forced);
     plan_epilogues(order, readers, forced);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
       if (p_.skipped.count(id)) continue;
-      if (epilogue_inner_.count(id) || attention_inner_.count(id)) {
+      if (epilogue_inner_.count(id) || attention_inner_.count(id) || quant_inner_.count(id)) {
         depth_[id] = fused_depth(n);
         continue;
       }
@@ -124,6 +126,7 @@ class Planner {
                       const std::vector<std::vector<NodeId>>& readers,
                       const std::vector<bool>& forced) {
     std::set<NodeId> taken = attention_inner_;
+    taken.insert(quant_inner_.begin(), quant_inner_.end());
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       if (n.op != OpKind::SumReduce || unrolled_reduce(n)) continue;
@@ -158,6 +161,42 @@ class Planner {
       p_.attention_roots.insert(*it);
       attention_inner_.insert(region.inner.begin(), region.inner.end());
       p_.attention_keys.insert(region.keys.begin(), region.keys.end());
+    }
+  }
+
+  // The SumReduces scheduled `quant_dot 1` (kernel/quant_dot.h): each reads its x, which is
+  // stored; the formula's nodes read by none but such reduces (their products) are computed by
+  // none. A reduce whose region another region's sits in is left to that one (none do here).
+  void plan_quant_dots(const std::vector<NodeId>& order,
+                       const std::vector<std::vector<NodeId>>& readers,
+                       std::vector<bool>& forced) {
+    std::set<NodeId> roots;
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op != OpKind::SumReduce || unfused_.count(id) || attention_inner_.count(id)) continue;
+      if (schedule_param(n.schedule, kQuantDotParam) != std::optional<int64_t>(1)) continue;
+      QuantDotRegion region = quant_dot_region(g_, id);
+      if (region.out < 0 || attention_inner_.count(region.x.node)) continue;
+      bool clash = false;
+      for (NodeId inner : region.inner) clash = clash || attention_inner_.count(inner);
+      if (clash) continue;
+      roots.insert(id);
+      p_.quant_dots.emplace(id, std::make_pair(region.out, region.x));
+      quant_inner_.insert(region.inner.begin(), region.inner.end());
+      forced[region.x.node] = true;
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = quant_inner_.begin(); it != quant_inner_.end();) {
+        bool inside = true;
+        for (NodeId r : readers[*it]) inside = inside && (roots.count(r) || quant_inner_.count(r));
+        if (inside) {
+          ++it;
+          continue;
+        }
+        it = quant_inner_.erase(it);
+        changed = true;
+      }
     }
   }
 
@@ -312,6 +351,7 @@ class Planner {
   std::set<NodeId> epilogue_sinks_;  // the stored ends of those regions
   std::set<NodeId> attention_inner_;  // computed inline in their attention kernel
   std::set<NodeId> attention_roots_;  // the SumReduces whose regions those are
+  std::set<NodeId> quant_inner_;  // quantized activations no kernel computes (quant_dot.h)
   std::vector<RowKind> row_kind_;  // per node: row_kind, set in topological order
 };
 

@@ -8,11 +8,15 @@
 // its elementwise readers' region (kernel/epilogue.h), whose one sink is stored. A reduction
 // scheduled `row 1` (kernel/row_kernel.h) is not stored unless it must be (a Gather's data, an
 // Output's): its readers compute it, once per row. A SumReduce scheduled kAttentionParam
-// computes its attention region (kernel/attention.h) inline. Not the kernels
+// computes its attention region (kernel/attention.h) inline. A SumReduce scheduled
+// kQuantDotParam reads x in place of its quantized activations (kernel/quant_dot.h): x is
+// stored, and the formula's nodes no other kernel reads are computed by none. Not the kernels
 // themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
 #pragma once
 
+#include <map>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -33,6 +37,9 @@ struct BufferPlan {
   // lowering runs them in the loop of the SumReduce scheduled attention.
   std::set<NodeId> attention_keys;
   std::set<NodeId> attention_roots;  // the SumReduces scheduled attention whose region is inline
+  // The SumReduces scheduled quant_dot whose kernel reads x (an edge reading it as the
+  // formula's (..., K / 32, 32)) in place of their quantized activations, node `out`.
+  std::map<NodeId, std::pair<NodeId, Edge>> quant_dots;
 };
 
 // `unfused`: reductions stored whatever their `row` schedule says (lowering found that a

@@ -83,7 +83,8 @@ std::string Kernel::to_string() const {
   s += "  (store b" + std::to_string(out) + " [" + out_index.to_string() + "] %" +
        std::to_string(values.size() - 1) + ")";
   if (matmul.present) s += "\n  (matmul m=" + loops[matmul.m_loop].var + " n=" +
-                           loops[matmul.n_loop].var + ")";
+                           loops[matmul.n_loop].var +
+                           (matmul.a_q8_0 ? " a=q8_0" : "") + ")";
   if (row.present) {
     std::string along = row.row_loop >= 0 ? loops[row.row_loop].var : "none";
     s += "\n  (row reductions=" + std::to_string(row.reductions.size()) + " along=" + along + ")";

@@ -104,6 +104,10 @@ struct MatmulInfo {
   // (values[epilogue_from:], reading the sum and their own loads; kernel/epilogue.h), or -1
   // when the sum is stored as is. A renderer that cannot run it renders the generic loop nest.
   int epilogue_from = -1;
+  // a holds x, and the kernel computes with the Q8_0 round trip of x along k instead
+  // (ir/quant_activations.h; schedule kQuantDotParam, kernel/quant_dot.h): a renderer that
+  // cannot quantize x in blocks of 32 must refuse the kernel, never multiply x as it is.
+  bool a_q8_0 = false;
 };
 
 // A kernel's reductions over its rows and where each value runs (kernel/row_kernel.h).

@@ -19,6 +19,7 @@
 #include "kernel/buffer_plan.h"
 #include "kernel/epilogue.h"
 #include "kernel/match.h"
+#include "kernel/quant_dot.h"
 #include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
 
@@ -41,11 +42,13 @@ class Lowerer {
     std::set<NodeId> unfused;  // reductions stored whatever their `row` schedule says
     while (true) {
       Program p = lower(unfused);
-      if (not_row_.empty() && not_attention_.empty()) return p;
+      if (not_row_.empty() && not_attention_.empty() && not_quant_dot_.empty()) return p;
       unfused.insert(not_row_.begin(), not_row_.end());
       unfused.insert(not_attention_.begin(), not_attention_.end());
+      unfused.insert(not_quant_dot_.begin(), not_quant_dot_.end());
       not_row_.clear();
       not_attention_.clear();
+      not_quant_dot_.clear();
     }
   }
 
@@ -98,6 +101,7 @@ class Lowerer {
     skipped_ = plan.skipped;
     attention_keys_ = plan.attention_keys;
     attention_roots_ = plan.attention_roots;
+    quant_dots_ = plan.quant_dots;
   }
 
   ValueId add(Value v) {
@@ -158,18 +162,23 @@ class Lowerer {
     Expr vmask = mask_of(v, idx);
     Expr cond = logical_and(ctx, vmask);
     NodeId src = e.node;
+    if (src == quant_out_) {
+      // quantized activations (kernel/quant_dot.h): x, read where the formula reads it
+      return select(read_edge(quant_x_, producer_index(v, idx, rn(g_.node(src).shape)), cond),
+                    vmask);
+    }
     if (buffer_of_[src] >= 0) return load(buffer_of_[src], physical_index(v, idx), cond);
     if (g_.node(src).op == OpKind::Constant) return select(emit_node(src, {}, cond), vmask);
-    std::vector<Expr> shape = rn(g_.node(src).shape);
-    std::vector<Expr> pidx;
-    if (is_identity_view(v, shape)) {
-      pidx = idx;
-    } else if (auto composed = compose_affine(v, idx, shape)) {
-      pidx = *composed;
-    } else {
-      pidx = unravel(physical_index(v, idx), shape);
-    }
+    std::vector<Expr> pidx = producer_index(v, idx, rn(g_.node(src).shape));
     return select(emit_node(src, pidx, cond), vmask);
+  }
+
+  // The logical index of a producer of `shape` that view `v` reads at consumer index `idx`.
+  static std::vector<Expr> producer_index(const ShapeTracker& v, const std::vector<Expr>& idx,
+                                          const std::vector<Expr>& shape) {
+    if (is_identity_view(v, shape)) return idx;
+    if (auto composed = compose_affine(v, idx, shape)) return *composed;
+    return unravel(physical_index(v, idx), shape);
   }
 
   ValueId emit_node(NodeId id, const std::vector<Expr>& idx, const Expr& ctx) {
@@ -400,6 +409,12 @@ class Lowerer {
     fused_.clear();
     reduce_vars_ = 0;
     key_var_.clear();
+    quant_out_ = -1;
+    auto quant = quant_dots_.find(id);
+    if (quant != quant_dots_.end()) {
+      quant_out_ = quant->second.first;
+      quant_x_ = quant->second.second;
+    }
     var_extent_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
@@ -420,6 +435,14 @@ class Lowerer {
     k_.schedule.insert(k_.schedule.end(), reduce_schedule_.begin(), reduce_schedule_.end());
     reduction_first(k_);
     k_.matmul = match_matmul(k_);
+    if (quant_out_ >= 0) {
+      // a quant_dot kernel: a matmul whose a is x, or the SumReduce is lowered as by default
+      if (!quant_dot_shaped(k_, buffer_of_[quant_x_.node])) {
+        not_quant_dot_.insert(id);
+        return;
+      }
+      k_.matmul.a_q8_0 = true;
+    }
     if (!key_var_.empty()) {
       // an attention kernel: its fused reductions are the scores' dot and the keys' max and
       // sum; where its value graph is not attention's, the SumReduce is lowered as by default
@@ -478,6 +501,10 @@ class Lowerer {
   std::set<NodeId> not_attention_;  // this lowering's SumReduces not attention-shaped
   std::set<NodeId> attention_keys_;  // the plan's: reductions run in an attention root's loop
   std::set<NodeId> attention_roots_;  // the plan's: SumReduces computing an attention region
+  std::map<NodeId, std::pair<NodeId, Edge>> quant_dots_;  // the plan's (buffer_plan.h)
+  std::set<NodeId> not_quant_dot_;  // this lowering's quant_dot SumReduces not matmul-shaped
+  NodeId quant_out_ = -1;  // the kernel's quantized activations, read as x; -1 for none
+  Edge quant_x_{-1, ShapeTracker{}};
   std::string key_var_;  // the kernel's attention loop (its root's), "" for none
   Expr key_extent_;      // its extent
   int reduce_vars_ = 0;        // reduction loops named so far: r0, r1, ...

@@ -14,7 +14,8 @@ import numpy as np
 from .. import dtype as dt
 from ..nn import functional as F
 from ..nn.kv_cache import KVCache
-from ..nn.layers import Embedding, Linear, RMSNorm, weight_for
+from ..nn.layers import (Embedding, Linear, RMSNorm, activations_for, check_activations,
+                         weight_for)
 from ..nn.module import Module, ModuleList
 from ..nn.rotary import RotaryEmbedding
 from ..nn.transformer import TransformerDecoderLayer
@@ -79,6 +80,7 @@ class LlamaForCausalLM(Module):
         if not config.tie_word_embeddings:
             self.lm_head = Linear(config.hidden_size, config.vocab_size, False, dtype)
         self.weights = None
+        self.activations = "f32"  # of a tied head (activations_for), as its Linears'
 
     def make_caches(self, graph, batch=1, past="p"):
         c = self.config
@@ -90,7 +92,8 @@ class LlamaForCausalLM(Module):
         if last_only:
             h = h[:, -1:]
         if self.config.tie_word_embeddings:
-            logits = h @ weight_for(self.model.embed_tokens.weight, h).t()
+            w = self.model.embed_tokens.weight
+            logits = activations_for(h, w, self.activations) @ weight_for(w, h).t()
         else:
             logits = self.lm_head(h)
         cap = self.config.final_softcap
@@ -113,11 +116,14 @@ class LlamaForCausalLM(Module):
         return model
 
     @classmethod
-    def from_gguf(cls, path, max_context: int | None = 4096, dtype=None):
+    def from_gguf(cls, path, max_context: int | None = 4096, dtype=None,
+                  activations: str = "q8_0"):
         """A llama.cpp GGUF file. Matrices keep their file's 16-bit or quantized dtype
-        (F16/BF16/Q8_0/Q4_0/Q4_K/Q6_K, memory-mapped; other block types the `gguf` package
+        (F16/BF16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, memory-mapped; other block types the `gguf` package
         knows are read as F16, with a warning), and the graph widens them where it reads them
-        (a Cast to f32)."""
+        (a Cast to f32). ``activations`` 'q8_0' (the default, as llama.cpp) multiplies each
+        quantized matrix with the Q8_0 round trip of its input (F.quantize_activations, which
+        the CPU runs as int8 dot products); 'f32' with the input as is."""
         from ..weights.gguf import load_gguf
         from .llama_gguf import GGUFLlamaWeights, config_dict
 
@@ -136,6 +142,10 @@ class LlamaForCausalLM(Module):
             stored = model.weights.file_dtype(name)
             if dt.is_quantized(stored) or stored in (dt.float16, dt.bfloat16):
                 p.dtype = stored
+        model.activations = check_activations(activations, "from_gguf")
+        for _, module in model.named_modules():
+            if isinstance(module, Linear):
+                module.activations = activations
         model.model_dir = str(path)
         return model
 

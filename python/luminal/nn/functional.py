@@ -13,6 +13,7 @@ from __future__ import annotations
 from .. import dtype as dt
 from ..errors import DTypeError, ShapeError
 from ..hl_ops.matmul import linear
+from ..hl_ops.quant_activations import quantize_activations
 from ..hl_ops.tensor_utils import where
 from .conv import (
     conv1d,
@@ -173,6 +174,6 @@ __all__ = [
     "conv_transpose2d", "conv_transpose3d", "cross_entropy", "dropout", "elu", "embedding",
     "gelu", "group_norm", "hardsigmoid", "hardswish", "interpolate", "l1_loss", "layer_norm",
     "leaky_relu", "linear", "log_softmax", "max_pool1d", "max_pool2d", "max_pool3d", "mish",
-    "mse_loss", "nll_loss", "pad", "relu", "relu6", "rms_norm", "scaled_dot_product_attention",
+    "mse_loss", "nll_loss", "pad", "quantize_activations", "relu", "relu6", "rms_norm", "scaled_dot_product_attention",
     "selu", "sigmoid", "silu", "softmax", "softplus", "softsign", "tanh",
 ]

@@ -6,7 +6,7 @@ Not here: blocks built from these (mlp.py, attention.py, transformer.py)."""
 from __future__ import annotations
 
 from .. import dtype as dt
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from . import functional as F
 from .module import Module, Parameter
 
@@ -17,22 +17,46 @@ def weight_for(param: Parameter, x):
     return w.to(x.dtype) if dt.is_float(x.dtype) and w.dtype != x.dtype else w
 
 
+ACTIVATIONS = ("f32", "q8_0")
+
+
+def check_activations(activations: str, where: str) -> str:
+    if activations not in ACTIVATIONS:
+        raise DTypeError(f"{where}: activations must be one of {', '.join(ACTIVATIONS)}, got "
+                         f"{activations!r}")
+    return activations
+
+
+def activations_for(x, weight: Parameter, activations: str):
+    """``x`` as a matmul with ``weight`` reads it: with ``activations`` 'q8_0', a quantized
+    weight and an f32 x whose last dim is whole blocks of 32, its Q8_0 round trip
+    (F.quantize_activations: llama.cpp's way, which the CPU runs as int8 dot products);
+    otherwise x as is."""
+    if activations == "f32" or not dt.is_quantized(weight.dtype) or x.dtype != dt.float32:
+        return x
+    k = x.shape[-1]
+    return F.quantize_activations(x) if isinstance(k, int) and k % 32 == 0 else x
+
+
 class Linear(Module):
-    """y = x @ weight.T + bias, on the last dim."""
+    """y = x @ weight.T + bias, on the last dim. ``activations`` 'q8_0' multiplies a quantized
+    weight with x's Q8_0 round trip instead of x (activations_for; llama.cpp's way); 'f32'
+    (the default) with x."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 dtype=dt.float32):
+                 dtype=dt.float32, activations: str = "f32"):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter((out_features, in_features), dtype)
         self.bias = Parameter((out_features,), dtype) if bias else None
+        self.activations = check_activations(activations, "Linear")
 
     def forward(self, x):
         if x.shape[-1] != self.in_features:
             raise ShapeError(f"Linear({self.weight.name}): input shape {x.shape} does not end "
                              f"in in_features={self.in_features}")
-        y = x @ weight_for(self.weight, x).t()
+        y = activations_for(x, self.weight, self.activations) @ weight_for(self.weight, x).t()
         if self.bias is not None:
             y = y + weight_for(self.bias, x)
         return y

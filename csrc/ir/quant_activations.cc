@@ -1,0 +1,278 @@
+// match_q8_0_activations: the formula of hl_ops/quant_activations.py, read top down from its
+// result. Each tensor the formula names more than once (y, d0, d16, ...) must be one id
+// wherever it is read; every edge inside it is an identity view but the broadcasts of the
+// block scales along their 32 values and the reads of x.
+#include "ir/quant_activations.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "ir/scalar_ops.h"
+
+namespace luminal {
+
+namespace {
+
+// The formula's constants, as f32 (quant_activations.py and codegen/c_quant_int8.cc).
+const double kRecip127 = static_cast<float>(1.0 / 127.0);
+const double kNextUp = 0x1p-24 + 0x1p-47;
+const double kBelowHalf = 0.4999999701976776;
+
+using EdgeTest = std::function<bool(const QaEdge&)>;
+using IdTest = std::function<bool(int64_t)>;
+
+class Matcher {
+ public:
+  explicit Matcher(const QaGraph& g) : g_(g) {}
+
+  std::optional<QaMatch> run(int64_t out) {
+    std::vector<Expr> shape = g_.shape(out);
+    if (shape.empty() || shape.back().try_const() != std::optional<int64_t>(kQ8Block)) {
+      return std::nullopt;
+    }
+    if (!binary(out, OpKind::Mul, I([this](int64_t q) { return this->q(q); }), block_of("d16"))) {
+      return std::nullopt;
+    }
+    s_.inner.insert(out);
+    return QaMatch{s_.x, s_.inner};
+  }
+
+ private:
+  struct State {
+    std::map<std::string, int64_t> named;
+    QaEdge x;
+    std::set<int64_t> inner;
+  };
+
+  // One of id's nodes of `op` for which `test` holds (the state rolled back after each miss).
+  bool node(int64_t id, OpKind op, const std::function<bool(const QaNode&)>& test) {
+    for (const QaNode& n : g_.nodes(id)) {
+      if (n.op != op) continue;
+      State saved = s_;
+      if (test(n)) {
+        s_.inner.insert(id);
+        return true;
+      }
+      s_ = saved;
+    }
+    return false;
+  }
+
+  // A binary node of `op` reading (a, b), in either order where op commutes.
+  bool binary(int64_t id, OpKind op, const EdgeTest& a, const EdgeTest& b) {
+    return node(id, op, [&](const QaNode& n) {
+      State saved = s_;
+      if (a(n.inputs[0]) && b(n.inputs[1])) return true;
+      s_ = saved;
+      bool commutes = op == OpKind::Add || op == OpKind::Mul;
+      return commutes && a(n.inputs[1]) && b(n.inputs[0]);
+    });
+  }
+
+  bool identity(const QaEdge& e) const {
+    return e.view->is_contiguous() && e.view->dims == g_.shape(e.id);
+  }
+
+  // An identity read of a tensor for which `test` holds.
+  EdgeTest I(IdTest test) {
+    return [this, test](const QaEdge& e) { return identity(e) && test(e.id); };
+  }
+
+  // An identity read of the tensor the formula calls `name`: bound on its first read. A
+  // definition that failed is not tried again with the same x (an e-graph's classes hold
+  // many forms, and a miss deep in the formula would be searched again from every branch).
+  EdgeTest named(const std::string& name) {
+    return [this, name](const QaEdge& e) {
+      if (!identity(e)) return false;
+      auto it = s_.named.find(name);
+      if (it != s_.named.end()) return it->second == e.id;
+      const std::tuple<std::string, int64_t, int64_t, const ShapeTracker*> key{
+          name, e.id, s_.x.id, s_.x.view};
+      if (failed_.count(key)) return false;
+      if (!definition(name, e.id)) {
+        failed_.insert(key);
+        return false;
+      }
+      s_.named[name] = e.id;
+      return true;
+    };
+  }
+
+  // The block scale `name` (shape (..., blocks)) read along each block's 32 values.
+  EdgeTest block_of(const std::string& name) {
+    return [this, name](const QaEdge& e) {
+      const ShapeTracker& v = *e.view;
+      std::vector<Expr> shape = g_.shape(e.id);
+      if (v.has_mask() || v.dims.size() != shape.size() + 1 || !is_zero(v.offset)) return false;
+      if (v.dims.back().try_const() != std::optional<int64_t>(kQ8Block)) return false;
+      if (!is_zero(v.strides.back())) return false;
+      Expr stride = 1;
+      for (size_t k = shape.size(); k-- > 0;) {
+        if (!(v.dims[k] == shape[k]) || !(v.strides[k] == stride || is_one(shape[k]))) {
+          return false;
+        }
+        stride = stride * shape[k];
+      }
+      ShapeTracker as_identity = ShapeTracker::contiguous(shape);
+      QaEdge inner{e.id, &as_identity};
+      return named(name)(inner);
+    };
+  }
+
+  EdgeTest constant(double value) {
+    return [this, value](const QaEdge& e) {
+      std::optional<double> u = g_.uniform(e);
+      return u && *u == static_cast<double>(static_cast<float>(value));
+    };
+  }
+
+  // x, read as (..., blocks, 32) through a contiguous view: the same read every time.
+  EdgeTest x() {
+    return [this](const QaEdge& e) {
+      if (!e.view->is_contiguous()) return false;
+      if (s_.x.id >= 0) return s_.x.id == e.id && s_.x.view->same_as(*e.view);
+      s_.x = e;
+      return true;
+    };
+  }
+
+  // Cast(LessThan(a, b), f32): 1 where a < b, else 0.
+  bool less(int64_t id, const EdgeTest& a, const EdgeTest& b) {
+    return node(id, OpKind::Cast, [&](const QaNode& n) {
+      if (n.dtype != DType::F32 || !identity(n.inputs[0])) return false;
+      return node(n.inputs[0].id, OpKind::LessThan, [&](const QaNode& l) {
+        return a(l.inputs[0]) && b(l.inputs[1]);
+      });
+    });
+  }
+
+  // s = 1 - 2 (v < 0): -1 where v is negative, else 1.
+  bool sign_of(int64_t id, const EdgeTest& v) {
+    IdTest flip = [&](int64_t f) { return less(f, v, constant(0)); };
+    IdTest twice = [&](int64_t t) { return binary(t, OpKind::Mul, I(flip), constant(-2)); };
+    return binary(id, OpKind::Add, I(twice), constant(1));
+  }
+
+  // out = q * d16: q = round(y) with y = x * inv, halves away from zero.
+  bool q(int64_t id) {
+    IdTest rounded = [&](int64_t r) {
+      IdTest less_frac = [&](int64_t m) {
+        return binary(m, OpKind::Mul, named("frac"), constant(-1));
+      };
+      IdTest floor = [&](int64_t f) { return binary(f, OpKind::Add, named("a"), I(less_frac)); };
+      IdTest half = [&](int64_t h) { return less(h, constant(kBelowHalf), named("frac")); };
+      return binary(r, OpKind::Add, I(floor), I(half));
+    };
+    return binary(id, OpKind::Mul, I(rounded), named("sy"));
+  }
+
+  // The definitions of the tensors the formula reads more than once.
+  bool definition(const std::string& name, int64_t id) {
+    if (name == "frac") {
+      return node(id, OpKind::Mod, [&](const QaNode& n) {
+        return named("a")(n.inputs[0]) && constant(1)(n.inputs[1]);
+      });
+    }
+    if (name == "a") return binary(id, OpKind::Mul, named("y"), named("sy"));
+    if (name == "sy") return sign_of(id, named("y"));
+    if (name == "y") return binary(id, OpKind::Mul, x(), block_of("inv"));
+    if (name == "inv") {
+      IdTest not_kept = [&](int64_t n) {
+        IdTest negated = [&](int64_t m) {
+          return binary(m, OpKind::Mul, named("keep"), constant(-1));
+        };
+        return binary(n, OpKind::Add, I(negated), constant(1));
+      };
+      IdTest safe = [&](int64_t s) { return binary(s, OpKind::Add, named("d"), I(not_kept)); };
+      IdTest recip = [&](int64_t r) {
+        return node(r, OpKind::Recip, [&](const QaNode& n) { return I(safe)(n.inputs[0]); });
+      };
+      return binary(id, OpKind::Mul, I(recip), named("keep"));
+    }
+    if (name == "keep") return less(id, constant(0), named("d16"));
+    if (name == "d16") {
+      return node(id, OpKind::Cast, [&](const QaNode& n) {
+        if (n.dtype != DType::F32) return false;
+        return I([&](int64_t h) {
+          return node(h, OpKind::Cast, [&](const QaNode& c) {
+            return c.dtype == DType::F16 && named("d")(c.inputs[0]);
+          });
+        })(n.inputs[0]);
+      });
+    }
+    if (name == "d") {
+      IdTest step = [&](int64_t s) { return binary(s, OpKind::Mul, named("up"), named("ulp")); };
+      return binary(id, OpKind::Add, named("d0"), I(step));
+    }
+    if (name == "up") {
+      IdTest half_ulps = [&](int64_t h) {
+        return binary(h, OpKind::Mul, named("ulp"), constant(63.5));
+      };
+      return less(id, I(half_ulps), named("residual"));
+    }
+    if (name == "residual") {
+      IdTest scaled = [&](int64_t s) {
+        return binary(s, OpKind::Mul, named("d0"), constant(-128));
+      };
+      IdTest part = [&](int64_t p) { return binary(p, OpKind::Add, named("amax"), I(scaled)); };
+      return binary(id, OpKind::Add, I(part), named("d0"));
+    }
+    if (name == "ulp") {
+      IdTest tiny = [&](int64_t t) {
+        return binary(t, OpKind::Mul, named("d0"), constant(kNextUp));
+      };
+      IdTest next = [&](int64_t n) { return binary(n, OpKind::Add, named("d0"), I(tiny)); };
+      IdTest minus = [&](int64_t m) { return binary(m, OpKind::Mul, named("d0"), constant(-1)); };
+      return binary(id, OpKind::Add, I(next), I(minus));
+    }
+    if (name == "d0") return binary(id, OpKind::Mul, named("amax"), constant(kRecip127));
+    if (name == "amax") {
+      return node(id, OpKind::MaxReduce, [&](const QaNode& n) {
+        const std::vector<Expr>& dims = n.inputs[0].view->dims;
+        if (n.axis < 0 || static_cast<size_t>(n.axis) + 1 != dims.size()) return false;
+        if (dims.back().try_const() != std::optional<int64_t>(kQ8Block)) return false;
+        IdTest ax = [&](int64_t a) {
+          IdTest sign = [&](int64_t s) { return sign_of(s, x()); };
+          return binary(a, OpKind::Mul, x(), I(sign));
+        };
+        return I(ax)(n.inputs[0]);
+      });
+    }
+    return false;
+  }
+
+  const QaGraph& g_;
+  State s_;
+  std::set<std::tuple<std::string, int64_t, int64_t, const ShapeTracker*>> failed_;
+};
+
+}  // namespace
+
+std::optional<QaMatch> match_q8_0_activations(const QaGraph& g, int64_t out) {
+  return Matcher(g).run(out);
+}
+
+std::vector<QaNode> GraphQa::nodes(int64_t id) const {
+  const Node& n = g_.node(static_cast<NodeId>(id));
+  QaNode q{n.op, n.dtype, n.axis, {}};
+  for (const Edge& e : n.inputs) q.inputs.push_back(QaEdge{e.node, &e.view});
+  return {q};
+}
+
+std::vector<Expr> GraphQa::shape(int64_t id) const {
+  return g_.node(static_cast<NodeId>(id)).shape;
+}
+
+std::optional<double> GraphQa::uniform(const QaEdge& e) const {
+  if (e.view->has_mask()) return std::nullopt;
+  const Node& n = g_.node(static_cast<NodeId>(e.id));
+  if (n.op == OpKind::Constant && !n.expr) return round_to_dtype(n.value, n.dtype);
+  if (n.op == OpKind::Cast && g_.node(n.inputs[0].node).dtype == n.dtype) {
+    return uniform(QaEdge{n.inputs[0].node, &n.inputs[0].view});
+  }
+  return std::nullopt;
+}
+
+}  // namespace luminal

@@ -289,10 +289,10 @@ def test_gguf_llama_with_q8_activations_runs_the_int8_kernels(llama_gguf, kind):
 
     _, files = llama_gguf
     ids = [3, 17, 99, 4, 60]
-    native = LlamaForCausalLM.from_gguf(files[kind], max_context=32)
+    native = LlamaForCausalLM.from_gguf(files[kind], max_context=32, activations="q8_0")
     assert native.activations == "q8_0"
     want, _ = stepped_logits(native, lm.NativeRuntime(), ids, greedy=8)
-    model = LlamaForCausalLM.from_gguf(files[kind], max_context=32)
+    model = LlamaForCausalLM.from_gguf(files[kind], max_context=32, activations="q8_0")
     got, session = stepped_logits(model, CpuRuntime(), ids)
     assert "lm_qdot4_" in session.runtime.source
     top2 = np.sort(want, -1)[:, -2:]

@@ -37,14 +37,6 @@ std::vector<std::set<std::string>> loop_uses(const Kernel& k) {
   return uses;
 }
 
-// The other argument of binary `v` (op `op`) when one of them is `arg`, else -1.
-ValueId other_arg(const Value& v, OpKind op, ValueId arg) {
-  if (v.kind != ValueKind::kBinary || v.op != op) return -1;
-  if (v.args[0] == arg) return v.args[1];
-  if (v.args[1] == arg) return v.args[0];
-  return -1;
-}
-
 bool is_const(const Kernel& k, ValueId id, double number) {
   const Value& v = k.values[id];
   return v.kind == ValueKind::kConst && v.number == number;

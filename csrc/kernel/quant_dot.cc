@@ -59,9 +59,7 @@ bool quant_dot_shaped(const Kernel& k, BufferId x) {
     return false;
   }
   DType w = mm.b_stored;
-  bool kept = w == DType::Q8_0 || w == DType::Q4_0 || w == DType::Q4_K || w == DType::Q5_K ||
-              w == DType::Q6_K;
-  if (!mm.b_widened || !kept) return false;
+  if (!mm.b_widened || !is_quantized(w)) return false;
   if (k.values[k.reduce_at].dtype != DType::F32 || k.values.back().dtype != DType::F32) {
     return false;
   }

@@ -84,11 +84,13 @@ class Rows:
 class LlamaStep:
     """A step of a Llama directory's CausalLMSession: ``tokens`` new after ``past`` cached."""
 
-    def __init__(self, threads, path, past, tokens, search):
+    def __init__(self, threads, path, past, tokens, search, activations=None):
         from luminal.models import AutoModelForCausalLM, CausalLMSession, LlamaForCausalLM
 
         if path.endswith(".gguf"):
-            model = LlamaForCausalLM.from_gguf(path, max_context=past + tokens + 1)
+            model = LlamaForCausalLM.from_gguf(path, max_context=past + tokens + 1,
+                                               **({"activations": activations} if activations
+                                                  else {}))
         else:
             model = AutoModelForCausalLM.from_pretrained(path, max_context=past + tokens + 1)
         session = CausalLMSession(model, lm.CpuRuntime(threads=threads), search=search)
@@ -143,7 +145,8 @@ def workload(args):
     if args.yolo:
         return YOLOStep(args.threads, args.yolo, args.imgsz)
     if args.llama:
-        return LlamaStep(args.threads, args.llama, args.past, args.tokens, args.search)
+        return LlamaStep(args.threads, args.llama, args.past, args.tokens, args.search,
+                         args.activations)
     if args.model == "minilm":
         return MiniLM(args.threads, args.texts)
     return Rows(args.threads, args.model)
@@ -158,6 +161,7 @@ def main():
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--llama", metavar="DIR", help="a Llama directory (config, safetensors) or "
                    "a llama.cpp .gguf file")
+    p.add_argument("--activations", help="a .gguf model's activations (from_gguf's)")
     p.add_argument("--past", type=int, default=1000)
     p.add_argument("--tokens", type=int, default=1)
     p.add_argument("--search", type=int, default=1)

@@ -2,8 +2,10 @@
 // tested at run time) with B contiguous along k (b_k == 1: a Linear's weight W(N, K)). One pass
 // over B: OpenMP threads take blocks of kWRows columns of C (each a row of W) over (batch, n),
 // in guided chunks so that a thread descheduled on a shared core leaves its work to the others;
-// each step loads a vector of k from every row of the block (16-bit storage widened in
-// registers) and multiplies it with the same k of kXRows rows of A, read in place when they are
+// a block's rows are read one after the other (one stream of memory a thread: reading them
+// side by side, four streams a thread, left a third of the bandwidth unused); each step loads
+// a vector of k of the row (16-bit storage widened in registers) and multiplies it with the
+// same k of kXRows rows of A, read in place when they are
 // contiguous along k, else copied once per thread and batch. f32 accumulators; the tail of K
 // past the last whole step is scalar; a matmul's epilogue runs over each task's columns once
 // they are summed. Not the GEMM path (c_matmul.cc), which the same kernel takes above
@@ -18,8 +20,9 @@ namespace luminal {
 
 namespace {
 
-constexpr int64_t kWRows = 4;  // rows of W (columns of C) per step: loads in flight
+constexpr int64_t kWRows = 4;  // rows of W (columns of C) per task, taken one after the other
 constexpr int64_t kXRows = 2;  // rows of A per step, reused from registers across W's rows
+constexpr int64_t kParts = 4;  // accumulators a row of W deals its steps round
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -79,9 +82,9 @@ bool renders_gemv(const Kernel& k) {
 }
 
 // The row kernel: c[i * ldc + j] = sum_k x[i * ldx + k] * w[j * ldw + k] for i < x_rows
-// (of which `xrows` are real) and j < kWRows (of which `rows` are real); the rows past the real
-// ones read the last real one and are not stored. For a bf16 w, x's whole steps are
-// deinterleaved (step_of); its tail past them is in order.
+// (of which `xrows` are real; the rows past them read the last real one and are not stored)
+// and j < rows (at most kWRows). For a bf16 w, x's whole steps are deinterleaved (step_of);
+// its tail past them is in order.
 std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen) const {
   const MatmulInfo& mm = k.matmul;
   const DType stored = mm.b_stored;
@@ -108,64 +111,60 @@ std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen
       w.line("const float* restrict x" + str(i) + " = x + (" + str(i) + " < xrows ? " + str(i) +
              " : xrows - 1) * ldx;");
     }
-    for (int64_t j = 0; j < kWRows; ++j) {
-      w.line("const " + type + "* restrict w" + str(j) + " = w + (" + str(j) + " < rows ? " +
-             str(j) + " : rows - 1) * ldw;");
-    }
+    // Row by row (one stream of memory a thread), each row's steps dealt round kParts
+    // accumulators so that the FMAs of one row do not wait on each other.
+    w.open("for (int64_t j = 0; j < " + str(kWRows) + " && j < rows; j++)");
+    w.line("const " + type + "* restrict wj = w + j * ldw;");
     for (int64_t i = 0; i < x_rows; ++i) {
-      for (int64_t j = 0; j < kWRows; ++j) w.line(v + " c" + str(i) + "_" + str(j) + " = {0};");
+      for (int64_t p = 0; p < kParts; ++p) w.line(v + " c" + str(i) + "_" + str(p) + " = {0};");
     }
-    w.line("const int64_t kv = K / " + str(step) + " * " + str(step) + ";");
-    w.open("for (int64_t k = 0; k < kv; k += " + str(step) + ")");
-    for (int64_t j = 0; j < kWRows; ++j) {
-      std::string b = "b" + str(j);
-      std::string at = "(w" + str(j) + " + k)";
+    // One step of k at `at` into the accumulators of part p.
+    auto emit_step = [&](const std::string& at, int64_t p) {
+      const std::string P = str(p);
       if (stored == DType::F32) {
-        w.line(v + " " + b + " = *(const " + v + "u*)" + at + ";");
+        w.line(v + " b" + P + " = *(const " + v + "u*)(wj + " + at + ");");
       } else if (stored == DType::F16) {
-        w.line(v + " " + b + " = " + f16_load_name(width) + at + ";");
+        w.line(v + " b" + P + " = " + f16_load_name(width) + "(wj + " + at + ");");
       } else {
-        w.line(u + " u" + str(j) + " = *(const " + u + "u*)" + at + ";");
-        w.line(v + " " + b + " = (" + v + ")(u" + str(j) + " << 16);");
-        w.line(v + " d" + str(j) + " = (" + v + ")(u" + str(j) + " & 0xffff0000u);");
+        w.line(u + " u" + P + " = *(const " + u + "u*)(wj + " + at + ");");
+        w.line(v + " b" + P + " = (" + v + ")(u" + P + " << 16);");
+        w.line(v + " d" + P + " = (" + v + ")(u" + P + " & 0xffff0000u);");
       }
-    }
-    for (int64_t i = 0; i < x_rows; ++i) {
-      w.line(v + " a" + str(i) + " = *(const " + v + "u*)(x" + str(i) + " + k);");
-      if (stored == DType::BF16) {
-        w.line(v + " e" + str(i) + " = *(const " + v + "u*)(x" + str(i) + " + k + " +
-               str(width) + ");");
+      for (int64_t i = 0; i < x_rows; ++i) {
+        const std::string acc = "c" + str(i) + "_" + P;
+        const std::string x = "x" + str(i) + " + " + at;
+        w.line(acc + " += *(const " + v + "u*)(" + x + ") * b" + P + ";");
+        if (stored == DType::BF16) {
+          w.line(acc + " += *(const " + v + "u*)(" + x + " + " + str(width) + ") * d" + P + ";");
+        }
       }
-      for (int64_t j = 0; j < kWRows; ++j) {
-        std::string acc = "c" + str(i) + "_" + str(j);
-        w.line(acc + " += a" + str(i) + " * b" + str(j) + ";");
-        if (stored == DType::BF16) w.line(acc + " += e" + str(i) + " * d" + str(j) + ";");
-      }
-    }
+    };
+    const std::string parts = str(kParts * step);
+    w.line("const int64_t kv = K / " + str(step) + " * " + str(step) + ";");
+    w.line("const int64_t kp = K / " + parts + " * " + parts + ";");
+    w.line("int64_t k = 0;");
+    w.open("for (; k < kp; k += " + parts + ")");
+    for (int64_t p = 0; p < kParts; ++p) emit_step("k + " + str(p * step), p);
+    w.close();
+    w.open("for (; k < kv; k += " + str(step) + ")");
+    emit_step("k", 0);
     w.close();
     for (int64_t i = 0; i < x_rows; ++i) {
-      for (int64_t j = 0; j < kWRows; ++j) {
-        std::string acc = str(i) + "_" + str(j);
-        w.line("float s" + acc + " = 0.0f;");
-        w.line("for (int l = 0; l < " + str(width) + "; l++) s" + acc + " += c" + acc + "[l];");
-      }
+      const std::string I = str(i);
+      std::string sum = "c" + I + "_0";
+      for (int64_t p = 1; p < kParts; ++p) sum += " + c" + I + "_" + str(p);
+      w.line(v + " t" + I + " = " + sum + ";");
+      w.line("float s" + I + " = 0.0f;");
+      w.line("for (int l = 0; l < " + str(width) + "; l++) s" + I + " += t" + I + "[l];");
     }
-    w.open("for (int64_t k = kv; k < K; k++)");
-    for (int64_t j = 0; j < kWRows; ++j) {
-      w.line("const float b" + str(j) + " = " + to_compute(stored, "w" + str(j) + "[k]") + ";");
-    }
-    for (int64_t i = 0; i < x_rows; ++i) {
-      for (int64_t j = 0; j < kWRows; ++j) {
-        w.line("s" + str(i) + "_" + str(j) + " += x" + str(i) + "[k] * b" + str(j) + ";");
-      }
-    }
+    w.open("for (; k < K; k++)");
+    w.line("const float b = " + to_compute(stored, "wj[k]") + ";");
+    for (int64_t i = 0; i < x_rows; ++i) w.line("s" + str(i) + " += x" + str(i) + "[k] * b;");
     w.close();
     for (int64_t i = 0; i < x_rows; ++i) {
-      for (int64_t j = 0; j < kWRows; ++j) {
-        w.line("if (" + str(i) + " < xrows && " + str(j) + " < rows) c[" + str(i) + " * ldc + " +
-               str(j) + "] = s" + str(i) + "_" + str(j) + ";");
-      }
+      w.line("if (" + str(i) + " < xrows) c[" + str(i) + " * ldc + j] = s" + str(i) + ";");
     }
+    w.close();
     w.close();
     s += w.str();
   }

@@ -97,6 +97,44 @@ def test_disagreement_names_the_element_past_the_first_chunk_and_handles_nans():
     assert "element 5 is inf" in search_check.disagreement([got_inf], [want], [lm.float32])
 
 
+def test_normwise_comparison_takes_quantization_steps_and_rejects_wrong_outputs():
+    """Graphs that round computed values to quantized activations are compared in norm: a
+    few elements a quantization step apart (which the per-element check rejects) pass; an
+    output off by its size, a shuffled one, a NaN or an infinity do not."""
+    rng = np.random.default_rng(3)
+    want = rng.standard_normal(4096).astype(np.float32)
+    stepped = want.copy()
+    flips = rng.choice(want.size, 40, replace=False)
+    stepped[flips] += np.float32(4 / 127) * np.sign(want[flips])  # a step of a block's scale
+    assert "element" in search_check.disagreement([stepped], [want], [lm.float32])
+    assert search_check.disagreement([stepped], [want], [lm.float32], normwise=True) == ""
+    for wrong in (want * np.float32(1.1), rng.permutation(want), np.zeros_like(want)):
+        assert "in norm" in search_check.disagreement([wrong], [want], [lm.float32],
+                                                      normwise=True)
+    nan, inf = want.copy(), want.copy()
+    nan[7], inf[9] = np.nan, np.inf
+    assert "(NaN)" in search_check.disagreement([nan], [want], [lm.float32], normwise=True)
+    assert "(infinite)" in search_check.disagreement([inf], [want], [lm.float32],
+                                                     normwise=True)
+
+
+def test_graphs_rounding_computed_activations_are_told_apart():
+    """The graph fact that switches the check to norms: quantized activations of a computed
+    value read by a matmul; not of an input, not without the round trip."""
+    from luminal.nn.functional import quantize_activations
+
+    def graph(activations):
+        cx = lm.Graph()
+        x = cx.tensor((3, 64), name="x")
+        w = cx.tensor((5, 64), lm.dtype.q8_0, parameter=True).to(lm.float32)
+        (activations(x) @ w.t()).output()
+        return cx._g
+
+    assert lm._core.rounds_computed_activations(graph(lambda x: quantize_activations(x.exp())))
+    assert not lm._core.rounds_computed_activations(graph(quantize_activations))
+    assert not lm._core.rounds_computed_activations(graph(lambda x: x.exp()))
+
+
 def test_check_sets_cover_large_magnitudes_exp2_edge_ints_and_zeros():
     cx = lm.Graph()
     a = cx.tensor((5, 7), name="a")

@@ -8,6 +8,7 @@
 
 #include "core/sizes.h"
 #include "ir/graph.h"
+#include "ir/quant_activations.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -32,6 +33,7 @@ void init_ir(nb::module_& m) {
   m.def("block_values", &block_values);
   m.def("block_bytes", &block_bytes);
   m.def("storage_bytes", &storage_bytes, "dtype"_a, "count"_a);
+  m.def("rounds_computed_activations", &rounds_computed_activations, "graph"_a);
   m.attr("max_buffer_bytes") = kMaxBufferBytes;
   m.def("schedule_to_string", &schedule_to_string, "schedule"_a);
 

@@ -254,6 +254,19 @@ std::optional<QaMatch> match_q8_0_activations(const QaGraph& g, int64_t out) {
   return Matcher(g).run(out);
 }
 
+bool rounds_computed_activations(const Graph& g) {
+  GraphQa qa(g);
+  for (NodeId id : g.topo_order()) {
+    const Node& n = g.node(id);
+    if (n.op != OpKind::Mul) continue;
+    for (const Edge& e : n.inputs) {
+      std::optional<QaMatch> m = match_q8_0_activations(qa, e.node);
+      if (m && g.node(static_cast<NodeId>(m->x.id)).op != OpKind::Input) return true;
+    }
+  }
+  return false;
+}
+
 std::vector<QaNode> GraphQa::nodes(int64_t id) const {
   const Node& n = g_.node(static_cast<NodeId>(id));
   QaNode q{n.op, n.dtype, n.axis, {}};

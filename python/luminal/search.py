@@ -429,6 +429,8 @@ class _SearchRun:
         self.kernel_estimates = {}
         self.kernel_roots = {}  # the same key -> each kernel's root node
         self.out_dtypes = [self.g.node_dtype(o) for o in self.g.outputs()]
+        # Quantized activations of computed values: outputs compared in norm (search_check).
+        self.normwise = _core.rounds_computed_activations(self.g)
 
     def load_cached(self, verify: bool) -> bool:
         """Cache lookup: the winner stored for this graph, runtime, device and rules by a
@@ -471,7 +473,7 @@ class _SearchRun:
             return ""
         got = _run(self.core_rt, program.inputs, program.outputs, inputs, self.dims)
         self.core_rt.clear_data()
-        return disagreement(got, want, self.out_dtypes)
+        return disagreement(got, want, self.out_dtypes, normwise=self.normwise)
 
     def extract_candidates(self) -> None:
         """Candidates: the search space's programs, best-first by the cost model, times the
@@ -778,7 +780,8 @@ class _SearchRun:
         for check in self.sets:
             got = _run(self.core_rt, prog.inputs, prog.outputs, check.inputs, check.dims,
                        seconds if check is self.sets[0] else None)
-            wrong = disagreement(got, check.want, self.out_dtypes, check.strict)
+            wrong = disagreement(got, check.want, self.out_dtypes, check.strict,
+                                 self.normwise)
             if wrong:
                 res.detail = f"on the {check.name} set: {wrong}"
                 res.failed_set = check.name

@@ -25,6 +25,11 @@ CHECK_TOLERANCE = {
     dt.float16: (2e-2, 1e-2),
     dt.bfloat16: (6e-2, 5e-2),
 }
+# A graph that rounds values it computes to quantized activations
+# (_core.rounds_computed_activations) moves by a quantization step wherever a sum upstream is
+# reassociated, and the steps compound through its layers: its outputs are compared in norm,
+# |got - want| <= tolerance * |want| per output (a wrong program errs by its whole size).
+NORMWISE_TOLERANCE = {dt.float32: 2e-2, dt.float16: 3e-2, dt.bfloat16: 6e-2}
 LARGE_SCALE = 64.0  # the large set: the ordinary floats times this, so +-[32, 128)
 LARGE_INTS = 30000  # the large-ints set: ints in [-LARGE_INTS, LARGE_INTS], products fit in i32
 # The exp2-edge set: +-(edge - [0.5, 2)), where 2**edge is the first power of two past the
@@ -187,16 +192,24 @@ def extra_sets(g, dims: dict, seed: int) -> list:
 _CHUNK = 1 << 20
 
 
-def disagreement(got: list, want: list, dtypes: list, strict: bool = True) -> str:
-    """"" when every output of ``got`` matches ``want`` (CHECK_TOLERANCE per element;
-    infinities exactly; NaNs exactly when ``strict``, else only where the reference has
-    none), else what differs first. Outputs with the same bits agree at once."""
+def disagreement(got: list, want: list, dtypes: list, strict: bool = True,
+                 normwise: bool = False) -> str:
+    """"" when every output of ``got`` matches ``want`` (CHECK_TOLERANCE per element, or
+    with ``normwise`` NORMWISE_TOLERANCE over each output's finite elements; infinities
+    exactly; NaNs exactly when ``strict``, else only where the reference has none), else what
+    differs first. Outputs with the same bits agree at once."""
     for i, (a, b, dtype) in enumerate(zip(got, want, dtypes)):
         a = _from_storage(a, dtype).reshape(-1)
         b = _from_storage(b, dtype).reshape(-1)
         if a.shape != b.shape:
             return f"output {i}: {a.size} elements, expected {b.size}"
         if _same_bits(a, b):
+            continue
+        if normwise and dtype in NORMWISE_TOLERANCE:
+            wrong = _normwise_disagreement(a.astype(np.float64), b.astype(np.float64),
+                                           NORMWISE_TOLERANCE[dtype], strict)
+            if wrong:
+                return f"output {i}: {wrong}"
             continue
         scale = _scale(b)
         floor, rtol = CHECK_TOLERANCE.get(dtype, (0.0, 0.0))
@@ -226,6 +239,22 @@ def _scale(want: np.ndarray) -> float:
     """max(1, the median |want| over its finite elements): the tolerance floor's unit."""
     finite = np.abs(want[np.isfinite(want)]) if want.dtype.kind == "f" else np.abs(want)
     return max(1.0, float(np.median(finite))) if finite.size else 1.0
+
+
+def _normwise_disagreement(a: np.ndarray, b: np.ndarray, tolerance: float,
+                           strict: bool) -> str:
+    """What differs between float64 ``a`` and ``b`` in norm (NaNs and infinities as
+    _chunk_disagreement has them), or ""."""
+    wrong = _chunk_disagreement(a, b, np.inf, 0.0, strict)
+    if wrong:
+        k, what = wrong
+        return f"element {k} is {a[k].item()!r}, expected {b[k].item()!r}{what}"
+    finite = np.isfinite(a) & np.isfinite(b)
+    error = float(np.linalg.norm(a[finite] - b[finite]))
+    size = float(np.linalg.norm(b[finite]))
+    if error > tolerance * size:
+        return f"relative error {error / max(size, 1e-300):.3g} in norm, above {tolerance}"
+    return ""
 
 
 def _chunk_disagreement(a: np.ndarray, b: np.ndarray, floor: float, rtol: float,

@@ -38,7 +38,7 @@ ap.add_argument("--decode", type=int, default=32, help="tokens timed per engine"
 ap.add_argument("--prompt-tokens", type=int, default=128)
 ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
 ap.add_argument("--search", type=int, default=1, help="luminal's search budget")
-ap.add_argument("--activations", default="f32",
+ap.add_argument("--activations", default="q8_0",
                 help="comma-separated luminal activation settings (from_gguf's activations)")
 ap.add_argument("--accuracy-positions", type=int, default=128,
                 help="positions compared with transformers f32 (0: none)")

@@ -307,10 +307,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     run.add_argument("--top-p", type=float, default=1.0)
     run.add_argument("--seed", type=int, default=None)
-    run.add_argument("--activations", choices=["q8_0", "f32"], default="f32",
-                     help="a .gguf file's quantized matrices multiply the f32 inputs (f32, the "
-                          "default) or the Q8_0 round trip of their inputs, as llama.cpp (q8_0: "
-                          "int8 dot products on the CPU; small models only for now)")
+    run.add_argument("--activations", choices=["q8_0", "f32"], default="q8_0",
+                     help="a .gguf file's quantized matrices multiply the Q8_0 round trip of "
+                          "their inputs, as llama.cpp (q8_0, the default: int8 dot products on "
+                          "the CPU) or the f32 inputs as they are (f32)")
     run.add_argument("--max-context", type=int, default=4096,
                      help="longest prompt + generation the KV cache holds (default: 4096)")
     run.set_defaults(func=cmd_run)

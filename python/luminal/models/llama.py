@@ -117,15 +117,14 @@ class LlamaForCausalLM(Module):
 
     @classmethod
     def from_gguf(cls, path, max_context: int | None = 4096, dtype=None,
-                  activations: str = "f32"):
+                  activations: str = "q8_0"):
         """A llama.cpp GGUF file. Matrices keep their file's 16-bit or quantized dtype
         (F16/BF16/Q8_0/Q4_0/Q4_K/Q5_K/Q6_K, memory-mapped; other block types the `gguf` package
         knows are read as F16, with a warning), and the graph widens them where it reads them
-        (a Cast to f32). ``activations`` 'f32' (the default) multiplies each quantized matrix
-        with its input as is; 'q8_0' with the Q8_0 round trip of its input, as llama.cpp
-        (F.quantize_activations, which the CPU runs as int8 dot products). Not the default
-        yet: past a few layers the search space's saturation runs out of time before the
-        rules that keep weights quantized and multiply integers reach every layer."""
+        (a Cast to f32). ``activations`` 'q8_0' (the default) multiplies each quantized
+        matrix with the Q8_0 round trip of its input, as llama.cpp does
+        (F.quantize_activations, which the CPU runs as int8 dot products); 'f32' with its
+        input as is (closer to the f32 model, slower)."""
         from ..weights.gguf import load_gguf
         from .llama_gguf import GGUFLlamaWeights, config_dict
 

@@ -69,6 +69,8 @@ class CRenderer : public CLikeRenderer {
   // The GEMV path of matmul kernel `k` (c_gemv.cc): "if (M <= gemv_rows) { ... return; }",
   // after render_matmul's M, N, K, strides and lm_batches; the first `outer` loops are batches.
   void emit_gemv(const Kernel& k, int outer, CodeWriter& w) const;
+  // The rows of the GEMV's A into its copy lm_x (c_gemv.cc): read, or computed.
+  void emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const;
   // The quantized GEMV (c_quant.cc) of a kernel renders_quant_gemv takes: its row kernels
   // whose names `seen` lacks, and the kernel body after render_matmul's sizes (every M).
   std::string quant_gemv_prelude(const Kernel& k, std::set<std::string>& seen) const;
@@ -86,6 +88,14 @@ class CRenderer : public CLikeRenderer {
   void emit_matmul_epilogue(const Kernel& k, int outer, const std::string& rows_from,
                             const std::string& rows_to, const std::string& cols_from,
                             const std::string& cols_to, CodeWriter& w) const;
+
+  // A computed in matmul kernel `k` (MatmulInfo::a_computed, c_prologue.cc), at the row the
+  // loop variables name. emit_prologue_stats: the row's statistics (a_rows) into `stats`[j];
+  // emit_prologue_row: its elements k_first + lm_kk for lm_kk < `count` into `dst` (an lvalue
+  // of lm_kk), its statistics read from `stats`.
+  void emit_prologue_stats(const Kernel& k, const std::string& stats, CodeWriter& w) const;
+  void emit_prologue_row(const Kernel& k, const std::string& stats, const std::string& k_first,
+                         const std::string& count, const std::string& dst, CodeWriter& w) const;
 
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
   // vectorized loop with partial (max, sum) pairs (c_row.cc).

@@ -173,32 +173,47 @@ std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen
 
 namespace {
 
-// A's rows into lm_x (K floats each, row i at i * K): in order, or for a bf16 B with each
-// whole step deinterleaved, its even elements then its odd ones.
-void emit_x_copy(DType stored, int64_t width, CodeWriter& w) {
-  w.open("for (int64_t i = 0; i < M; i++)");
-  w.line("float* restrict lm_row = lm_x + i * K;");
-  if (stored == DType::BF16) {
-    const std::string half = str(width);
-    const std::string step = str(2 * width);
-    w.line("const int64_t lm_kv = K / " + step + " * " + step + ";");
-    w.line("for (int64_t kk = 0; kk < lm_kv; kk++) lm_row[kk - kk % " + step + " + kk % 2 * " +
-           half + " + kk % " + step + " / 2] = A[i * am + kk * ak];");
-    w.line("for (int64_t kk = lm_kv; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
-  } else {
-    w.line("for (int64_t kk = 0; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
-  }
-  w.close();
+// Where element `kk` of a row of A lies in its copy: in order, or for a bf16 B with each whole
+// step (below lm_kv) deinterleaved, its even elements then its odd ones.
+std::string x_slot(DType stored, int64_t width, const std::string& kk) {
+  if (stored != DType::BF16) return kk;
+  const std::string half = str(width);
+  const std::string step = str(2 * width);
+  return "(" + kk + " < lm_kv ? " + kk + " - " + kk + " % " + step + " + " + kk + " % 2 * " +
+         half + " + " + kk + " % " + step + " / 2 : " + kk + ")";
 }
 
 }  // namespace
+
+// A's rows into lm_x (K floats each, row i at i * K, at x_slot): read from A, or computed
+// (MatmulInfo::a_computed, c_prologue.cc).
+void CRenderer::emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const {
+  const MatmulInfo& mm = k.matmul;
+  const int64_t width = cpu_schedule(k).vector_width;
+  const std::string step = str(2 * width);
+  if (mm.b_stored == DType::BF16) w.line("const int64_t lm_kv = K / " + step + " * " + step + ";");
+  w.open("for (int64_t i = 0; i < M; i++)");
+  w.line("float* restrict lm_row = lm_x + i * K;");
+  if (mm.a_computed) {
+    w.line("float lm_st[" + str(static_cast<int64_t>(mm.a_rows.size()) + 1) + "];");
+    emit_row_vars(k, outer, "i", w);
+    emit_prologue_stats(k, "lm_st", w);
+    emit_prologue_row(k, "lm_st", "0", "K", "lm_row[" + x_slot(mm.b_stored, width, "lm_kk") + "]",
+                      w);
+  } else {
+    w.line("for (int64_t kk = 0; kk < K; kk++) lm_row[" + x_slot(mm.b_stored, width, "kk") +
+           "] = A[i * am + kk * ak];");
+  }
+  w.close();
+}
 
 void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
   const MatmulInfo& mm = k.matmul;
   const int64_t width = cpu_schedule(k).vector_width;
   const int64_t most = cpu_schedule(k).gemv_rows;
-  // A is copied when its rows are not contiguous along k, or to pair with a bf16 B.
-  const bool copy_x = !is_one(mm.a_k) || mm.b_stored == DType::BF16;
+  // A is copied when its rows are not contiguous along k, or to pair with a bf16 B, or where
+  // the kernel computes it.
+  const bool copy_x = !is_one(mm.a_k) || mm.b_stored == DType::BF16 || mm.a_computed;
   const std::string wrows = str(kWRows);
   w.open("if (M <= " + str(most) + ")");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
@@ -216,7 +231,7 @@ void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
   emit_batch_bases(k, outer, storage_type(mm.b_stored), w);
   if (copy_x) {
     w.open("if (lm_xbatch != lm_bt)");
-    emit_x_copy(mm.b_stored, width, w);
+    emit_x_copy(k, outer, w);
     w.line("lm_xbatch = lm_bt;");
     w.close();
     w.line("const float* restrict X = lm_x;");

@@ -517,6 +517,9 @@ std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& k
     if (!render_attention(program, kernel, w)) {
       throw InternalError("renderer: no attention kernels");
     }
+  } else if (kernel.matmul.present && kernel.matmul.a_computed &&
+             render_matmul(program, kernel, w)) {
+    // a matmul computing its A (kernel/prologue.h); else its row kernel or the loop nest
   } else if (kernel.row.present) {
     if (!render_row(program, kernel, w)) throw InternalError("renderer: no row kernels");
   } else if (kernel.matmul.present && kernel.matmul.a_q8_0) {
@@ -524,7 +527,8 @@ std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& k
       throw CompileError("renderer: kernel " + kernel.name + " multiplies quantized activations, "
                          "which this renderer cannot run");
     }
-  } else if (!(kernel.matmul.present && render_matmul(program, kernel, w))) {
+  } else if (!(kernel.matmul.present && !kernel.matmul.a_computed &&
+                render_matmul(program, kernel, w))) {
     open_output_loops(kernel, w);
     emit_body(kernel, w);
     close_output_loops(kernel, w);

@@ -188,7 +188,7 @@ bool renders_matmul(const Kernel& k) {
   const MatmulInfo& mm = k.matmul;
   if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
   if (mm.a_widened) return false;
-  if (is_quantized(mm.b_stored) && !renders_quant_gemv(k)) return false;
+  if (is_quantized(mm.b_stored) && (mm.a_computed || !renders_quant_gemv(k))) return false;
   return k.values[k.reduce_at].dtype == DType::F32 && k.values.back().dtype == DType::F32;
 }
 
@@ -198,7 +198,9 @@ bool uses_loop_vars(const Expr& e, const Kernel& k) {
     for (const Loop& l : k.loops) {
       if (l.var == s) return true;
     }
-    if (s == "r0") return true;
+    for (const Loop& l : k.reduce) {
+      if (l.var == s) return true;
+    }
   }
   return false;
 }
@@ -278,9 +280,9 @@ int folded_batch_loops(const Kernel& k) {
     auto sa = affine_stride(k.values[mm.a].index, var);
     auto sb = affine_stride(k.values[mm.b].index, var);
     auto sc = affine_stride(k.out_index, var);
-    if (!sa || !sb || !sc) break;
-    if (!is_zero(*sb)) break;
-    if (!is_zero(*sa - mm.a_m * rows)) break;
+    if (!sb || !sc || !is_zero(*sb)) break;
+    // a computed A is computed at its loop variables: it folds however it is laid out
+    if (!mm.a_computed && (!sa || !is_zero(*sa - mm.a_m * rows))) break;
     if (!is_zero(*sc - n * rows)) break;
     rows = rows * k.loops[i].extent;
     ++folded;
@@ -313,6 +315,8 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
   std::string c = CLikeRenderer::buffer_name(k.out);
   if (!a_base.empty()) {
     w.line("const float* restrict A = " + a_base + ";");
+  } else if (mm.a_computed) {
+    // no A in memory: its rows are computed (c_prologue.cc)
   } else {
     w.line("const float* restrict A = " + a + " + " +
            k.values[mm.a].index.substitute(zero).to_c() + ";");
@@ -350,7 +354,7 @@ std::optional<PackedPanels> packed_panels(const Kernel& k) {
       {k.loops[mm.m_loop].var, 0}, {k.loops[mm.n_loop].var, 0}, {"r0", 0}};
   for (int i = 0; i < mm.m_loop; ++i) zero[k.loops[i].var] = 0;
   std::optional<int64_t> offset = b.index.substitute(zero).try_const();
-  std::optional<int64_t> depth = k.reduce[0].extent.try_const();
+  std::optional<int64_t> depth = k.reduce.back().extent.try_const();
   std::optional<int64_t> columns = k.loops[mm.n_loop].extent.try_const();
   std::optional<int64_t> b_k = mm.b_k.try_const();
   std::optional<int64_t> b_n = mm.b_n.try_const();
@@ -414,16 +418,17 @@ void emit_pack_panel(const Tiles& t, const std::string& b_type, const std::strin
 
 // Runs the micro-kernel over rows [i, i + rows) and every panel of the n block: the panel
 // this task packed, or (`panel` set) the runtime's panels of that dtype, through the
-// micro-kernel of exactly `rows` rows.
-void emit_row_tile(const Tiles& t, std::optional<DType> panel, CodeWriter& w) {
+// micro-kernel of exactly `rows` rows. `a_args`: the micro-kernel's a, am and ak.
+void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string& a_args,
+                   CodeWriter& w) {
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
   std::string bp = "lm_bp + (jr / " + nr + ") * kcur * " + nr;
   if (panel) bp = "lm_panels + pc * lm_padded_n + (n0 + jr) / " + nr + " * kcur * " + nr;
-  std::string args = "(kcur, A + i * am + pc * ak, am, ak, " + bp + ", C + i * N + n0 + jr, N, " +
-                     "rows, ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
+  std::string args = "(kcur, " + a_args + ", " + bp + ", C + i * N + n0 + jr, N, rows, " +
+                     "ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
   if (!panel) {
     w.line(micro_name(t, DType::F32) + args);
   } else {
@@ -445,14 +450,7 @@ void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::stri
   const MatmulInfo& mm = k.matmul;
   if (mm.epilogue_from < 0) return;
   w.open("for (int64_t lm_er = " + rows_from + "; lm_er < " + rows_to + "; lm_er++)");
-  // The folded row's loop variables: m, then the batch loops folded into the rows.
-  std::string rest = "lm_er";
-  for (int i = mm.m_loop; i >= outer; --i) {
-    const Loop& l = k.loops[i];
-    const std::string at = i == outer ? rest : "(" + rest + ") % (" + l.extent.to_c() + ")";
-    w.line("const int64_t " + l.var + " = " + at + ";");
-    rest = "(" + rest + ") / (" + l.extent.to_c() + ")";
-  }
+  emit_row_vars(k, outer, "lm_er", w);
   w.line("float* restrict lm_crow = C + lm_er * N;");
   w.open("for (int64_t " + k.loops[mm.n_loop].var + " = " + cols_from + "; " +
          k.loops[mm.n_loop].var + " < " + cols_to + "; " + k.loops[mm.n_loop].var + "++)");
@@ -463,13 +461,23 @@ void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::stri
   w.close();
 }
 
+void emit_row_vars(const Kernel& k, int outer, const std::string& row, CodeWriter& w) {
+  std::string rest = row;
+  for (int i = k.matmul.m_loop; i >= outer; --i) {
+    const Loop& l = k.loops[i];
+    const std::string at = i == outer ? rest : "(" + rest + ") % (" + l.extent.to_c() + ")";
+    w.line("const int64_t " + l.var + " = " + at + ";");
+    rest = "(" + rest + ") / (" + l.extent.to_c() + ")";
+  }
+}
+
 void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
   const MatmulInfo& mm = k.matmul;
   Expr batches = 1;
   for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
   w.line("const int64_t M = " + folded_rows(k).to_c() + ";");
   w.line("const int64_t N = " + k.loops[mm.n_loop].extent.to_c() + ";");
-  w.line("const int64_t K = " + k.reduce[0].extent.to_c() + ";");
+  w.line("const int64_t K = " + k.reduce.back().extent.to_c() + ";");
   w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
   w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
   w.line("const int64_t lm_batches = " + batches.to_c() + ";");
@@ -521,6 +529,12 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
     w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + ncmax + " + 64);");
     w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
   }
+  const std::string stats = std::to_string(mm.a_rows.size());  // a computed A's, per row
+  if (mm.a_computed) {
+    // A's packed tile (tile_m rows of one k block) and its rows' statistics (c_prologue.cc)
+    w.line("float* lm_ap = (float*)malloc(sizeof(float) * " + mr + " * " + kc + ");");
+    w.line("float* lm_rs = (float*)malloc(sizeof(float) * (lm_mrows * " + stats + " + 1));");
+  }
   w.line("#pragma omp for schedule(static)");
   w.open("for (int64_t lm_task = 0; lm_task < lm_outer * lm_mchunks; lm_task++)");
   w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
@@ -537,6 +551,12 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");
   w.line("const int64_t m0 = lm_mc * lm_mrows;");
   w.line("const int64_t m1 = m0 + lm_mrows < M ? m0 + lm_mrows : M;");
+  if (mm.a_computed && !mm.a_rows.empty()) {
+    w.open("for (int64_t lm_er = m0; lm_er < m1; lm_er++)");
+    emit_row_vars(k, outer, "lm_er", w);
+    emit_prologue_stats(k, "(lm_rs + (lm_er - m0) * " + stats + ")", w);
+    w.close();
+  }
   w.open("if (K == 0)");
   w.line("for (int64_t i = m0; i < m1; i++) for (int64_t j = 0; j < ncols; j++) "
          "C[i * N + n0 + j] = 0.0f;");
@@ -557,7 +577,18 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   w.open("for (int64_t i = m0; i < m1; i += " + mr + ")");
   std::optional<DType> panel_dtype;
   if (panels) panel_dtype = panels->stored;
-  emit_row_tile(t, panel_dtype, w);
+  std::string a_args = "A + i * am + pc * ak, am, ak";
+  if (mm.a_computed) {
+    // the tile of A's rows [i, i + mr) and this k block, computed as it is packed
+    w.open("for (int64_t lm_pr = 0; lm_pr < " + mr + " && i + lm_pr < m1; lm_pr++)");
+    w.line("const int64_t lm_er = i + lm_pr;");
+    emit_row_vars(k, outer, "lm_er", w);
+    emit_prologue_row(k, "(lm_rs + (lm_er - m0) * " + stats + ")", "pc", "kcur",
+                      "lm_ap[lm_pr * " + kc + " + lm_kk]", w);
+    w.close();
+    a_args = "lm_ap, " + kc + ", 1";
+  }
+  emit_row_tile(t, panel_dtype, a_args, w);
   if (mm.epilogue_from >= 0) {
     // The rows' sums are complete after the last k block: their epilogue, while in cache.
     w.open("if (pc + kcur == K)");
@@ -568,6 +599,10 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   w.close();
   w.close();
   if (!panels) w.line("free(lm_raw);");
+  if (mm.a_computed) {
+    w.line("free(lm_ap);");
+    w.line("free(lm_rs);");
+  }
   w.close();
 }
 

@@ -29,7 +29,8 @@ Expr folded_rows(const Kernel& k);
 // Emits the batch-index unravel and the A, B, C base pointers for batch `lm_bt`; the first
 // `outer` loops are batches, the loops from `outer` to m fold into the rows. B points to
 // `b_type` elements (its storage: "float", or "uint16_t" for a widened 16-bit operand); A to
-// `a_base` where given (a copy of A's rows, am apart, with no batch loops).
+// `a_base` where given (a copy of A's rows, am apart, with no batch loops); no A where the
+// kernel computes it (MatmulInfo::a_computed) and no a_base is given.
 void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w,
                       const std::string& a_base = "");
 
@@ -38,6 +39,10 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
 // storing f32 (renders_matmul); and, for the GEMM, strides that do not move with the loops.
 bool renders_matmul(const Kernel& k);
 bool takes_gemm(const Kernel& k);
+// Emits the loop variables of folded row `row` (C, of the rows M): m, then the batch loops
+// folded into the rows, down to loop `outer`.
+void emit_row_vars(const Kernel& k, int outer, const std::string& row, CodeWriter& w);
+
 // Emits the sizes and strides both matmul paths read: M, N, K, am, ak, bk, bn and lm_batches;
 // the first `outer` loops are batches.
 void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w);

@@ -8,6 +8,7 @@
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
 #include "kernel/epilogue.h"
+#include "kernel/prologue.h"
 #include "kernel/row_kernel.h"
 
 namespace luminal {
@@ -28,6 +29,7 @@ constexpr Param kParams[] = {
     {"pack_b", &CpuSchedule::pack_b, 0},
     {kInlineParam, nullptr, 0},
     {kEpilogueParam, nullptr, 0},
+    {kPrologueParam, nullptr, 0},
     {kRowParam, nullptr, 0},
     {kAttentionParam, nullptr, 0},
     {kQuantDotParam, nullptr, 0},

@@ -283,7 +283,8 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
 CudaRenderer::Mapping CudaRenderer::choose(const Kernel& kernel) const {
   const CudaSchedule s = schedule_of(kernel);
   const MatmulInfo& mm = kernel.matmul;
-  if (mm.present && !is_quantized(mm.b_stored)) {  // quantized B: the generic loop nest
+  // quantized B, or an A the kernel computes (kernel/prologue.h): the generic loop nest
+  if (mm.present && !is_quantized(mm.b_stored) && !mm.a_computed) {
     const Expr& m = kernel.loops[mm.m_loop].extent;
     bool small_m = m.try_const() && *m.try_const() < 16;
     // Tensor cores take two half operands; one widened to f32 in the body makes an f32 product.

@@ -66,6 +66,9 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   if (schedule_param(s, kQuantDotParam) == std::optional<int64_t>(1) && !kernel_cost) {
     base *= 1.01;
   }
+  // A matmul computing its A from its rows (kernel/prologue.h) saves the norm's pass and its
+  // launch, which the model prices on other nodes: a shade above, and timing decides.
+  if (schedule_param(s, kPrologueParam) == std::optional<int64_t>(1)) base *= 1.01;
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);
   if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;

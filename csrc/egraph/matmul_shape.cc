@@ -30,6 +30,7 @@ std::optional<MatmulShape> matmul_shape(const EGraph& g, const EEdge& a, const E
   s.m = va.dims[m];
   s.n = va.dims[n];
   s.k = va.dims[axis];
+  s.a_first = x == &va;
   return s;
 }
 

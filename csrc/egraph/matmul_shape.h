@@ -14,6 +14,7 @@ namespace luminal::egraph {
 struct MatmulShape {
   Expr batch = 1;  // product of the other output axes
   Expr m, n, k;
+  bool a_first = true;  // the first edge given is A (broadcast along n), else the second is
 };
 
 // The matmul read by a SumReduce over `axis` of a Mul of edges `a` and `b` (in either order).

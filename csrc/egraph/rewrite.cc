@@ -26,7 +26,7 @@ constexpr CondName kConds[] = {
     {"half", CondKind::Half, 1},         {"quantized", CondKind::Quantized, 1},
     {"parameter", CondKind::Parameter, 1}, {"broadcast", CondKind::Broadcast, 1},
     {"pow2", CondKind::Pow2, 1},         {"attention", CondKind::Attention, 3},
-    {"quant-dot", CondKind::QuantDot, 3},
+    {"quant-dot", CondKind::QuantDot, 3}, {"prologue", CondKind::Prologue, 3},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -41,7 +41,7 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     Condition cond{c.kind};
     int* slots[2] = {&cond.x, &cond.y};
     bool labelled = c.kind == CondKind::Matmul || c.kind == CondKind::Attention ||
-                    c.kind == CondKind::QuantDot;
+                    c.kind == CondKind::QuantDot || c.kind == CondKind::Prologue;
     int vars = labelled ? 2 : c.arity;
     if (labelled) {
       const SExpr& l = e.items[3];
@@ -90,6 +90,43 @@ bool holds_exp2(const EGraph& g, Id c, bool through_mul) {
   }
   return false;
 }
+bool elementwise(OpKind op) { return is_unary(op) || is_binary(op) || op == OpKind::Cast; }
+
+// Whether class `c` is, within `depth` elementwise steps, a reduction over more than a few
+// elements (a row statistic: a norm's sum of squares).
+bool holds_reduction(const EGraph& g, Id c, int depth, std::set<Id>& seen) {
+  if (!seen.insert(g.find(c)).second) return false;
+  for (const ENode& n : g.nodes(c)) {
+    if (is_reduce(n.op)) {
+      const ShapeTracker& v = g.view(n.children[0].view);
+      const size_t axis = static_cast<size_t>(g.attr(n.attr).node.axis);
+      std::optional<int64_t> extent = v.dims.at(axis).try_const();
+      if (!extent || *extent > 4) return true;  // a loop, not unrolled (kernel/buffer_plan.h)
+      continue;
+    }
+    if (depth == 0 || !elementwise(n.op)) continue;
+    for (const EEdge& e : n.children) {
+      if (holds_reduction(g, e.cls, depth - 1, seen)) return true;
+    }
+  }
+  return false;
+}
+
+// Whether class `c` is, within `depth` elementwise steps, elementwise work reading through a
+// broadcast a class that holds a reduction (x * r, r a row's statistic).
+bool row_scaled(const EGraph& g, Id c, int depth, std::set<Id>& seen) {
+  if (!seen.insert(g.find(c)).second) return false;
+  for (const ENode& n : g.nodes(c)) {
+    if (!elementwise(n.op)) continue;
+    for (const EEdge& e : n.children) {
+      std::set<Id> inner;
+      if (repeats_elements(g.view(e.view)) && holds_reduction(g, e.cls, 6, inner)) return true;
+      if (depth > 0 && row_scaled(g, e.cls, depth - 1, seen)) return true;
+    }
+  }
+  return false;
+}
+
 // The e-graph as ir/quant_activations.h reads it: a class's e-nodes, each structure once (the
 // matcher tries both operand orders itself, and reads no schedule: a commuted copy or a
 // scheduled variant of an e-node would only repeat its search).
@@ -195,14 +232,21 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         break;
       case CondKind::Matmul:
       case CondKind::Attention:
-      case CondKind::QuantDot: {
+      case CondKind::QuantDot:
+      case CondKind::Prologue: {
         AttrId attr = s.labels[c.label];
         const EEdge& y = s.vars[c.y];
-        ok = attr >= 0 && matmul_shape(g, x, y, g.attr(attr).node.axis).has_value();
+        std::optional<MatmulShape> shape;
+        if (attr >= 0) shape = matmul_shape(g, x, y, g.attr(attr).node.axis);
+        ok = shape.has_value();
         if (ok && c.kind == CondKind::Attention) {
           ok = holds_exp2(g, x.cls, true) || holds_exp2(g, y.cls, true);
         }
         if (ok && c.kind == CondKind::QuantDot) ok = quant_dot(g, x, y);
+        if (ok && c.kind == CondKind::Prologue) {
+          std::set<Id> seen;
+          ok = row_scaled(g, (shape->a_first ? x : y).cls, 3, seen);
+        }
         break;
       }
     }

@@ -31,16 +31,19 @@ namespace luminal::egraph {
 //   (quant-dot ?a ?b l)  that matmul multiplies quantized activations (the Q8_0 round trip of a
 //                     tensor, ir/quant_activations.h) with a Cast of a quantized weight, in
 //                     either order (kernel/quant_dot.h: the lowering checks the rest)
+//   (prologue ?a ?b l)  that matmul's A (?a or ?b) is elementwise work reading a reduction's
+//                     result through a broadcast: a row statistic, as a norm's x * r
+//                     (kernel/prologue.h: the lowering checks the rest)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter, Broadcast, Pow2, Attention, QuantDot
+  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue
 };
 
 struct Condition {
   CondKind kind = CondKind::Identity;
   int x = -1;
   int y = -1;
-  int label = -1;  // Matmul, Attention, QuantDot: the label of the SumReduce
+  int label = -1;  // Matmul, Attention, QuantDot, Prologue: the label of the SumReduce
 };
 
 struct Rewrite {

@@ -43,6 +43,10 @@ inline constexpr char kAttentionParam[] = "attention";
 // ir/quant_activations.h) times a dequantized weight reads x in its kernel, which quantizes it
 // itself and multiplies integers (kernel/quant_dot.h).
 inline constexpr char kQuantDotParam[] = "quant_dot";
+// "prologue" 1 on a SumReduce of a product computes its A (the operand read through a broadcast
+// along the matmul's columns) in its kernel from A's rows, a row's statistics once per row: a
+// norm before a Linear is never stored (kernel/prologue.h).
+inline constexpr char kPrologueParam[] = "prologue";
 
 // "(tile_m 4) (tile_n 16)"; "" when empty.
 std::string schedule_to_string(const ScheduleParams& schedule);

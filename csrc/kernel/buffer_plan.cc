@@ -6,6 +6,7 @@
 
 #include "kernel/attention.h"
 #include "kernel/epilogue.h"
+#include "kernel/prologue.h"
 #include "kernel/quant_dot.h"
 #include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
@@ -79,12 +80,14 @@ class Planner {
     }
     plan_attention(order, readers);
     plan_quant_dots(order, readers, forced);
+    plan_prologues(order, readers);
     plan_epilogues(order, readers, forced);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
       if (p_.skipped.count(id)) continue;
-      if (epilogue_inner_.count(id) || attention_inner_.count(id) || quant_inner_.count(id)) {
+      if (epilogue_inner_.count(id) || attention_inner_.count(id) || quant_inner_.count(id) ||
+          prologue_inner_.count(id)) {
         depth_[id] = fused_depth(n);
         continue;
       }
@@ -127,6 +130,7 @@ class Planner {
                       const std::vector<bool>& forced) {
     std::set<NodeId> taken = attention_inner_;
     taken.insert(quant_inner_.begin(), quant_inner_.end());
+    taken.insert(prologue_inner_.begin(), prologue_inner_.end());
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       if (n.op != OpKind::SumReduce || unrolled_reduce(n)) continue;
@@ -195,6 +199,42 @@ class Planner {
           continue;
         }
         it = quant_inner_.erase(it);
+        changed = true;
+      }
+    }
+  }
+
+  // The SumReduces scheduled `prologue 1` (kernel/prologue.h): each computes its A's cone; a
+  // node of a cone stays computed inline only while all its readers are in some cone or are
+  // such a SumReduce's product (the Q, K and V projections of one norm each compute it), else
+  // it is planned as by default and the kernels read it.
+  void plan_prologues(const std::vector<NodeId>& order,
+                      const std::vector<std::vector<NodeId>>& readers) {
+    std::set<NodeId> taken = attention_inner_;
+    taken.insert(quant_inner_.begin(), quant_inner_.end());
+    std::set<NodeId> products;
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op != OpKind::SumReduce || unfused_.count(id) || taken.count(id)) continue;
+      if (schedule_param(n.schedule, kPrologueParam) != std::optional<int64_t>(1)) continue;
+      std::set<NodeId> region = prologue_region(g_, id, taken);
+      if (region.empty()) continue;
+      p_.prologues.insert(id);
+      products.insert(n.inputs[0].node);
+      prologue_inner_.insert(region.begin(), region.end());
+    }
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto it = prologue_inner_.begin(); it != prologue_inner_.end();) {
+        bool inside = true;
+        for (NodeId r : readers[*it]) {
+          inside = inside && (products.count(r) || prologue_inner_.count(r));
+        }
+        if (inside) {
+          ++it;
+          continue;
+        }
+        it = prologue_inner_.erase(it);
         changed = true;
       }
     }
@@ -352,6 +392,7 @@ class Planner {
   std::set<NodeId> attention_inner_;  // computed inline in their attention kernel
   std::set<NodeId> attention_roots_;  // the SumReduces whose regions those are
   std::set<NodeId> quant_inner_;  // quantized activations no kernel computes (quant_dot.h)
+  std::set<NodeId> prologue_inner_;  // computed inline in the matmuls reading them (prologue.h)
   std::vector<RowKind> row_kind_;  // per node: row_kind, set in topological order
 };
 

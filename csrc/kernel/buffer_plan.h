@@ -10,7 +10,8 @@
 // Output's): its readers compute it, once per row. A SumReduce scheduled kAttentionParam
 // computes its attention region (kernel/attention.h) inline. A SumReduce scheduled
 // kQuantDotParam reads x in place of its quantized activations (kernel/quant_dot.h): x is
-// stored, and the formula's nodes no other kernel reads are computed by none. Not the kernels
+// stored, and the formula's nodes no other kernel reads are computed by none. A SumReduce
+// scheduled kPrologueParam computes its A's cone inline (kernel/prologue.h). Not the kernels
 // themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
 #pragma once
 
@@ -40,11 +41,13 @@ struct BufferPlan {
   // The SumReduces scheduled quant_dot whose kernel reads x (an edge reading it as the
   // formula's (..., K / 32, 32)) in place of their quantized activations, node `out`.
   std::map<NodeId, std::pair<NodeId, Edge>> quant_dots;
+  // The SumReduces scheduled prologue whose A's cone (some of it) is computed in their kernel.
+  std::set<NodeId> prologues;
 };
 
 // `unfused`: reductions stored whatever their `row` schedule says (lowering found that a
 // kernel reading them could not run as a row kernel), and SumReduces lowered as by default
-// whatever their `attention` schedule says (their kernel was not attention-shaped).
+// whatever their `attention` (or `prologue`) schedule says (their kernel was not that shape).
 BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order,
                         const std::set<NodeId>& unfused = {});
 

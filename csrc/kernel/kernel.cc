@@ -84,7 +84,8 @@ std::string Kernel::to_string() const {
        std::to_string(values.size() - 1) + ")";
   if (matmul.present) s += "\n  (matmul m=" + loops[matmul.m_loop].var + " n=" +
                            loops[matmul.n_loop].var +
-                           (matmul.a_q8_0 ? " a=q8_0" : "") + ")";
+                           (matmul.a_q8_0 ? " a=q8_0" : "") +
+                           (matmul.a_computed ? " a=computed" : "") + ")";
   if (row.present) {
     std::string along = row.row_loop >= 0 ? loops[row.row_loop].var : "none";
     s += "\n  (row reductions=" + std::to_string(row.reductions.size()) + " along=" + along + ")";

@@ -80,7 +80,8 @@ struct Loop {
 };
 
 // A matmul-shaped kernel: out[..., m, n] = sum_k a[..., m, k] * b[..., k, n], with a and b
-// plain loads (no mask, no run-time symbols, affine index), each read as stored or widened
+// plain loads (no mask, no run-time symbols, affine index; or a computed, a_computed), each
+// read as stored or widened
 // from a 16-bit float to f32 by a Cast in the body (a bf16 weight read by an f32 matmul), the
 // product summed as is or widened to f32 first (a half product). Found by match_matmul
 // (kernel/match.h) at lowering; each renderer then decides whether it emits its own matmul
@@ -104,6 +105,19 @@ struct MatmulInfo {
   // (values[epilogue_from:], reading the sum and their own loads; kernel/epilogue.h), or -1
   // when the sum is stored as is. A renderer that cannot run it renders the generic loop nest.
   int epilogue_from = -1;
+  // a is computed in the kernel from its row instead of loaded (a norm before a Linear:
+  // schedule kPrologueParam, kernel/prologue.h): a is then the Mul's operand, a value of the k
+  // loop computed from loads, constants and values of its row alone: its statistics a_rows
+  // (reductions over loops of their own, Kernel::reduce[j] for a_rows[j]; the matmul's k loop is
+  // the last of Kernel::reduce) and elementwise work on them. a_scope says, per value, where it
+  // runs; a_m and a_k are 0, a_stored is f32. A renderer that cannot compute a renders the row
+  // kernel (`row`, when a_rows is not empty) or the generic loop nest.
+  bool a_computed = false;
+  static constexpr int kNotA = -3;     // a_scope: not in a's cone
+  static constexpr int kElement = -2;  // once per element of A (m, k)
+  static constexpr int kRowScope = -1;  // once per row of A; j >= 0: in a_rows[j]'s loop
+  std::vector<ValueId> a_rows;
+  std::vector<int> a_scope;
   // a holds x, and the kernel computes with the Q8_0 round trip of x along k instead
   // (ir/quant_activations.h; schedule kQuantDotParam, kernel/quant_dot.h): a renderer that
   // cannot quantize x in blocks of 32 must refuse the kernel, never multiply x as it is.

@@ -42,13 +42,18 @@ class Lowerer {
     std::set<NodeId> unfused;  // reductions stored whatever their `row` schedule says
     while (true) {
       Program p = lower(unfused);
-      if (not_row_.empty() && not_attention_.empty() && not_quant_dot_.empty()) return p;
-      unfused.insert(not_row_.begin(), not_row_.end());
-      unfused.insert(not_attention_.begin(), not_attention_.end());
-      unfused.insert(not_quant_dot_.begin(), not_quant_dot_.end());
+      if (not_row_.empty() && not_attention_.empty() && not_quant_dot_.empty() &&
+          not_prologue_.empty()) {
+        return p;
+      }
+      for (const std::set<NodeId>* s : {&not_row_, &not_attention_, &not_quant_dot_,
+                                        &not_prologue_}) {
+        unfused.insert(s->begin(), s->end());
+      }
       not_row_.clear();
       not_attention_.clear();
       not_quant_dot_.clear();
+      not_prologue_.clear();
     }
   }
 
@@ -102,6 +107,7 @@ class Lowerer {
     attention_keys_ = plan.attention_keys;
     attention_roots_ = plan.attention_roots;
     quant_dots_ = plan.quant_dots;
+    prologues_ = plan.prologues;
   }
 
   ValueId add(Value v) {
@@ -455,6 +461,19 @@ class Lowerer {
       p_.kernels.push_back(std::move(k_));
       return;
     }
+    const NodeId sum = epilogue_sum_.first >= 0 ? epilogue_sum_.first : id;
+    if (prologues_.count(sum)) {
+      // a prologue kernel (kernel/prologue.h): a matmul computing its a, whose row reductions
+      // (if any) also make a row kernel (the fallback of a renderer without prologues); where
+      // it is not, the SumReduce is lowered as by default
+      if (k_.matmul.present && !fused_.empty()) k_.row = match_row(k_);
+      if (!k_.matmul.present || (!fused_.empty() && !k_.row.present)) {
+        not_prologue_.insert(sum);
+        return;
+      }
+      p_.kernels.push_back(std::move(k_));
+      return;
+    }
     if (!fused_.empty()) {
       k_.row = match_row(k_);
       if (!k_.row.present) {
@@ -503,6 +522,8 @@ class Lowerer {
   std::set<NodeId> attention_roots_;  // the plan's: SumReduces computing an attention region
   std::map<NodeId, std::pair<NodeId, Edge>> quant_dots_;  // the plan's (buffer_plan.h)
   std::set<NodeId> not_quant_dot_;  // this lowering's quant_dot SumReduces not matmul-shaped
+  std::set<NodeId> prologues_;  // the plan's: SumReduces computing their A (kernel/prologue.h)
+  std::set<NodeId> not_prologue_;  // this lowering's prologue SumReduces not matmul-shaped
   NodeId quant_out_ = -1;  // the kernel's quantized activations, read as x; -1 for none
   Edge quant_x_{-1, ShapeTracker{}};
   std::string key_var_;  // the kernel's attention loop (its root's), "" for none

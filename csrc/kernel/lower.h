@@ -12,7 +12,7 @@ namespace luminal {
 // `program_schedule` is a program-wide tuning choice (TuningChoice::params): every kernel's
 // schedule is it, then its root node's own, then (a matmul with an epilogue, kernel/epilogue.h)
 // its reduction's (Kernel::schedule). The lowering itself reads only the nodes' kInlineParam
-// (ir/graph.h) and kEpilogueParam; the rest is the renderer's.
+// (ir/graph.h), kEpilogueParam and kPrologueParam; the rest is the renderer's.
 Program lower_graph(const Graph& graph, const ScheduleParams& program_schedule = {});
 
 // The symbol a dim of the graph is renamed to inside a program: "d<k>" for the k-th of

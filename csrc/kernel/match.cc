@@ -1,7 +1,9 @@
 // The kernel pattern matchers of kernel/match.h, over the value graph of one kernel.
 #include "kernel/match.h"
 
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -63,12 +65,81 @@ bool elementwise_epilogue(const Kernel& kernel) {
   return true;
 }
 
+// Per value: whether value `from` depends on it (itself included), through args and binds.
+std::vector<bool> cone_of(const std::vector<Value>& values, ValueId from) {
+  std::vector<bool> cone(values.size(), false);
+  cone[from] = true;
+  for (size_t i = static_cast<size_t>(from) + 1; i-- > 0;) {
+    if (!cone[i]) continue;
+    for (ValueId a : values[i].args) cone[a] = true;
+    for (const Bind& b : values[i].binds) cone[b.value] = true;
+  }
+  return cone;
+}
+
+// The scopes of a computed a (MatmulInfo::a_computed) in `info`: every value of a's cone depends
+// on one reduction loop at most and never on n; its reductions are float and of its row; a
+// runs in the k loop; and the matmul's loop runs nothing but a's elements, b (`b_values`: its
+// load and widening), the product and the sum. False where the kernel is not so.
+bool scope_computed_a(const Kernel& kernel, ValueId a, size_t b_values, MatmulInfo& info) {
+  const std::vector<Value>& values = kernel.values;
+  const int last = static_cast<int>(kernel.reduce.size()) - 1;  // the matmul's k loop
+  std::map<std::string, int> inner_var;
+  for (size_t j = 0; j < kernel.reduce.size(); ++j) inner_var[kernel.reduce[j].var] = int(j);
+  const std::string& n = kernel.loops[info.n_loop].var;
+  std::vector<std::set<int>> inner(values.size());
+  std::vector<bool> along_n(values.size(), false);
+  auto add_symbols = [&](const Expr& e, size_t i) {
+    for (const std::string& sym : e.symbols()) {
+      if (auto it = inner_var.find(sym); it != inner_var.end()) inner[i].insert(it->second);
+      along_n[i] = along_n[i] || sym == n;
+    }
+  };
+  std::vector<bool> in_a = cone_of(values, a);
+  int stage = 0;  // kReduce values run their loops in order (Kernel::reduce)
+  info.a_scope.assign(values.size(), MatmulInfo::kNotA);
+  for (size_t i = 0; i <= static_cast<size_t>(kernel.reduce_at); ++i) {
+    const Value& v = values[i];
+    for (ValueId x : v.args) {
+      inner[i].insert(inner[x].begin(), inner[x].end());
+      along_n[i] = along_n[i] || along_n[x];
+    }
+    for (const Bind& b : v.binds) {
+      inner[i].insert(inner[b.value].begin(), inner[b.value].end());
+      along_n[i] = along_n[i] || along_n[b.value];
+    }
+    if (v.kind == ValueKind::kLoad || v.kind == ValueKind::kIndex) add_symbols(v.index, i);
+    if (v.kind == ValueKind::kLoad || v.kind == ValueKind::kSelect) add_symbols(v.valid, i);
+    if (v.kind == ValueKind::kReduce) {
+      if (!inner[i].erase(stage++)) return false;
+      if (i != static_cast<size_t>(kernel.reduce_at)) {
+        if (!in_a[i] || v.dtype != DType::F32) return false;
+        info.a_rows.push_back(static_cast<ValueId>(i));
+      }
+    }
+    if (!in_a[i]) continue;
+    if (inner[i].size() > 1 || along_n[i]) return false;
+    if (inner[i].empty()) {
+      info.a_scope[i] = MatmulInfo::kRowScope;
+    } else {
+      const int loop = *inner[i].begin();
+      info.a_scope[i] = loop == last ? MatmulInfo::kElement : loop;
+    }
+  }
+  if (stage != last + 1 || info.a_scope[a] != MatmulInfo::kElement) return false;
+  // The sum's cone: a's, then b's values, the product and the sum.
+  std::vector<bool> in_sum = cone_of(values, kernel.reduce_at);
+  size_t outside_a = 0;
+  for (size_t i = 0; i < values.size(); ++i) outside_a += in_sum[i] && !in_a[i];
+  return outside_a == b_values + 2;
+}
+
 }  // namespace
 
 MatmulInfo match_matmul(const Kernel& kernel) {
   const MatmulInfo none;
   const std::vector<Value>& values = kernel.values;
-  if (kernel.loops.size() < 2 || kernel.reduce.size() != 1 || values.empty()) return none;
+  if (kernel.loops.size() < 2 || kernel.reduce.empty() || values.empty()) return none;
   if (kernel.reduce_at < 0 || !elementwise_epilogue(kernel)) return none;
   const Value& sum = values[kernel.reduce_at];
   if (sum.op != OpKind::SumReduce || !is_float(sum.dtype)) return none;
@@ -82,40 +153,57 @@ MatmulInfo match_matmul(const Kernel& kernel) {
   if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul) return none;
   std::optional<Operand> x = operand_of(values, mul.args[0]);
   std::optional<Operand> y = operand_of(values, mul.args[1]);
-  if (!x || !y || x->load == y->load) return none;
   if (values[mul.args[0]].dtype != values[mul.args[1]].dtype) return none;
-  // Two loads, their widening casts, the product, its cast and the sum are the whole body of
-  // the reduction loop.
-  const size_t body = 4 + (product_widened ? 1 : 0) + (x->widened ? 1 : 0) + (y->widened ? 1 : 0);
-  if (static_cast<size_t>(kernel.reduce_at) + 1 != body) return none;
   MatmulInfo info;
   info.m_loop = static_cast<int>(kernel.loops.size()) - 2;
   info.n_loop = info.m_loop + 1;
   const std::string& m = kernel.loops[info.m_loop].var;
   const std::string& n = kernel.loops[info.n_loop].var;
-  const std::string& k = kernel.reduce[0].var;
-  std::optional<Strides> sx = strides_of(values[x->load].index, m, n, k);
-  std::optional<Strides> sy = strides_of(values[y->load].index, m, n, k);
-  if (!sx || !sy) return none;
-  // a is the operand that does not move along n, b the one that does not move along m.
-  if (!is_zero(sx->n) || !is_zero(sy->m)) {
-    std::swap(x, y);
-    std::swap(sx, sy);
-  }
-  if (!is_zero(sx->n) || !is_zero(sy->m)) return none;
+  const std::string& k = kernel.reduce.back().var;
   // The output index is affine in m and n too (it is row-major over the loops).
   if (!affine_stride(kernel.out_index, m) || !affine_stride(kernel.out_index, n)) return none;
+  std::optional<Strides> sy = y ? strides_of(values[y->load].index, m, n, k) : std::nullopt;
+  if (x && y) {
+    if (x->load == y->load || kernel.reduce.size() != 1) return none;
+    // Two loads, their widening casts, the product, its cast and the sum are the whole body
+    // of the reduction loop.
+    const size_t body = 4 + (product_widened ? 1 : 0) + (x->widened ? 1 : 0) +
+                        (y->widened ? 1 : 0);
+    if (static_cast<size_t>(kernel.reduce_at) + 1 != body) return none;
+    std::optional<Strides> sx = strides_of(values[x->load].index, m, n, k);
+    if (!sx || !sy) return none;
+    // a is the operand that does not move along n, b the one that does not move along m.
+    if (!is_zero(sx->n) || !is_zero(sy->m)) {
+      std::swap(x, y);
+      std::swap(sx, sy);
+    }
+    if (!is_zero(sx->n) || !is_zero(sy->m)) return none;
+    info.a = x->load;
+    info.a_stored = values[x->load].dtype;
+    info.a_widened = x->widened;
+    info.a_m = sx->m;
+    info.a_k = sx->k;
+  } else {
+    // a computed in the kernel (kernel/prologue.h), b the load that does not move along m
+    ValueId a = mul.args[0];
+    if (x) {
+      std::swap(x, y);
+      a = mul.args[1];
+      sy = strides_of(values[y->load].index, m, n, k);
+    }
+    if (!y || !sy || !is_zero(sy->m) || product_widened) return none;
+    info.a = a;
+    info.a_computed = true;
+    info.a_m = 0;
+    info.a_k = 0;
+    if (!scope_computed_a(kernel, a, y->widened ? 2 : 1, info)) return none;
+  }
   info.present = true;
-  info.a = x->load;
   info.b = y->load;
   info.dtype = mul.operand;
-  info.a_stored = values[x->load].dtype;
   info.b_stored = values[y->load].dtype;
-  info.a_widened = x->widened;
   info.b_widened = y->widened;
   info.product_widened = product_widened;
-  info.a_m = sx->m;
-  info.a_k = sx->k;
   info.b_k = sy->k;
   info.b_n = sy->n;
   if (static_cast<size_t>(kernel.reduce_at) + 1 < values.size()) {

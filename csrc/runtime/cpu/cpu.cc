@@ -62,7 +62,7 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
     egraph::MatmulSize size;
     size.m = static_cast<double>(k.loops[k.matmul.m_loop].extent.eval(env));
     size.n = static_cast<double>(k.loops[k.matmul.n_loop].extent.eval(env));
-    size.k = static_cast<double>(k.reduce[0].extent.eval(env));
+    size.k = static_cast<double>(k.reduce.back().extent.eval(env));
     size.batch = work[i].outputs / std::max(size.m * size.n, 1.0);
     work[i].matmul_cycles = CpuKernelCost().matmul(size, k.schedule);
   }

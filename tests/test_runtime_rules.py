@@ -86,6 +86,9 @@ def cpu_rule_case(cx, name):
     if name == "cpu-quant-int8":  # quantized activations times a Q4_0 weight
         w = cx.tensor((9, 64), lm.dtype.q4_0, parameter=True)
         return F.quantize_activations(cx.tensor((5, 64), name="x")) @ w.to(lm.float32).t()
+    if "prologue" in name:  # a norm's rows times a weight (a parameter for the panels)
+        x = F.rms_norm(cx.tensor((5, 16), name="x"), (16,))
+        return x @ cx.tensor((16, 9), name="w", parameter="packed" in name)
     if name.startswith("cpu-matmul-packed-") or name == "cpu-matmul-packed":  # B a parameter
         return cx.tensor((5, 7), name="a") @ cx.tensor((7, 9), name="b", parameter=True)
     return matmul(cx)[2]
@@ -116,6 +119,7 @@ def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     q = cx.tensor((5, 32), lm.dtype.q4_0, parameter=True)  # dequantized in the matmul
     (cx.tensor((6, 32)) @ q.to(lm.float32).t()).output()
     (F.quantize_activations(cx.tensor((6, 32))) @ q.to(lm.float32).t()).output()
+    (F.rms_norm(cx.tensor((6, 32)), (32,)) @ cx.tensor((32, 5), parameter=True)).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied

@@ -4,7 +4,8 @@ in one run: matmul, GEMMs with a parameter weight (1024^3, 4096^3 and the prefil
 matrix-vector products (a Linear's and the LM head's, f32 and bf16 weights, and a Linear's in
 the GGUF block types, as a fraction of the read bandwidth measured in the same run), a fused elementwise chain, softmax,
 log_softmax, layer_norm and rms_norm over (4096, 4096) (as a fraction of the copy bandwidth of
-the same run), Linear + bias + GELU and a SwiGLU MLP (matmul epilogues), causal attention
+the same run), Linear + bias + GELU and a SwiGLU MLP (matmul epilogues), rms_norm + Linear with
+the norm in the matmul's kernel (its prologue) and without (128 and 1 rows), causal attention
 (32 heads, head_dim 64, s = 128, 512, 2048: the fused attention kernel against torch eager's
 scaled_dot_product_attention) and a Llama-style decoder block. Prints one table of rates and ratios. Usage: python benchmarks/cpu.py [--quick]
 [--no-compile] [--threads N]
@@ -513,6 +514,52 @@ def bench_swiglu(m, h, inter, ctx):
                 numpy=NAN, compile=comp, note=_kernel_note(rt, choice), target=("torch", 1.3))
 
 
+def _scheduled(t, schedule):
+    """The node of tensor t with `schedule` attached (forcing a kernel-level choice)."""
+    return lm.graph.GraphTensor(t.graph, t.graph._g.scheduled(t.id, schedule), t.st, t.dtype)
+
+
+def bench_norm_linear(m, k, n, fused, ctx):
+    """rms_norm(x) @ W.T, a decoder's norm before its projections (W and the norm's weight
+    parameters), with the matmul forced to compute the norm while it packs A (its prologue,
+    kernel/prologue.h) or not (the norm one row kernel that stores its output, then the
+    matmul). The same matmul path for both: a parameter's panels for many rows, the GEMV for
+    few. GFLOP/s of the matmul's work against torch eager and torch.compile."""
+    cx = lm.Graph()
+    x = cx.tensor((m, k))
+    g = cx.tensor((k,), parameter=True)
+    w = cx.tensor((n, k), parameter=True)
+    ss = _scheduled((x * x).sum(-1, keepdim=True), [("row", 1)])
+    a = x * (ss * (1.0 / k) + 1e-6).sqrt().reciprocal() * g
+    path = [("gemv_rows", 16)] if m <= 16 else [("pack_b", 1)]
+    y = _scheduled(a @ w.t(), path + ([("prologue", 1)] if fused else [])).output()
+    gen = torch.Generator().manual_seed(0)
+    xt, gt = torch.randn(m, k, generator=gen) * 3, torch.randn(k, generator=gen)
+    wt = torch.randn(n, k, generator=gen) * k ** -0.5
+    rt = lm.CpuRuntime(threads=ctx.threads, cache_dir=ctx.cache)
+    rt._load(cx)
+    for t, v in ((x, xt), (g, gt), (w, wt)):
+        rt.set_data(t, v)
+    rt.execute()
+    assert ("a=computed" in rt._rt.program_text()) == fused
+
+    def ref(a):
+        return F.linear(F.rms_norm(a, (k,), gt, 1e-6), wt)
+
+    with torch.no_grad():
+        np.testing.assert_allclose(rt.get(y), ref(xt).numpy(), rtol=1e-3, atol=1e-3)
+    gf = 2.0 * m * k * n / 1e9
+    lum = gf / timeit(lambda: rt.execute(), ctx.repeats)
+    with torch.no_grad():
+        tor = gf / timeit(lambda: ref(xt), ctx.repeats)
+        comp = gf / time_compiled(ctx.compiled(ref), (xt,), ctx.repeats)
+    kernels = rt._rt.program_text().count("(kernel")
+    return dict(name=f"rms_norm+linear {m}x{k}->{n} {'fused' if fused else 'unfused'}",
+                unit="GFLOP/s", lm=lum, torch=tor, numpy=NAN, compile=comp,
+                note=f"{kernels} kernels, {'prologue' if fused else 'norm stored'}; "
+                     f"{' '.join(f'{p} {v}' for p, v in path)}")
+
+
 def _kernel_note(rt, choice) -> str:
     """The winner's kernels and whether a matmul runs an epilogue (the C GEMM's loop over the
     finished rows, codegen/c_matmul.cc)."""
@@ -631,6 +678,8 @@ def main():
                 ("rms_norm", lambda: bench_rows("rms_norm", ctx)),
                 ("linear_gelu", lambda: bench_linear_gelu(128, 768, 3072, ctx)),
                 ("swiglu", lambda: bench_swiglu(128, 2048, 8192, ctx)),
+                *[("norm_linear", lambda m=m, f=f: bench_norm_linear(m, 2048, 2048, f, ctx))
+                  for m in (128, 1) for f in (True, False)],
                 ("attention", lambda: bench_attention(128, ctx)),
                 ("attention", lambda: bench_attention(512, ctx)),
                 ("attention", lambda: bench_attention(2048, ctx)),

@@ -236,7 +236,7 @@ def test_a_parameter_set_before_the_search_is_still_set_after_it(cache, tmp_path
 def test_packing_is_offered_only_where_b_is_a_parameter(parameter, wdtype):
     """The packed rules' condition (parameter ?b): a weight, or a Cast widening one."""
     rules = [r for r in _core.parse_rules(CpuRuntime().rewrite_rules(), "cpu.rules")
-             if r.name.startswith("cpu-matmul-packed")]
+             if r.name.startswith("cpu-matmul-packed") and "prologue" not in r.name]
     assert len(rules) == 4  # two tilings, each also with the epilogue (kernel/epilogue.h)
     cx = lm.Graph()
     x = cx.tensor((5, 7), name="x")

@@ -44,7 +44,7 @@ def torch_norm(kind, x, g, b):
 def test_prologue_rules_exist():
     names = {r.name for r in PROLOGUE_RULES}
     assert names == {"cpu-matmul-prologue", "cpu-matmul-prologue-gemv",
-                     "cpu-matmul-packed-prologue"}
+                     "cpu-matmul-packed-prologue", "cpu-matmul-prologue-epilogue"}
     assert all(("prologue", 1) in schedule_of(r) for r in PROLOGUE_RULES)
 
 
@@ -146,6 +146,24 @@ def test_every_prologue_kernel_matches_torch(name):
     if "gemv" in name and "m33" not in name:  # 33 rows are known to take the GEMM
         assert "if (M <= 16)" in source
     check(got, want)
+
+
+@pytest.mark.parametrize("path", ["gemm", "gemv"])
+@pytest.mark.parametrize("m", [1, 13])
+def test_a_norm_a_linear_and_its_activation_run_in_one_kernel(m, path):
+    """prologue and epilogue together: gelu(rms_norm(x) @ W.T + b), one kernel."""
+    schedule = PROLOGUE + [("epilogue", 1)] + ([("gemv_rows", 16)] if path == "gemv" else [])
+    cx = lm.Graph()
+    x, g = cx.tensor((m, 40), name="x"), cx.tensor((40,), name="g")
+    w, b = cx.tensor((37, 40), name="w"), cx.tensor((37,), name="b")
+    out = (scheduled(F.rms_norm(x, (40,), g, eps=1e-6) @ w.t(), schedule) + b).gelu().output()
+    gen = torch.Generator().manual_seed(m)
+    dx, dg = torch.randn(m, 40, generator=gen) * 100, torch.randn(40, generator=gen)
+    dw, db = torch.randn(37, 40, generator=gen), torch.randn(37, generator=gen)
+    got, program, source = run_cpu(cx, {x: dx, g: dg, w: dw, b: db}, out, {})
+    assert program.count("(kernel") == 1 and "a=computed" in program and "lm_er" in source
+    ref = torch.nn.functional.rms_norm(dx.double(), (40,), dg.double(), eps=1e-6)
+    check(got, torch.nn.functional.gelu(ref @ dw.double().t() + db.double()).float())
 
 
 @pytest.mark.parametrize("kind", ["rms", "ln"])

@@ -200,9 +200,12 @@ void CRenderer::emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const {
     emit_prologue_stats(k, "lm_st", w);
     emit_prologue_row(k, "lm_st", "0", "K", "lm_row[" + x_slot(mm.b_stored, width, "lm_kk") + "]",
                       w);
-  } else {
-    w.line("for (int64_t kk = 0; kk < K; kk++) lm_row[" + x_slot(mm.b_stored, width, "kk") +
+  } else if (mm.b_stored == DType::BF16) {
+    w.line("for (int64_t kk = 0; kk < lm_kv; kk++) lm_row[" + x_slot(mm.b_stored, width, "kk") +
            "] = A[i * am + kk * ak];");
+    w.line("for (int64_t kk = lm_kv; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
+  } else {
+    w.line("for (int64_t kk = 0; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
   }
   w.close();
 }

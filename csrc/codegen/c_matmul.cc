@@ -277,12 +277,14 @@ int folded_batch_loops(const Kernel& k) {
   int folded = 0;
   for (int i = mm.m_loop - 1; i >= 0; --i) {
     const std::string& var = k.loops[i].var;
-    auto sa = affine_stride(k.values[mm.a].index, var);
     auto sb = affine_stride(k.values[mm.b].index, var);
     auto sc = affine_stride(k.out_index, var);
     if (!sb || !sc || !is_zero(*sb)) break;
     // a computed A is computed at its loop variables: it folds however it is laid out
-    if (!mm.a_computed && (!sa || !is_zero(*sa - mm.a_m * rows))) break;
+    if (!mm.a_computed) {
+      auto sa = affine_stride(k.values[mm.a].index, var);
+      if (!sa || !is_zero(*sa - mm.a_m * rows)) break;
+    }
     if (!is_zero(*sc - n * rows)) break;
     rows = rows * k.loops[i].extent;
     ++folded;

@@ -134,35 +134,15 @@ EpilogueRegion epilogue_region(const Graph& graph, const std::vector<NodeId>& or
   return best;
 }
 
-namespace {
-
-// Per value: whether value `from` depends on it (itself included), through args and binds.
-std::vector<bool> cone_of(const Kernel& kernel, size_t from) {
-  std::vector<bool> cone(kernel.values.size(), false);
-  cone[from] = true;
-  for (size_t i = from + 1; i-- > 0;) {
-    if (!cone[i]) continue;
-    for (ValueId a : kernel.values[i].args) {
-      if (a >= 0) cone[a] = true;
-    }
-    for (const Bind& b : kernel.values[i].binds) {
-      if (b.value >= 0) cone[b.value] = true;
-    }
-  }
-  return cone;
-}
-
-}  // namespace
-
 void reduction_first(Kernel& kernel) {
   if (kernel.reduce_at < 0) return;
   const size_t n = kernel.values.size();
-  std::vector<bool> cone = cone_of(kernel, static_cast<size_t>(kernel.reduce_at));
+  std::vector<bool> cone = kernel.cone(kernel.reduce_at);
   // Values outside the reduction's cone that the stored (last) value does not need are
   // dropped: lowering leaves some (a padded place's elementwise chain, emitted before the
   // padding's zero replaced it), and moved after the reduction one of them would end up last,
   // where the store takes its value.
-  std::vector<bool> live = cone_of(kernel, n - 1);
+  std::vector<bool> live = kernel.cone(static_cast<ValueId>(n) - 1);
   std::vector<ValueId> order;  // new position -> old id
   for (size_t i = 0; i < n; ++i) {
     if (cone[i]) order.push_back(static_cast<ValueId>(i));

@@ -61,6 +61,21 @@ std::string value_text(const Value& v) {
 }
 }  // namespace
 
+std::vector<bool> Kernel::cone(ValueId from) const {
+  std::vector<bool> in(values.size(), false);
+  in[from] = true;
+  for (size_t i = static_cast<size_t>(from) + 1; i-- > 0;) {
+    if (!in[i]) continue;
+    for (ValueId a : values[i].args) {
+      if (a >= 0) in[a] = true;
+    }
+    for (const Bind& b : values[i].binds) {
+      if (b.value >= 0) in[b.value] = true;
+    }
+  }
+  return in;
+}
+
 std::vector<BufferId> Kernel::reads() const {
   std::vector<BufferId> out;
   for (const Value& v : values) {

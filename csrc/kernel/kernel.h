@@ -194,6 +194,8 @@ struct Kernel {
 
   // Buffers read by this kernel, sorted, without `out`.
   std::vector<BufferId> reads() const;
+  // Per value: whether value `from` depends on it (itself included), through args and binds.
+  std::vector<bool> cone(ValueId from) const;
   std::string to_string() const;  // s-expression text, stable across runs
 };
 

@@ -65,18 +65,6 @@ bool elementwise_epilogue(const Kernel& kernel) {
   return true;
 }
 
-// Per value: whether value `from` depends on it (itself included), through args and binds.
-std::vector<bool> cone_of(const std::vector<Value>& values, ValueId from) {
-  std::vector<bool> cone(values.size(), false);
-  cone[from] = true;
-  for (size_t i = static_cast<size_t>(from) + 1; i-- > 0;) {
-    if (!cone[i]) continue;
-    for (ValueId a : values[i].args) cone[a] = true;
-    for (const Bind& b : values[i].binds) cone[b.value] = true;
-  }
-  return cone;
-}
-
 // The scopes of a computed a (MatmulInfo::a_computed) in `info`: every value of a's cone depends
 // on one reduction loop at most and never on n; its reductions are float and of its row; a
 // runs in the k loop; and the matmul's loop runs nothing but a's elements, b (`b_values`: its
@@ -95,7 +83,7 @@ bool scope_computed_a(const Kernel& kernel, ValueId a, size_t b_values, MatmulIn
       along_n[i] = along_n[i] || sym == n;
     }
   };
-  std::vector<bool> in_a = cone_of(values, a);
+  std::vector<bool> in_a = kernel.cone(a);
   int stage = 0;  // kReduce values run their loops in order (Kernel::reduce)
   info.a_scope.assign(values.size(), MatmulInfo::kNotA);
   for (size_t i = 0; i <= static_cast<size_t>(kernel.reduce_at); ++i) {
@@ -128,7 +116,7 @@ bool scope_computed_a(const Kernel& kernel, ValueId a, size_t b_values, MatmulIn
   }
   if (stage != last + 1 || info.a_scope[a] != MatmulInfo::kElement) return false;
   // The sum's cone: a's, then b's values, the product and the sum.
-  std::vector<bool> in_sum = cone_of(values, kernel.reduce_at);
+  std::vector<bool> in_sum = kernel.cone(kernel.reduce_at);
   size_t outside_a = 0;
   for (size_t i = 0; i < values.size(); ++i) outside_a += in_sum[i] && !in_a[i];
   return outside_a == b_values + 2;

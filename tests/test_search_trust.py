@@ -135,6 +135,40 @@ def test_graphs_rounding_computed_activations_are_told_apart():
     assert not lm._core.rounds_computed_activations(graph(lambda x: x.exp()))
 
 
+def test_init_scaled_check_inputs_shrink_parameter_matrices_only():
+    """A graph that rounds computed activations is checked with parameter matrices at an
+    initialized network's scale (1 / sqrt of their last dim), in every storage dtype; vectors,
+    non-parameter inputs and every input of other graphs keep +-[0.5, 2)."""
+    from luminal.weights.gguf import dequantize
+
+    cx = lm.Graph()
+    cx.tensor((4, 256), name="x")
+    cx.tensor((256,), parameter=True, name="g")
+    cx.tensor((64, 256), parameter=True, name="w")
+    cx.tensor((64, 256), lm.bfloat16, parameter=True, name="w16")
+    cx.tensor((64, 256), lm.dtype.q8_0, parameter=True, name="wq")
+    g = cx._g
+
+    def magnitudes(init_scaled):
+        out = []
+        for dtype, data in search_check.random_inputs(g, {}, 0, init_scaled):
+            if lm.dtype.is_quantized(dtype):
+                values = dequantize(np.asarray(data), dtype)
+            else:
+                values = search_check._from_storage(np.asarray(data), dtype)
+            out.append(np.abs(values.astype(np.float64)))
+        return out
+
+    plain, scaled = magnitudes(False), magnitudes(True)
+    for values in plain:
+        assert values.min() >= 0.5 - 1e-2 and values.max() <= 2.0
+    for before, after in zip(plain[:2], scaled[:2]):
+        np.testing.assert_array_equal(before, after)
+    for values in scaled[2:]:
+        assert values.max() <= 2.0 / 16 * 1.01 and values.mean() > 0.5 / 16
+    np.testing.assert_allclose(scaled[2], plain[2] / 16, rtol=1e-6)
+
+
 def test_check_sets_cover_large_magnitudes_exp2_edge_ints_and_zeros():
     cx = lm.Graph()
     a = cx.tensor((5, 7), name="a")

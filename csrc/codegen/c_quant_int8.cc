@@ -22,6 +22,7 @@ namespace luminal {
 namespace {
 
 constexpr int64_t kWRows = 4;  // rows of W per task
+constexpr int kParts = 4;      // accumulators a row of W deals its blocks round
 // Rows of x above which (without batch loops) the kernel multiplies x's round trip, dequantized
 // into an f32 copy, in the f32 GEMM with B's panels dequantized (c_matmul.cc emit_gemm): the
 // int8 path widens each weight block again for every row of x, the GEMM packs it once.
@@ -249,12 +250,29 @@ std::string dot4_function(DType w) {
   // side by side, block by block, read four streams a thread and half the bandwidth.
   c.open("for (int64_t j = 0; j < " + str(kWRows) + " && j < rows; j++)");
   c.line("const uint8_t* restrict wj = w + j * ldw;");
-  c.line("lm_vg8 a = {0}, e = {0};");
-  c.open("for (int64_t kb = 0; kb < K / " + bv + "; kb++)");
-  c.line(block_name(w) + "(wj + kb * " + bytes + ", qx + kb * " + bv + ", dx + kb * " + bv +
-         " / 32, sx + kb * " + bv + " / 16, &a, &e);");
+  // Blocks dealt round kParts accumulators: one would chain every block's sum behind the
+  // last (an FMA's latency a block), which bounds Q4_0 and the K-quants below the bandwidth.
+  std::string parts;
+  for (int p = 0; p < kParts; ++p) {
+    parts += (p ? ", a" : "lm_vg8 a") + str(p) + " = {0}, e" + str(p) + " = {0}";
+  }
+  c.line(parts + ";");
+  auto block = [&](const std::string& kb, int p) {
+    c.line(block_name(w) + "(wj + (" + kb + ") * " + bytes + ", qx + (" + kb + ") * " + bv +
+           ", dx + (" + kb + ") * " + bv + " / 32, sx + (" + kb + ") * " + bv + " / 16, &a" +
+           str(p) + ", &e" + str(p) + ");");
+  };
+  c.line("const int64_t lm_nb = K / " + bv + ";");
+  c.line("int64_t kb = 0;");
+  c.open("for (; kb + " + str(kParts) + " <= lm_nb; kb += " + str(kParts) + ")");
+  for (int p = 0; p < kParts; ++p) block("kb + " + str(p), p);
   c.close();
-  c.line("a += e;");
+  c.open("for (; kb < lm_nb; kb++)");
+  block("kb", 0);
+  c.close();
+  std::string sum = "const lm_vg8 a = ";
+  for (int p = 0; p < kParts; ++p) sum += (p ? " + (a" : "(a") + str(p) + " + e" + str(p) + ")";
+  c.line(sum + ";");
   c.line("float t = 0.0f;");
   c.line("for (int l = 0; l < 8; l++) t += a[l];");
   c.line("c[j] = t;");

@@ -464,7 +464,7 @@ class _SearchRun:
         """The loaded ``program`` against the interpreter on the ordinary set: "" when they
         agree (or the interpreter cannot run these inputs), else what differs. Leaves no
         check inputs in the runtime."""
-        inputs = random_inputs(self.g, self.dims, self.seed)
+        inputs = random_inputs(self.g, self.dims, self.seed, self.normwise)
         native = _core.NativeRuntime()
         try:
             native.compile(self.g)
@@ -601,7 +601,7 @@ class _SearchRun:
             reference = "native" if work <= AUTO_NATIVE_WORK or on_native else "runtime"
         if not self.need_check:
             with _Phase(self.report, "reference"):
-                self.inputs = random_inputs(g, self.dims, self.seed)
+                self.inputs = random_inputs(g, self.dims, self.seed, self.normwise)
             return
         self.report.reference = "native" if reference == "native" else \
             f"{self.core_rt.name} running the graph as written"
@@ -612,7 +612,7 @@ class _SearchRun:
             # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
             with _Phase(self.report, "reference"), ThreadPoolExecutor(max_workers=1) as pool:
                 compiling = pool.submit(ref_rt.compile, g)
-                self.inputs = random_inputs(g, self.dims, self.seed)
+                self.inputs = random_inputs(g, self.dims, self.seed, self.normwise)
                 compiling.result()
             with _Phase(self.report, "reference run"):
                 ordinary = CheckSet("ordinary", self.inputs, self.dims, strict=True)

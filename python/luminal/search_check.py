@@ -63,12 +63,13 @@ class CheckSet:
     want: list | None = None
 
 
-def random_floats(rng, count: int, dtype) -> np.ndarray:
+def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     """``count`` random values of float ``dtype`` in +-[0.5, 2), in its storage layout, made
     from random words in place (uniform draws in f32 rounded to bf16 took 22 s for a 1B model's
     weights, and twice the memory). Past RANDOM_POOL values the first RANDOM_POOL repeat: a
     period prime to every power of two, so no row of a tensor lines up with it, and the 1B
-    model's weights take a copy's time instead of seconds of drawing."""
+    model's weights take a copy's time instead of seconds of drawing. ``scale`` multiplies
+    them (a weight at an initialized network's scale, init_scale)."""
     word, keep, set_bits = _RANDOM_FLOAT_BITS[dtype]
     words_per_draw = 8 // np.dtype(word).itemsize
     drawn = min(count, RANDOM_POOL)
@@ -76,19 +77,23 @@ def random_floats(rng, count: int, dtype) -> np.ndarray:
     bits = rng.integers(0, 1 << 64, size=draws, dtype=np.uint64).view(word)[:drawn]
     bits &= word(keep)
     bits |= word(set_bits)
+    if scale != 1.0:
+        scaled = _from_storage(bits.view(dt.storage(dtype)), dtype).astype(np.float32) * scale
+        bits = np.asarray(_to_storage(scaled, dtype)).view(word)
     if drawn < count:
         bits = np.resize(bits, count)
     return bits.view(dt.storage(dtype))
 
 
-def random_blocks(rng, count: int, dtype) -> np.ndarray:
+def random_blocks(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     """``count`` values of quantized ``dtype`` as raw blocks: 64 blocks quantized from
-    random_floats (so their scales are ordinary), repeated."""
+    random_floats times ``scale`` (so their scales are ordinary), repeated."""
     from . import _core
     from .weights.quantize import quantize
 
     values = _core.block_values(dtype)
-    pattern = quantize(random_floats(rng, 64 * values, dt.float32).reshape(64, values), dtype)
+    drawn = random_floats(rng, 64 * values, dt.float32, scale).reshape(64, values)
+    pattern = quantize(drawn, dtype)
     return np.resize(pattern.reshape(-1), _core.storage_bytes(dtype, count))
 
 
@@ -110,21 +115,35 @@ def _input_shapes(g, dims: dict) -> list:
     return out
 
 
-def random_inputs(g, dims: dict, seed: int) -> list:
+def init_scale(g, node, shape) -> float:
+    """The scale of a parameter matrix's check values in a graph that rounds computed values
+    to quantized activations: 1 / sqrt(its last dim), as a network is initialized. At +-[0.5,
+    2) a deep stack of random layers is chaotic (each SwiGLU squares its input's scale, each
+    attention's softmax is an argmax), so one rounding step taken the other way, as any
+    reassociated program takes a few, grew 2-3x a layer: 16 layers of a 1B-wide Q5_K model's
+    int8 program, whose every matmul is within 3e-7 of the reference, differed 13% in norm in
+    their logits. Other inputs and other graphs: 1."""
+    if len(shape) < 2 or not g.node_parameter(node):
+        return 1.0
+    return 1.0 / math.sqrt(max(shape[-1], 1))
+
+
+def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False) -> list:
     """The ordinary set's inputs, deterministic for the seed: floats in +-[0.5, 2)
     (random_floats), quantized blocks of such values (random_blocks), ints in [0, 4), bools
-    0 or 1. Each drawn in its storage dtype, once (no wider copies: a model's weights are most
-    of it); one this machine cannot hold is a ShapeError naming the input, not a
-    MemoryError."""
+    0 or 1; with ``init_scaled`` parameter matrices at init_scale. Each drawn in its storage
+    dtype, once (no wider copies: a model's weights are most of it); one this machine cannot
+    hold is a ShapeError naming the input, not a MemoryError."""
     rng = np.random.default_rng(seed)
     out = []
-    for dtype, count, name, shape in _input_shapes(g, dims):
+    for node, (dtype, count, name, shape) in zip(g.inputs(), _input_shapes(g, dims)):
+        scale = init_scale(g, node, shape) if init_scaled else 1.0
         try:
             if dt.is_float(dtype):
-                out.append((dtype, random_floats(rng, count, dtype)))
+                out.append((dtype, random_floats(rng, count, dtype, scale)))
                 continue
             if dt.is_quantized(dtype):
-                out.append((dtype, random_blocks(rng, count, dtype)))
+                out.append((dtype, random_blocks(rng, count, dtype, scale)))
                 continue
             high = 2 if dtype == dt.bool_ else 4
             values = rng.integers(0, high, size=count, dtype=np.int32)

@@ -157,6 +157,25 @@ def test_int8_kernel_matches_gguf_for_every_m(dtype, blocks, n):
         check_product(rt.get(y), xs, raw, dtype)
 
 
+@pytest.mark.parametrize("dtype", [lm.dtype.q8_0, lm.dtype.q4_k], ids=str)
+def test_a_batch_of_one_prefills_through_the_gemm(dtype):
+    """A model's (1, s, k) input: its batch loop of one folds into the rows, so past 8 rows
+    (a prompt) the round trip goes through the f32 GEMM, as without a batch dim; it used to
+    take the int8 path for every row, widening each weight block once per row of x."""
+    k, n = 256, 13
+    cx, x, w, y = quant_linear(dtype, k, n, batch=1)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "const int lm_wide = M > 8;" in rt.source
+    raw = random_weight(dtype, n, k, seed=5)
+    rt.set_storage(w, raw)
+    for m in (3, 20):
+        xs = scaled_rows(m, k, seed=m).reshape(1, m, k)
+        rt.set_data(x, xs)
+        rt.execute({"m": m})
+        check_product(rt.get(y), xs, raw, dtype)
+
+
 @pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q6_k], ids=str)
 def test_int8_kernel_agrees_with_the_interpreter_batched(dtype):
     k = 256

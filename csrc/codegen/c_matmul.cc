@@ -276,6 +276,10 @@ int folded_batch_loops(const Kernel& k) {
   Expr n = k.loops[mm.n_loop].extent;
   int folded = 0;
   for (int i = mm.m_loop - 1; i >= 0; --i) {
+    if (is_one(k.loops[i].extent)) {  // a loop of one iteration folds however it strides
+      ++folded;
+      continue;
+    }
     const std::string& var = k.loops[i].var;
     auto sb = affine_stride(k.values[mm.b].index, var);
     auto sc = affine_stride(k.out_index, var);

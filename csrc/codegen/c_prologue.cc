@@ -10,28 +10,43 @@
 
 namespace luminal {
 
+namespace {
+
+// Runs over A's row-scope values in order: elementwise ones through `elementwise`, each row
+// statistic (a reduction) through `statistic` with its index j in MatmulInfo::a_rows.
+template <typename Elementwise, typename Statistic>
+void for_each_row_value(const Kernel& k, Elementwise elementwise, Statistic statistic) {
+  const MatmulInfo& mm = k.matmul;
+  for (size_t i = 0; i < k.values.size(); ++i) {
+    if (mm.a_scope[i] != MatmulInfo::kRowScope) continue;
+    const ValueId id = static_cast<ValueId>(i);
+    if (k.values[i].kind != ValueKind::kReduce) {
+      elementwise(id);
+      continue;
+    }
+    int j = 0;
+    while (mm.a_rows[j] != id) ++j;
+    statistic(id, j);
+  }
+}
+
+}  // namespace
+
 void CRenderer::emit_prologue_stats(const Kernel& k, const std::string& stats,
                                     CodeWriter& w) const {
   const MatmulInfo& mm = k.matmul;
   w.open("");  // the row's values are named as the elements' loop names them again
   std::set<std::string> bound;
-  for (size_t i = 0; i < k.values.size(); ++i) {
-    if (mm.a_scope[i] != MatmulInfo::kRowScope) continue;
-    const Value& v = k.values[i];
-    if (v.kind != ValueKind::kReduce) {
-      emit_value(k, static_cast<ValueId>(i), bound, w);
-      continue;
-    }
-    int j = 0;
-    while (mm.a_rows[j] != static_cast<ValueId>(i)) ++j;
-    std::vector<ValueId> body;
-    for (size_t b = 0; b < k.values.size(); ++b) {
-      if (mm.a_scope[b] == j) body.push_back(static_cast<ValueId>(b));
-    }
-    emit_reduction_loop(k, static_cast<ValueId>(i), k.reduce[j], lanes_of(k, v, k.reduce[j]),
-                        body, w);
-    w.line(stats + "[" + std::to_string(j) + "] = " + value_name(static_cast<ValueId>(i)) + ";");
-  }
+  for_each_row_value(
+      k, [&](ValueId i) { emit_value(k, i, bound, w); },
+      [&](ValueId i, int j) {
+        std::vector<ValueId> body;
+        for (size_t b = 0; b < k.values.size(); ++b) {
+          if (mm.a_scope[b] == j) body.push_back(static_cast<ValueId>(b));
+        }
+        emit_reduction_loop(k, i, k.reduce[j], lanes_of(k, k.values[i], k.reduce[j]), body, w);
+        w.line(stats + "[" + std::to_string(j) + "] = " + value_name(i) + ";");
+      });
   w.close();
 }
 
@@ -41,18 +56,11 @@ void CRenderer::emit_prologue_row(const Kernel& k, const std::string& stats,
   const MatmulInfo& mm = k.matmul;
   std::set<std::string> bound;
   // The row's values: its statistics as computed, and the elementwise work on them again.
-  for (size_t i = 0; i < k.values.size(); ++i) {
-    if (mm.a_scope[i] != MatmulInfo::kRowScope) continue;
-    const Value& v = k.values[i];
-    if (v.kind != ValueKind::kReduce) {
-      emit_value(k, static_cast<ValueId>(i), bound, w);
-      continue;
-    }
-    int j = 0;
-    while (mm.a_rows[j] != static_cast<ValueId>(i)) ++j;
-    w.line("const float " + value_name(static_cast<ValueId>(i)) + " = " + stats + "[" +
-           std::to_string(j) + "];");
-  }
+  for_each_row_value(
+      k, [&](ValueId i) { emit_value(k, i, bound, w); },
+      [&](ValueId i, int j) {
+        w.line("const float " + value_name(i) + " = " + stats + "[" + std::to_string(j) + "];");
+      });
   w.open("for (int64_t lm_kk = 0; lm_kk < " + count + "; lm_kk++)");
   w.line("const int64_t " + k.reduce.back().var + " = " + k_first + " + lm_kk;");
   for (size_t i = 0; i < k.values.size(); ++i) {

@@ -23,7 +23,6 @@ namespace {
 constexpr int64_t kWRows = 4;  // rows of W (columns of C) per task, taken one after the other
 constexpr int64_t kXRows = 2;  // rows of A per step, reused from registers across W's rows
 constexpr int64_t kParts = 4;  // accumulators a row of W deals its steps round
-constexpr int64_t kPrefetchBytes = 4096;  // how far ahead of its reads a row prefetches W
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -145,11 +144,7 @@ std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen
     w.line("const int64_t kp = K / " + parts + " * " + parts + ";");
     w.line("int64_t k = 0;");
     w.open("for (; k < kp; k += " + parts + ")");
-    // The step's lines of W prefetched kPrefetchBytes ahead (as the int8 dot products do)
-    const int64_t step_bytes = kParts * step * static_cast<int64_t>(storage_bytes(stored, 1));
-    for (int64_t at = 0; at < step_bytes; at += 64) {
-      w.line("__builtin_prefetch((const char*)(wj + k) + " + str(kPrefetchBytes + at) + ");");
-    }
+    emit_gemv_prefetch("wj + k", kParts * step * storage_bytes(stored, 1), w);
     for (int64_t p = 0; p < kParts; ++p) emit_step("k + " + str(p * step), p);
     w.close();
     w.open("for (; k < kv; k += " + str(step) + ")");
@@ -175,6 +170,13 @@ std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen
     s += w.str();
   }
   return s;
+}
+
+void emit_gemv_prefetch(const std::string& base, int64_t bytes, CodeWriter& w) {
+  for (int64_t at = 0; at < bytes; at += 64) {
+    w.line("__builtin_prefetch((const char*)(" + base + ") + " + str(kGemvPrefetchBytes + at) +
+           ");");
+  }
 }
 
 namespace {

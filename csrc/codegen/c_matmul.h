@@ -47,6 +47,12 @@ void emit_row_vars(const Kernel& k, int outer, const std::string& row, CodeWrite
 // the first `outer` loops are batches.
 void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w);
 
+// How far ahead of its reads a GEMV's row of W prefetches (c_gemv.cc, c_quant_int8.cc).
+inline constexpr int64_t kGemvPrefetchBytes = 4096;
+// A GEMV step's prefetches: the `bytes` bytes from (const char*)(base) + kGemvPrefetchBytes,
+// a cache line at a time (c_gemv.cc).
+void emit_gemv_prefetch(const std::string& base, int64_t bytes, CodeWriter& w);
+
 // "lm_vu8": vectors of `width` 32-bit unsigned lanes (and "lm_vu8u", unaligned), which hold
 // widened 16-bit words (c_gemv.cc); their typedefs, once per width in a prelude.
 std::string lane_vector(int64_t width);

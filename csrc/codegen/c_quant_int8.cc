@@ -23,7 +23,6 @@ namespace {
 
 constexpr int64_t kWRows = 4;  // rows of W per task
 constexpr int kParts = 4;      // accumulators a row of W deals its blocks round
-constexpr int64_t kPrefetchBytes = 4096;  // how far ahead of its reads a row prefetches W
 // Rows of x above which (without batch loops) the kernel multiplies x's round trip, dequantized
 // into an f32 copy, in the f32 GEMM with B's panels dequantized (c_matmul.cc emit_gemm): the
 // int8 path widens each weight block again for every row of x, the GEMM packs it once.
@@ -269,14 +268,11 @@ std::string dot4_function(DType w) {
   c.line("const int64_t lm_nb = K / " + bv + ";");
   c.line("int64_t kb = 0;");
   c.open("for (; kb + " + str(kParts) + " <= lm_nb; kb += " + str(kParts) + ")");
-  // Each step's bytes of W prefetched kPrefetchBytes ahead, a line at a time, for the types of
+  // Each step's bytes of W prefetched kGemvPrefetchBytes ahead, for the types of
   // few instructions a byte (prefetches): without it a Xeon read a 75 MB Q4_0 weight at 5.4
   // GB/s (26 with it), Q8_0 at 22 (36). The K-quants' arithmetic hides their loads: with
   // prefetches a 1B Q4_K_M model's step took 63 ms instead of 55 (57.9 with Q6_K's alone).
-  const int64_t step_bytes = prefetches(w) ? kParts * block_bytes(w) : 0;
-  for (int64_t at = 0; at < step_bytes; at += 64) {
-    c.line("__builtin_prefetch(wj + kb * " + bytes + " + " + str(kPrefetchBytes + at) + ");");
-  }
+  if (prefetches(w)) emit_gemv_prefetch("wj + kb * " + bytes, kParts * block_bytes(w), c);
   for (int p = 0; p < kParts; ++p) block("kb + " + str(p), p);
   c.close();
   c.open("for (; kb < lm_nb; kb++)");

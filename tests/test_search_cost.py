@@ -106,10 +106,16 @@ def test_budget_one_takes_the_models_pick(calibrated, tmp_path):
     cx.build_search_space(lm.CpuRuntime)
     dims = {}
     pool = cx._search_space.build(cx, rt.rewrite_rules(), rt._rt).extract(search.RANK_POOL, dims)
-    est = [model.program_seconds(p, _core.TuningChoice(), dims) for p in pool]
+    # budget 1's pool as the search forms it: programs times their tuning choices, in order
+    choices = [list(rt._rt.tuning_space(p.graph)) or [_core.TuningChoice()] for p in pool]
+    pairs = search._order(pool, choices, sum(len(c) for c in choices))[:search.RANK_POOL]
+    est = [model.program_seconds(pool[p], choice, dims) for p, choice in pairs]
     out = cx.search(rt, 1, cache_dir=str(tmp_path), cost_model=model)
-    report = cx.last_search_report
-    assert report.candidates[0].estimate == pytest.approx(min(est))
+    pick = cx.last_search_report.candidates[0]
+    if pick.rank < len(pool):
+        assert pick.estimate == pytest.approx(min(est))
+    else:  # the model's combination of the pool's fastest kernels, which it estimates faster
+        assert pick.estimate < min(est)
     check_mlp(out, cx, ins, y)
 
 

@@ -1,6 +1,7 @@
 """Shared by the CPU matmul tests (test_gemv, test_params, test_runtime_rules): the weight
 dtypes and their torch twins, a tensor with a schedule attached, seeded weights, and the
-comparison against torch (relative to the result's scale)."""
+comparison against torch (relative to the result's scale), and the default block's vector
+width and columns on this machine (16 and 64 with AVX-512, else 8 and 16: c_schedule.h)."""
 
 import numpy as np
 import torch
@@ -10,6 +11,8 @@ from luminal.graph import GraphTensor
 
 TORCH = {lm.float32: torch.float32, lm.bfloat16: torch.bfloat16, lm.float16: torch.float16}
 WEIGHTS = [lm.float32, lm.bfloat16, lm.float16]
+WIDTH = lm._core.cpu_native_vector_width()
+TILE_N = 64 if WIDTH == 16 else 16
 
 
 def scheduled(t, schedule):

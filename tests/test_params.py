@@ -13,7 +13,7 @@ import luminal as lm
 from luminal import _core, nn
 
 from conftest import CpuRuntime
-from matmul_cases import WEIGHTS, check, scheduled, weights
+from matmul_cases import TILE_N, WEIGHTS, WIDTH, check, scheduled, weights
 
 ROWS = (1, 2, 3, 7, 64)
 
@@ -85,11 +85,11 @@ def test_packed_gemm_matches_torch_for_every_m(k, n, wdtype):
     cx, x, w, y = linear(k, n, wdtype)
     rt = CpuRuntime()
     rt._load(cx)
-    assert "lm_panels" in rt.source and "lm_mm_1x16_v8" in rt.source
+    assert "lm_panels" in rt.source and f"lm_mm_1x{TILE_N}_v{WIDTH}" in rt.source
     wt = weights((n, k), wdtype)
     rt.set_data(w, wt)
     element = 4 if wdtype == lm.float32 else 2
-    assert rt.memory()["packed_input_bytes"] == panel_bytes(k, n, 16, element)
+    assert rt.memory()["packed_input_bytes"] == panel_bytes(k, n, TILE_N, element)
     assert rt.memory()["owned_input_bytes"] == 0
     run_rows(rt, x, y, wt)
 

@@ -17,7 +17,7 @@ import luminal as lm
 from luminal.weights.gguf import dequantize
 
 from conftest import CpuRuntime
-from matmul_cases import check, scheduled
+from matmul_cases import WIDTH, check, scheduled
 
 QTYPES = [lm.dtype.q8_0, lm.dtype.q4_0, lm.dtype.q4_k, lm.dtype.q5_k, lm.dtype.q6_k]
 GATHERED_BLOCKS = re.compile(r"lm_\w+_at\(\(const uint8_t\*\)b\d+, g\d+\)")
@@ -65,7 +65,7 @@ def test_quantized_gemv_matches_the_interpreter_for_every_m(dtype, blocks, n):
     y = y.output()
     rt = CpuRuntime()
     rt._load(cx)
-    assert f"lm_qgemv_4x2_v8_{lm.dtype.name(dtype)}" in rt.source
+    assert f"lm_qgemv_4x2_v{WIDTH}_{lm.dtype.name(dtype)}" in rt.source
     run_rows(rt, x, y, w, random_weight(dtype, n, k), range(1, 9))
 
 
@@ -91,7 +91,7 @@ def test_many_rows_take_the_gemm_with_dequantizing_panels(dtype):
     y = y.output()
     rt = CpuRuntime()
     rt._load(cx)
-    assert f"lm_{lm.dtype.name(dtype)}_tile_v8(" in rt.source and "lm_qgemv" in rt.source
+    assert f"lm_{lm.dtype.name(dtype)}_tile_v{WIDTH}(" in rt.source and "lm_qgemv" in rt.source
     run_rows(rt, x, y, w, random_weight(dtype, 37, k, seed=7), (5, 13, 40, 2))
 
 

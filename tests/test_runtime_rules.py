@@ -180,6 +180,33 @@ def test_program_text_keeps_schedules():
     assert "(schedule (tile_m 4) (tile_n 16))" in program.text()
 
 
+TILING_RULES = {width: [r for r in _core.parse_rules(_core.cpu_rewrite_rules(width), "cpu.rules")
+                        if "tile_m" in r.text] for width in (8, 16)}
+
+
+@pytest.mark.parametrize("width", [8, 16])
+def test_every_tiling_of_either_vector_width_matches_torch(width):
+    """The tilings offered on machines of 8-wide and of 16-wide vectors (cpu_rewrite_rules):
+    each runs on any machine (a 16-wide vector as two 8-wide ones) and matches torch on a
+    shape no block divides, B a parameter for the packed ones."""
+    names = {r.name for r in TILING_RULES[width]}
+    assert len(names) >= 5 and any("packed" in n for n in names)
+    assert not names & {r.name for r in TILING_RULES[24 - width]}
+    for rule in TILING_RULES[width]:
+        cx = lm.Graph()
+        a = cx.tensor((29, 37), name="a")
+        b = cx.tensor((37, 71), name="b", parameter="pack_b" in rule.text)
+        y = scheduled(a @ b, schedule_of(rule)).output()
+        rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+        rt._load(cx)
+        data = {t: torch.randn(t.shape) for t in (a, b)}
+        for t, v in data.items():
+            rt.set_data(t, v)
+        rt.execute()
+        np.testing.assert_allclose(rt.get(y), (data[a] @ data[b]).numpy(), rtol=1e-4,
+                                   atol=1e-4, err_msg=rule.name)
+
+
 def test_each_kernel_gets_its_own_tiles_and_matches_torch():
     cx = lm.Graph()
     a, b, y = matmul(cx, 13, 11, 40)
@@ -398,37 +425,40 @@ def test_combination_takes_each_class_fastest_schedule():
                     (p, node, prog.graph.node_schedule(node)))
     assert len(reduces) == 2
     first, second = sorted(reduces)
-    # Made-up timings: in the first matmul's class the 8x8 kernel is fastest, in the second
-    # the 4x24 one.
+    # Made-up timings: in each matmul's class one tiling (one of this machine's tiling rules,
+    # a different one per class) is fastest.
+    def tilings(cls):
+        return sorted({tuple(sch) for _, _, sch in reduces[cls] if sch and sch[0][0] == "tile_m"})
+    fast = {first: tilings(first)[0], second: tilings(second)[-1]}
+    assert fast[first] != fast[second]
     def seconds(cls, schedule):
-        if cls == first:
-            return 1.0 if ("tile_m", 8) in schedule else 2.0
-        return 1.0 if ("tile_n", 24) in schedule else 2.0
+        return 1.0 if tuple(schedule) == fast[cls] else 2.0
     kernel_times = []
     for p, prog in enumerate(programs):
         times = [(node, seconds(cls, sch)) for cls, uses in reduces.items()
                  for q, node, sch in uses if q == p]
         kernel_times.append((p, times))
     chosen = _combine(programs, kernel_times)
-    assert chosen[first] == "(tile_m 8) (tile_n 8) (vector_width 8)"
-    assert chosen[second] == "(tile_m 4) (tile_n 24) (vector_width 8)"
+    text = {cls: " ".join(f"({n} {v})" for n, v in fast[cls]) for cls in fast}
+    assert chosen[first] == text[first] and chosen[second] == text[second]
     combined = space.extract_choosing(chosen, {})
     got = {combined.node_class[n]: combined.graph.node_schedule(n)
            for n in combined.graph.topo_order()
            if combined.graph.node_op(n) == lm._core.OpKind.SumReduce}
-    assert got[first] == [("tile_m", 8), ("tile_n", 8), ("vector_width", 8)]
-    assert got[second] == [("tile_m", 4), ("tile_n", 24), ("vector_width", 8)]
+    assert tuple(got[first]) == fast[first] and tuple(got[second]) == fast[second]
 
 
 def test_cpu_space_prices_tilings_with_the_runtime_kernel_cost():
     """The space asks the runtime it was built with what a tiling costs (its KernelCost);
-    without one, every tiling of a matmul costs what the reduction as written costs."""
+    without one, every tiling of a matmul costs what the reduction as written costs. (The
+    8-wide tilings, which every machine can run, are the rules here.)"""
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
     cx = lm.Graph()
     matmul(cx, m=96, k=64, n=96)[2].output()
 
     def costs(runtime):
-        space = _core.SearchSpace(cx._g, rt.rewrite_rules(), _core.RunnerLimits(), runtime)
+        space = _core.SearchSpace(cx._g, _core.cpu_rewrite_rules(8), _core.RunnerLimits(),
+                                  runtime)
         found = space.extract(16, {})
         square = [p.cost for p in found if "(tile_m 8) (tile_n 8)" in p.text()]
         return found[0].cost, square[0]

@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/errors.h"
+#include "codegen/c_schedule.h"
 #include "runtime/cpu/cpu.h"
 
 namespace nb = nanobind;
@@ -78,6 +79,8 @@ void init_cpu(nb::module_& m) {
       .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });
   m.def("cpu_compile_flags", &cpu_compile_flags);
   m.def("cpu_render", &cpu_render, "graph"_a, "choice"_a = TuningChoice{});
+  m.def("cpu_rewrite_rules", &cpu_rewrite_rules, "vector_width"_a);
+  m.def("cpu_native_vector_width", &cpu_native_vector_width);
   nb::class_<KernelWork>(m, "KernelWork")
       .def_ro("root", &KernelWork::root)
       .def_ro("outputs", &KernelWork::outputs)

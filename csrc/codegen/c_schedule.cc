@@ -56,10 +56,25 @@ CpuSchedule CpuSchedule::with(const ScheduleParams& params) const {
   return s;
 }
 
+int64_t cpu_native_vector_width() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const int64_t width = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  return width;
+#else
+  return 8;
+#endif
+}
+
 CpuSchedule CpuSchedule::or_defaults() const {
   CpuSchedule s = *this;
   for (const Param& p : kParams) {
     if (p.field && s.*p.field <= 0) s.*p.field = p.fallback;
+  }
+  // With 512-bit vectors the default block is 6 x 64 of 16-wide vectors (32 registers hold
+  // its 24 accumulators), unless the schedule's own tile_n or vector_width asks for 8-wide.
+  if (cpu_native_vector_width() == 16) {
+    if (vector_width <= 0 && (tile_n <= 0 || tile_n % 16 == 0)) s.vector_width = 16;
+    if (tile_n <= 0 && s.vector_width == 16) s.tile_n = 64;
   }
   return s;
 }
@@ -113,37 +128,43 @@ constexpr double kStreamCycles = 0.5;  // GEMV: B read once, in order (4 bytes o
 constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's registers
 }  // namespace
 
-// In cycles. The GEMV path (c_gemv.cc), taken when M <= gemv_rows, streams B once: per
-// element of B the larger of its read and its M FMAs over two w-lane FMA ports. The
-// register-blocked GEMM (c_matmul.cc) on a machine with two FMA and two load ports, 4-cycle
-// FMA latency and 16 vector registers: per k step a tile_m x tile_n block issues
-// tile_m * tile_n / w FMAs and tile_n / w + tile_m loads; it takes max(FMAs / 2, loads / 2, 4)
-// cycles (two ports each; each accumulator waits out the FMA latency), half again when the
-// block needs more than 16 registers. Edge blocks cost a whole block. Packing B costs its
-// elements once more; B packed once by the runtime (pack_b) is only streamed, on top of the
-// FMAs (no overlap assumed: the price is not told whether B is a parameter, and where it is not
-// the kernel packs after all). An unscheduled matmul has the default tile. So a decode-shaped
-// matmul (M = 1) prices the GEMV at about a fifth of the GEMM, whose cost there is its packing,
-// and below the GEMM of packed panels; timing decides between those two.
+// In cycles, on a machine whose vectors hold `native` floats (cpu_native_vector_width): an
+// instruction works on min(vector_width, native) lanes, and a 16-wide vector on an 8-wide
+// machine takes two registers. The GEMV path (c_gemv.cc), taken when M <= gemv_rows, streams B
+// once: per element of B the larger of its read and its M FMAs over two FMA ports. The
+// register-blocked GEMM (c_matmul.cc) on a machine with two FMA and two load ports and 4-cycle
+// FMA latency, with 32 vector registers (AVX-512) or 16: per k step a tile_m x tile_n block
+// issues tile_m * tile_n / lanes FMAs and tile_n / lanes + tile_m loads; it takes
+// max(FMAs / 2, loads / 2, 4) cycles (two ports each; each accumulator waits out the FMA
+// latency), half again when the block needs more registers than there are. Edge blocks cost a
+// whole block. Packing B costs its elements once more; B packed once by the runtime (pack_b) is
+// only streamed, on top of the FMAs (no overlap assumed: the price is not told whether B is a
+// parameter, and where it is not the kernel packs after all). An unscheduled matmul has the
+// default tile. So a decode-shaped matmul (M = 1) prices the GEMV at about a fifth of the GEMM,
+// whose cost there is its packing, and below the GEMM of packed panels; timing decides between
+// those two. An 8-wide block on an AVX-512 machine prices at twice the 16-wide one.
 double CpuKernelCost::matmul(const egraph::MatmulSize& size,
                              const ScheduleParams& schedule) const {
   CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults();
-  double w = static_cast<double>(tile.vector_width);
+  const double native = static_cast<double>(cpu_native_vector_width());
+  const double w = static_cast<double>(tile.vector_width);
+  const double lanes = std::min(w, native);
+  const double registers = native >= 16 ? 32 : 16;
   double b_elements = size.batch * size.k * size.n;
   // Integer dot products of quantized activations (c_quant_int8.cc): B's blocks streamed per
   // row of x, four int8 products an int32 lane where the f32 GEMV has one.
   if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
-    return b_elements * std::max(kStreamCycles / 2, size.m / (8 * w));
+    return b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
   }
   if (size.m <= static_cast<double>(tile.gemv_rows)) {
-    return b_elements * std::max(kStreamCycles, size.m / (2 * w));
+    return b_elements * std::max(kStreamCycles, size.m / (2 * lanes));
   }
   double tm = static_cast<double>(tile.tile_m);
   double tn = static_cast<double>(tile.tile_n);
-  double vecs = std::max(1.0, tn / w);
+  double vecs = std::max(1.0, tn / lanes);  // instructions per row of the block
   double fmas = tm * vecs;
   double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
-  if (fmas + vecs + 1 > 16) cycles *= 1.5;
+  if (fmas + vecs + 1 > registers) cycles *= 1.5;
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
   double b_cycles = tile.pack_b == 1 ? kStreamCycles : kPackCycles;
   return blocks * size.k * cycles + b_elements * b_cycles;

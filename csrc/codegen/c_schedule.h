@@ -20,10 +20,11 @@ namespace luminal {
 struct CpuSchedule {
   int64_t tile_m = 0;        // matmul: rows of the register block (default 6, at most 16)
   int64_t tile_n = 0;        // matmul: columns of the register block, a multiple of
-                             // vector_width (default 16, at most 64)
+                             // vector_width (default 16, or 64 with 16-wide vectors; at
+                             // most 64)
   int64_t tile_k = 0;        // matmul: depth of a packed k block, cache blocking (default 256)
   int64_t vector_width = 0;  // floats per vector of matmul blocks and reduction lanes: 4, 8
-                             // (the default) or 16
+                             // or 16 (the default: the machine's, cpu_native_vector_width)
   int64_t threads = 0;       // the kernel's OpenMP team: 0 (the default) every thread once its
                              // work reaches kCpuParallelWork, else one; 1 serial (no parallel
                              // region); n > 1 at most n threads whatever the work
@@ -40,6 +41,11 @@ struct CpuSchedule {
   // This schedule with every field at 0 (or below) set to the C renderer's default.
   CpuSchedule or_defaults() const;
 };
+
+// Floats per vector register of the machine this process runs on: 16 with AVX-512, else 8
+// (AVX2; other targets take 8-wide vectors as pairs of registers). The default matmul block
+// and the tilings CpuRuntime offers (cpu_rewrite_rules) follow it.
+int64_t cpu_native_vector_width();
 
 // Loop iterations (output elements times reduction steps) from which a kernel under the
 // default `threads` runs in parallel: below it a parallel region costs more than it saves.

@@ -96,7 +96,14 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   compiled_ = true;
 }
 
-std::string CpuRuntime::rewrite_rules() const { return runtime_rules("cpu.rules"); }
+std::string cpu_rewrite_rules(int64_t vector_width) {
+  return runtime_rules("cpu.rules") +
+         runtime_rules(vector_width >= 16 ? "cpu_tiles_v16.rules" : "cpu_tiles_v8.rules");
+}
+
+std::string CpuRuntime::rewrite_rules() const {
+  return cpu_rewrite_rules(cpu_native_vector_width());
+}
 
 std::shared_ptr<const egraph::KernelCost> CpuRuntime::kernel_cost() const {
   return std::make_shared<CpuKernelCost>();

@@ -27,6 +27,11 @@ std::string cpu_render(const Graph& graph, const TuningChoice& choice);
 std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
                                         const DynMap& dims);
 
+// CpuRuntime's lowering rules on a machine whose vectors hold `vector_width` floats
+// (codegen/c_schedule.h cpu_native_vector_width): rules/cpu.rules, and the matmul tilings of
+// that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules).
+std::string cpu_rewrite_rules(int64_t vector_width);
+
 // The bytes a CpuRuntime holds, by kind. Each input is counted once, by the bytes it reads.
 struct CpuMemoryUse {
   int64_t borrowed_input_bytes = 0;  // inputs read in place from the caller's memory (mapped
@@ -48,8 +53,8 @@ class CpuRuntime : public Runtime {
   std::string name() const override { return "cpu"; }
   using Runtime::compile;
   void compile(const Graph& graph, const TuningChoice& choice) override;
-  // The kernel-level alternatives (matmul tilings) come as rules (rules/cpu.rules); the
-  // program-wide tuning space is the default only.
+  // The kernel-level alternatives (matmul tilings) come as rules, those of this machine's
+  // vector width (cpu_rewrite_rules); the program-wide tuning space is the default only.
   std::string rewrite_rules() const override;
   // The register-blocking estimate of its matmul tilings (codegen/c_schedule.h CpuKernelCost).
   std::shared_ptr<const egraph::KernelCost> kernel_cost() const override;

@@ -33,6 +33,22 @@ def test_symbolic_dims_are_bound_in_the_work():
     assert w.outputs == 640 and w.special == 640
 
 
+@pytest.mark.parametrize("schedule,team", [((), 3), ((("threads", 1),), 1),
+                                            ((("threads", 2),), 2)])
+def test_a_parallel_kernel_splits_its_work_over_its_team(schedule, team):
+    """The model prices a parallel kernel's work divided by the threads it runs on, so a
+    serial kernel (threads 1) is not priced as the parallel one less its region's cost."""
+    from matmul_cases import scheduled
+
+    cx = lm.Graph()
+    a, b = cx.tensor((256, 256)), cx.tensor((256, 256))
+    scheduled(a @ b, list(schedule)).output()
+    (w,) = _core.cpu_kernel_work(cx._g, _core.TuningChoice(), {}, 3)
+    assert w.team == team and w.parallel == (team > 1)
+    (row,) = search_cost.features([w])
+    assert row[search_cost.TERMS.index("matmul_cycles")] == pytest.approx(w.matmul_cycles / team)
+
+
 def test_spearman_is_the_textbook_formula_without_ties():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal(12), rng.standard_normal(12)
@@ -109,7 +125,8 @@ def test_budget_one_takes_the_models_pick(calibrated, tmp_path):
     # budget 1's pool as the search forms it: programs times their tuning choices, in order
     choices = [list(rt._rt.tuning_space(p.graph)) or [_core.TuningChoice()] for p in pool]
     pairs = search._order(pool, choices, sum(len(c) for c in choices))[:search.RANK_POOL]
-    est = [model.program_seconds(pool[p], choice, dims) for p, choice in pairs]
+    est = [model.program_seconds(pool[p], choice, dims, search_cost.threads_of(rt))
+           for p, choice in pairs]
     out = cx.search(rt, 1, cache_dir=str(tmp_path), cost_model=model)
     pick = cx.last_search_report.candidates[0]
     if pick.rank < len(pool):

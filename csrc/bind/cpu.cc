@@ -92,8 +92,9 @@ void init_cpu(nb::module_& m) {
       .def_ro("bytes_written", &KernelWork::bytes_written)
       .def_ro("matmul_flops", &KernelWork::matmul_flops)
       .def_ro("matmul_cycles", &KernelWork::matmul_cycles)
-      .def_ro("parallel", &KernelWork::parallel);
-  m.def("cpu_kernel_work", &cpu_kernel_work, "graph"_a, "choice"_a, "dims"_a);
+      .def_ro("parallel", &KernelWork::parallel)
+      .def_ro("team", &KernelWork::team);
+  m.def("cpu_kernel_work", &cpu_kernel_work, "graph"_a, "choice"_a, "dims"_a, "threads"_a = 1);
 }
 
 }  // namespace luminal

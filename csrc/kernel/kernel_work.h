@@ -22,6 +22,7 @@ struct KernelWork {
   double matmul_cycles = 0;  // the runtime's estimate of its matmul kernel under its schedule
                              // (a tiling's register blocking), set by cpu_kernel_work
   bool parallel = false;     // set by the runtime that knows its threading (cpu_kernel_work)
+  int team = 1;              // threads the kernel's work is split over (1 where not parallel)
 };
 
 // One per kernel of `program`, in execution order, with the graph's symbols bound by `dims`.

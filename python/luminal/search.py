@@ -512,7 +512,8 @@ class _SearchRun:
         key = (p, str(choice))
         if key not in self.kernel_estimates:
             try:
-                work = search_cost.kernel_work(self.programs[p], choice, self.dims)
+                work = search_cost.kernel_work(self.programs[p], choice, self.dims,
+                                               search_cost.threads_of(self.core_rt))
                 self.kernel_estimates[key] = self.model.kernel_seconds(work)
                 self.kernel_roots[key] = [w.root for w in work]
             except LuminalError:

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _core
 
-FORMAT = 1
+FORMAT = 2  # 2: parallel kernels' work split over their team
 # The terms of an estimate, each a count times a fitted seconds-per-unit: a launch, a parallel
 # region (its fork and join), bytes of the buffers read and written, loads issued (cache
 # traffic), arithmetic, transcendental ops, a matmul's flops (a GEMM runs near the peak) and
@@ -29,16 +29,25 @@ def supported(runtime) -> bool:
     return isinstance(runtime._rt, getattr(_core, "CpuRuntime", ()))
 
 
-def kernel_work(program, choice, dims: dict) -> list:
-    """The work of each kernel CpuRuntime would run for ``program`` under ``choice``."""
-    return list(_core.cpu_kernel_work(program.graph, choice, dims))
+def kernel_work(program, choice, dims: dict, threads: int = 1) -> list:
+    """The work of each kernel CpuRuntime of ``threads`` would run for ``program`` under
+    ``choice``."""
+    return list(_core.cpu_kernel_work(program.graph, choice, dims, threads))
+
+
+def threads_of(runtime) -> int:
+    """The OpenMP threads of a runtime (or of its core object): what kernel_work splits by."""
+    return int(getattr(getattr(runtime, "_rt", runtime), "threads", 1))
 
 
 def features(work) -> np.ndarray:
-    """One row per kernel, a column per TERMS."""
-    return np.array([[1.0, float(w.parallel), w.bytes_read + w.bytes_written, w.loads,
-                      w.flops, w.special, w.matmul_flops, w.matmul_cycles] for w in work],
-                    dtype=np.float64).reshape(-1, len(TERMS))
+    """One row per kernel, a column per TERMS. A parallel kernel's work is split over its team
+    (a matmul's cycles, the bytes it moves, its arithmetic); the region's fork and join is
+    the ``parallel`` term."""
+    return np.array([[1.0, float(w.parallel)] +
+                     [v / w.team for v in (w.bytes_read + w.bytes_written, w.loads, w.flops,
+                                           w.special, w.matmul_flops, w.matmul_cycles)]
+                     for w in work], dtype=np.float64).reshape(-1, len(TERMS))
 
 
 def _nonneg_lstsq(a: np.ndarray, b: np.ndarray, iterations: int = 100) -> np.ndarray:
@@ -73,8 +82,8 @@ class CostModel:
     def kernel_seconds(self, work) -> np.ndarray:
         return features(work) @ self.coef if work else np.zeros(0)
 
-    def program_seconds(self, program, choice, dims: dict) -> float:
-        return float(self.kernel_seconds(kernel_work(program, choice, dims)).sum())
+    def program_seconds(self, program, choice, dims: dict, threads: int = 1) -> float:
+        return float(self.kernel_seconds(kernel_work(program, choice, dims, threads)).sum())
 
     @staticmethod
     def fit(rows: np.ndarray, seconds: np.ndarray) -> "CostModel":
@@ -222,7 +231,7 @@ def measure(runtime, cx, programs: int = 8, repeats: int = 15) -> list:
             runtime._rt.set_data(node, data, dtype)
         runtime._rt.execute(dims)
         runs = [runtime._rt.kernel_times(dims) for _ in range(repeats)]
-        work = kernel_work(program, choice, dims)
+        work = kernel_work(program, choice, dims, threads_of(runtime))
         for i, w in enumerate(work):
             rows.append(features([w])[0])
             times.append(min(run[i][1] for run in runs))

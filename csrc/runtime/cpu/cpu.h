@@ -23,9 +23,10 @@ namespace luminal {
 std::string cpu_render(const Graph& graph, const TuningChoice& choice);
 
 // The work of each kernel CpuRuntime would run for `graph` under `choice` (kernel/kernel_work.h),
-// with `parallel` set where the kernel runs in an OpenMP region: the search's cost model reads it.
+// with `parallel` set where the kernel runs in an OpenMP region and `team` the threads it
+// splits over, of a runtime of `threads`: the search's cost model reads it.
 std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
-                                        const DynMap& dims);
+                                        const DynMap& dims, int threads = 1);
 
 // CpuRuntime's lowering rules on a machine whose vectors hold `vector_width` floats
 // (codegen/c_schedule.h cpu_native_vector_width): rules/cpu.rules, and the matmul tilings of

@@ -159,6 +159,27 @@ def test_every_rule_fires_somewhere():
     assert all(applied[n] > 0 for n in RULE_NAMES), applied
 
 
+@pytest.mark.parametrize("rule", ["scale-into-matmul", "float-scale-into-matmul"])
+def test_a_scale_is_not_folded_into_a_matmul_read_elsewhere_too(rule):
+    """A SiLU of a matmul reads it twice (x, and sigmoid's -x): folding the -1 into the
+    matmul's operand would compute it twice, so the fold is offered only where the scale is
+    the matmul's one reader."""
+    from luminal import _core
+
+    opt_in = dict(_core.opt_in_rule_files())["float_reassoc.rules"]
+    rules = [r for r in ALL_RULES + _core.parse_rules(opt_in, "opt_in") if r.name == rule]
+    for read_twice in (False, True):
+        cx = lm.Graph()
+        a, b = f32(cx, (4, 8)), f32(cx, (8, 5))
+        y = a @ b
+        (y * -1.0).output()
+        (a @ (b * -1.0)).output()
+        if read_twice:
+            y.exp().output()
+        g, roots, _ = saturate(cx, rules)
+        assert g.equivalent(roots[0], roots[1]) == (not read_twice)
+
+
 def test_float_reassociation_is_not_a_builtin_rule():
     cx = lm.Graph()
     x = f32(cx)

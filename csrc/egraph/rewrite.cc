@@ -27,6 +27,7 @@ constexpr CondName kConds[] = {
     {"parameter", CondKind::Parameter, 1}, {"broadcast", CondKind::Broadcast, 1},
     {"pow2", CondKind::Pow2, 1},         {"attention", CondKind::Attention, 3},
     {"quant-dot", CondKind::QuantDot, 3}, {"prologue", CondKind::Prologue, 3},
+    {"read-once", CondKind::ReadOnce, 1},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -42,6 +43,13 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     int* slots[2] = {&cond.x, &cond.y};
     bool labelled = c.kind == CondKind::Matmul || c.kind == CondKind::Attention ||
                     c.kind == CondKind::QuantDot || c.kind == CondKind::Prologue;
+    if (c.kind == CondKind::ReadOnce) {  // (read-once r): a label, no variables
+      const SExpr& l = e.items[1];
+      cond.label = l.is_list ? -1 : scope.label(l.atom, false);
+      if (cond.label < 0) return fail("the operand is a label bound on the left");
+      cond.x = 0;  // ?root
+      return cond;
+    }
     int vars = labelled ? 2 : c.arity;
     if (labelled) {
       const SExpr& l = e.items[3];
@@ -180,6 +188,33 @@ bool quant_dot(const EGraph& g, const EEdge& a, const EEdge& b) {
   }
   return false;
 }
+
+// (read-once r): whether every class holding the reduction labelled r (its `attr`) among the
+// children of `root`'s e-nodes (at least one) is read by no class but `root`. Folding the
+// root's work into the reduction then duplicates nothing; where another class reads it (a
+// SiLU's x * sigmoid(-x) of a matmul), the fold would compute the matmul twice.
+bool read_only_by(const EGraph& g, Id root, AttrId attr) {
+  root = g.find(root);
+  std::set<Id> labelled;
+  for (const ENode& n : g.nodes(root)) {
+    for (const EEdge& e : n.children) {
+      for (const ENode& m : g.nodes(e.cls)) {
+        bool reduction = m.op == OpKind::SumReduce || m.op == OpKind::MaxReduce;
+        if (reduction && m.attr == attr) labelled.insert(g.find(e.cls));
+      }
+    }
+  }
+  if (labelled.empty()) return false;
+  for (Id c : g.classes()) {
+    if (c == root) continue;
+    for (const ENode& n : g.nodes(c)) {
+      for (const EEdge& e : n.children) {
+        if (labelled.count(g.find(e.cls))) return false;
+      }
+    }
+  }
+  return true;
+}
 }  // namespace
 
 bool Rewrite::holds(const EGraph& g, const Subst& s) const {
@@ -220,6 +255,9 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         break;
       case CondKind::Parameter:
         ok = holds_parameter(g, x.cls, true);
+        break;
+      case CondKind::ReadOnce:
+        ok = read_only_by(g, x.cls, s.labels[c.label]);
         break;
       case CondKind::Pow2: {
         int exponent = 0;

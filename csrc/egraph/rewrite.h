@@ -36,14 +36,14 @@ namespace luminal::egraph {
 //                     (kernel/prologue.h: the lowering checks the rest)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue
+  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue, ReadOnce
 };
 
 struct Condition {
   CondKind kind = CondKind::Identity;
   int x = -1;
   int y = -1;
-  int label = -1;  // Matmul, Attention, QuantDot, Prologue: the label of the SumReduce
+  int label = -1;  // Matmul, Attention, QuantDot, Prologue, ReadOnce: the label of the SumReduce
 };
 
 struct Rewrite {

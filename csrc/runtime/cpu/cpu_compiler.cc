@@ -17,6 +17,7 @@
 #include <fstream>
 
 #include "codegen/c_like.h"
+#include "codegen/c_schedule.h"
 #include "core/errors.h"
 #include "runtime/disk_cache.h"
 #include "runtime/cpu/process_pool.h"
@@ -24,8 +25,14 @@
 namespace luminal {
 
 const std::vector<std::string>& cpu_compile_flags() {
-  static const std::vector<std::string> kFlags = {
-      "-O3", "-march=native", "-fopenmp", "-fPIC", "-fno-math-errno", "-fno-trapping-math"};
+  // With AVX-512 the loops GCC vectorizes on its own (elementwise, reductions, row kernels)
+  // take 512-bit vectors too, as the matmul blocks do (its default for -march=native is 256).
+  static const std::vector<std::string> kFlags = [] {
+    std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-fPIC",
+                                      "-fno-math-errno", "-fno-trapping-math"};
+    if (cpu_native_vector_width() == 16) flags.push_back("-mprefer-vector-width=512");
+    return flags;
+  }();
   return kFlags;
 }
 

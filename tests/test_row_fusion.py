@@ -215,6 +215,11 @@ def test_cpu_row_kernel_matches_torch(variant, shape):
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
     rt._load(cx, row_program(cx, max_row))
     assert ("(online)" in rt.source) == (max_row == 2)
+    # softmax's exp2, which its sum and its row loop both compute, is computed once: stored to
+    # the output by the sum's loop, read back by the row's (row_kernel.h RowStash)
+    stashed = name in ("softmax", "attention") and max_row == 1
+    assert ("stored by the last reduction's loop" in rt.source) == stashed
+    assert "__builtin_prefetch(" in rt.source  # the next row's input, while this one computes
     for t, v in feeds.items():
         rt.set_data(t, v)
     cx.set_dim("n", shape[-1])

@@ -48,6 +48,10 @@ class CRenderer : public CLikeRenderer {
   // A row kernel (c_row.cc): OpenMP over the rows, each reduction a vectorized loop over the
   // row (as a generic kernel's), then the row's outputs in one vectorized loop.
   bool render_row(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
+  // The prefetch of the next row's inputs (the first reduction's loads, the last of `outer`
+  // one further) at the block of reduction loop `step`; "" where there is no next row.
+  std::string row_prefetch(const Kernel& kernel, const std::vector<Loop>& outer,
+                           int step) const;
   std::string math_call(OpKind op, const std::string& x) const override;
   // An attention kernel (c_attention.cc): tiles of query rows over tiles of keys, online
   // softmax.
@@ -99,7 +103,7 @@ class CRenderer : public CLikeRenderer {
 
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
   // vectorized loop with partial (max, sum) pairs (c_row.cc).
-  void emit_online_loop(const Kernel& k, CodeWriter& w) const;
+  void emit_online_loop(const Kernel& k, CodeWriter& w, const std::string& per_block) const;
   // The values of attention kernel `k` that compute `from` from `stops` (declared already).
   void emit_attention_cone(const Kernel& k, ValueId from, const std::set<ValueId>& stops,
                            CodeWriter& w) const;
@@ -111,7 +115,7 @@ class CRenderer : public CLikeRenderer {
   void emit_attention_block_product(CodeWriter& w, const std::string& out,
                                     const std::string& init, const std::string& a,
                                     const std::string& b, const std::string& inner,
-                                    const std::string& cols) const;
+                                    int64_t cols) const;
 
   bool split_ = false;  // kernels are linked from other units (hidden), not static
 };

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "codegen/c.h"
+#include "codegen/c_schedule.h"
 #include "kernel/attention.h"
 
 namespace luminal {
@@ -160,7 +161,7 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.close();
   w.close();
   // lm_s = lm_q . lm_kt: blocks of 4 rows x kAttnBlock keys held in registers
-  emit_attention_block_product(w, "lm_s", "", "lm_q", "lm_kt", nd, tile);
+  emit_attention_block_product(w, "lm_s", "", "lm_q", "lm_kt", nd, kAttnKeys);
   loop("lm_r", "0", "lm_nq");
   w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
   // the scores' values (scale, masks) on each dot, and the tile's max
@@ -205,7 +206,8 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_o[lm_r][lm_d] *= lm_alpha;");
   w.close();  // rows
   // lm_o += lm_s . lm_v (rows past lm_nq have q = 0: their weights are 0, never stored)
-  emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_v", tile, nvp);
+  emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_v", tile,
+                               (nv_const + kAttnBlock - 1) / kAttnBlock * kAttnBlock);
   w.close();  // key tiles
   // out = o * norm(sum), NaN where the final shift is not finite (as exp2(inf - inf) makes it)
   loop("lm_r", "0", "lm_nq");
@@ -236,36 +238,52 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
 void CRenderer::emit_attention_block_product(CodeWriter& w, const std::string& out,
                                              const std::string& init, const std::string& a,
                                              const std::string& b, const std::string& inner,
-                                             const std::string& cols) const {
-  const std::string blk = std::to_string(kAttnBlock);
+                                             int64_t cols) const {
+  // Per block row, two vectors of columns where the machine's registers are 16 floats wide
+  // (16 accumulators of 32: the FMAs, not the loads, set the pace), else one.
+  const int vecs = cpu_native_vector_width() >= 16 && cols % (2 * kAttnBlock) == 0 ? 2 : 1;
   const std::string bytes = std::to_string(kAttnBlock * 4);
+  auto acc = [](int x, int v) { return "lm_c" + std::to_string(x) + "_" + std::to_string(v); };
+  auto col = [](int v) { return "lm_cb + " + std::to_string(v * kAttnBlock); };
   w.open("");
   w.line("int64_t lm_rb = 0;");
-  // blocks of 8 rows (8 accumulators), then of 4 for the rest
+  // blocks of 8 rows, then of 4 for the rest
   for (int rows : {8, 4}) {
-    std::string step = std::to_string(rows);
     w.open(rows == 8 ? "for (; lm_rb + 8 <= lm_nq; lm_rb += 8)"
                      : "for (; lm_rb < lm_nq; lm_rb += 4)");
-    w.open("for (int64_t lm_cb = 0; lm_cb < " + cols + "; lm_cb += " + blk + ")");
+    w.open("for (int64_t lm_cb = 0; lm_cb < " + std::to_string(cols) + "; lm_cb += " +
+           std::to_string(vecs * kAttnBlock) + ")");
     w.line("typedef float lm_vec __attribute__((vector_size(" + bytes + ")));");
     for (int x = 0; x < rows; ++x) {
-      std::string c = "lm_c" + std::to_string(x);
       std::string row = "[lm_rb + " + std::to_string(x) + "]";
-      w.line("lm_vec " + c + " = {0};");
-      if (!init.empty()) w.line("__builtin_memcpy(&" + c + ", &" + init + row + "[lm_cb], " +
-                                bytes + ");");
+      for (int v = 0; v < vecs; ++v) {
+        w.line("lm_vec " + acc(x, v) + " = {0};");
+        if (!init.empty()) {
+          w.line("__builtin_memcpy(&" + acc(x, v) + ", &" + init + row + "[" + col(v) + "], " +
+                 bytes + ");");
+        }
+      }
     }
     w.open("for (int64_t lm_e = 0; lm_e < " + inner + "; lm_e++)");
-    w.line("lm_vec lm_bv;");
-    w.line("__builtin_memcpy(&lm_bv, &" + b + "[lm_e][lm_cb], " + bytes + ");");
+    for (int v = 0; v < vecs; ++v) {
+      w.line("lm_vec lm_bv" + std::to_string(v) + ";");
+      w.line("__builtin_memcpy(&lm_bv" + std::to_string(v) + ", &" + b + "[lm_e][" + col(v) +
+             "], " + bytes + ");");
+    }
     for (int x = 0; x < rows; ++x) {
-      w.line("lm_c" + std::to_string(x) + " += " + a + "[lm_rb + " + std::to_string(x) +
-             "][lm_e] * lm_bv;");
+      w.line("const float lm_a" + std::to_string(x) + " = " + a + "[lm_rb + " +
+             std::to_string(x) + "][lm_e];");
+      for (int v = 0; v < vecs; ++v) {
+        w.line(acc(x, v) + " += lm_a" + std::to_string(x) + " * lm_bv" + std::to_string(v) +
+               ";");
+      }
     }
     w.close();
     for (int x = 0; x < rows; ++x) {
-      w.line("__builtin_memcpy(&" + out + "[lm_rb + " + std::to_string(x) + "][lm_cb], &lm_c" +
-             std::to_string(x) + ", " + bytes + ");");
+      for (int v = 0; v < vecs; ++v) {
+        w.line("__builtin_memcpy(&" + out + "[lm_rb + " + std::to_string(x) + "][" + col(v) +
+               "], &" + acc(x, v) + ", " + bytes + ");");
+      }
     }
     w.close();
     w.close();

@@ -366,7 +366,8 @@ void CLikeRenderer::emit_sum_store(const Kernel& kernel, const std::string& acc,
 
 void CLikeRenderer::emit_reduction_loop(const Kernel& kernel, ValueId reduce, const Loop& loop,
                                         int lanes, const std::vector<ValueId>& body,
-                                        CodeWriter& w) const {
+                                        CodeWriter& w, const std::string& also,
+                                        const std::string& per_block) const {
   const Value& red = kernel.values[reduce];
   std::string t = compute_type(red.dtype);
   std::string acc = value_name(reduce);
@@ -375,6 +376,7 @@ void CLikeRenderer::emit_reduction_loop(const Kernel& kernel, ValueId reduce, co
   auto emit_body_values = [&] {
     std::set<std::string> bound;
     for (ValueId i : body) emit_value(kernel, i, bound, w);
+    if (!also.empty()) w.line(also);
   };
   w.line(t + " " + acc + " = " + reduce_init(red) + ";");
   std::string tail_start = "0";
@@ -385,6 +387,7 @@ void CLikeRenderer::emit_reduction_loop(const Kernel& kernel, ValueId reduce, co
     w.line("const int64_t " + loop.var + "_main = " + extent + " / " + l + " * " + l + ";");
     w.open("for (int64_t " + loop.var + "_b = 0; " + loop.var + "_b < " + loop.var +
            "_main; " + loop.var + "_b += " + l + ")");
+    if (!per_block.empty()) w.line(per_block);
     // The lanes are independent; GCC does not vectorize the NaN-propagating select of a
     // float max on its own (a sum it does), so say so.
     if (red.op == OpKind::MaxReduce && is_float(red.dtype)) w.line("#pragma omp simd");

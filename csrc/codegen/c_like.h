@@ -122,8 +122,14 @@ class CLikeRenderer {
                   CodeWriter& w) const;
   // The loop of reduction `reduce` over `loop`, its body the values `body`, into `lanes`
   // partial accumulators: declares the accumulator (the reduction's value name) before it.
+  // `also`, when given, is a statement each iteration runs after the body (a row kernel's
+  // store of a value its row loop reads back, kernel/row_kernel.h RowStash); `per_block` one
+  // that each block of `lanes` iterations runs first, `<var>_b` its first (a row kernel's
+  // prefetch of the next row).
   void emit_reduction_loop(const Kernel& kernel, ValueId reduce, const Loop& loop, int lanes,
-                           const std::vector<ValueId>& body, CodeWriter& w) const;
+                           const std::vector<ValueId>& body, CodeWriter& w,
+                           const std::string& also = "",
+                           const std::string& per_block = "") const;
   // exp2(c * (a - b)), read as 1 where a == b: the online softmax's rescaling of a sum kept
   // against max a to max b, and a term's weight (kernel/row_kernel.h match_online).
   std::string online_weight(const std::string& c, const std::string& a,

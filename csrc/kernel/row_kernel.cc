@@ -180,6 +180,47 @@ void match_online(Kernel& kernel) {
   }
 }
 
+namespace {
+bool special_in_cone(const Kernel& k, ValueId v, int step) {
+  std::set<ValueId> cone;
+  loop_cone(k, v, step, cone);
+  for (ValueId i : cone) {
+    const Value& x = k.values[i];
+    if (x.kind == ValueKind::kUnary && x.op != OpKind::Cast) return true;
+  }
+  return false;
+}
+}  // namespace
+
+RowStash match_stash(const Kernel& kernel) {
+  const RowInfo& row = kernel.row;
+  RowStash none;
+  if (!row.present || row.row_loop < 0 || row.reductions.empty() || row.online >= 0) return none;
+  const int last = static_cast<int>(row.reductions.size()) - 1;
+  const int steps = last + 1;
+  const Loop& rl = kernel.loops[row.row_loop];
+  const Loop& red = kernel.reduce[last];
+  if (!(rl.extent == red.extent)) return none;
+  // The output's elements along the row at unit stride: one per iteration, in order.
+  if (!(kernel.out_index.substitute(rl.var, Expr(0)) + Expr::symbol(rl.var) ==
+        kernel.out_index)) {
+    return none;
+  }
+  std::vector<ValueId> in_row = values_in(kernel, steps);
+  std::vector<ValueId> in_red = values_in(kernel, last);
+  for (auto v = in_row.rbegin(); v != in_row.rend(); ++v) {
+    const Value& x = kernel.values[*v];
+    if (x.dtype != DType::F32 || x.kind == ValueKind::kLoad || x.kind == ValueKind::kConst) {
+      continue;
+    }
+    if (!special_in_cone(kernel, *v, steps)) continue;
+    for (ValueId u : in_red) {
+      if (same_value(kernel, u, red.var, *v, rl.var)) return RowStash{*v, u};
+    }
+  }
+  return none;
+}
+
 std::vector<ValueId> row_values_before(const Kernel& kernel, int step) {
   const RowInfo& row = kernel.row;
   int last = static_cast<int>(row.reductions.size());

@@ -33,6 +33,18 @@ RowInfo match_row(const Kernel& kernel);
 // the sum NaN where the max is not finite (as the two loops give).
 void match_online(Kernel& kernel);
 
+// A value of the row loop that is, up to the renaming of its loop variable, a value of the last
+// reduction's loop, with a transcendental op in its cone (softmax's exp2(c * (x - max)), which
+// the sum adds up and the row loop scales): where the kernel stores over the row's variable
+// at unit stride and the two loops run over the same extent, the reduction's loop can store it
+// to the output as it goes and the row loop read it back, so it is computed once. Both -1
+// when there is none (or the kernel runs the online recurrence).
+struct RowStash {
+  ValueId row_value = -1;     // in the row loop (values_in(kernel, reductions.size()))
+  ValueId reduce_value = -1;  // the same value in the last reduction's loop
+};
+RowStash match_stash(const Kernel& kernel);
+
 // The values a renderer emits at step `step` of a row: for step k < reductions.size(), first
 // the row-scope values between the previous reduction and reduction k, then (values_in) the
 // body of loop k; at step reductions.size(), the row-scope values after the last reduction,

@@ -49,6 +49,29 @@ def test_a_parallel_kernel_splits_its_work_over_its_team(schedule, team):
     assert row[search_cost.TERMS.index("matmul_cycles")] == pytest.approx(w.matmul_cycles / team)
 
 
+def test_a_weight_shared_by_the_batch_prices_the_batch_as_rows():
+    """A Linear over (b, s, k): the kernel runs b * s rows against B packed once, so the
+    model prices it as that 2-D matmul (not b matmuls of s rows, each packing B), and the
+    search's pick for 16 x 16 rows packs the weight once instead of taking the GEMV path."""
+    from luminal import nn
+
+    def cycles(shape):
+        cx = lm.Graph()
+        x = cx.tensor(shape)
+        (x @ cx.tensor((384, 1536), parameter=True)).output()
+        (w,) = _core.cpu_kernel_work(cx._g, _core.TuningChoice(), {})
+        return w.matmul_cycles
+
+    assert cycles((16, 16, 384)) == pytest.approx(cycles((256, 384)))
+    cx = lm.Graph()
+    x = cx.tensor(("b", "s", 384))
+    nn.Linear(384, 1536)(x).output()
+    cx.build_search_space(lm.CpuRuntime)
+    cx.search(lm.CpuRuntime(), 1, cache=False, progress=False)
+    program = cx.last_search_report.winner_program
+    assert "(pack_b 1)" in program and "gemv_rows" not in program, program
+
+
 def test_spearman_is_the_textbook_formula_without_ties():
     rng = np.random.default_rng(0)
     a, b = rng.standard_normal(12), rng.standard_normal(12)

@@ -343,3 +343,28 @@ def test_a_report_with_nothing_timed_cannot_be_plotted(tmp_path):
     hit = cache_search(tmp_path)
     with pytest.raises(LuminalError, match="cache hit"):
         hit.plot(tmp_path / "hit.png")
+
+
+@pytest.mark.parametrize("runtime_type", [lm.NativeRuntime, lm.CpuRuntime],
+                         ids=lambda r: r.__name__)
+def test_token_ids_into_a_small_table_are_drawn_within_it(tmp_path, runtime_type):
+    """A BERT's token types index a table of 2 rows: the check's ints in [0, 4) fall out of it,
+    so the search draws them again from a narrower range and checks its candidates, rather
+    than keeping the graph as written unchecked."""
+    cx = lm.Graph()
+    types = cx.tensor((3, 5), dtype=lm.int32, name="types")
+    table = cx.tensor((2, 8), name="table", parameter=True)
+    x = cx.tensor((3, 5, 8), name="x")
+    y = (x + table[types]).softmax(-1).output()
+    cx.build_search_space(runtime_type)
+    rt = cx.search(runtime_type(), 3, cache_dir=str(tmp_path), progress=False)
+    report = cx.last_search_report
+    assert not report.wrong_rules, str(report)
+    assert report.check_sets and report.check_sets[0] == "ordinary", str(report)
+    assert any(c.status == "ok" for c in report.candidates), str(report)
+    t = torch.tensor([[0, 1, 1, 0, 1]] * 3, dtype=torch.int32)
+    tab, xv = torch.randn(2, 8), torch.randn(3, 5, 8)
+    for node, value in ((types, t), (table, tab), (x, xv)):
+        rt.set_data(node, value)
+    rt.execute()
+    assert_close(rt.get(y), torch.softmax(xv + tab[t.long()], -1).numpy(), rtol=1e-5, atol=1e-6)

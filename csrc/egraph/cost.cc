@@ -25,6 +25,10 @@ double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
   MatmulSize sized;
   sized.batch = size(shape->batch);
   sized.m = size(shape->m);
+  if (shape->b_shared) {  // the batch runs as more rows of one matmul, B packed once
+    sized.m *= sized.batch;
+    sized.batch = 1;
+  }
   sized.n = size(shape->n);
   sized.k = size(shape->k);
   double priced = kernel_cost->matmul(sized, g.attr(n.attr).node.schedule);

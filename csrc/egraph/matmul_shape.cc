@@ -26,7 +26,13 @@ std::optional<MatmulShape> matmul_shape(const EGraph& g, const EEdge& a, const E
   if (!zero(x->strides[n]) || !zero(y->strides[m])) return std::nullopt;
   if (zero(x->strides[m]) || zero(y->strides[n])) return std::nullopt;
   MatmulShape s;
-  for (size_t i = 0; i + 2 < out.size(); ++i) s.batch = s.batch * va.dims[out[i]];
+  s.b_shared = true;
+  for (size_t i = 0; i + 2 < out.size(); ++i) {
+    s.batch = s.batch * va.dims[out[i]];
+    if (!zero(y->strides[out[i]]) && va.dims[out[i]].try_const() != std::optional<int64_t>(1)) {
+      s.b_shared = false;
+    }
+  }
   s.m = va.dims[m];
   s.n = va.dims[n];
   s.k = va.dims[axis];

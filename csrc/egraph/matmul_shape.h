@@ -15,6 +15,8 @@ struct MatmulShape {
   Expr batch = 1;  // product of the other output axes
   Expr m, n, k;
   bool a_first = true;  // the first edge given is A (broadcast along n), else the second is
+  bool b_shared = false;  // B the same for every batch (a Linear's weight over (batch, s, k)):
+                          // the CPU's kernel then runs the batch as more rows of one matmul
 };
 
 // The matmul read by a SumReduce over `axis` of a Mul of edges `a` and `b` (in either order).

@@ -45,7 +45,7 @@ from . import search_cost
 from . import search_timing as timing
 from .errors import LuminalError
 from .runtime import NativeRuntime
-from .search_check import CheckSet, disagreement, extra_sets, random_inputs
+from .search_check import INT_HIGHS, CheckSet, disagreement, extra_sets, random_inputs
 from .search_descent import Descent
 
 DEFAULT_DIM = 16
@@ -617,7 +617,7 @@ class _SearchRun:
                 compiling.result()
             with _Phase(self.report, "reference run"):
                 ordinary = CheckSet("ordinary", self.inputs, self.dims, strict=True)
-                ordinary.want = _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
+                ordinary.want = self._reference_outputs(ref_rt, ordinary)
         except LuminalError as e:
             if self.inputs is None:
                 raise  # inputs too big to draw (random_inputs): nothing can run the graph
@@ -634,6 +634,22 @@ class _SearchRun:
         self.report.check_sets = ["ordinary"]
         with _Phase(self.report, "reference run"):
             self._add_extra_sets(work)
+
+    def _reference_outputs(self, ref_rt, ordinary) -> list:
+        """The reference's outputs on the ordinary set; where an index falls out of range (a
+        Gather reading a table through random ints), its ints drawn again from the next of
+        INT_HIGHS (the inputs of ``ordinary`` and self.inputs replaced)."""
+        g = self.g
+        for high in INT_HIGHS:
+            if high != INT_HIGHS[0]:
+                self.inputs = random_inputs(g, self.dims, self.seed, self.normwise, high)
+                ordinary.inputs = self.inputs
+            try:
+                return _run(ref_rt, g.inputs(), g.outputs(), self.inputs, self.dims)
+            except LuminalError as e:
+                if high == INT_HIGHS[-1] or "out of range" not in str(e):
+                    raise
+        raise AssertionError("unreachable")
 
     def _add_extra_sets(self, work: float) -> None:
         """The extra check sets with the interpreter's outputs on them (run_reference)."""

@@ -63,7 +63,7 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
       env[program_dim(d).to_string()] = it == dims.end() ? 16 : it->second;
     }
     egraph::MatmulSize size;
-    size.m = static_cast<double>(k.loops[k.matmul.m_loop].extent.eval(env));
+    size.m = static_cast<double>(folded_rows(k).eval(env));  // batch loops run as rows
     size.n = static_cast<double>(k.loops[k.matmul.n_loop].extent.eval(env));
     size.k = static_cast<double>(k.reduce.back().extent.eval(env));
     size.batch = work[i].outputs / std::max(size.m * size.n, 1.0);

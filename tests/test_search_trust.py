@@ -321,6 +321,23 @@ def test_a_cache_entry_made_with_other_rules_is_not_trusted(tmp_path):
     assert not cache_search(tmp_path).cache_hit
 
 
+def test_a_cache_entry_made_by_another_build_of_the_core_is_not_reused(tmp_path, monkeypatch):
+    """The core's build (its libraries' size and time) is in the key and in what an entry was
+    made with: after a rebuild (an editable install's on import) the search runs again."""
+    import os
+
+    from luminal import __version__, _core, search_cache
+
+    core = search_cache.core_identity()
+    size = os.stat(_core.__file__).st_size
+    assert core.startswith(__version__) and f":{size}:" in core
+    first = cache_search(tmp_path)
+    assert json.loads(open(first.cache_path).read())["info"]["made_with"]["core"] == core
+    assert cache_search(tmp_path).cache_hit
+    monkeypatch.setattr(search_cache, "core_identity", lambda: core + " rebuilt")
+    assert not cache_search(tmp_path).cache_hit
+
+
 def test_the_report_shows_spreads_costs_sets_and_the_winners_kernels(tmp_path):
     cx = mlp_graph()[0]
     cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 4, cache=False)

@@ -391,8 +391,6 @@ class _SearchRun:
 
     def __init__(self, cx, runtime, budget: int, seed: int, cache_dir, warmup: int,
                  repeats: int, cost_model="auto"):
-        from . import __version__
-
         self.start = time.perf_counter()
         self.cx = cx
         self.g = cx._g
@@ -413,12 +411,12 @@ class _SearchRun:
         rules_text = _core.all_rules_text(self.rules)
         # What a cache entry records it was made with, and must match when loaded: the core,
         # the rules and the graph (an entry copied or renamed to another graph's key fails).
-        self.made_with = {"core": __version__,
+        core = search_cache.core_identity()
+        self.made_with = {"core": core,
                           "rules": hashlib.sha256(rules_text.encode()).hexdigest(),
                           "graph": hashlib.sha256(self.original_text.encode()).hexdigest()}
         self.key = search_cache.make_key(self.original_text, self.core_rt.name,
-                                         search_cache.device_name(runtime), __version__,
-                                         rules_text)
+                                         search_cache.device_name(runtime), core, rules_text)
         self.directory = cache_dir or search_cache.default_dir()
         # The calibrated cost model: "auto" loads the one calibrated for this machine from
         # the search cache's directory (search_cost), if any; None: the e-graph's cost alone.

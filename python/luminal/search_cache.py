@@ -5,7 +5,7 @@ rebuilt, never trusted. Not a general key-value store.
 
 Key: sha256 over the graph's canonical text (numbered by a DFS from the outputs, inputs by
 position: independent of node numbering and of input names), the runtime's name, the device,
-the luminal version and the text of every rewrite rule in use.
+the luminal version and core build (core_identity) and the text of every rewrite rule in use.
 """
 
 from __future__ import annotations
@@ -41,6 +41,24 @@ def device_name(runtime) -> str:
     except OSError:
         pass
     return f"{platform.machine()} {model or platform.processor()}".strip()
+
+
+def core_identity() -> str:
+    """The luminal version and the build of its core (each compiled library's size and
+    modification time): a rebuilt core (an editable install's rebuild on import) may rank,
+    lower or render programs otherwise, so what a search found with another build is not
+    reused. One build's identity is the same in every process."""
+    from . import __version__, _core
+
+    here = os.path.dirname(os.path.abspath(_core.__file__))
+    parts = [__version__]
+    for path in (_core.__file__, os.path.join(here, "lib", "libluminal.so")):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        parts.append(f"{os.path.basename(path)}:{st.st_size}:{st.st_mtime_ns}")
+    return " ".join(parts)
 
 
 def make_key(graph_text: str, runtime_name: str, device: str, version: str, rules: str) -> str:

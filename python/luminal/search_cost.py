@@ -258,10 +258,9 @@ def calibrate(runtime, graphs=None, programs: int = 8) -> tuple:
 
 
 def _path(cache_dir: str, runtime) -> str:
-    from . import __version__
-    from .search_cache import device_name
+    from .search_cache import core_identity, device_name
 
-    key = hashlib.sha256(f"{FORMAT} {runtime._rt.name} {device_name(runtime)} {__version__} "
+    key = hashlib.sha256(f"{FORMAT} {runtime._rt.name} {device_name(runtime)} {core_identity()} "
                          f"threads {getattr(runtime._rt, 'threads', 1)}".encode()).hexdigest()
     return os.path.join(cache_dir, f"cost-model-{key[:24]}.json")
 

@@ -207,6 +207,22 @@ def test_every_tiling_of_either_vector_width_matches_torch(width):
                                    atol=1e-4, err_msg=rule.name)
 
 
+@pytest.mark.parametrize("width", ["8", "16"])
+def test_the_vector_width_can_be_set_by_the_environment(width):
+    """LUMINAL_CPU_VECTOR_WIDTH picks the tilings CpuRuntime offers and its default block."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import luminal as lm; from luminal import _core; "
+            "print(_core.cpu_native_vector_width()); "
+            "print(lm.CpuRuntime().rewrite_rules() == _core.cpu_rewrite_rules(%s))" % width)
+    env = dict(os.environ, LUMINAL_CPU_VECTOR_WIDTH=width)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[-2:] == [width, "True"]
+
+
 def test_each_kernel_gets_its_own_tiles_and_matches_torch():
     cx = lm.Graph()
     a, b, y = matmul(cx, 13, 11, 40)

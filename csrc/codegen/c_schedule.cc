@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
@@ -57,12 +58,20 @@ CpuSchedule CpuSchedule::with(const ScheduleParams& params) const {
 }
 
 int64_t cpu_native_vector_width() {
+  static const int64_t width = [] {
+    // LUMINAL_CPU_VECTOR_WIDTH=8 keeps 8-wide blocks on an AVX-512 machine (one whose 512-bit
+    // instructions lower its clock), and lets a test run the AVX2 set here.
+    const char* forced = std::getenv("LUMINAL_CPU_VECTOR_WIDTH");
+    if (forced && (std::string(forced) == "8" || std::string(forced) == "16")) {
+      return static_cast<int64_t>(std::stoi(forced));
+    }
 #if defined(__x86_64__) || defined(__i386__)
-  static const int64_t width = __builtin_cpu_supports("avx512f") ? 16 : 8;
-  return width;
+    return static_cast<int64_t>(__builtin_cpu_supports("avx512f") ? 16 : 8);
 #else
-  return 8;
+    return static_cast<int64_t>(8);
 #endif
+  }();
+  return width;
 }
 
 CpuSchedule CpuSchedule::or_defaults() const {

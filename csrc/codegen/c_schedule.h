@@ -43,8 +43,9 @@ struct CpuSchedule {
 };
 
 // Floats per vector register of the machine this process runs on: 16 with AVX-512, else 8
-// (AVX2; other targets take 8-wide vectors as pairs of registers). The default matmul block
-// and the tilings CpuRuntime offers (cpu_rewrite_rules) follow it.
+// (AVX2; other targets take 8-wide vectors as pairs of registers), or what the environment's
+// LUMINAL_CPU_VECTOR_WIDTH (8 or 16) says. The default matmul block and the tilings
+// CpuRuntime offers (cpu_rewrite_rules) follow it.
 int64_t cpu_native_vector_width();
 
 // Loop iterations (output elements times reduction steps) from which a kernel under the

@@ -185,8 +185,7 @@ bool special_in_cone(const Kernel& k, ValueId v, int step) {
   std::set<ValueId> cone;
   loop_cone(k, v, step, cone);
   for (ValueId i : cone) {
-    const Value& x = k.values[i];
-    if (x.kind == ValueKind::kUnary && x.op != OpKind::Cast) return true;
+    if (k.values[i].kind == ValueKind::kUnary) return true;  // Exp2, Log2, Sin, Sqrt, Recip
   }
   return false;
 }

@@ -77,7 +77,8 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   const int64_t nv_const = *dl.extent.try_const();
   const std::string nd = dot.extent.to_c();  // q/k features
   const std::string nv = dl.extent.to_c();   // v features
-  const std::string nvp = std::to_string((nv_const + kAttnBlock - 1) / kAttnBlock * kAttnBlock);
+  const int64_t nv_padded = (nv_const + kAttnBlock - 1) / kAttnBlock * kAttnBlock;
+  const std::string nvp = std::to_string(nv_padded);
   const std::string rows = std::to_string(kAttnRows);
   const std::string tile = std::to_string(kAttnKeys);
   const std::string blk = std::to_string(kAttnBlock);
@@ -206,8 +207,7 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_o[lm_r][lm_d] *= lm_alpha;");
   w.close();  // rows
   // lm_o += lm_s . lm_v (rows past lm_nq have q = 0: their weights are 0, never stored)
-  emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_v", tile,
-                               (nv_const + kAttnBlock - 1) / kAttnBlock * kAttnBlock);
+  emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_v", tile, nv_padded);
   w.close();  // key tiles
   // out = o * norm(sum), NaN where the final shift is not finite (as exp2(inf - inf) makes it)
   loop("lm_r", "0", "lm_nq");

@@ -261,7 +261,7 @@ def _path(cache_dir: str, runtime) -> str:
     from .search_cache import core_identity, device_name
 
     key = hashlib.sha256(f"{FORMAT} {runtime._rt.name} {device_name(runtime)} {core_identity()} "
-                         f"threads {getattr(runtime._rt, 'threads', 1)}".encode()).hexdigest()
+                         f"threads {threads_of(runtime)}".encode()).hexdigest()
     return os.path.join(cache_dir, f"cost-model-{key[:24]}.json")
 
 

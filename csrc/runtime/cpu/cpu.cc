@@ -50,12 +50,12 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
   Program program = lower_for_cpu(graph, choice);
   std::vector<KernelWork> work = kernel_work(program, dims);
   for (size_t i = 0; i < work.size(); ++i) {
-    const int64_t team = cpu_schedule(program.kernels[i]).threads;
+    const Kernel& k = program.kernels[i];
+    const int64_t team = cpu_schedule(k).threads;
     work[i].parallel = team > 1 || (team == 0 && work[i].iterations >= kCpuParallelWork);
     if (work[i].parallel) {
       work[i].team = static_cast<int>(team > 1 ? std::min<int64_t>(team, threads) : threads);
     }
-    const Kernel& k = program.kernels[i];
     if (!k.matmul.present || k.reduce.empty()) continue;
     DynMap env;
     for (size_t d = 0; d < program.dims.size(); ++d) {

@@ -147,7 +147,7 @@ def test_hoisted_and_scaled_programs_agree_with_torch(tmp_path):
     cx.build_search_space(lm.CpuRuntime)
     rt = cx.search(lm.CpuRuntime(cache_dir=str(tmp_path / "cc")), 6, cache_dir=str(tmp_path))
     applied = {r.name: r.applied for r in cx._search_space.core.report.rules}
-    assert applied["scale-into-matmul"] > 0 and applied["hoist-recip"] > 0, applied
+    assert applied["scale-into-matmul"] > 0 and applied["hoist-unary"] > 0, applied
     assert not cx.last_search_report.wrong_rules, str(cx.last_search_report)
     rng = np.random.default_rng(0)
     data = [rng.standard_normal(t.shape).astype(np.float32) for t in (q, k, v)]

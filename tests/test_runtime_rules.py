@@ -25,11 +25,15 @@ WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
 ROW_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-row-")]
 ATTENTION_RULES = [r for r in CPU_RULES if r.name == "cpu-attention"]
 QUANT_DOT_RULES = [r for r in CPU_RULES if r.name == "cpu-quant-int8"]
+# The ops the inlining rules name: every unary op through one op-class rule ("(Unary:f ?x)"),
+# Add and Mul by name. A class rule has a case per op of its class, named "rule:Op".
+UNARY_OPS = [op for op in _core.OpKind.__members__.values()
+             if _core.op_category(op) == _core.OpCategory.Unary]
 INLINE_OPS = {
-    "exp2": lambda x, y: x.exp2(), "log2": lambda x, y: x.log2(), "sin": lambda x, y: x.sin(),
-    "sqrt": lambda x, y: x.sqrt(), "recip": lambda x, y: x.reciprocal(),
-    "add": lambda x, y: x + y, "mul": lambda x, y: x * y,
+    "unary": None, "add": lambda x, y: x + y, "mul": lambda x, y: x * y,
 }
+CPU_RULE_CASES = [f"{n}:{op.name}" if n.endswith("-unary") else n
+                  for n in CPU_RULE_NAMES for op in (UNARY_OPS if n.endswith("-unary") else [None])]
 
 
 def schedule_of(rule):
@@ -72,6 +76,8 @@ def test_cpu_offers_matmul_tilings_and_inlining():
 
 def cpu_rule_case(cx, name):
     """A tensor the rule applies to."""
+    if name.startswith(("cpu-inline-unary:", "cpu-store-unary:")):
+        return cx.tensor((3, 4))._unary(getattr(_core.OpKind, name.split(":")[1]))
     if name.startswith(("cpu-inline-", "cpu-store-")):
         x, y = cx.tensor((3, 4)), cx.tensor((3, 4))
         return INLINE_OPS[name.split("-", 2)[2]](x, y)
@@ -94,11 +100,11 @@ def cpu_rule_case(cx, name):
     return matmul(cx)[2]
 
 
-@pytest.mark.parametrize("name", CPU_RULE_NAMES)
+@pytest.mark.parametrize("name", CPU_RULE_CASES)
 def test_cpu_rule_this_gives_that(name):
     cx = lm.Graph()
     this = cpu_rule_case(cx, name)
-    rule = next(r for r in CPU_RULES if r.name == name)
+    rule = next(r for r in CPU_RULES if r.name == name.split(":")[0])
     that = scheduled(this, schedule_of(rule))
     this.output()
     that.output()

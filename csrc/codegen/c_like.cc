@@ -94,12 +94,8 @@ std::string CLikeRenderer::reduce_combine(const Value& v, const std::string& acc
 
 std::string CLikeRenderer::binary_expr(const Value& v, const std::string& a,
                                        const std::string& b) const {
-  if (v.op == OpKind::LessThan) return "(int32_t)(" + a + " < " + b + ")";
-  if (is_float(v.operand)) {
-    if (v.op == OpKind::Add) return round_to(v.dtype, a + " + " + b);
-    if (v.op == OpKind::Mul) return round_to(v.dtype, a + " * " + b);
-    return round_to(v.dtype, "fmodf(" + a + ", " + b + ")");
-  }
+  if (v.op == OpKind::LessThan) return op_c_float(v.op, a, b);  // every dtype alike
+  if (is_float(v.operand)) return round_to(v.dtype, op_c_float(v.op, a, b));
   if (v.operand == DType::Bool) {
     if (v.op == OpKind::Add) return a + " | " + b;
     if (v.op == OpKind::Mul) return a + " & " + b;
@@ -224,15 +220,8 @@ std::string CLikeRenderer::compute_type(DType dtype) const {
 }
 
 std::string CLikeRenderer::math_call(OpKind op, const std::string& x) const {
-  switch (op) {
-    case OpKind::Log2: return "log2f(" + x + ")";
-    case OpKind::Exp2: return "exp2f(" + x + ")";
-    case OpKind::Sin: return "sinf(" + x + ")";
-    case OpKind::Sqrt: return "sqrtf(" + x + ")";
-    case OpKind::Recip: return "(1.0f / " + x + ")";
-    default: break;
-  }
-  throw InternalError(std::string("math_call: not a unary op: ") + op_name(op));
+  if (!is_unary(op)) throw InternalError(std::string("math_call: not a unary op: ") + op_name(op));
+  return op_c_float(op, x);
 }
 
 int CLikeRenderer::reduce_lanes(const Kernel& kernel) const {

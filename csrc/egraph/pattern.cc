@@ -26,6 +26,10 @@ int Scope::label(const std::string& name, bool create) {
   return static_cast<int>(labels.size() - 1);
 }
 
+namespace {
+const char* category_name(OpCategory c) { return c == OpCategory::Unary ? "Unary" : "Binary"; }
+}  // namespace
+
 std::string Pattern::to_string(const std::vector<std::string>& vars,
                                const std::vector<std::string>& labels) const {
   switch (kind) {
@@ -45,7 +49,7 @@ std::string Pattern::to_string(const std::vector<std::string>& vars,
     case Kind::Node:
       break;
   }
-  std::string out = std::string("(") + op_name(op);
+  std::string out = std::string("(") + (op_class ? category_name(*op_class) : op_name(op));
   if (label >= 0) out += ":" + labels[label];
   for (const Pattern& c : children) out += " " + c.to_string(vars, labels);
   out += ")";
@@ -54,6 +58,17 @@ std::string Pattern::to_string(const std::vector<std::string>& vars,
 }
 
 namespace {
+// The op classes a pattern may name, and their arity.
+const std::pair<const char*, OpCategory> kOpClasses[] = {{"Unary", OpCategory::Unary},
+                                                          {"Binary", OpCategory::Binary}};
+
+std::optional<OpCategory> op_class_named(const std::string& name) {
+  for (const auto& [n, c] : kOpClasses) {
+    if (name == n) return c;
+  }
+  return std::nullopt;
+}
+
 bool needs_attr(OpKind op) {
   return op == OpKind::SumReduce || op == OpKind::MaxReduce || op == OpKind::Cast;
 }
@@ -63,6 +78,43 @@ bool parse_number(const std::string& s, double* out) {
   char* end = nullptr;
   *out = std::strtod(s.c_str(), &end);
   return end == s.c_str() + s.size();
+}
+}  // namespace
+
+namespace {
+// "(Unary:f p)": an op class, labelled, with its category's arity; on the right its label must
+// name a left-hand pattern of the same class (the op to build).
+Pattern parse_op_class(const SExpr& e, Pattern p, const std::string& label, Scope& scope,
+                       bool create, const std::string& where) {
+  auto fail = [&](const std::string& what) -> Pattern {
+    throw CompileError(where + " line " + std::to_string(e.line) + ": " + what + " in " +
+                       e.to_string());
+  };
+  const char* name = category_name(*p.op_class);
+  if (label.empty()) return fail(std::string("op class ") + name + " needs a label (" + name + ":f)");
+  size_t arity = *p.op_class == OpCategory::Unary ? 1 : 2;
+  if (e.items.size() - 1 != arity) {
+    return fail(std::string(name) + " takes " + std::to_string(arity) + " operands");
+  }
+  p.label = scope.label(label, create);
+  if (p.label < 0) return fail("label " + label + " is not bound on the left");
+  if (create) {
+    scope.label_classes.resize(scope.labels.size());
+    if (scope.label_classes[p.label] && *scope.label_classes[p.label] != *p.op_class) {
+      return fail("label " + label + " names two op classes");
+    }
+    scope.label_classes[p.label] = p.op_class;
+  } else if (p.label >= static_cast<int>(scope.label_classes.size()) ||
+             scope.label_classes[p.label] != p.op_class) {
+    return fail("label " + label + " does not name a left-hand " + name);
+  }
+  for (size_t i = 1; i < e.items.size(); ++i) {
+    p.children.push_back(parse_pattern(e.items[i], scope, create, where));
+    if (!create && p.children.back().kind == Pattern::Kind::Literal) {
+      return fail("a number on the right must be an operand of a named binary op");
+    }
+  }
+  return p;
 }
 }  // namespace
 
@@ -131,6 +183,8 @@ Pattern parse_pattern(const SExpr& e, Scope& scope, bool create, const std::stri
     head = head.substr(0, colon);
   }
   p.kind = Pattern::Kind::Node;
+  p.op_class = op_class_named(head);
+  if (p.op_class) return parse_op_class(e, std::move(p), label, scope, create, where);
   try {
     p.op = op_from_name(head);
   } catch (const LuminalError&) {
@@ -194,14 +248,15 @@ std::vector<Subst> match_in(EGraph& g, const Pattern& p, EEdge e, bool nested,
   }
   if (nested && !g.is_identity(e)) return out;
   for (const ENode& n : g.nodes(e.cls)) {
-    if (n.op != p.op) continue;
+    if (p.op_class ? op_category(n.op) != *p.op_class : n.op != p.op) continue;
     std::vector<Subst> cur;
     for (const Subst& s : in) {
       if (p.label >= 0) {
         AttrId bound = s.labels[p.label];
-        if (bound != -2 && bound != n.attr) continue;
+        if (bound != -2 && (bound != n.attr || s.label_ops[p.label] != n.op)) continue;
         Subst t = s;
         t.labels[p.label] = n.attr;
+        t.label_ops[p.label] = n.op;
         cur.push_back(std::move(t));
       } else {
         cur.push_back(s);
@@ -279,15 +334,18 @@ EEdge build(EGraph& g, const Pattern& p, const Subst& s) {
     Id c0 = scalar_constant(g, value, dtype);
     kids[k] = {c0, g.intern_view(broadcast_scalar(dims))};
   }
-  AttrId attr = p.label >= 0 ? s.labels[p.label] : -1;
+  // An op class's label gives the op only: an elementwise op's attribute is a schedule, which
+  // the right-hand side states itself.
+  AttrId attr = p.label >= 0 && !p.op_class ? s.labels[p.label] : -1;
+  OpKind op = p.op_class ? s.label_ops[p.label] : p.op;
   if (!p.schedule.empty()) {
     Attr a;
     if (attr >= 0) a = g.attr(attr);
-    a.node.op = p.op;
+    a.node.op = op;
     a.node.schedule = p.schedule;
     attr = g.intern_attr(a);
   }
-  Id c = g.add(ENode{p.op, attr, std::move(kids)});
+  Id c = g.add(ENode{op, attr, std::move(kids)});
   return {c, g.identity_view(c)};
 }
 }  // namespace
@@ -296,6 +354,7 @@ std::vector<Subst> match_root(EGraph& g, const Pattern& p, Id c, const Scope& sc
   Subst s;
   s.vars.assign(scope.vars.size(), EEdge{Subst::kUnbound, -1});
   s.labels.assign(scope.labels.size(), -2);
+  s.label_ops.assign(scope.labels.size(), OpKind::Add);
   EEdge root{g.find(c), g.identity_view(c)};
   s.vars[0] = root;
   return match_in(g, p, root, false, {s});

@@ -1,6 +1,8 @@
 // Patterns: the s-expression language of rule sides. "?x" binds a child edge (an e-class and
 // the view it is read through); "(Op:l p q)" matches an e-node of Op whose attribute binds to
-// label l; a number matches a class whose every element is that value, read through an
+// label l; "(Unary:f p)" (an op class: a category of ops.def, Unary or Binary) matches an
+// e-node of any op of the class, label f binding the op too, so "(Unary:f ?x)" on the right
+// builds the op matched (unscheduled, unless a schedule is stated); a number matches a class whose every element is that value, read through an
 // unmasked view. A nested op pattern only matches through the identity view (its tensor read
 // as produced). On the right, "(uniform-const ?x)" is ?x's uniform value as a constant, and
 // "(schedule ((tile_m 4) (tile_n 16)) (Op ...))" builds the node with that schedule attached
@@ -11,6 +13,7 @@
 // scalar constant broadcast to its sibling's shape (a number whose value the match decides).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,7 @@ struct Pattern {
   int var = -1;          // Var, UniformConst, Through, UniformScalar: the variable's slot
   double literal = 0;    // Literal
   OpKind op = OpKind::Add;
+  std::optional<OpCategory> op_class;  // Node: matches any op of this category (op unused)
   int label = -1;        // Node: slot of the attribute label, -1 when unlabelled
   ScheduleParams schedule;  // Node, right-hand side: attached to the built node
   std::vector<Pattern> children;
@@ -33,17 +37,20 @@ struct Pattern {
                         const std::vector<std::string>& labels) const;
 };
 
-// A match: an edge per variable, an attribute per label (unbound: cls == kUnbound / -2).
+// A match: an edge per variable, an attribute and an op per label (unbound: cls == kUnbound /
+// -2).
 struct Subst {
   static constexpr Id kUnbound = 0xFFFFFFFFu;
   std::vector<EEdge> vars;
   std::vector<AttrId> labels;
+  std::vector<OpKind> label_ops;  // the op of the e-node each label bound
 };
 
 // Names of variables and labels, filled while parsing a rule; slot 0 is always ?root.
 struct Scope {
   std::vector<std::string> vars = {"?root"};
   std::vector<std::string> labels;
+  std::vector<std::optional<OpCategory>> label_classes;  // the op class a label names, if any
   int var(const std::string& name, bool create);
   int label(const std::string& name, bool create);
 };

@@ -98,8 +98,6 @@ bool holds_exp2(const EGraph& g, Id c, bool through_mul) {
   }
   return false;
 }
-bool elementwise(OpKind op) { return is_unary(op) || is_binary(op) || op == OpKind::Cast; }
-
 // Whether class `c` is, within `depth` elementwise steps, a reduction over more than a few
 // elements (a row statistic: a norm's sum of squares).
 bool holds_reduction(const EGraph& g, Id c, int depth, std::set<Id>& seen) {
@@ -112,7 +110,7 @@ bool holds_reduction(const EGraph& g, Id c, int depth, std::set<Id>& seen) {
       if (!extent || *extent > 4) return true;  // a loop, not unrolled (kernel/buffer_plan.h)
       continue;
     }
-    if (depth == 0 || !elementwise(n.op)) continue;
+    if (depth == 0 || !is_elementwise(n.op)) continue;
     for (const EEdge& e : n.children) {
       if (holds_reduction(g, e.cls, depth - 1, seen)) return true;
     }
@@ -125,7 +123,7 @@ bool holds_reduction(const EGraph& g, Id c, int depth, std::set<Id>& seen) {
 bool row_scaled(const EGraph& g, Id c, int depth, std::set<Id>& seen) {
   if (!seen.insert(g.find(c)).second) return false;
   for (const ENode& n : g.nodes(c)) {
-    if (!elementwise(n.op)) continue;
+    if (!is_elementwise(n.op)) continue;
     for (const EEdge& e : n.children) {
       std::set<Id> inner;
       if (repeats_elements(g.view(e.view)) && holds_reduction(g, e.cls, 6, inner)) return true;

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/errors.h"
+#include "ir/infer.h"
 
 namespace luminal {
 
@@ -21,6 +22,16 @@ std::string shape_desc(const ShapeTracker& v) { return v.dims_string(); }
 
 void add_symbols(const Expr& e, std::set<std::string>& out) {
   for (auto& s : e.symbols()) out.insert(s);
+}
+
+// `n` with its dtype and shape given by the typing rule (ir/infer.h), from its inputs in `nodes`.
+Node typed(Node n, const std::vector<Node>& nodes) {
+  std::vector<Operand> operands;
+  for (const Edge& e : n.inputs) operands.push_back({nodes[e.node].dtype, &e.view});
+  NodeType t = infer(n.op, n, operands);
+  n.dtype = t.dtype;
+  n.shape = std::move(t.shape);
+  return n;
 }
 
 bool multiple_of(const Expr& e, int64_t block) {
@@ -148,7 +159,7 @@ NodeId Graph::unary(OpKind op, const Edge& a) {
     throw DTypeError(std::string(op_name(op)) + ": needs a float tensor, got " +
                      dtype_name(dt) + " of shape " + shape_desc(a.view));
   }
-  return add(Node{op, {a}, dt, a.view.dims}, true);
+  return add(typed(Node{op, {a}}, nodes_), true);
 }
 
 NodeId Graph::binary(OpKind op, const Edge& a, const Edge& b) {
@@ -170,8 +181,7 @@ NodeId Graph::binary(OpKind op, const Edge& a, const Edge& b) {
   if (op == OpKind::Mod && da == DType::Bool) {
     throw DTypeError("Mod: bool operands are not supported");
   }
-  DType out = op == OpKind::LessThan ? DType::Bool : da;
-  return add(Node{op, {a, b}, out, a.view.dims}, true);
+  return add(typed(Node{op, {a, b}}, nodes_), true);
 }
 
 NodeId Graph::reduce(OpKind op, const Edge& a, int axis) {
@@ -187,11 +197,9 @@ NodeId Graph::reduce(OpKind op, const Edge& a, int axis) {
   if (op == OpKind::SumReduce && dt == DType::Bool) {
     throw DTypeError("SumReduce: bool tensors must be cast to int or float first");
   }
-  std::vector<Expr> shape = a.view.dims;
-  shape.erase(shape.begin() + axis);
-  Node n{op, {a}, dt, shape};
+  Node n{op, {a}};
   n.axis = axis;
-  return add(std::move(n), true);
+  return add(typed(std::move(n), nodes_), true);
 }
 
 NodeId Graph::gather(const Edge& data, const Edge& indices) {
@@ -202,8 +210,7 @@ NodeId Graph::gather(const Edge& data, const Edge& indices) {
     throw DTypeError(std::string("Gather: indices must be int, got ") +
                      dtype_name(nodes_[indices.node].dtype));
   }
-  return add(Node{OpKind::Gather, {data, indices}, nodes_[data.node].dtype, indices.view.dims},
-             true);
+  return add(typed(Node{OpKind::Gather, {data, indices}}, nodes_), true);
 }
 
 NodeId Graph::cast(const Edge& a, DType dtype) {
@@ -220,13 +227,13 @@ NodeId Graph::cast(const Edge& a, DType dtype) {
     }
     check_block_view(a.view, from, tensor_desc(a.node));
   }
-  return add(Node{OpKind::Cast, {a}, dtype, a.view.dims}, true);
+  return add(typed(Node{OpKind::Cast, {a}, dtype}, nodes_), true);
 }
 
 NodeId Graph::output(const Edge& a) {
   check_edge(a, "Output");
   refuse_quantized(a, "Output");
-  NodeId id = add(Node{OpKind::Output, {a}, nodes_[a.node].dtype, a.view.dims}, true);
+  NodeId id = add(typed(Node{OpKind::Output, {a}}, nodes_), true);
   if (std::find(outputs_.begin(), outputs_.end(), id) == outputs_.end()) outputs_.push_back(id);
   return id;
 }

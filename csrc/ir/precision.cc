@@ -100,6 +100,7 @@ class HalfPass {
     if (!f32 && stays_f32(id)) {
       return ng_.cast(Edge{convert(id, true), ShapeTracker::contiguous(n.shape)}, t);
     }
+    if (is_unary(n.op)) return ng_.unary(n.op, edge(n.inputs[0], f32));
     switch (n.op) {
       case OpKind::Input:
         if (f32) return up(convert(id, false), n.shape);
@@ -108,12 +109,6 @@ class HalfPass {
         return n.expr ? ng_.constant_expr(*n.expr, t) : ng_.constant(n.value, t);
       case OpKind::Iota:
         return ng_.iota(*n.expr, n.shape[0]);
-      case OpKind::Log2:
-      case OpKind::Exp2:
-      case OpKind::Sin:
-      case OpKind::Sqrt:
-      case OpKind::Recip:
-        return ng_.unary(n.op, edge(n.inputs[0], f32));
       case OpKind::Add:
       case OpKind::Mul:
       case OpKind::Mod:
@@ -137,6 +132,8 @@ class HalfPass {
       }
       case OpKind::Output:
         return ng_.output(edge(n.inputs[0], false));
+      default:
+        break;  // unary ops above
     }
     throw InternalError("to_half: unknown op");
   }

@@ -1,5 +1,6 @@
-// The per-op scalar semantics of ir/scalar_ops.h: one switch per arity, like tinygrad's
-// exec_alu. Every reader of an op's arithmetic calls these; none keeps a copy.
+// The per-op scalar semantics of ir/scalar_ops.h: the float meanings are ops.def's (like
+// tinygrad's exec_alu), the integer and Bool ones a switch here. Every reader of an op's
+// arithmetic calls these; none keeps a copy.
 #include "ir/scalar_ops.h"
 
 #include <cmath>
@@ -38,35 +39,17 @@ double round_to_dtype(double value, DType dtype) {
 }
 
 double unary_eval(OpKind op, double x) {
-  switch (op) {
-    case OpKind::Log2:
-      return std::log2(x);
-    case OpKind::Exp2:
-      return std::exp2(x);
-    case OpKind::Sin:
-      return std::sin(x);
-    case OpKind::Sqrt:
-      return std::sqrt(x);
-    case OpKind::Recip:
-      return 1.0 / x;
-    default:
-      throw InternalError(std::string("unary_eval: ") + op_name(op) + " is not a unary op");
+  if (!is_unary(op)) {
+    throw InternalError(std::string("unary_eval: ") + op_name(op) + " is not a unary op");
   }
+  return op_float_eval(op, x);
 }
 
 double binary_float(OpKind op, double a, double b) {
-  switch (op) {
-    case OpKind::Add:
-      return a + b;
-    case OpKind::Mul:
-      return a * b;
-    case OpKind::Mod:
-      return std::fmod(a, b);
-    case OpKind::LessThan:
-      return a < b ? 1.0 : 0.0;
-    default:
-      throw InternalError(std::string("binary_float: ") + op_name(op) + " is not a binary op");
+  if (!is_binary(op)) {
+    throw InternalError(std::string("binary_float: ") + op_name(op) + " is not a binary op");
   }
+  return op_float_eval(op, a, b);
 }
 
 int32_t binary_int(OpKind op, int64_t a, int64_t b, DType operand) {

@@ -27,8 +27,8 @@ bool holds_exp2(const Graph& g, NodeId id) {
 }
 
 bool elementwise(const Node& n) {
-  return is_unary(n.op) || is_binary(n.op) || n.op == OpKind::Cast || n.op == OpKind::Iota ||
-         n.op == OpKind::Constant || unrolled_reduce(n);
+  return is_elementwise(n.op) || n.op == OpKind::Iota || n.op == OpKind::Constant ||
+         unrolled_reduce(n);
 }
 
 }  // namespace

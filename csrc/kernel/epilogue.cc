@@ -62,23 +62,7 @@ bool reads_in_place(const ShapeTracker& v, const std::vector<Expr>& shape,
   return true;
 }
 
-bool elementwise(const Node& n) {
-  switch (n.op) {
-    case OpKind::Log2:
-    case OpKind::Exp2:
-    case OpKind::Sin:
-    case OpKind::Sqrt:
-    case OpKind::Recip:
-    case OpKind::Add:
-    case OpKind::Mul:
-    case OpKind::Mod:
-    case OpKind::LessThan:
-    case OpKind::Cast:
-      return true;
-    default:
-      return unrolled_reduce(n);
-  }
-}
+bool elementwise(const Node& n) { return is_elementwise(n.op) || unrolled_reduce(n); }
 
 // A node the region may end on but not pass: one the plan stores whatever (forced, or
 // scheduled as its own kernel or as stored). `row` means nothing on the elementwise nodes

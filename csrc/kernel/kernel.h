@@ -51,7 +51,7 @@ enum class ValueKind : uint8_t {
   kLoad,    // buffers[buffer][index] where `valid` != 0, else 0
   kConst,   // `number` in `dtype` (casts like NativeRuntime's store of a Constant)
   kIndex,   // the int64 expression `index` (Iota elements, symbolic constants), wrapped to dtype
-  kUnary,   // op (Log2, Exp2, Sin, Sqrt, Recip) of args[0]
+  kUnary,   // op (a Unary op of ops.def) of args[0]
   kBinary,  // op (Add, Mul, Mod, LessThan) of args[0], args[1]; both of dtype `operand`
   kCast,    // args[0] (of dtype `operand`) converted to `dtype`
   kSelect,  // `valid` != 0 ? args[0] : 0   (the padding mask of an inlined view)

@@ -35,10 +35,6 @@ double reduce_steps(const Kernel& k, ValueId v, double rows, const DynMap& env) 
   return rows;
 }
 
-bool is_special(OpKind op) {
-  return op == OpKind::Exp2 || op == OpKind::Log2 || op == OpKind::Sin || op == OpKind::Sqrt ||
-         op == OpKind::Recip;
-}
 }  // namespace
 
 std::vector<KernelWork> kernel_work(const Program& program, const DynMap& dims) {
@@ -79,7 +75,7 @@ std::vector<KernelWork> kernel_work(const Program& program, const DynMap& dims) 
           w.loads += runs;
           break;
         case ValueKind::kUnary:
-          (is_special(v.op) ? w.special : w.flops) += runs;
+          w.special += runs;  // every unary op is a libm call or a division
           break;
         case ValueKind::kBinary:
         case ValueKind::kCast:

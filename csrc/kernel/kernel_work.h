@@ -14,7 +14,7 @@ struct KernelWork {
   double outputs = 0;        // elements stored
   double iterations = 0;     // body iterations: outputs times the reduction steps
   double flops = 0;          // Add/Mul/Mod/LessThan/Cast/reduction steps, per iteration run
-  double special = 0;        // Exp2/Log2/Sin/Sqrt/Recip, per iteration run
+  double special = 0;        // unary ops (ops.def's Unary), per iteration run
   double bytes_read = 0;     // distinct bytes of the buffers read (each once)
   double loads = 0;          // loads issued (a broadcast or re-read load counts each time)
   double bytes_written = 0;  // bytes stored

@@ -191,6 +191,13 @@ class Lowerer {
     const Node& n = g_.node(id);
     Value v;
     v.dtype = n.dtype;
+    if (is_unary(n.op) || is_binary(n.op)) {
+      v.kind = is_unary(n.op) ? ValueKind::kUnary : ValueKind::kBinary;
+      v.op = n.op;
+      v.operand = g_.node(n.inputs[0].node).dtype;
+      for (const Edge& e : n.inputs) v.args.push_back(read_edge(e, idx, ctx));
+      return add(std::move(v));
+    }
     switch (n.op) {
       case OpKind::Constant:
         if (n.expr) {
@@ -210,25 +217,6 @@ class Lowerer {
         v.index = n.expr->substitute(env);
         return add(std::move(v));
       }
-      case OpKind::Log2:
-      case OpKind::Exp2:
-      case OpKind::Sin:
-      case OpKind::Sqrt:
-      case OpKind::Recip:
-        v.kind = ValueKind::kUnary;
-        v.op = n.op;
-        v.operand = n.dtype;
-        v.args = {read_edge(n.inputs[0], idx, ctx)};
-        return add(std::move(v));
-      case OpKind::Add:
-      case OpKind::Mul:
-      case OpKind::Mod:
-      case OpKind::LessThan:
-        v.kind = ValueKind::kBinary;
-        v.op = n.op;
-        v.operand = g_.node(n.inputs[0].node).dtype;
-        v.args = {read_edge(n.inputs[0], idx, ctx), read_edge(n.inputs[1], idx, ctx)};
-        return add(std::move(v));
       case OpKind::Cast:
       case OpKind::Output: {
         ValueId x = read_edge(n.inputs[0], idx, ctx);
@@ -244,8 +232,8 @@ class Lowerer {
       case OpKind::SumReduce:
       case OpKind::MaxReduce:
         return unrolled_reduce(n) ? emit_unrolled_reduce(n, idx, ctx) : emit_reduce(id, idx);
-      case OpKind::Input:
-        break;
+      default:
+        break;  // Input; elementwise ops above
     }
     throw InternalError(std::string("lowering: cannot inline ") + op_name(n.op));
   }

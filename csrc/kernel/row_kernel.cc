@@ -185,7 +185,7 @@ bool special_in_cone(const Kernel& k, ValueId v, int step) {
   std::set<ValueId> cone;
   loop_cone(k, v, step, cone);
   for (ValueId i : cone) {
-    if (k.values[i].kind == ValueKind::kUnary) return true;  // Exp2, Log2, Sin, Sqrt, Recip
+    if (k.values[i].kind == ValueKind::kUnary) return true;  // every unary op is a call
   }
   return false;
 }

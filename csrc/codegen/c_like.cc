@@ -220,7 +220,9 @@ std::string CLikeRenderer::compute_type(DType dtype) const {
 }
 
 std::string CLikeRenderer::math_call(OpKind op, const std::string& x) const {
-  if (!is_unary(op)) throw InternalError(std::string("math_call: not a unary op: ") + op_name(op));
+  if (!is_unary(op)) {
+    throw InternalError(std::string("math_call: not a unary op: ") + op_name(op));
+  }
   return op_c_float(op, x);
 }
 

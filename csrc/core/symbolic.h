@@ -95,6 +95,10 @@ inline bool is_one(const Expr& e) { return is_const(e, 1); }
 // index over the loops are what the kernel renderers read a load by.
 std::optional<Expr> affine_stride(const Expr& e, const std::string& var);
 
+// Parses Expr::to_string's syntax: ints, symbols, + - * // %, min/max, < == !=, and, or.
+// Throws CompileError naming the position of what it cannot read (core/symbolic_parse.cc).
+Expr parse_expr(const std::string& text);
+
 }  // namespace luminal
 
 template <>

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "egraph/program_text.h"
+#include "ir/node_text.h"
 
 namespace luminal::egraph {
 
@@ -15,32 +16,16 @@ std::vector<EEdge> add_graph(EGraph& g, const Graph& graph) {
   }
   std::vector<Id> cls(graph.size(), 0xFFFFFFFFu);
   auto attr_of = [&](const Node& n, NodeId id) -> AttrId {
-    switch (n.op) {
-      case OpKind::Input:
-      case OpKind::Constant:
-      case OpKind::Iota:
-      case OpKind::SumReduce:
-      case OpKind::MaxReduce:
-      case OpKind::Cast: {
-        Attr a;
-        a.node = n;
-        a.node.inputs.clear();
-        if (n.op == OpKind::Input) a.input_index = input_pos.at(id);
-        // A float constant is its value rounded to its dtype (as every store rounds it), so
-        // constants that are equal in their dtype are one e-node.
-        if (n.op == OpKind::Constant && !n.expr && is_float(n.dtype)) {
-          a.node.value = round_to_dtype(n.value, n.dtype);
-        }
-        return g.intern_attr(a);
-      }
-      default: {
-        if (n.schedule.empty()) return -1;
-        Attr a;
-        a.node.op = n.op;
-        a.node.schedule = n.schedule;
-        return g.intern_attr(a);
-      }
+    if (!has_attributes(n.op) && n.schedule.empty()) return -1;
+    Attr a;
+    a.node = attributes_of(n);
+    if (n.op == OpKind::Input) a.input_index = input_pos.at(id);
+    // A float constant is its value rounded to its dtype (as every store rounds it), so
+    // constants that are equal in their dtype are one e-node.
+    if (n.op == OpKind::Constant && !n.expr && is_float(n.dtype)) {
+      a.node.value = round_to_dtype(n.value, n.dtype);
     }
+    return g.intern_attr(a);
   };
   // Every input, used or not, so programs can recreate all of them.
   for (NodeId id : graph.inputs()) {
@@ -75,40 +60,15 @@ Candidate to_candidate(const EGraph& g, const Extracted& ex, const std::vector<E
     return Edge{made.at(g.find(e.cls)), g.view(e.view)};
   };
   for (const auto& [cls, n] : ex.order) {
-    const Node* a = n.attr >= 0 ? &g.attr(n.attr).node : nullptr;
+    if (n.op == OpKind::Output) throw InternalError("extract: an Output node in the e-graph");
     NodeId id = -1;
-    switch (n.op) {
-      case OpKind::Input:
-        id = p.inputs.at(g.attr(n.attr).input_index);
-        break;
-      case OpKind::Constant:
-        id = a->expr ? p.graph.constant_expr(*a->expr, a->dtype)
-                     : p.graph.constant(a->value, a->dtype);
-        break;
-      case OpKind::Iota:
-        id = p.graph.iota(*a->expr, a->shape[0]);
-        break;
-      case OpKind::SumReduce:
-      case OpKind::MaxReduce:
-        id = p.graph.reduce(n.op, edge(n.children[0]), a->axis);
-        break;
-      case OpKind::Cast:
-        id = p.graph.cast(edge(n.children[0]), a->dtype);
-        break;
-      case OpKind::Gather:
-        id = p.graph.gather(edge(n.children[0]), edge(n.children[1]));
-        break;
-      case OpKind::Output:
-        throw InternalError("extract: an Output node in the e-graph");
-      default:
-        if (n.children.size() == 1) {
-          id = p.graph.unary(n.op, edge(n.children[0]));
-        } else {
-          id = p.graph.binary(n.op, edge(n.children[0]), edge(n.children[1]));
-        }
-        break;
+    if (n.op == OpKind::Input) {
+      id = p.inputs.at(g.attr(n.attr).input_index);
+    } else {
+      std::vector<Edge> inputs;
+      for (const EEdge& e : n.children) inputs.push_back(edge(e));
+      id = p.graph.add_like(n.attr >= 0 ? g.attr(n.attr).node : Node{n.op, {}}, inputs);
     }
-    if (a && !a->schedule.empty()) id = p.graph.scheduled(id, a->schedule);
     made[g.find(cls)] = id;
     if (n.op != OpKind::Input) {
       p.node_class.resize(p.graph.size(), -1);

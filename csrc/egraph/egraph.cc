@@ -2,28 +2,16 @@
 // views and attributes, and printing. Congruence closure is in rebuild.cc.
 #include "egraph/egraph.h"
 
-#include <cstdio>
-
 #include "core/errors.h"
+#include "ir/node_text.h"
 
 namespace luminal::egraph {
 
-namespace {
-std::string format_double(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-}  // namespace
-
 std::string attr_key(const Attr& a) {
   const Node& n = a.node;
-  std::string key = std::string(op_name(n.op)) + " " + dtype_name(n.dtype) + " " +
-                    dims_to_string(n.shape) + " " + std::to_string(a.input_index) + " " +
-                    std::to_string(n.axis) + " ";
-  key += n.expr ? "{" + n.expr->to_string() + "}" : format_double(n.value);
-  key += n.parameter ? " parameter" : "";
-  return key + " \"" + n.name + "\" " + schedule_to_string(n.schedule);
+  std::string key = std::string(op_name(n.op)) + attrs_text(n, ExprSpelling::Braced);
+  if (n.op == OpKind::Input) key += " #" + std::to_string(a.input_index) + " \"" + n.name + "\"";
+  return key + schedule_text(n.schedule);
 }
 
 ENode EGraph::canonical(ENode node) const {
@@ -85,46 +73,11 @@ bool EGraph::is_identity(const EEdge& e) const {
   return view_contiguous_[e.view] && views_[e.view].dims == data(e.cls).shape;
 }
 
-namespace {
-// Only the fields that mean something for the op, so equal attributes intern alike.
-Attr normalized(const Attr& attr) {
-  const Node& n = attr.node;
-  Attr out;
-  out.node.op = n.op;
-  out.node.dtype = n.dtype;
-  out.node.schedule = n.schedule;
-  switch (n.op) {
-    case OpKind::Input:
-      out.node.name = n.name;
-      out.node.shape = n.shape;
-      out.node.parameter = n.parameter;
-      out.input_index = attr.input_index;
-      break;
-    case OpKind::Constant:
-      out.node.value = n.expr ? 0 : n.value;
-      out.node.expr = n.expr;
-      break;
-    case OpKind::Iota:
-      out.node.expr = n.expr;
-      out.node.shape = n.shape;
-      break;
-    case OpKind::SumReduce:
-    case OpKind::MaxReduce:
-      out.node.axis = n.axis;
-      out.node.dtype = DType::F32;  // the dtype follows the operand
-      break;
-    case OpKind::Cast:
-      break;
-    default:
-      out.node.dtype = DType::F32;  // elementwise: the dtype follows the operands
-      break;
-  }
-  return out;
-}
-}  // namespace
-
 AttrId EGraph::intern_attr(const Attr& raw) {
-  Attr attr = normalized(raw);
+  // Only the fields that mean something for the op, so equal attributes intern alike.
+  Attr attr;
+  attr.node = attributes_of(raw.node);
+  if (raw.node.op == OpKind::Input) attr.input_index = raw.input_index;
   std::string key = attr_key(attr);
   auto it = attr_ids_.find(key);
   if (it != attr_ids_.end()) return it->second;
@@ -138,33 +91,13 @@ std::string EGraph::node_to_string(const ENode& node) const {
   std::string out = std::string("(") + op_name(node.op);
   if (node.attr >= 0) {
     const Attr& a = attrs_[node.attr];
-    switch (node.op) {
-      case OpKind::Input:
-        out += " #" + std::to_string(a.input_index);
-        if (a.node.parameter) out += " parameter";
-        break;
-      case OpKind::Constant:
-        out += " " + (a.node.expr ? a.node.expr->to_string() : format_double(a.node.value));
-        out += std::string(" ") + dtype_name(a.node.dtype);
-        break;
-      case OpKind::Iota:
-        out += " " + a.node.expr->to_string() + " " + a.node.shape[0].to_string();
-        break;
-      case OpKind::SumReduce:
-      case OpKind::MaxReduce:
-        out += " " + std::to_string(a.node.axis);
-        break;
-      case OpKind::Cast:
-        out += std::string(" ") + dtype_name(a.node.dtype);
-        break;
-      default:
-        break;
-    }
-    if (!a.node.schedule.empty()) out += " " + schedule_to_string(a.node.schedule);
+    if (node.op == OpKind::Input) out += " #" + std::to_string(a.input_index);
+    out += attrs_text(a.node, ExprSpelling::Plain);
   }
   for (const EEdge& e : node.children) {
     out += " e" + std::to_string(find(e.cls)) + " " + views_[e.view].to_string();
   }
+  if (node.attr >= 0) out += schedule_text(attrs_[node.attr].node.schedule);
   return out + ")";
 }
 

@@ -91,7 +91,9 @@ Pattern parse_op_class(const SExpr& e, Pattern p, const std::string& label, Scop
                        e.to_string());
   };
   const char* name = category_name(*p.op_class);
-  if (label.empty()) return fail(std::string("op class ") + name + " needs a label (" + name + ":f)");
+  if (label.empty()) {
+    return fail(std::string("op class ") + name + " needs a label (" + name + ":f)");
+  }
   size_t arity = *p.op_class == OpCategory::Unary ? 1 : 2;
   if (e.items.size() - 1 != arity) {
     return fail(std::string(name) + " takes " + std::to_string(arity) + " operands");

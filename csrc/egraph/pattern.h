@@ -2,8 +2,8 @@
 // the view it is read through); "(Op:l p q)" matches an e-node of Op whose attribute binds to
 // label l; "(Unary:f p)" (an op class: a category of ops.def, Unary or Binary) matches an
 // e-node of any op of the class, label f binding the op too, so "(Unary:f ?x)" on the right
-// builds the op matched (unscheduled, unless a schedule is stated); a number matches a class whose every element is that value, read through an
-// unmasked view. A nested op pattern only matches through the identity view (its tensor read
+// builds the op matched (unscheduled, unless a schedule is stated); a number matches a class
+// whose every element is that value, read through an unmasked view. A nested op pattern only matches through the identity view (its tensor read
 // as produced). On the right, "(uniform-const ?x)" is ?x's uniform value as a constant, and
 // "(schedule ((tile_m 4) (tile_n 16)) (Op ...))" builds the node with that schedule attached
 // (ScheduleParams, ir/graph.h): how a runtime's rules offer kernel-level alternatives;
@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "egraph/egraph.h"
-#include "egraph/sexpr.h"
+#include "core/sexpr.h"
 
 namespace luminal::egraph {
 

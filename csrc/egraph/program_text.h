@@ -2,7 +2,7 @@
 // DFS from the outputs (inputs first, by input position), so the text of a graph does not
 // depend on its node numbering or its input names: it is the graph's canonical form. Symbolic
 // expressions are written in braces in Expr::to_string's Python syntax and parsed back by
-// parse_expr.
+// parse_expr (core/symbolic.h).
 #pragma once
 
 #include <string>
@@ -23,8 +23,5 @@ Candidate parse_program(const std::string& text, const Graph& original);
 // parse_program numbers it, so the program a search compiles and times is, node for node, the
 // one its cache entry rebuilds (the node order decides the kernels' order and the memory plan).
 Candidate canonical_candidate(const Candidate& candidate, const Graph& original);
-
-// Parses Expr::to_string's syntax: ints, symbols, + - * // %, min/max, < == !=, and, or.
-Expr parse_expr(const std::string& text);
 
 }  // namespace luminal::egraph

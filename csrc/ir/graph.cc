@@ -8,16 +8,11 @@
 
 #include "core/errors.h"
 #include "ir/infer.h"
+#include "ir/node_text.h"
 
 namespace luminal {
 
 namespace {
-std::string format_double(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 std::string shape_desc(const ShapeTracker& v) { return v.dims_string(); }
 
 void add_symbols(const Expr& e, std::set<std::string>& out) {
@@ -238,6 +233,41 @@ NodeId Graph::output(const Edge& a) {
   return id;
 }
 
+NodeId Graph::add_like(const Node& like, const std::vector<Edge>& inputs) {
+  if (static_cast<int>(inputs.size()) != op_arity(like.op)) {
+    throw InternalError(std::string("add_like: ") + op_name(like.op) + " takes " +
+                        std::to_string(op_arity(like.op)) + " inputs");
+  }
+  NodeId id = -1;
+  switch (like.op) {
+    case OpKind::Input:
+      throw InternalError("add_like: an Input is made by Graph::input");
+    case OpKind::Constant:
+      id = like.expr ? constant_expr(*like.expr, like.dtype) : constant(like.value, like.dtype);
+      break;
+    case OpKind::Iota:
+      id = iota(*like.expr, like.shape.at(0));
+      break;
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce:
+      id = reduce(like.op, inputs[0], like.axis);
+      break;
+    case OpKind::Gather:
+      id = gather(inputs[0], inputs[1]);
+      break;
+    case OpKind::Cast:
+      id = cast(inputs[0], like.dtype);
+      break;
+    case OpKind::Output:
+      id = output(inputs[0]);
+      break;
+    default:
+      id = is_unary(like.op) ? unary(like.op, inputs[0]) : binary(like.op, inputs[0], inputs[1]);
+      break;
+  }
+  return like.schedule.empty() ? id : scheduled(id, like.schedule);
+}
+
 NodeId Graph::scheduled(NodeId id, const ScheduleParams& schedule) {
   Node n = node(id);
   if (n.op == OpKind::Input || n.op == OpKind::Constant || n.op == OpKind::Output) {
@@ -304,30 +334,11 @@ std::vector<std::string> Graph::symbols() const {
 std::string Graph::node_to_string(NodeId id) const {
   const Node& n = node(id);
   std::string out = std::string("(") + op_name(n.op);
-  switch (n.op) {
-    case OpKind::Input:
-      out += " \"" + n.name + "\" " + dims_to_string(n.shape) + " #" + std::to_string(id);
-      if (n.parameter) out += " parameter";
-      break;
-    case OpKind::Constant:
-      out += " " + (n.expr ? n.expr->to_string() : format_double(n.value));
-      break;
-    case OpKind::Iota:
-      out += " " + n.expr->to_string() + " " + n.shape[0].to_string();
-      break;
-    case OpKind::SumReduce:
-    case OpKind::MaxReduce:
-      out += " " + std::to_string(n.axis);
-      break;
-    default:
-      break;
-  }
+  if (n.op == OpKind::Input) out += " \"" + n.name + "\"";
+  out += attrs_text(n, ExprSpelling::Plain);
+  if (n.op == OpKind::Input) out += " #" + std::to_string(id);  // inputs are never shared
   for (const Edge& e : n.inputs) out += " %" + std::to_string(e.node) + " " + e.view.to_string();
-  if (n.op == OpKind::Cast || n.op == OpKind::Input || n.op == OpKind::Constant) {
-    out += std::string(" ") + dtype_name(n.dtype);
-  }
-  if (!n.schedule.empty()) out += " (schedule " + schedule_to_string(n.schedule) + ")";
-  return out + ")";
+  return out + schedule_text(n.schedule) + ")";
 }
 
 std::string Graph::to_string() const {

@@ -88,6 +88,9 @@ class Graph {
   NodeId gather(const Edge& data, const Edge& indices);
   NodeId cast(const Edge& a, DType dtype);
   NodeId output(const Edge& a);
+  // A node of like.op with like's attributes (ir/node_text.h attributes_of) and schedule, reading
+  // `inputs`, through the builder of its op (so checked like any other). Not for Input.
+  NodeId add_like(const Node& like, const std::vector<Edge>& inputs);
   // The node `id` with `schedule` attached (a new node; `id` is unchanged). Only a computed
   // node (not Input, Constant or Output) takes a schedule.
   NodeId scheduled(NodeId id, const ScheduleParams& schedule);

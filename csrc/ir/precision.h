@@ -2,8 +2,8 @@
 // (inputs, weights, activations) becomes `half`; the elementwise work feeding a sum (norms,
 // means, softmax denominators) runs in f32, the sum accumulates in f32, and its result stays
 // f32 through unary ops and ops with constants (mean, + eps, rsqrt) until it meets a full
-// tensor, where it is cast back to `half`. Sums of products of two broadcast operands (matmuls) stay in `half`:
-// the kernels accumulate those in f32 anyway. Tensors already f16/bf16 keep their dtype.
+// tensor, where it is cast back to `half`. Sums of products of two broadcast operands
+// (matmuls) stay in `half`: the kernels accumulate those in f32 anyway. Tensors already f16/bf16 keep their dtype.
 #pragma once
 
 #include <vector>

@@ -13,54 +13,40 @@ namespace luminal::native {
 
 namespace {
 void eval_unary(const NodeEval& e) {
-  const Node& n = e.n;
-  const std::vector<int64_t>& shape = e.shape;
-  const std::vector<ConcreteView>& views = e.views;
-  HostBuffer& out = e.out;
-  auto in = [&](size_t k) -> const HostBuffer& { return *e.in[k]; };
-  for_each_index(shape, {&views[0]}, [&](int64_t flat, const auto&, const auto& at) {
-    store_f(out, flat, unary_eval(n.op, read_f(in(0), at[0])));
+  for_each_index(e.shape, {&e.views[0]}, [&](int64_t flat, const auto&, const auto& at) {
+    store_f(e.out, flat, unary_eval(e.n.op, read_f(e.input(0), at[0])));
   });
 }
 
 void eval_binary(const NodeEval& e) {
-  const Node& n = e.n;
-  const std::vector<int64_t>& shape = e.shape;
-  const std::vector<ConcreteView>& views = e.views;
-  HostBuffer& out = e.out;
-  auto in = [&](size_t k) -> const HostBuffer& { return *e.in[k]; };
-  DType operand = in(0).dtype;
-  for_each_index(shape, {&views[0], &views[1]}, [&](int64_t flat, const auto&, const auto& at) {
+  DType operand = e.input(0).dtype;
+  const std::vector<const ConcreteView*> views = {&e.views[0], &e.views[1]};
+  for_each_index(e.shape, views, [&](int64_t flat, const auto&, const auto& at) {
     if (is_float(operand)) {
-      double a = read_f(in(0), at[0]);
-      double b = read_f(in(1), at[1]);
-      store_any(out, flat, binary_float(n.op, a, b));
+      double a = read_f(e.input(0), at[0]);
+      double b = read_f(e.input(1), at[1]);
+      store_any(e.out, flat, binary_float(e.n.op, a, b));
     } else {
-      int64_t a = read_i(in(0), at[0]);
-      int64_t b = read_i(in(1), at[1]);
-      store_i(out, flat, binary_int(n.op, a, b, operand));
+      int64_t a = read_i(e.input(0), at[0]);
+      int64_t b = read_i(e.input(1), at[1]);
+      store_i(e.out, flat, binary_int(e.n.op, a, b, operand));
     }
   });
 }
 
 void eval_reduce(const NodeEval& e) {
-  const Node& n = e.n;
-  const std::vector<int64_t>& shape = e.shape;
-  const std::vector<ConcreteView>& views = e.views;
-  HostBuffer& out = e.out;
-  auto in = [&](size_t k) -> const HostBuffer& { return *e.in[k]; };
   // Each output folds its elements in the order r = 0, 1, ... of the reduced axis:
   // per output (the axis innermost in memory), or over every output at once per r (a
   // strided axis, such as a matmul's k, which would miss the cache on every element).
-  const ConcreteView& v = views[0];
-  size_t axis = static_cast<size_t>(n.axis);
-  bool is_sum = n.op == OpKind::SumReduce;
-  bool floaty = is_float(in(0).dtype);
+  const ConcreteView& v = e.views[0];
+  size_t axis = static_cast<size_t>(e.n.axis);
+  bool is_sum = e.n.op == OpKind::SumReduce;
+  bool floaty = is_float(e.input(0).dtype);
   double init_f = is_sum ? 0.0 : -INFINITY;
-  int64_t init_i = is_sum || in(0).dtype == DType::Bool
+  int64_t init_i = is_sum || e.input(0).dtype == DType::Bool
                        ? 0 : std::numeric_limits<int32_t>::min();
   auto fold_f = [&](double& acc, int64_t p) {
-    double x = read_f(in(0), p);
+    double x = read_f(e.input(0), p);
     if (is_sum) {
       acc += x;
     } else if (std::isnan(x) || x > acc) {
@@ -68,18 +54,18 @@ void eval_reduce(const NodeEval& e) {
     }
   };
   auto fold_i = [&](int64_t& acc, int64_t p) {
-    int64_t x = read_i(in(0), p);
+    int64_t x = read_i(e.input(0), p);
     acc = is_sum ? acc + x : std::max(acc, x);
   };
   if (reduce_axis_outer(v, axis)) {
     ConcreteView row = without_axis(v, axis);
-    int64_t count = out.numel();
+    int64_t count = e.out.numel();
     std::vector<double> acc_f(floaty ? count : 0, init_f);
     std::vector<int64_t> acc_i(floaty ? 0 : count, init_i);
     for (int64_t r = 0; r < v.dims[axis]; ++r) {
       row.offset = v.offset + r * v.strides[axis];
       bool padding = r < v.lo[axis] || r >= v.hi[axis];
-      for_each_index(shape, {&row}, [&](int64_t flat, const auto&, const auto& at) {
+      for_each_index(e.shape, {&row}, [&](int64_t flat, const auto&, const auto& at) {
         int64_t p = padding ? -1 : at[0];
         if (floaty) {
           fold_f(acc_f[flat], p);
@@ -90,16 +76,16 @@ void eval_reduce(const NodeEval& e) {
     }
     for (int64_t flat = 0; flat < count; ++flat) {
       if (floaty) {
-        store_f(out, flat, acc_f[flat]);
+        store_f(e.out, flat, acc_f[flat]);
       } else {
-        store_i(out, flat, acc_i[flat]);
+        store_i(e.out, flat, acc_i[flat]);
       }
     }
     return;
   }
   bool masked = has_mask(v);
   std::vector<int64_t> full(v.dims.size());
-  for_each_index(shape, {}, [&](int64_t flat, const std::vector<int64_t>& idx,
+  for_each_index(e.shape, {}, [&](int64_t flat, const std::vector<int64_t>& idx,
                                 const auto&) {
     for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : idx[j++];
     int64_t first = masked ? -1 : locate(v, full);
@@ -115,58 +101,48 @@ void eval_reduce(const NodeEval& e) {
       }
     }
     if (floaty) {
-      store_f(out, flat, acc_f);
+      store_f(e.out, flat, acc_f);
     } else {
-      store_i(out, flat, acc_i);
+      store_i(e.out, flat, acc_i);
     }
   });
 }
 
 void eval_gather(const NodeEval& e) {
-  const Node& n = e.n;
-  const std::vector<int64_t>& shape = e.shape;
-  const std::vector<ConcreteView>& views = e.views;
-  HostBuffer& out = e.out;
-  auto in = [&](size_t k) -> const HostBuffer& { return *e.in[k]; };
-  const ConcreteView& dv = views[0];
+  const ConcreteView& dv = e.views[0];
   int64_t data_numel = checked_numel(dv.dims, [&] {
     return "execute: the data Gather %" + std::to_string(e.id) + " reads";
   });
   std::vector<int64_t> didx(dv.dims.size());
-  for_each_index(shape, {&views[1]}, [&](int64_t flat, const auto&, const auto& at) {
-    int64_t g = read_i(in(1), at[0]);
+  for_each_index(e.shape, {&e.views[1]}, [&](int64_t flat, const auto&, const auto& at) {
+    int64_t g = read_i(e.input(1), at[0]);
     if (g < 0 || g >= data_numel) {
-      throw ShapeError("Gather: index " + std::to_string(g) + " is out of range for data of " +
-                       std::to_string(data_numel) + " elements (shape " +
-                       dims_to_string(n.inputs[0].view.dims) + ")");
+      throw ShapeError("Gather: index " + std::to_string(g) + " is e.out of range for data of " +
+                       std::to_string(data_numel) + " elements (e.shape " +
+                       dims_to_string(e.n.inputs[0].view.dims) + ")");
     }
     for (size_t k = dv.dims.size(); k-- > 0;) {
       didx[k] = g % dv.dims[k];
       g /= dv.dims[k];
     }
-    if (is_float(n.dtype)) {
-      store_f(out, flat, read_f(in(0), dv, didx));
+    if (is_float(e.n.dtype)) {
+      store_f(e.out, flat, read_f(e.input(0), dv, didx));
     } else {
-      store_i(out, flat, read_i(in(0), dv, didx));
+      store_i(e.out, flat, read_i(e.input(0), dv, didx));
     }
   });
 }
 
 // A Cast, or an Output (a copy in the operand's dtype).
 void eval_cast(const NodeEval& e) {
-  const Node& n = e.n;
-  const std::vector<int64_t>& shape = e.shape;
-  const std::vector<ConcreteView>& views = e.views;
-  HostBuffer& out = e.out;
-  auto in = [&](size_t k) -> const HostBuffer& { return *e.in[k]; };
-  bool from_float = is_float(in(0).dtype) || is_quantized(in(0).dtype);
-  for_each_index(shape, {&views[0]}, [&](int64_t flat, const auto&, const auto& at) {
+  bool from_float = is_float(e.input(0).dtype) || is_quantized(e.input(0).dtype);
+  for_each_index(e.shape, {&e.views[0]}, [&](int64_t flat, const auto&, const auto& at) {
     if (from_float) {
-      store_any(out, flat, read_f(in(0), at[0]));
-    } else if (is_float(n.dtype)) {
-      store_f(out, flat, static_cast<double>(read_i(in(0), at[0])));
+      store_any(e.out, flat, read_f(e.input(0), at[0]));
+    } else if (is_float(e.n.dtype)) {
+      store_f(e.out, flat, static_cast<double>(read_i(e.input(0), at[0])));
     } else {
-      store_i(out, flat, read_i(in(0), at[0]));
+      store_i(e.out, flat, read_i(e.input(0), at[0]));
     }
   });
 }

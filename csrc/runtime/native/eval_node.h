@@ -15,6 +15,8 @@ struct NodeEval {
   const std::vector<ConcreteView>& views;  // each input's view, evaluated
   std::vector<const HostBuffer*> in;      // each input's buffer
   HostBuffer& out;                        // zeroed, of n's dtype and shape
+
+  const HostBuffer& input(size_t k) const { return *in[k]; }
 };
 
 // Fills e.out with n's value; dyn_map binds the symbols of Constants and Iotas.

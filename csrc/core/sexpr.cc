@@ -1,11 +1,11 @@
 // The s-expression reader: a hand-written scanner over the text with line tracking.
-#include "egraph/sexpr.h"
+#include "core/sexpr.h"
 
 #include <cctype>
 
 #include "core/errors.h"
 
-namespace luminal::egraph {
+namespace luminal {
 
 std::string SExpr::to_string() const {
   if (!is_list) return atom;
@@ -89,4 +89,4 @@ std::vector<SExpr> read_sexprs(const std::string& text, const std::string& sourc
   }
 }
 
-}  // namespace luminal::egraph
+}  // namespace luminal

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace luminal::egraph {
+namespace luminal {
 
 struct SExpr {
   bool is_list = false;
@@ -19,4 +19,4 @@ struct SExpr {
 // Every top-level expression of `text`. Throws CompileError naming `source` and the line.
 std::vector<SExpr> read_sexprs(const std::string& text, const std::string& source);
 
-}  // namespace luminal::egraph
+}  // namespace luminal

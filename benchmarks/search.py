@@ -204,7 +204,7 @@ def best_of_interleaved(pairs, rounds=15):
 def cost_model_figures(compile_cache):
     """Calibrates the cost model into a fresh search cache, then compares search(rt, 1) with
     search(rt, 20) (and with descent) on each benchmark graph."""
-    from luminal import search_cost
+    from luminal.search import cost as search_cost
 
     cache_dir = tempfile.mkdtemp(prefix="luminal-search-model-")
     rt = lm.CpuRuntime(cache_dir=compile_cache)

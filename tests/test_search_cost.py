@@ -10,7 +10,9 @@ import torch
 
 import luminal as lm
 from conftest import assert_close
-from luminal import _core, search, search_cost
+from luminal import _core
+from luminal.search import cost as search_cost
+from luminal.search import driver as search
 
 
 def test_matmul_work_counts_its_flops_and_bytes():

@@ -126,7 +126,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ScatterOps, Reduct
     def backward(self, gradient: GraphTensor | None = None) -> None:
         """Adds this tensor's gradient graph and sets ``.grad`` on the tensors that ask
         (luminal.autograd.backward)."""
-        from .autograd import backward
+        from .training.autograd import backward
 
         backward(self, gradient)
 
@@ -278,7 +278,7 @@ class Graph(CreationOps):
         float_reassoc.rules (float reassociation, distribution, any constant scale into a
         matmul): programs that round differently, each still checked like every candidate."""
         from .runtime import Runtime
-        from .search import SearchLimits, SpaceSpec
+        from .search.driver import SearchLimits, SpaceSpec
 
         if not (isinstance(runtime_type, type) and issubclass(runtime_type, Runtime)):
             raise TypeError(f"build_search_space takes a runtime class, got {runtime_type!r}")
@@ -316,7 +316,7 @@ class Graph(CreationOps):
         cost only). ``descent``: up to this many more candidates, within ``descent_seconds``,
         from the fastest timed by changing its kernels' choices (luminal.search_descent)."""
         from .runtime import Runtime
-        from .search import search
+        from .search.driver import search
 
         if not isinstance(runtime, Runtime):
             raise TypeError(f"search takes a runtime instance, got {runtime!r}")

@@ -14,7 +14,7 @@ import statistics
 
 import numpy as np
 
-from . import _core
+from .. import _core
 
 FORMAT = 2  # 2: parallel kernels' work split over their team
 # The terms of an estimate, each a count times a fitted seconds-per-unit: a launch, a parallel
@@ -174,7 +174,7 @@ def probe_graphs() -> list:
     """(name, graph) for the fixed graphs the constants are fitted on and the ranking is
     measured on: softmax, an MLP, attention, matmuls of several shapes, a decode GEMV, a
     layer norm, elementwise chains."""
-    from .graph import Graph
+    from ..graph import Graph
 
     out = []
 
@@ -185,7 +185,7 @@ def probe_graphs() -> list:
 
     add("softmax 256x512", lambda cx: cx.tensor((256, 512)).softmax(-1).output())
     def layer_norm(cx):
-        from .nn.normalization import layer_norm as norm
+        from ..nn.normalization import layer_norm as norm
         norm(cx.tensor((128, 768)), (768,)).output()
     add("layer norm 128x768", layer_norm)
 
@@ -217,8 +217,8 @@ def measure(runtime, cx, programs: int = 8, repeats: int = 15) -> list:
     space (the e-graph's best, then one per schedule: tilings, fusions, serial and parallel
     kernels, so that the parallel region's price is told from the launch's), each kernel's
     time the minimum of ``repeats`` kernel_times runs on random inputs."""
-    from .search import representative_dims
-    from .search_check import random_inputs
+    from .driver import representative_dims
+    from .check import random_inputs
 
     space = cx._search_space.build(cx, runtime.rewrite_rules(), runtime._rt)
     dims = representative_dims(cx)
@@ -243,7 +243,7 @@ def calibrate(runtime, graphs=None, programs: int = 8) -> tuple:
     """Fits a CostModel to the kernels of up to ``programs`` candidates of each of ``graphs``
     (default probe_graphs) measured on ``runtime``; returns (model, per graph: (name,
     estimates, seconds))."""
-    from .runtime import CpuRuntime
+    from ..runtime import CpuRuntime
 
     per_graph = []
     all_rows, all_times = [], []
@@ -258,7 +258,7 @@ def calibrate(runtime, graphs=None, programs: int = 8) -> tuple:
 
 
 def _path(cache_dir: str, runtime) -> str:
-    from .search_cache import core_identity, device_name
+    from .cache import core_identity, device_name
 
     key = hashlib.sha256(f"{FORMAT} {runtime._rt.name} {device_name(runtime)} {core_identity()} "
                          f"threads {threads_of(runtime)}".encode()).hexdigest()
@@ -294,7 +294,7 @@ def store(cache_dir: str, runtime, model: CostModel, note: dict | None = None) -
 def calibrate_and_store(runtime, cache_dir: str | None = None) -> tuple:
     """calibrate, then store the model where search(cost_model="auto") finds it; returns
     calibrate's answer."""
-    from .search_cache import default_dir
+    from .cache import default_dir
 
     model, per_graph = calibrate(runtime)
     est = np.concatenate([e for _, e, _ in per_graph])

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _core
-from . import dtype as dt
-from .errors import ShapeError
-from .runtime import _from_storage, _to_storage
+from .. import _core
+from .. import dtype as dt
+from ..errors import ShapeError
+from ..runtime import _from_storage, _to_storage
 
 # Per output dtype, (floor, rtol): an element passes when |got - want| <= floor * scale +
 # rtol * |want|, where scale = max(1, the median |want| of that output): an absolute floor at
@@ -89,8 +89,8 @@ def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
 def random_blocks(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     """``count`` values of quantized ``dtype`` as raw blocks: 64 blocks quantized from
     random_floats times ``scale`` (so their scales are ordinary), repeated."""
-    from . import _core
-    from .weights.quantize import quantize
+    from .. import _core
+    from ..weights.quantize import quantize
 
     values = _core.block_values(dtype)
     drawn = random_floats(rng, 64 * values, dt.float32, scale).reshape(64, values)

@@ -39,14 +39,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import _core
-from . import search_cache
-from . import search_cost
-from . import search_timing as timing
-from .errors import LuminalError
-from .runtime import NativeRuntime
-from .search_check import INT_HIGHS, CheckSet, disagreement, extra_sets, random_inputs
-from .search_descent import Descent
+from .. import _core
+from . import cache as search_cache
+from . import cost as search_cost
+from . import timing
+from ..errors import LuminalError
+from ..runtime import NativeRuntime
+from .check import INT_HIGHS, CheckSet, disagreement, extra_sets, random_inputs
+from .descent import Descent
 
 DEFAULT_DIM = 16
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
@@ -174,7 +174,7 @@ class SearchReport:
     def plot(self, path) -> None:
         """Draws measured against estimated time per timed candidate into ``path`` (a PNG,
         SVG or PDF; matplotlib, the ``plot`` extra): search_plot.plot_report."""
-        from .search_plot import plot_report
+        from .plot import plot_report
 
         plot_report(self, path)
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import math
 
-from . import dtype as dt
-from ._core import Expr, OpKind, ShapeTracker
+from .. import dtype as dt
+from .._core import Expr, OpKind, ShapeTracker
 from .autograd_views import scatter_add, view_adjoint
-from .errors import ShapeError
-from .hl_ops.indexing import AlongAxisLayout, AxesLayout
-from .hl_ops.shape_utils import product
+from ..errors import ShapeError
+from ..hl_ops.indexing import AlongAxisLayout, AxesLayout
+from ..hl_ops.shape_utils import product
 
 # Each rule: (inputs read through their views, the node's output, the output's gradient,
 # the node's reduce axis) -> the gradient of each input view (None: no gradient flows).
@@ -163,7 +163,7 @@ def _filled(graph, value: float, dtype, dims):
 
 
 def _tensor(graph, node, view):
-    from .graph import GraphTensor
+    from ..graph import GraphTensor
 
     return GraphTensor(graph, node, view, graph._g.node_dtype(node))
 

@@ -6,7 +6,7 @@ Needs matplotlib (the ``plot`` extra). Not the report's text (search.SearchRepor
 
 from __future__ import annotations
 
-from .errors import LuminalError
+from ..errors import LuminalError
 
 
 def plot_report(report, path) -> None:

@@ -11,6 +11,7 @@ import torch
 import luminal as lm
 from conftest import assert_close
 from luminal import _core
+from luminal.search import calibrate
 from luminal.search import cost as search_cost
 from luminal.search import driver as search
 
@@ -99,8 +100,8 @@ def calibrated(tmp_path_factory):
     from microseconds to a scheduler tick, which no model of the kernel can know."""
     rt = lm.CpuRuntime(threads=1, cache_dir=str(tmp_path_factory.mktemp("cc")))
     keep = ("softmax", "mlp", "matmul 128", "gemv", "elementwise")
-    graphs = [(n, cx) for n, cx in search_cost.probe_graphs() if n.startswith(keep)]
-    model, per_graph = search_cost.calibrate(rt, graphs, programs=3)
+    graphs = [(n, cx) for n, cx in calibrate.probe_graphs() if n.startswith(keep)]
+    model, per_graph = calibrate.calibrate(rt, graphs, programs=3)
     return rt, model, per_graph
 
 

@@ -11,6 +11,7 @@ equivalent program on a runtime, run it.
 import sys
 
 from ._core import DType, Expr, ShapeTracker
+from ._version import __version__
 from .dtype import (
     bf16,
     bfloat16,
@@ -46,8 +47,6 @@ from . import linalg
 
 var_mean = GraphTensor.var_mean  # torch.var_mean(x, ...) as lm.var_mean(x, ...)
 std_mean = GraphTensor.std_mean
-
-__version__ = "0.1.0"
 
 # ``import luminal.optim`` and ``from luminal.optim.lr_scheduler import StepLR`` as with torch:
 # the training package's optim and its submodules are importable under that name too.

@@ -1,4 +1,4 @@
-"""Graph.search (python/luminal/search.py): the winner computes what torch computes, every
+"""Graph.search (python/luminal/search/): the winner computes what torch computes, every
 candidate is checked against the interpreter (a wrong rule is caught and reported), reports and
 progress, symbolic dims, determinism, and the on-disk cache (hits, corrupt entries, two
 processes at once)."""

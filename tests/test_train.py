@@ -1,4 +1,4 @@
-"""luminal.train: one compiled train step of the nn modules against torch's parameters after
+"""luminal.training.train: one compiled train step of the nn modules against torch's parameters after
 3 steps, checkpoints that resume to identical parameters, and dropout's train()/eval()
 switch with its random state carried across executes."""
 

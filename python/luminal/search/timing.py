@@ -1,15 +1,24 @@
 """How the search times candidates and tells a real difference from noise: a first timing of
 each (repeats, median, a race that stops hopeless ones), then the finalists re-timed together
 in interleaved rounds, each with its spread, and the pick that keeps the incumbent (the cost
-model's pick) unless a challenger is faster by more than the spread. Not the compiling or
-checking of candidates (python/luminal/search.py).
+model's pick) unless a challenger is faster by more than the spread; the search's phases that
+time (time_candidate, retime). Not the checking of candidates (check.py).
 """
 
 from __future__ import annotations
 
 import statistics
 import time
+from typing import TYPE_CHECKING
 
+from ..errors import LuminalError
+from .check import _set_inputs
+from .report import CandidateResult, _Phase
+
+if TYPE_CHECKING:
+    from .driver import SearchRun
+
+SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed by that run
 # A candidate is timed no further once RACE_SAMPLES runs all took over RACE_MARGIN x the best
 # median so far: it cannot win, and a 16-layer model's slow candidates took seconds each.
 RACE_SAMPLES = 2
@@ -81,3 +90,79 @@ def pick(timed: dict, incumbent) -> tuple:
     if timed[incumbent][0] - timed[fastest][0] > needed:
         return fastest, needed
     return incumbent, needed
+
+
+def _best_time(results: list):
+    times = [r.seconds for r in results if r.status == "ok" and r.seconds is not None]
+    return min(times) if times else None
+
+
+def time_candidate(run: SearchRun, p: int, res: CandidateResult, t_check: float | None) -> None:
+    """Times candidate ``p``, just run once (checked: the first warm-up): its kernels one
+    by one when the runtime can (their total is the first sample, or with more warm-ups
+    asked for, the second warm-up), then repeats (timing.time_runs), unless its
+    check run took over SLOW_RUN, which then is its only sample."""
+    samples = []
+    warmups = run.warmup - 1
+    if run.timing_kernels:
+        kernels = run.core_rt.kernel_times(run.dims)
+        run.kernel_times.append((p, kernels))
+        if warmups > 0:
+            warmups -= 1
+        else:
+            samples.append(sum(seconds for _, seconds in kernels))
+    if t_check is not None and t_check > SLOW_RUN:
+        samples = [t_check]
+    else:
+        samples = time_runs(run.core_rt, run.dims, warmups, run.repeats,
+                            _best_time(run.results), samples)
+    res.seconds = statistics.median(samples)
+    res.spread = spread(samples)
+    res.status = "ok"
+
+
+def retime(run: SearchRun) -> None:
+    """Re-times the finalists together: the FINALISTS fastest candidates within
+    RACE_MARGIN of the best, and the cost model's pick (the first candidate) if within it,
+    in RETIME_ROUNDS interleaved rounds (each compiles them in turn, from the runtime's
+    cache, on the ordinary inputs: a slow spell of the machine falls on all of them). Not
+    when it would take over RETIME_SECONDS: their first timing stands."""
+    timed = [i for i, r in enumerate(run.results) if r.status == "ok"]
+    if len(timed) < 2:
+        return
+    best = min(run.results[i].seconds for i in timed)
+    fast = sorted((i for i in timed if run.results[i].seconds <= RACE_MARGIN * best),
+                  key=lambda i: (run.results[i].seconds, i))
+    finalists = fast[:FINALISTS]
+    if 0 in fast and 0 not in finalists:
+        finalists.append(0)
+    if len(finalists) < 2 or \
+            not retime_fits([run.results[i].seconds for i in finalists]):
+        return
+    try:
+        with _Phase(run.report, "timing"):
+            rounds = _retime_rounds(run, finalists)
+    except LuminalError:  # a recompile that failed: the first timings stand
+        run.compiled = None
+        return
+    for i in finalists:
+        res = run.results[i]
+        res.seconds = statistics.median([t for r in rounds[i] for t in r])
+        res.spread = rounds_spread(rounds[i])
+        res.retimed = True
+
+
+def _retime_rounds(run: SearchRun, finalists: list) -> dict:
+    """{finalist: its samples of each round}: RETIME_ROUNDS rounds, each starting one
+    finalist further along, each compiling and timing every finalist in turn."""
+    rounds = {i: [] for i in finalists}
+    for round_index in range(RETIME_ROUNDS):
+        start = round_index % len(finalists)
+        for i in finalists[start:] + finalists[:start]:
+            p, choice = run.order[i]
+            prog = run.programs[p]
+            run.compiled = i
+            run.core_rt.compile(prog.graph, choice)
+            _set_inputs(run.core_rt, prog.inputs, run.inputs)
+            rounds[i].append(time_runs(run.core_rt, run.dims, 1, RETIME_RUNS))
+    return rounds

@@ -1,4 +1,4 @@
-"""One compiled train step: forward, loss, backward (luminal.autograd) and the optimizer's
+"""One compiled train step: forward, loss, backward (luminal.training.autograd) and the optimizer's
 update (luminal.optim) in one graph, searched and compiled once; parameters, optimizer state
 and the random state stay in the runtime and are carried across executes. Checkpoints to and
 from safetensors, and torch's default initialization of the nn modules' weights.

@@ -8,7 +8,7 @@ repeat stability: search(rt, 20) twice more (no search cache; compiled objects c
 winner, and whether it is the first winner or within the first search's margin of it.
 The graph is written with the primitives only (no RoPE: it needs concatenation): matmuls,
 softmax from exp/amax/sum, RMSNorm from mean/sqrt, SwiGLU from exp and reciprocal.
-On the CPU, also the calibrated cost model (luminal.search_cost) and the descent: the model
+On the CPU, also the calibrated cost model (luminal.search.cost) and the descent: the model
 calibrated on this machine (its constants, the Spearman of its estimates with the probe graphs'
 kernel times), then per benchmark graph (softmax, MLP, attention, an encoder layer, matmuls of
 several shapes, a decode GEMV, the Llama graph): search(rt, 1) (the model's pick) against
@@ -204,12 +204,13 @@ def best_of_interleaved(pairs, rounds=15):
 def cost_model_figures(compile_cache):
     """Calibrates the cost model into a fresh search cache, then compares search(rt, 1) with
     search(rt, 20) (and with descent) on each benchmark graph."""
-    from luminal import search_cost
+    from luminal.search import calibrate
+    from luminal.search import cost as search_cost
 
     cache_dir = tempfile.mkdtemp(prefix="luminal-search-model-")
     rt = lm.CpuRuntime(cache_dir=compile_cache)
     t0 = time.perf_counter()
-    model, per_graph = search_cost.calibrate_and_store(rt, cache_dir)
+    model, per_graph = calibrate.calibrate_and_store(rt, cache_dir)
     est = np.concatenate([e for _, e, _ in per_graph])
     sec = np.concatenate([s for _, _, s in per_graph])
     print(f"cost model calibrated in {time.perf_counter() - t0:.1f} s on {len(sec)} probe "

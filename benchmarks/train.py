@@ -48,7 +48,7 @@ def luminal_step(x_data, y_data, threads: int, budget: int):
     import luminal as lm
     import luminal.nn.functional as F
     from luminal import optim
-    from luminal.train import TrainStep
+    from luminal.training.train import TrainStep
     from train_digits import MLP
 
     model = MLP()
@@ -67,7 +67,7 @@ def gpt_step(threads: int, budget: int, batch: int = 16, seq: int = 128, vocab: 
     import luminal as lm
     import luminal.nn.functional as F
     from luminal import optim
-    from luminal.train import TrainStep
+    from luminal.training.train import TrainStep
     from train_gpt import CharGPT
 
     model = CharGPT(vocab, seq, 64, 2, 4)

@@ -20,7 +20,7 @@ import luminal as lm
 import luminal.nn.functional as F
 from luminal import optim
 from luminal.nn import Conv2d, Dropout, Linear, Module
-from luminal.train import TrainStep
+from luminal.training.train import TrainStep
 
 
 class MLP(Module):

@@ -20,7 +20,7 @@ import luminal as lm
 import luminal.nn.functional as F
 from luminal import Expr, optim
 from luminal.nn import Embedding, Linear, Module, ModuleList, RMSNorm, TransformerDecoderLayer
-from luminal.train import TrainStep
+from luminal.training.train import TrainStep
 
 MODULES = ("argparse", "collections", "functools", "itertools", "json", "os", "pathlib",
            "re", "string", "textwrap", "typing", "inspect", "random", "statistics", "shutil",

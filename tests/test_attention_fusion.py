@@ -263,8 +263,8 @@ def test_fused_nn_attention_matches_torch():
        st.sampled_from([None, "causal", "float", "bool"]), st.sampled_from([None, 0.05, 2.0]),
        st.integers(0, 1000))
 def test_random_attention_programs_match_native(b, heads, s, t, d, mask, scale, seed):
-    from luminal.search import _run
-    from luminal.search_check import random_inputs
+    from luminal.search.check import _run
+    from luminal.search.check import random_inputs
 
     h, hk = heads
     causal = mask == "causal"

@@ -1,4 +1,4 @@
-"""luminal.autograd against torch.autograd: finite differences for each primitive's rule, then
+"""luminal.training.autograd against torch.autograd: finite differences for each primitive's rule, then
 what the conformance table's gradients (tests/conformance, check_grad: every differentiable
 row, every variant) do not express: ties, nn modules' parameter gradients, Embedding, views
 asked for gradients, detach, a symbolic dim across executes, the backward graphs' CUDA."""

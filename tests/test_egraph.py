@@ -443,7 +443,7 @@ def run_program(g, program, feeds):
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(random_graph(), st.integers(0, 2 ** 16))
 def test_every_extracted_program_computes_the_graph(cx, seed):
-    from luminal.search_check import random_inputs as _random_inputs
+    from luminal.search.check import random_inputs as _random_inputs
 
     feeds = _random_inputs(cx._g, {}, seed)
     want = run_program(cx._g, _core.identity_program(cx._g), feeds)

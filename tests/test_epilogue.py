@@ -267,8 +267,8 @@ def graphs_with_epilogues(draw):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs_with_epilogues(), st.integers(0, 2 ** 16))
 def test_every_epilogue_program_computes_the_graph(cx, seed):
-    from luminal.search import _run
-    from luminal.search_check import random_inputs as _random_inputs
+    from luminal.search.check import _run
+    from luminal.search.check import random_inputs as _random_inputs
 
     feeds = _random_inputs(cx._g, {}, seed)
     native = _core.NativeRuntime()

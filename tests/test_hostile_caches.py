@@ -114,7 +114,7 @@ def test_a_search_entry_moved_to_another_graphs_key_is_not_trusted(tmp_path):
     only that record tells them apart."""
     import json
 
-    from luminal import search_cache
+    from luminal.search import cache as search_cache
 
     def graph(scale):
         cx = lm.Graph()

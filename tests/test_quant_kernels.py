@@ -187,7 +187,7 @@ def test_a_misaligned_slice_of_the_dequantized_weight_takes_the_generic_kernel()
 
 
 def test_search_checks_and_times_the_quantized_gemv_against_the_f32_copy(tmp_path):
-    """The search's check sets hold valid blocks (search_check.random_blocks): both the
+    """The search's check sets hold valid blocks (check.random_blocks): both the
     default and the dequantize-in-kernel candidates are verified, and the winner is right."""
     cx, x, w, y = linear(256, 33, lm.dtype.q4_k, inline=False)
     y = y.output()

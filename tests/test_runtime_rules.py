@@ -432,7 +432,7 @@ def test_kernel_times_name_every_kernel_by_its_node():
 
 
 def test_combination_takes_each_class_fastest_schedule():
-    from luminal.search import _combine
+    from luminal.search.extract import _combine
 
     cx = lm.Graph()
     *_, y = two_matmuls(cx)
@@ -554,8 +554,8 @@ def graphs_with_matmuls(draw):
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs_with_matmuls(), st.integers(0, 2 ** 16))
 def test_every_cpu_program_computes_the_graph(cx, seed):
-    from luminal.search import _run
-    from luminal.search_check import random_inputs as _random_inputs
+    from luminal.search.check import _run
+    from luminal.search.check import random_inputs as _random_inputs
 
     feeds = _random_inputs(cx._g, {}, seed)
     native = _core.NativeRuntime()

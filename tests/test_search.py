@@ -1,4 +1,4 @@
-"""Graph.search (python/luminal/search.py): the winner computes what torch computes, every
+"""Graph.search (python/luminal/search/): the winner computes what torch computes, every
 candidate is checked against the interpreter (a wrong rule is caught and reported), reports and
 progress, symbolic dims, determinism, and the on-disk cache (hits, corrupt entries, two
 processes at once)."""
@@ -185,7 +185,7 @@ def test_corrupt_entry_is_rebuilt_not_trusted(tmp_path, damage):
             entry["program"] = entry["program"].replace("Exp2", "Log2")
         else:  # a valid checksum over a program that does not fit the graph
             entry["program"] = "(program (Input 0 ({4} {8}) f32))"
-            from luminal.search_cache import _checksum
+            from luminal.search.cache import _checksum
             entry["checksum"] = _checksum(entry)
         text = json.dumps(entry)
     with open(path, "w") as f:
@@ -272,7 +272,7 @@ def test_a_cache_hit_reproduces_the_searched_program(tmp_path):
 @pytest.mark.parametrize("dtype", [lm.float32, lm.float16, lm.bfloat16])
 def test_check_inputs_are_random_floats_of_moderate_size(dtype):
     from luminal.runtime import _from_storage
-    from luminal.search_check import random_floats as _random_floats
+    from luminal.search.check import random_floats as _random_floats
 
     words = _random_floats(np.random.default_rng(3), 10001, dtype)
     again = _random_floats(np.random.default_rng(3), 10001, dtype)
@@ -285,7 +285,7 @@ def test_check_inputs_are_random_floats_of_moderate_size(dtype):
 
 def test_check_inputs_past_the_pool_repeat_it(monkeypatch):
     """A model's weights draw RANDOM_POOL values and repeat them (a prime period)."""
-    from luminal import search_check
+    from luminal.search import check as search_check
 
     monkeypatch.setattr(search_check, "RANDOM_POOL", 101)
     words = search_check.random_floats(np.random.default_rng(3), 1000, lm.bfloat16)

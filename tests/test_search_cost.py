@@ -1,4 +1,4 @@
-"""The calibrated cost model (luminal.search_cost) and the descent (luminal.search_descent):
+"""The calibrated cost model (luminal.search.cost) and the descent (luminal.search.descent):
 kernel work counted from the lowered program, a fit whose ranking of measured kernel times is
 above a floor (pairs more than 4x apart, robust to a loaded machine), budget 1 taking the
 model's pick, the report's rank correlation, and a descent that never re-times a program.
@@ -10,7 +10,10 @@ import torch
 
 import luminal as lm
 from conftest import assert_close
-from luminal import _core, search, search_cost
+from luminal import _core
+from luminal.search import calibrate
+from luminal.search import cost as search_cost
+from luminal.search import extract
 
 
 def test_matmul_work_counts_its_flops_and_bytes():
@@ -97,8 +100,8 @@ def calibrated(tmp_path_factory):
     from microseconds to a scheduler tick, which no model of the kernel can know."""
     rt = lm.CpuRuntime(threads=1, cache_dir=str(tmp_path_factory.mktemp("cc")))
     keep = ("softmax", "mlp", "matmul 128", "gemv", "elementwise")
-    graphs = [(n, cx) for n, cx in search_cost.probe_graphs() if n.startswith(keep)]
-    model, per_graph = search_cost.calibrate(rt, graphs, programs=3)
+    graphs = [(n, cx) for n, cx in calibrate.probe_graphs() if n.startswith(keep)]
+    model, per_graph = calibrate.calibrate(rt, graphs, programs=3)
     return rt, model, per_graph
 
 
@@ -144,10 +147,10 @@ def test_budget_one_takes_the_models_pick(calibrated, tmp_path):
     ins, y = mlp(cx)
     cx.build_search_space(lm.CpuRuntime)
     dims = {}
-    pool = cx._search_space.build(cx, rt.rewrite_rules(), rt._rt).extract(search.RANK_POOL, dims)
+    pool = cx._search_space.build(cx, rt.rewrite_rules(), rt._rt).extract(extract.RANK_POOL, dims)
     # budget 1's pool as the search forms it: programs times their tuning choices, in order
     choices = [list(rt._rt.tuning_space(p.graph)) or [_core.TuningChoice()] for p in pool]
-    pairs = search._order(pool, choices, sum(len(c) for c in choices))[:search.RANK_POOL]
+    pairs = extract._order(pool, choices, sum(len(c) for c in choices))[:extract.RANK_POOL]
     est = [model.program_seconds(pool[p], choice, dims, search_cost.threads_of(rt))
            for p, choice in pairs]
     out = cx.search(rt, 1, cache_dir=str(tmp_path), cost_model=model)

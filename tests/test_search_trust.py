@@ -11,7 +11,8 @@ import torch
 
 import luminal as lm
 from conftest import assert_close
-from luminal import search_check, search_timing
+from luminal.search import check as search_check
+from luminal.search import timing as search_timing
 from luminal.errors import LuminalError
 
 # Softmax without the max subtracted: exp(x - m) => exp(x), m the row's max negated. Wrong as
@@ -304,7 +305,7 @@ def test_a_cache_entry_is_reverified_when_loaded(tmp_path):
     assert set(entry["info"]["made_with"]) == {"core", "rules", "graph"}
     # A well-formed entry whose program computes something else (exp2 -> sqrt): not trusted.
     entry["program"] = entry["program"].replace("(Exp2", "(Sqrt")
-    from luminal.search_cache import _checksum
+    from luminal.search.cache import _checksum
     entry["checksum"] = _checksum(entry)
     open(first.cache_path, "w").write(json.dumps(entry))
     assert not cache_search(tmp_path).cache_hit
@@ -315,7 +316,7 @@ def test_a_cache_entry_made_with_other_rules_is_not_trusted(tmp_path):
     first = cache_search(tmp_path)
     entry = json.loads(open(first.cache_path).read())
     entry["info"]["made_with"]["rules"] = "0" * 64
-    from luminal.search_cache import _checksum
+    from luminal.search.cache import _checksum
     entry["checksum"] = _checksum(entry)
     open(first.cache_path, "w").write(json.dumps(entry))
     assert not cache_search(tmp_path).cache_hit
@@ -326,7 +327,8 @@ def test_a_cache_entry_made_by_another_build_of_the_core_is_not_reused(tmp_path,
     made with: after a rebuild (an editable install's on import) the search runs again."""
     import os
 
-    from luminal import __version__, _core, search_cache
+    from luminal import __version__, _core
+    from luminal.search import cache as search_cache
 
     core = search_cache.core_identity()
     size = os.stat(_core.__file__).st_size

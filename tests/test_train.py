@@ -1,4 +1,4 @@
-"""luminal.train: one compiled train step of the nn modules against torch's parameters after
+"""luminal.training.train: one compiled train step of the nn modules against torch's parameters after
 3 steps, checkpoints that resume to identical parameters, and dropout's train()/eval()
 switch with its random state carried across executes."""
 
@@ -10,7 +10,7 @@ import luminal.nn.functional as LF
 from luminal import optim
 from luminal.nn import Dropout, Embedding, Linear, Module
 from luminal.cuda import gpu_available
-from luminal.train import TrainStep, default_init
+from luminal.training.train import TrainStep, default_init
 
 from conftest import CpuRuntime
 from test_autograd import MODULES

@@ -8,7 +8,10 @@ equivalent program on a runtime, run it.
     rt = cx.search(lm.NativeRuntime(), 1)
 """
 
+import sys
+
 from ._core import DType, Expr, ShapeTracker
+from ._version import __version__
 from .dtype import (
     bf16,
     bfloat16,
@@ -32,7 +35,8 @@ from .errors import (
     WeightsError,
 )
 from .graph import Graph, GraphTensor
-from .autograd import grad
+from .training.autograd import grad
+from .training import optim  # torch.optim's place: luminal.optim (below)
 from .hl_ops.tensor_utils import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
@@ -44,7 +48,11 @@ from . import linalg
 var_mean = GraphTensor.var_mean  # torch.var_mean(x, ...) as lm.var_mean(x, ...)
 std_mean = GraphTensor.std_mean
 
-__version__ = "0.1.0"
+# ``import luminal.optim`` and ``from luminal.optim.lr_scheduler import StepLR`` as with torch:
+# the training package's optim and its submodules are importable under that name too.
+for _name in [n for n in sys.modules if (n + ".").startswith(optim.__name__ + ".")]:
+    sys.modules[__name__ + ".optim" + _name[len(optim.__name__):]] = sys.modules[_name]
+del _name
 
 
 def from_torch(module, example_inputs, dynamic_shapes=None):
@@ -60,5 +68,5 @@ __all__ = [
     "ShapeError", "ShapeTracker", "WeightsError",
     "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
     "bucketize", "cat", "einsum", "from_torch", "get_include", "grad", "get_library_dir",
-    "linalg", "searchsorted", "stack", "std_mean", "to_half", "var_mean", "where",
+    "linalg", "optim", "searchsorted", "stack", "std_mean", "to_half", "var_mean", "where",
 ]

@@ -104,7 +104,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ScatterOps, Reduct
         self.graph._g.output(self.id, self.st)
         return self
 
-    # ---- gradients (luminal.autograd) ----------------------------------------------------
+    # ---- gradients (luminal.training.autograd) ----------------------------------------------------
     def requires_grad_(self) -> GraphTensor:
         """Asks ``backward()`` to record this tensor's gradient in ``.grad`` (parameters ask
         already); returns it."""
@@ -115,7 +115,7 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ScatterOps, Reduct
     def detach(self) -> GraphTensor:
         """torch's detach: the same values, through which no gradient flows back. A Cast of
         the node to its own dtype through its identity view (which the search removes, so it
-        costs nothing at run time), marked for luminal.autograd, read through this view."""
+        costs nothing at run time), marked for luminal.training.autograd, read through this view."""
         g = self.graph._g
         whole = GraphTensor(self.graph, self.id, ShapeTracker.contiguous(g.node_shape(self.id)),
                             self.dtype)
@@ -125,8 +125,8 @@ class GraphTensor(UnaryOps, BinaryOps, MovementOps, IndexOps, ScatterOps, Reduct
 
     def backward(self, gradient: GraphTensor | None = None) -> None:
         """Adds this tensor's gradient graph and sets ``.grad`` on the tensors that ask
-        (luminal.autograd.backward)."""
-        from .autograd import backward
+        (luminal.training.autograd.backward)."""
+        from .training.autograd import backward
 
         backward(self, gradient)
 
@@ -278,7 +278,7 @@ class Graph(CreationOps):
         float_reassoc.rules (float reassociation, distribution, any constant scale into a
         matmul): programs that round differently, each still checked like every candidate."""
         from .runtime import Runtime
-        from .search import SearchLimits, SpaceSpec
+        from .search.driver import SearchLimits, SpaceSpec
 
         if not (isinstance(runtime_type, type) and issubclass(runtime_type, Runtime)):
             raise TypeError(f"build_search_space takes a runtime class, got {runtime_type!r}")
@@ -311,12 +311,12 @@ class Graph(CreationOps):
         ``reference``: what candidates are checked against: "native" (the interpreter),
         "runtime" (this runtime running the graph as written) or "auto" (native unless the
         graph is too big for the interpreter; see luminal.search). ``cost_model``: the
-        calibrated model that orders the candidates (luminal.search_cost; "auto": the one
+        calibrated model that orders the candidates (luminal.search.cost; "auto": the one
         calibrated for this machine, if any, next to the search cache; None: the e-graph's
         cost only). ``descent``: up to this many more candidates, within ``descent_seconds``,
-        from the fastest timed by changing its kernels' choices (luminal.search_descent)."""
+        from the fastest timed by changing its kernels' choices (luminal.search.descent)."""
         from .runtime import Runtime
-        from .search import search
+        from .search.driver import search
 
         if not isinstance(runtime, Runtime):
             raise TypeError(f"search takes a runtime instance, got {runtime!r}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy
 import torch
 
+from .. import runtime as runtime_module
 from .aten import Unsupported
 from .convert import convert
 
@@ -103,8 +104,6 @@ class CompiledGraph:
     ints), returns its outputs as torch tensors."""
 
     def __init__(self, gm, parameters, options):
-        import luminal as lm
-
         self.converted = convert(gm, parameters)
         self.parameters = set(parameters)
         cx = self.converted.graph
@@ -113,7 +112,7 @@ class CompiledGraph:
         self._constants_set = False  # set on the first call (compiling runs on fake tensors)
         if not any(o[0] == "tensor" for o in self.converted.outputs):
             return  # sizes and constants only: nothing to run
-        runtime = getattr(lm, _RUNTIMES[options.get("runtime", "cpu")])
+        runtime = getattr(runtime_module, _RUNTIMES[options.get("runtime", "cpu")])
         cx.build_search_space(runtime)
         self.runtime = cx.search(runtime(), options.get("search", 1),
                                  cache=options.get("cache", True),

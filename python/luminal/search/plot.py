@@ -1,12 +1,12 @@
 """``SearchReport.plot(path)``: one search's candidates drawn as measured time against the cost
-model's estimate (the calibrated seconds of search_cost where the report has them, else the
+model's estimate (the calibrated seconds of cost.py where the report has them, else the
 static cost's units), the spread of each measurement as an error bar, the winner marked.
 Needs matplotlib (the ``plot`` extra). Not the report's text (search.SearchReport.__str__).
 """
 
 from __future__ import annotations
 
-from .errors import LuminalError
+from ..errors import LuminalError
 
 
 def plot_report(report, path) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ShapeError
-from ..hl_ops.tensor_utils import where
+from ...errors import ShapeError
+from ...hl_ops.tensor_utils import where
 
 
 def _parameter_tensor(p, graph=None):

@@ -7,9 +7,9 @@ elements x source elements): see ``scatter_add``). Not here: the per-op rules (a
 
 from __future__ import annotations
 
-from ._core import Expr
-from .hl_ops.shape_utils import product
-from .hl_ops.tensor_utils import where
+from .._core import Expr
+from ..hl_ops.shape_utils import product
+from ..hl_ops.tensor_utils import where
 
 _ORDER_SYMBOL_VALUE = 1009  # symbols stand for this when ordering strides (symbolic dims)
 

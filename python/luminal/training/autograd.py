@@ -2,19 +2,19 @@
 with respect to each input to the same Graph, as more primitive nodes, so forward and backward
 compile into one searched program. One rule per primitive (``_RULES``, below) and one adjoint
 per input view (autograd_views), so every hl_op and nn module is differentiable without a
-backward of its own. Not here: optimizers (luminal.optim), the train step (luminal.train).
+backward of its own. Not here: optimizers (luminal.optim), the train step (luminal.training.train).
 """
 
 from __future__ import annotations
 
 import math
 
-from . import dtype as dt
-from ._core import Expr, OpKind, ShapeTracker
+from .. import dtype as dt
+from .._core import Expr, OpKind, ShapeTracker
 from .autograd_views import scatter_add, view_adjoint
-from .errors import ShapeError
-from .hl_ops.indexing import AlongAxisLayout, AxesLayout
-from .hl_ops.shape_utils import product
+from ..errors import ShapeError
+from ..hl_ops.indexing import AlongAxisLayout, AxesLayout
+from ..hl_ops.shape_utils import product
 
 # Each rule: (inputs read through their views, the node's output, the output's gradient,
 # the node's reduce axis) -> the gradient of each input view (None: no gradient flows).
@@ -162,10 +162,10 @@ def _filled(graph, value: float, dtype, dims):
     return scalar.expand(list(dims)) if len(dims) else scalar
 
 
-def _tensor(graph, node, view):
-    from .graph import GraphTensor
-
-    return GraphTensor(graph, node, view, graph._g.node_dtype(node))
+def _tensor(kind, graph, node, view):
+    """A ``kind`` (GraphTensor, passed in: graph.py sits above autograd and calls it) of
+    ``node`` read through ``view``."""
+    return kind(graph, node, view, graph._g.node_dtype(node))
 
 
 def grad(loss, inputs, grad_output=None):
@@ -207,8 +207,8 @@ def grad(loss, inputs, grad_output=None):
         if node not in adjoints or op in _NO_GRADIENT or node in graph._detached:
             continue
         edges = g.node_inputs(node)
-        xs = [_tensor(graph, src, view) for src, view in edges]
-        y = _tensor(graph, node, ShapeTracker.contiguous(g.node_shape(node)))
+        xs = [_tensor(type(loss), graph, src, view) for src, view in edges]
+        y = _tensor(type(loss), graph, node, ShapeTracker.contiguous(g.node_shape(node)))
         rule_grads = _RULES[op](xs, y, adjoints[node], g.node_axis(node))
         for (src, view), part in zip(edges, rule_grads):
             if part is not None:

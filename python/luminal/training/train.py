@@ -1,4 +1,4 @@
-"""One compiled train step: forward, loss, backward (luminal.autograd) and the optimizer's
+"""One compiled train step: forward, loss, backward (luminal.training.autograd) and the optimizer's
 update (luminal.optim) in one graph, searched and compiled once; parameters, optimizer state
 and the random state stay in the runtime and are carried across executes. Checkpoints to and
 from safetensors, and torch's default initialization of the nn modules' weights.
@@ -11,8 +11,8 @@ import math
 
 import numpy as np
 
-from . import dtype as dt
-from .errors import ShapeError
+from .. import dtype as dt
+from ..errors import ShapeError
 
 _RANDOM_STATE_KEY = "random.state"
 
@@ -21,7 +21,7 @@ def default_init(model, seed: int = 0) -> dict:
     """Initial weights for ``model`` as torch initializes its modules: Linear and Conv weights
     and biases uniform in +-1/sqrt(fan_in), norms' weights one and biases zero, Embedding
     standard normal; any other parameter normal with std 0.02. name -> float32 array."""
-    from .nn import Conv1d, Conv2d, Embedding, LayerNorm, Linear, RMSNorm
+    from ..nn import Conv1d, Conv2d, Embedding, LayerNorm, Linear, RMSNorm
 
     rng = np.random.default_rng(seed)
     weights = {}

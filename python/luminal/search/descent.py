@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 import time
 
-from . import _core
+from .. import _core
 
 # A move is kept when its program is faster than the best by more than this fraction (or the
 # best's spread, if larger): a noisy tie does not walk the search away.

@@ -48,7 +48,8 @@ def core_identity() -> str:
     modification time): a rebuilt core (an editable install's rebuild on import) may rank,
     lower or render programs otherwise, so what a search found with another build is not
     reused. One build's identity is the same in every process."""
-    from . import __version__, _core
+    from .. import _core
+    from .._version import __version__
 
     here = os.path.dirname(os.path.abspath(_core.__file__))
     parts = [__version__]

@@ -1,20 +1,42 @@
 """What a search candidate is checked on, and when it disagrees: the input sets (ordinary
 values, large magnitudes, values at the edge of exp2's range, large and negative ints, zeros)
-and the per-element tolerance. Each set is deterministic for a seed. Not the running of
-candidates or of the reference (python/luminal/search.py does that).
+and the per-element tolerance, each set deterministic for a seed; and the search's phases that
+use them: the reference's outputs on each set (run_reference), a candidate run on every set
+(check_candidate), a cache hit re-run on the ordinary set (recheck). Not the compiling of
+candidates (driver.py).
 """
 
 from __future__ import annotations
 
 import math
+import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import _core
-from . import dtype as dt
-from .errors import ShapeError
-from .runtime import _from_storage, _to_storage
+from .. import _core
+from .. import dtype as dt
+from ..errors import LuminalError, ShapeError
+from ..runtime import NativeRuntime, _from_storage, _to_storage
+from .extract import _Texts
+from .report import _Phase
+
+if TYPE_CHECKING:
+    from .driver import SearchRun
+    from .report import CandidateResult
+
+# reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
+# seconds of the interpreter); bigger graphs are checked against the runtime itself running the
+# graph as written, which still catches every wrong rule (the runtime's own tests answer for it).
+AUTO_NATIVE_WORK = 2e7
+# The extra check sets (extra_sets) run against the interpreter for graphs up to this much work
+# (a tenth of a second a run), at the search's dims or, above it, with every symbolic dim bound
+# to SHRUNK_DIM; bigger graphs are checked on the ordinary set only. A cache hit is re-verified
+# on the ordinary set up to this work too.
+EXTRA_SETS_WORK = 4e6
+SHRUNK_DIM = 2
 
 # Per output dtype, (floor, rtol): an element passes when |got - want| <= floor * scale +
 # rtol * |want|, where scale = max(1, the median |want| of that output): an absolute floor at
@@ -89,8 +111,8 @@ def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
 def random_blocks(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     """``count`` values of quantized ``dtype`` as raw blocks: 64 blocks quantized from
     random_floats times ``scale`` (so their scales are ordinary), repeated."""
-    from . import _core
-    from .weights.quantize import quantize
+    from .. import _core
+    from ..weights.quantize import quantize
 
     values = _core.block_values(dtype)
     drawn = random_floats(rng, 64 * values, dt.float32, scale).reshape(64, values)
@@ -304,3 +326,150 @@ def _chunk_disagreement(a: np.ndarray, b: np.ndarray, floor: float, rtol: float,
     if bad.any():
         return int(np.argmax(bad)), ""
     return None
+
+
+def _run(core_rt, input_ids, output_ids, inputs, dims, seconds=None) -> list:
+    """Sets the inputs, executes and reads the outputs; ``seconds`` (a list) gets the time of
+    the execute alone (setting a parameter may lay it out, which is no part of a run)."""
+    for node, (dtype, data) in zip(input_ids, inputs):
+        core_rt.set_data(node, data, dtype)
+    t0 = time.perf_counter()
+    core_rt.execute(dims)
+    if seconds is not None:
+        seconds.append(time.perf_counter() - t0)
+    return [np.asarray(core_rt.get(o)) for o in output_ids]
+
+
+def _set_inputs(core_rt, input_ids, inputs) -> None:
+    for node, (dtype, data) in zip(input_ids, inputs):
+        core_rt.set_data(node, data, dtype)
+
+
+def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
+    """Reference: the outputs every candidate must match on each check set, from the
+    interpreter or from the runtime running the graph as written (``reference``; "auto"
+    picks by AUTO_NATIVE_WORK). The ordinary set (random inputs of ``seed``) always; the
+    extra sets (check.extra_sets) against the interpreter, for graphs up to
+    EXTRA_SETS_WORK at the search's dims or at SHRUNK_DIM; a set the interpreter cannot
+    run (Gather indices out of range) is left out. Nothing to check when ``verify`` is
+    off, or for budget 1 on NativeRuntime with the graph as written. When the reference
+    fails on the ordinary set, no candidate can be checked: the graph as written is the
+    only one."""
+    g = run.g
+    run.sets = []
+    on_native = isinstance(run.runtime, NativeRuntime)
+    run.need_check = verify and (run.budget > 1
+                                 or run.texts[run.order[0][0]] != run.original_text
+                                 or not on_native)
+    work = _core.graph_work(g, run.dims)
+    if reference == "auto":
+        reference = "native" if work <= AUTO_NATIVE_WORK or on_native else "runtime"
+    if not run.need_check:
+        with _Phase(run.report, "reference"):
+            run.inputs = random_inputs(g, run.dims, run.seed, run.normwise)
+        return
+    run.report.reference = "native" if reference == "native" else \
+        f"{run.core_rt.name} running the graph as written"
+    ref_rt = _core.NativeRuntime() if reference == "native" else run.core_rt
+    run.inputs = None
+    try:
+        # The compile (C++, GIL released: a runtime's compilers run as processes) and the
+        # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
+        with _Phase(run.report, "reference"), ThreadPoolExecutor(max_workers=1) as pool:
+            compiling = pool.submit(ref_rt.compile, g)
+            run.inputs = random_inputs(g, run.dims, run.seed, run.normwise)
+            compiling.result()
+        with _Phase(run.report, "reference run"):
+            ordinary = CheckSet("ordinary", run.inputs, run.dims, strict=True)
+            ordinary.want = _reference_outputs(run, ref_rt, ordinary)
+    except LuminalError as e:
+        if run.inputs is None:
+            raise  # inputs too big to draw (random_inputs): nothing can run the graph
+        # E.g. Gather indices out of range: keep the graph as written.
+        run.programs = [run.original]
+        run.texts = _Texts(run.programs)
+        run.order = [(0, _core.TuningChoice())]
+        run.report.wrong_rules.append(f"not checked (reference failed on random inputs: "
+                                      f"{e})")
+        run.need_check = False
+        run.combine = False
+        return
+    run.sets = [ordinary]
+    run.report.check_sets = ["ordinary"]
+    with _Phase(run.report, "reference run"):
+        _add_extra_sets(run, work)
+
+
+def _reference_outputs(run: SearchRun, ref_rt, ordinary) -> list:
+    """The reference's outputs on the ordinary set; where an index falls out of range (a
+    Gather reading a table through random ints), its ints drawn again from the next of
+    INT_HIGHS (the inputs of ``ordinary`` and run.inputs replaced)."""
+    g = run.g
+    for high in INT_HIGHS:
+        if high != INT_HIGHS[0]:
+            run.inputs = random_inputs(g, run.dims, run.seed, run.normwise, high)
+            ordinary.inputs = run.inputs
+        try:
+            return _run(ref_rt, g.inputs(), g.outputs(), run.inputs, run.dims)
+        except LuminalError as e:
+            if high == INT_HIGHS[-1] or "out of range" not in str(e):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _add_extra_sets(run: SearchRun, work: float) -> None:
+    """The extra check sets with the interpreter's outputs on them (run_reference)."""
+    g = run.g
+    dims = run.dims
+    if work > EXTRA_SETS_WORK:
+        dims = {s: min(v, SHRUNK_DIM) for s, v in run.dims.items()}
+        if not dims or _core.graph_work(g, dims) > EXTRA_SETS_WORK:
+            run.report.check_sets.append(f"no others (work {work:.3g} > "
+                                         f"{EXTRA_SETS_WORK:.3g})")
+            return
+    native = _core.NativeRuntime()
+    native.compile(g)
+    shrunk = "" if dims == run.dims else f" at {dims}"
+    for check in extra_sets(g, dims, run.seed):
+        try:
+            check.want = _run(native, g.inputs(), g.outputs(), check.inputs, dims)
+        except LuminalError as e:
+            run.report.check_sets.append(f"{check.name} (left out: {e})")
+            continue
+        run.sets.append(check)
+        run.report.check_sets.append(check.name + shrunk)
+
+
+def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:
+    """Runs the compiled ``prog`` on each check set, the ordinary one first; on the first
+    that disagrees, sets res.detail and res.failed_set. Leaves the ordinary inputs set.
+    Returns the seconds of the ordinary run."""
+    seconds = []
+    for check in run.sets:
+        got = _run(run.core_rt, prog.inputs, prog.outputs, check.inputs, check.dims,
+                   seconds if check is run.sets[0] else None)
+        wrong = disagreement(got, check.want, run.out_dtypes, check.strict,
+                             run.normwise)
+        if wrong:
+            res.detail = f"on the {check.name} set: {wrong}"
+            res.failed_set = check.name
+            break
+    if len(run.sets) > 1:
+        _set_inputs(run.core_rt, prog.inputs, run.inputs)
+    return seconds[0]
+
+
+def recheck(run: SearchRun, program) -> str:
+    """The loaded ``program`` against the interpreter on the ordinary set: "" when they
+    agree (or the interpreter cannot run these inputs), else what differs. Leaves no
+    check inputs in the runtime."""
+    inputs = random_inputs(run.g, run.dims, run.seed, run.normwise)
+    native = _core.NativeRuntime()
+    try:
+        native.compile(run.g)
+        want = _run(native, run.g.inputs(), run.g.outputs(), inputs, run.dims)
+    except LuminalError:
+        return ""
+    got = _run(run.core_rt, program.inputs, program.outputs, inputs, run.dims)
+    run.core_rt.clear_data()
+    return disagreement(got, want, run.out_dtypes, normwise=run.normwise)

@@ -567,7 +567,7 @@ def bench_norm_linear(m, k, n, fused, ctx):
 
 def _kernel_note(rt, choice) -> str:
     """The winner's kernels and whether a matmul runs an epilogue (the C GEMM's loop over the
-    finished rows, codegen/c_matmul.cc)."""
+    finished rows, codegen/c/matmul.cc)."""
     fused = "epilogue" if "lm_er" in rt.source else "no epilogue"
     return f"{rt._rt.program_text().count('(kernel')} kernels, {fused}; {choice}"
 

@@ -224,7 +224,7 @@ def row_graph(kind, rows=4096, cols=4096):
 
 def rows_section(cache, copy_bw, torch, rows=4096, cols=4096):
     """softmax, log_softmax, layer_norm, rms_norm (f32) as row kernels (kernel/row_kernel.h,
-    a warp per row: codegen/cuda_row.cc): GB/s of input + output bytes, % of copy."""
+    a warp per row: codegen/cuda/row.cc): GB/s of input + output bytes, % of copy."""
     out = {}
     rng = np.random.default_rng(6)
     xn = rng.standard_normal((rows, cols), dtype=np.float32)
@@ -339,7 +339,7 @@ ATTENTION_LENGTHS = (128, 512, 2048)
 def attention_graph(s, fused, heads=32, head_dim=64):
     """Causal F.scaled_dot_product_attention over f32 (1, heads, s, head_dim), its second
     matmul under `attention 1` (kernel/attention.h: a warp per query row streams the keys with
-    the online softmax, codegen/cuda_attention.cc) or as written (the scores in memory)."""
+    the online softmax, codegen/cuda/attention.cc) or as written (the scores in memory)."""
     import luminal.nn.functional as LF
     from luminal.graph import GraphTensor
 

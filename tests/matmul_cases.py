@@ -1,7 +1,7 @@
 """Shared by the CPU matmul tests (test_gemv, test_params, test_runtime_rules): the weight
 dtypes and their torch twins, a tensor with a schedule attached, seeded weights, and the
 comparison against torch (relative to the result's scale), and the default block's vector
-width and columns on this machine (16 and 64 with AVX-512, else 8 and 16: c_schedule.h)."""
+width and columns on this machine (16 and 64 with AVX-512, else 8 and 16: c/schedule.h)."""
 
 import numpy as np
 import torch

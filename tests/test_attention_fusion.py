@@ -1,4 +1,4 @@
-"""Fused attention (kernel/attention.h, codegen/c_attention.cc): `attention 1` on the second
+"""Fused attention (kernel/attention.h, codegen/c/attention.cc): `attention 1` on the second
 matmul of softmax(q @ k^T * scale + mask) @ v (the rule cpu-attention) computes the scores,
 their max and sum in that matmul's kernel, query tiles streaming over key tiles with the online
 softmax. The rule as this => that and on the graphs F.scaled_dot_product_attention and nn

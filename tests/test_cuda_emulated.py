@@ -180,7 +180,7 @@ def _rows(shape, dtype, op, schedule, axis=-1):
 
 def _normalized_rows(shape, dtype, op, schedule):
     """x - max(x) or x / sum(x) over the last axis, the reduce node carrying `schedule`: with
-    row 1 (cuda-row-*) one row kernel, a warp per row (codegen/cuda_row.cc)."""
+    row 1 (cuda-row-*) one row kernel, a warp per row (codegen/cuda/row.cc)."""
     cx = lm.Graph()
     x = cx.tensor(shape, dtype)
     dx = _data(shape, dtype, 22)
@@ -199,7 +199,7 @@ def _normalized_rows(shape, dtype, op, schedule):
 
 def _attention(b, h, s, t, d, causal, schedule):
     """F.scaled_dot_product_attention (f32), its second matmul carrying `schedule`: with
-    attention 1 (cuda-attention) one kernel, a warp per query row (codegen/cuda_attention.cc)."""
+    attention 1 (cuda-attention) one kernel, a warp per query row (codegen/cuda/attention.cc)."""
     import luminal.nn.functional as LF
 
     cx = lm.Graph()

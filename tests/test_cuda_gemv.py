@@ -1,4 +1,4 @@
-"""The CUDA GEMV (codegen/cuda_gemv.cc, cuda_matmul 4) and 16-bit weights widened in its
+"""The CUDA GEMV (codegen/cuda/gemv.cc, cuda_matmul 4) and 16-bit weights widened in its
 registers (the cuda-widen-cast rule, inline 1 on a bf16 Linear's W.to(f32)), without a GPU:
 every variant run through the CPU emulator (tests/cuda_emu.py) against torch on odd shapes
 (K and N not multiples of the vector width, M = 1, 2, 3, 7 and symbolic, batched, sliced and

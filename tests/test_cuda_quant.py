@@ -1,6 +1,6 @@
 """Quantized weights in the generated CUDA: the CUDA renderer declines its matmul kernels for
 a quantized B and runs the generic loop nest, whose loads call the element readers
-(codegen/c_quant.h) as __device__ functions. Each graph's CUDA is NVRTC-compiled (skipped
+(codegen/c/quant.h) as __device__ functions. Each graph's CUDA is NVRTC-compiled (skipped
 without the nvidia-cuda-nvrtc wheel) and run in the CPU emulator (tests/cuda_emu.py) against
 the interpreter's dequantization, with the Cast stored (the default) and widened in the
 matmul and in an embedding Gather (inline 1). A GPU run is for benchmarks/gpu.py."""

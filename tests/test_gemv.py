@@ -1,4 +1,4 @@
-"""Decode-shaped matmuls on the CPU: the GEMV path (codegen/c_gemv.cc, schedule gemv_rows)
+"""Decode-shaped matmuls on the CPU: the GEMV path (codegen/c/gemv.cc, schedule gemv_rows)
 and 16-bit weights widened inside the matmul kernels (a Cast scheduled inline 1: the GEMV
 widens in registers, the GEMM packs from the 16-bit storage), against torch on odd shapes
 (K and N not multiples of the vector width, K below it, M = 1, 2, 3, 7 and above gemv_rows),
@@ -221,7 +221,7 @@ def decode_step(k=256, n=384):
 
 
 def test_cost_models_pick_streams_the_16_bit_weight():
-    """Budget 1 (the cost model's pick, codegen/c_schedule.cc CpuKernelCost) at decode shape:
+    """Budget 1 (the cost model's pick, codegen/c/schedule.cc CpuKernelCost) at decode shape:
     the GEMV path, the weight widened in its registers, no f32 copy in the arena."""
     cx, x, w, y = decode_step()
     cx.build_search_space(lm.CpuRuntime)

@@ -1,7 +1,7 @@
 """Parameters: graph inputs constant across executions (cx.tensor(..., parameter=True), every
 nn.Parameter), kept through the search's rewrites and its cache; and CpuRuntime laying a
 parameter that a GEMM reads out once, when its data is set, as the panels the kernel's tile
-wants (schedule pack_b, codegen/c_matmul.h PackedPanels) in its storage dtype. Against torch on
+wants (schedule pack_b, codegen/c/matmul.h PackedPanels) in its storage dtype. Against torch on
 odd shapes (K and N not multiples of the vector width or the tile, M = 1, 2, 3, 7, 64 through
 one symbolic M); re-setting re-packs; inputs that are not parameters are never packed ahead."""
 

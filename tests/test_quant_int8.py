@@ -1,6 +1,6 @@
 """Quantized activations (F.quantize_activations, hl_ops/quant_activations.py) and the CPU's
 integer dot products of them with quantized weights (rule cpu-quant-int8,
-codegen/c_quant_int8.cc). The hl op against gguf-py's Q8_0 quantize + dequantize (bit for bit)
+codegen/c/quant_int8.cc). The hl op against gguf-py's Q8_0 quantize + dequantize (bit for bit)
 and a float64 numpy replica of its formula, on the interpreter, CpuRuntime and the CUDA
 emulator (NVRTC compiles it); the int8 kernel against gguf-py's round trip times the weight
 dequantized, for every block type on odd shapes and every M of a symbolic M, and against the

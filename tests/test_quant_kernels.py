@@ -1,4 +1,4 @@
-"""CPU kernels that read quantized weights (codegen/c_quant.cc), against the interpreter's
+"""CPU kernels that read quantized weights (codegen/c/quant.cc), against the interpreter's
 dequantization (core/quant.h; itself checked against gguf-py in test_quant_dtype.py) on odd
 shapes: K a multiple of the block, N odd, M = 1..8 (one program, symbolic M). The quantized
 GEMV (the weight's Cast scheduled inline 1: cpu-widen-quantized) for few rows and the GEMM

@@ -487,7 +487,7 @@ def test_cpu_space_prices_tilings_with_the_runtime_kernel_cost():
         return found[0].cost, square[0]
 
     default, square = costs(rt._rt)
-    assert square > default  # an 8 x 8 block waits on its loads (c_schedule.cc)
+    assert square > default  # an 8 x 8 block waits on its loads (c/schedule.cc)
     default, square = costs(None)
     assert square == pytest.approx(default)
 

@@ -9,7 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "core/errors.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/schedule.h"
 #include "runtime/cpu/cpu.h"
 
 namespace nb = nanobind;

@@ -10,7 +10,7 @@
 
 #include "runtime/cuda/cuda.h"
 #include "runtime/cuda/cuda_arena.h"
-#include "codegen/cuda_launch.h"
+#include "codegen/cuda/launch.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <set>
 
-#include "codegen/c_quant.h"
+#include "codegen/c/quant.h"
 #include "core/errors.h"
 
 namespace luminal {
@@ -211,7 +211,7 @@ std::string CLikeRenderer::storage_type(DType dtype) const {
     case DType::BF16: return "uint16_t";
     case DType::Int: return "int32_t";
     case DType::Bool: return "uint8_t";
-    default: return "uint8_t";  // quantized blocks: raw bytes (codegen/c_quant.h)
+    default: return "uint8_t";  // quantized blocks: raw bytes (codegen/c/quant.h)
   }
 }
 

@@ -1,6 +1,6 @@
 // CLikeRenderer: renders LLIR (kernel/kernel.h) as C-family source text. It owns everything
 // the C-like languages share (the helper prelude, the scalar body, index arithmetic, dtype
-// conversions); subclasses (c.cc for the CPU, a CUDA renderer) override the hooks for the
+// conversions); subclasses (c/renderer.cc for the CPU, a CUDA renderer) override the hooks for the
 // kernel signature, how output loops map to threads, type names and math builtins.
 #pragma once
 

@@ -1,4 +1,4 @@
-// What the renderers' schedule tables (c_schedule.cc, cuda_schedule.cc) share: each is a
+// What the renderers' schedule tables (c/schedule.cc, cuda/schedule.cc) share: each is a
 // constant array of rows with a `name`; this lists the names for error messages.
 #pragma once
 

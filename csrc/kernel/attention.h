@@ -3,7 +3,7 @@
 // schedule kAttentionParam on the second matmul's SumReduce (a runtime's rules offer it) makes
 // the buffer plan compute the scores, their max and sum inline in that SumReduce's kernel
 // (attention_region); lowering then checks the kernel's value graph (match_attention). Not the
-// renderings (codegen/c_attention.cc).
+// renderings (codegen/c/attention.cc).
 #pragma once
 
 #include <set>

@@ -4,7 +4,7 @@
 // against the default) makes the buffer plan fuse the reduction into its readers
 // (epilogue_region); lowering then orders the reduction's cone first (reduction_first), and
 // match_matmul (kernel/match.h) marks the values after the sum as the epilogue. Not the
-// renderings (codegen/c_matmul.cc, cuda_matmul.cc and the GEMVs).
+// renderings (codegen/c/matmul.cc, cuda/matmul.cc and the GEMVs).
 #pragma once
 
 #include <set>

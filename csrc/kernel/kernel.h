@@ -186,7 +186,7 @@ struct Kernel {
   Expr out_index;                // over the output loop variables
   // The program-wide choice's params, then the root node's own (a later entry of a name
   // overrides an earlier one): raw, as lowering found them; each renderer reads its typed view
-  // (codegen/c_schedule.h CpuSchedule, codegen/cuda.h CudaSchedule).
+  // (codegen/c/schedule.h CpuSchedule, codegen/cuda/renderer.h CudaSchedule).
   ScheduleParams schedule;
   MatmulInfo matmul;
   RowInfo row;  // present when reductions other than the root run inside the kernel

@@ -7,7 +7,7 @@
 // and so is its prologue (an A computed from its rows, kernel/prologue.h).
 // Attention is its own struct and matcher (kernel/attention.h match_attention, run by lowering
 // on the kernels of a SumReduce scheduled attention); a GEMV is not a pattern: it is how the C
-// renderer runs a matmul of few rows (codegen/c_gemv.cc).
+// renderer runs a matmul of few rows (codegen/c/gemv.cc).
 #pragma once
 
 #include "kernel/kernel.h"

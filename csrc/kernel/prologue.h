@@ -4,7 +4,7 @@
 // to a matmul's SumReduce, so the search times it against the default) makes the buffer plan
 // compute A's cone inline (prologue_region); lowering then checks the kernel (match_matmul,
 // MatmulInfo::a_computed) and lowers the SumReduce as by default where it is not that shape.
-// Not the renderings (codegen/c_prologue.cc).
+// Not the renderings (codegen/c/prologue.cc).
 #pragma once
 
 #include <set>

@@ -2,7 +2,7 @@
 // product reads the Q8_0 round trip of x (ir/quant_activations.h) and a dequantized weight is
 // lowered to a kernel that reads x itself (MatmulInfo::a_q8_0): the formula's nodes are
 // computed by none (quant_dot_region), and lowering checks that the kernel is a matmul a
-// renderer can quantize in blocks (quant_dot_shaped). Not the renderings (c_quant_int8.cc).
+// renderer can quantize in blocks (quant_dot_shaped). Not the renderings (c/quant_int8.cc).
 #pragma once
 
 #include <set>

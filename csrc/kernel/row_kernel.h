@@ -4,7 +4,7 @@
 // order, then the row's outputs are written in one loop (or, when the kernel stores one value
 // a row, once). The row's intermediates stay in registers; its input in cache. This file says
 // which value runs in which loop (match_row); the buffer plan decides which reductions fuse
-// (kRowParam, kernel/buffer_plan.h) and the renderers (codegen/c_row.cc, cuda_row.cc) emit it.
+// (kRowParam, kernel/buffer_plan.h) and the renderers (codegen/c/row.cc, cuda/row.cc) emit it.
 #pragma once
 
 #include <vector>

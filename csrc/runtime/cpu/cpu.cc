@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "codegen/c.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/renderer.h"
+#include "codegen/c/schedule.h"
 #include "core/errors.h"
 #include "core/sizes.h"
 #include "kernel/kernel_work.h"
@@ -32,7 +32,7 @@ CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
 
 namespace {
 // The program CpuRuntime runs for `graph` under `choice`, its schedules checked
-// (codegen/c_schedule.h).
+// (codegen/c/schedule.h).
 Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
   check_cpu_schedule(choice.params, choice.to_string());
   for (NodeId id : graph.topo_order()) {
@@ -130,7 +130,7 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
 
 namespace {
 // Lays `data` (a parameter's elements, of T: 4 or 2 bytes) out as `panels` in `out`
-// (PackedPanels' layout, c_matmul.h): k block by k block, panel by panel, row by row.
+// (PackedPanels' layout, c/matmul.h): k block by k block, panel by panel, row by row.
 template <typename T>
 void pack_panels(const PackedPanels& panels, const T* data, T* out) {
   const int64_t width = panels.width;

@@ -9,7 +9,7 @@
 #include <map>
 #include <memory>
 
-#include "codegen/c_matmul.h"
+#include "codegen/c/matmul.h"
 #include "kernel/kernel.h"
 #include "kernel/kernel_work.h"
 #include "kernel/memory_plan.h"
@@ -29,7 +29,7 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
                                         const DynMap& dims, int threads = 1);
 
 // CpuRuntime's lowering rules on a machine whose vectors hold `vector_width` floats
-// (codegen/c_schedule.h cpu_native_vector_width): rules/cpu.rules, and the matmul tilings of
+// (codegen/c/schedule.h cpu_native_vector_width): rules/cpu.rules, and the matmul tilings of
 // that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules).
 std::string cpu_rewrite_rules(int64_t vector_width);
 
@@ -57,7 +57,7 @@ class CpuRuntime : public Runtime {
   // The kernel-level alternatives (matmul tilings) come as rules, those of this machine's
   // vector width (cpu_rewrite_rules); the program-wide tuning space is the default only.
   std::string rewrite_rules() const override;
-  // The register-blocking estimate of its matmul tilings (codegen/c_schedule.h CpuKernelCost).
+  // The register-blocking estimate of its matmul tilings (codegen/c/schedule.h CpuKernelCost).
   std::shared_ptr<const egraph::KernelCost> kernel_cost() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   void clear_data() override;

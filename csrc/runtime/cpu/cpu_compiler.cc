@@ -17,7 +17,7 @@
 #include <fstream>
 
 #include "codegen/c_like.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/schedule.h"
 #include "core/errors.h"
 #include "runtime/disk_cache.h"
 #include "runtime/cpu/process_pool.h"

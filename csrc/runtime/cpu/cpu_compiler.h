@@ -1,4 +1,4 @@
-// Compiles a split C program (codegen/c.h) with the system compiler: each kernel unit to an
+// Compiles a split C program (codegen/c/renderer.h) with the system compiler: each kernel unit to an
 // object file cached on disk under a key of its source + compiler identity + flags + CPU
 // (missing ones compiled in parallel), then the driver and the objects linked into a shared
 // object cached under the key of the whole set. Cache writes are atomic (temp file + rename),
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codegen/c.h"
+#include "codegen/c/renderer.h"
 
 namespace luminal {
 

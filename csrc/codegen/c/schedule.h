@@ -1,7 +1,7 @@
 // CpuSchedule: the C renderer's schedule parameters (so CpuRuntime's) as one table: their
 // names, ranges and defaults, the check of a raw schedule, the layering of a kernel's, and the
 // register-blocking estimate of a matmul under a tile, which CpuRuntime hands the search as
-// its KernelCost. What a tile renders lives in c_matmul.cc, not here.
+// its KernelCost. What a tile renders lives in c/matmul.cc, not here.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +29,9 @@ struct CpuSchedule {
                              // work reaches kCpuParallelWork, else one; 1 serial (no parallel
                              // region); n > 1 at most n threads whatever the work
   int64_t gemv_rows = 0;     // matmul: the largest M (checked at run time) that takes the GEMV
-                             // path, one pass over B (c_gemv.cc); 0 (the default): never
+                             // path, one pass over B (c/gemv.cc); 0 (the default): never
   int64_t pack_b = 0;        // matmul: 1 reads a parameter B from panels CpuRuntime lays out
-                             // once, when its data is set (c_matmul.h PackedPanels), not packed
+                             // once, when its data is set (c/matmul.h PackedPanels), not packed
                              // on every call; 0 (the default): the kernel packs B itself
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry

@@ -5,7 +5,7 @@
 // (no tiles shared through shared memory); not the choice of what fuses.
 #include <set>
 
-#include "codegen/cuda.h"
+#include "codegen/cuda/renderer.h"
 #include "kernel/attention.h"
 
 namespace luminal {

@@ -7,14 +7,14 @@
 // Offsets of unsigned weights (Q4_0's 8, a K-quant's minimum, Q6_K's 32) are taken off with
 // x's block sums. Past kInt8Rows rows (prefill) x's round trip is dequantized into an f32 copy
 // for the f32 GEMM, which widens each weight block once for all rows. Not the f32 quantized
-// GEMV (c_quant.cc) nor the formula's recognition (ir/quant_activations.h).
+// GEMV (c/quant.cc) nor the formula's recognition (ir/quant_activations.h).
 #include <set>
 #include <string>
 
-#include "codegen/c.h"
-#include "codegen/c_matmul.h"
-#include "codegen/c_quant.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/renderer.h"
+#include "codegen/c/matmul.h"
+#include "codegen/c/quant.h"
+#include "codegen/c/schedule.h"
 #include "core/errors.h"
 
 namespace luminal {
@@ -24,7 +24,7 @@ namespace {
 constexpr int64_t kWRows = 4;  // rows of W per task
 constexpr int kParts = 4;      // accumulators a row of W deals its blocks round
 // Rows of x above which (without batch loops) the kernel multiplies x's round trip, dequantized
-// into an f32 copy, in the f32 GEMM with B's panels dequantized (c_matmul.cc emit_gemm): the
+// into an f32 copy, in the f32 GEMM with B's panels dequantized (c/matmul.cc emit_gemm): the
 // int8 path widens each weight block again for every row of x, the GEMM packs it once.
 constexpr int64_t kInt8Rows = 8;
 

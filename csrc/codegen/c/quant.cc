@@ -6,13 +6,13 @@
 // each scale multiplies the sum of its group once, so no value is dequantized on its own (the
 // sums are reassociated: within the check's tolerance, not bit-equal to the readers). Every M
 // runs this path: a block widened per pair of rows of A still beats a generic loop nest.
-#include "codegen/c_quant.h"
+#include "codegen/c/quant.h"
 
 #include <set>
 
-#include "codegen/c.h"
-#include "codegen/c_matmul.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/renderer.h"
+#include "codegen/c/matmul.h"
+#include "codegen/c/schedule.h"
 #include "core/errors.h"
 
 namespace luminal {

@@ -6,7 +6,7 @@
 // the choice of which reductions fuse (kernel/buffer_plan).
 #include <set>
 
-#include "codegen/c.h"
+#include "codegen/c/renderer.h"
 #include "kernel/row_kernel.h"
 
 namespace luminal {

@@ -5,8 +5,8 @@
 // softmax (vectorized along the value features). Not the choice of what runs here (lowering).
 #include <set>
 
-#include "codegen/c.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/renderer.h"
+#include "codegen/c/schedule.h"
 #include "kernel/attention.h"
 
 namespace luminal {

@@ -1,5 +1,5 @@
 // launch_dims: grid and block sizes of a kernel for one dyn_map.
-#include "codegen/cuda_launch.h"
+#include "codegen/cuda/launch.h"
 
 #include <algorithm>
 

@@ -1,13 +1,13 @@
 // The quantized matmul's GEMM path, for many rows of A (a prefill): B's blocks are dequantized
-// into the f32 panels of the packed GEMM (c_matmul.cc) as the panels are packed, a block of
+// into the f32 panels of the packed GEMM (c/matmul.cc) as the panels are packed, a block of
 // one row of W at a time into a small tile (the element readers' arithmetic a vector at a
 // time, so each value is bit-equal to lm_q8_0_at's), then down the panel's column. Each value
 // is dequantized once per panel instead of once per pair of rows as in the GEMV. Not the GEMV
-// (c_quant.cc), the micro-kernel or the tasks (c_matmul.cc).
+// (c/quant.cc), the micro-kernel or the tasks (c/matmul.cc).
 #include <set>
 
-#include "codegen/c_matmul.h"
-#include "codegen/c_quant.h"
+#include "codegen/c/matmul.h"
+#include "codegen/c/quant.h"
 #include "core/errors.h"
 
 namespace luminal {

@@ -1,8 +1,8 @@
 // The CUDA renderer: the prelude (the C-like helpers as device functions, warp and tensor-core
 // helpers), kernel signatures, the grid-stride thread-per-output mapping, the warp-per-output
 // reduction with vector loads, and the choice of mapping per kernel. Matmul kernels live in
-// cuda_matmul.cc, the GEMV in cuda_gemv.cc.
-#include "codegen/cuda.h"
+// cuda/matmul.cc, the GEMV in cuda/gemv.cc.
+#include "codegen/cuda/renderer.h"
 
 #include <map>
 #include <set>

@@ -14,19 +14,19 @@
 #include <vector>
 
 #include "codegen/c_like.h"
-#include "codegen/cuda_launch.h"
+#include "codegen/cuda/launch.h"
 #include "egraph/cost.h"
 
 namespace luminal {
 
 // The CUDA renderer's choices for a kernel (schedule params "cuda_<field>"); 0 = automatic.
-// codegen/cuda_schedule.cc reads and checks them.
+// codegen/cuda/schedule.cc reads and checks them.
 struct CudaSchedule {
   int block = 0;   // threads per block of thread- and warp-per-output kernels (default 256)
   int reduce = 0;  // 1: a thread per output, serial; 2: a warp per output, shuffles;
                    // 3: 32 outputs per block (lanes), its warps splitting the reduction
   int matmul = 0;  // 1: as a reduction; 2: shared-memory tiled (f32 FMA); 3: tensor cores
-                   // (f16/bf16 on sm >= 80; otherwise as 2); 4: the GEMV (cuda_gemv.cc; where b
+                   // (f16/bf16 on sm >= 80; otherwise as 2); 4: the GEMV (cuda/gemv.cc; where b
                    // is not contiguous along k, as the automatic choice)
   int vector = 0;  // 1: no vector loads; 2: 16-byte loads where aligned (the default)
   int gemv_rows = 0;   // GEMV: rows of a per pass over b, 1 to 8 (default 8)
@@ -110,10 +110,10 @@ class CudaRenderer : public CLikeRenderer {
                                 cuda::KernelLaunch& launch) const;
   std::string render_gemv(const Program& program, const Kernel& kernel,
                           cuda::KernelLaunch& launch) const;
-  // A row kernel (kernel/row_kernel.h; cuda_row.cc): a warp per row.
+  // A row kernel (kernel/row_kernel.h; cuda/row.cc): a warp per row.
   std::string render_row_kernel(const Program& program, const Kernel& kernel,
                                 cuda::KernelLaunch& launch) const;
-  // An attention kernel (kernel/attention.h; cuda_attention.cc): a warp per query row.
+  // An attention kernel (kernel/attention.h; cuda/attention.cc): a warp per query row.
   std::string render_attention_kernel(const Program& program, const Kernel& kernel,
                                       cuda::KernelLaunch& launch) const;
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one

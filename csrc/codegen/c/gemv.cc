@@ -8,13 +8,13 @@
 // same k of kXRows rows of A, read in place when they are
 // contiguous along k, else copied once per thread and batch. f32 accumulators; the tail of K
 // past the last whole step is scalar; a matmul's epilogue runs over each task's columns once
-// they are summed. Not the GEMM path (c_matmul.cc), which the same kernel takes above
+// they are summed. Not the GEMM path (c/matmul.cc), which the same kernel takes above
 // gemv_rows.
 #include <optional>
 
-#include "codegen/c.h"
-#include "codegen/c_matmul.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/renderer.h"
+#include "codegen/c/matmul.h"
+#include "codegen/c/schedule.h"
 
 namespace luminal {
 
@@ -74,7 +74,7 @@ std::string f16_load_function(int64_t width) {
 }
 
 bool renders_gemv(const Kernel& k) {
-  if (is_quantized(k.matmul.b_stored)) return false;  // blocks: c_quant.cc's GEMV
+  if (is_quantized(k.matmul.b_stored)) return false;  // blocks: c/quant.cc's GEMV
   const int64_t most = cpu_schedule(k).gemv_rows;
   if (most <= 0 || !is_one(k.matmul.b_k)) return false;
   std::optional<int64_t> rows = folded_rows(k).try_const();
@@ -194,7 +194,7 @@ std::string x_slot(DType stored, int64_t width, const std::string& kk) {
 }  // namespace
 
 // A's rows into lm_x (K floats each, row i at i * K, at x_slot): read from A, or computed
-// (MatmulInfo::a_computed, c_prologue.cc).
+// (MatmulInfo::a_computed, c/prologue.cc).
 void CRenderer::emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const {
   const MatmulInfo& mm = k.matmul;
   const int64_t width = cpu_schedule(k).vector_width;

@@ -6,7 +6,7 @@
 #include <functional>
 #include <map>
 
-#include "codegen/cuda.h"
+#include "codegen/cuda/renderer.h"
 
 namespace luminal {
 

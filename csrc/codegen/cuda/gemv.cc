@@ -8,11 +8,11 @@
 // loads where aligned too (else element by element, from cache), f32 accumulators, shuffle
 // reductions; the tail of K past the last whole vector is an element a lane. Any M is correct
 // (a pass per gemv_rows rows); a matmul's epilogue (kernel/epilogue.h) runs on each sum as it
-// is stored. Not the tiled kernels (cuda_matmul.cc).
+// is stored. Not the tiled kernels (cuda/matmul.cc).
 #include <algorithm>
 #include <map>
 
-#include "codegen/cuda.h"
+#include "codegen/cuda/renderer.h"
 
 namespace luminal {
 

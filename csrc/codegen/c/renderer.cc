@@ -1,11 +1,11 @@
 // The C renderer's hooks: libm declarations and a vectorizable exp2, static kernels taking the
 // thread count, OpenMP on the output loops (each kernel's team), and lm_run calling the
 // kernels in order; and the split of a program into one unit per distinct kernel plus a driver.
-#include "codegen/c.h"
+#include "codegen/c/renderer.h"
 
 #include <set>
 
-#include "codegen/c_schedule.h"
+#include "codegen/c/schedule.h"
 #include "core/hash.h"
 #include "kernel/canonical.h"
 

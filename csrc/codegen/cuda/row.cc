@@ -4,7 +4,7 @@
 // outputs are written by the lanes in one strided loop. Not the choice of what fuses.
 #include <set>
 
-#include "codegen/cuda.h"
+#include "codegen/cuda/renderer.h"
 #include "kernel/row_kernel.h"
 
 namespace luminal {

@@ -1,9 +1,9 @@
 // CRenderer: LLIR as C for the system compiler. No #include: integer types are typedefs and
 // libm functions are declared directly. Output loops run under OpenMP (a team per kernel, as
-// its `threads` schedule says: codegen/c_schedule.h); float reductions keep
+// its `threads` schedule says: codegen/c/schedule.h); float reductions keep
 // 8 partial accumulators so they vectorize; matmul-shaped kernels get a register-blocked
-// micro-kernel (c_matmul.cc) and, where their schedule asks, a GEMV path for few rows
-// (c_gemv.cc); row kernels loop over each row's reductions (c_row.cc). The entry is
+// micro-kernel (c/matmul.cc) and, where their schedule asks, a GEMV path for few rows
+// (c/gemv.cc); row kernels loop over each row's reductions (c/row.cc). The entry is
 //   void lm_run(void** buffers, const int64_t* dims, int threads).
 // A program renders as one translation unit (render) or split for separate, cached compiles
 // (render_split): one unit per distinct kernel, named by a hash of its text, plus a driver.
@@ -45,7 +45,7 @@ class CRenderer : public CLikeRenderer {
   void open_output_loops(const Kernel& kernel, CodeWriter& w) const override;
   std::string program_entry(const Program& program) const override;
   bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
-  // A row kernel (c_row.cc): OpenMP over the rows, each reduction a vectorized loop over the
+  // A row kernel (c/row.cc): OpenMP over the rows, each reduction a vectorized loop over the
   // row (as a generic kernel's), then the row's outputs in one vectorized loop.
   bool render_row(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
   // The prefetch of the next row's inputs (the first reduction's loads, the last of `outer`
@@ -53,7 +53,7 @@ class CRenderer : public CLikeRenderer {
   std::string row_prefetch(const Kernel& kernel, const std::vector<Loop>& outer,
                            int step) const;
   std::string math_call(OpKind op, const std::string& x) const override;
-  // An attention kernel (c_attention.cc): tiles of query rows over tiles of keys, online
+  // An attention kernel (c/attention.cc): tiles of query rows over tiles of keys, online
   // softmax.
   bool render_attention(const Program& program, const Kernel& kernel,
                         CodeWriter& w) const override;
@@ -68,19 +68,19 @@ class CRenderer : public CLikeRenderer {
  private:
   // Vector typedefs, micro-kernels and GEMV row kernels of the program's matmuls ("" if none).
   std::string matmul_prelude(const Program& program) const;
-  // The GEMV helpers of matmul kernel `k` whose names `seen` lacks (c_gemv.cc); adds them.
+  // The GEMV helpers of matmul kernel `k` whose names `seen` lacks (c/gemv.cc); adds them.
   std::string gemv_prelude(const Kernel& k, std::set<std::string>& seen) const;
-  // The GEMV path of matmul kernel `k` (c_gemv.cc): "if (M <= gemv_rows) { ... return; }",
+  // The GEMV path of matmul kernel `k` (c/gemv.cc): "if (M <= gemv_rows) { ... return; }",
   // after render_matmul's M, N, K, strides and lm_batches; the first `outer` loops are batches.
   void emit_gemv(const Kernel& k, int outer, CodeWriter& w) const;
-  // The rows of the GEMV's A into its copy lm_x (c_gemv.cc): read, or computed.
+  // The rows of the GEMV's A into its copy lm_x (c/gemv.cc): read, or computed.
   void emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const;
-  // The quantized GEMV (c_quant.cc) of a kernel renders_quant_gemv takes: its row kernels
+  // The quantized GEMV (c/quant.cc) of a kernel renders_quant_gemv takes: its row kernels
   // whose names `seen` lacks, and the kernel body after render_matmul's sizes (every M).
   std::string quant_gemv_prelude(const Kernel& k, std::set<std::string>& seen) const;
   void emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const;
   // The integer dot products of a kernel with quantized activations (MatmulInfo::a_q8_0,
-  // c_quant_int8.cc): the helpers whose names `seen` lacks, and the kernel.
+  // c/quant_int8.cc): the helpers whose names `seen` lacks, and the kernel.
   std::string quant_int8_prelude(const Kernel& k, std::set<std::string>& seen) const;
   // The GEMM of matmul kernel `k` that takes_gemm, after render_matmul's sizes: threads over
   // (batch, n block, m chunk) tasks, B packed (or dequantized) into panels; A read from
@@ -88,12 +88,12 @@ class CRenderer : public CLikeRenderer {
   void emit_gemm(const Kernel& k, int outer, const std::string& a_base, CodeWriter& w) const;
   // The epilogue of matmul kernel `k` (MatmulInfo::epilogue_from) over the summed elements
   // C[row, col] of rows [rows_from, rows_to) and columns [cols_from, cols_to), in place
-  // (c_matmul.cc); nothing when `k` has none. The first `outer` loops are batches.
+  // (c/matmul.cc); nothing when `k` has none. The first `outer` loops are batches.
   void emit_matmul_epilogue(const Kernel& k, int outer, const std::string& rows_from,
                             const std::string& rows_to, const std::string& cols_from,
                             const std::string& cols_to, CodeWriter& w) const;
 
-  // A computed in matmul kernel `k` (MatmulInfo::a_computed, c_prologue.cc), at the row the
+  // A computed in matmul kernel `k` (MatmulInfo::a_computed, c/prologue.cc), at the row the
   // loop variables name. emit_prologue_stats: the row's statistics (a_rows) into `stats`[j];
   // emit_prologue_row: its elements k_first + lm_kk for lm_kk < `count` into `dst` (an lvalue
   // of lm_kk), its statistics read from `stats`.
@@ -102,7 +102,7 @@ class CRenderer : public CLikeRenderer {
                          const std::string& count, const std::string& dst, CodeWriter& w) const;
 
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
-  // vectorized loop with partial (max, sum) pairs (c_row.cc).
+  // vectorized loop with partial (max, sum) pairs (c/row.cc).
   void emit_online_loop(const Kernel& k, CodeWriter& w, const std::string& per_block) const;
   // The values of attention kernel `k` that compute `from` from `stops` (declared already).
   void emit_attention_cone(const Kernel& k, ValueId from, const std::set<ValueId>& stops,

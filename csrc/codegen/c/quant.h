@@ -1,8 +1,8 @@
 // Quantized weights (GGUF blocks, core/quant.h) in C-family kernels: the element reader each
 // generated kernel calls where it loads a quantized buffer (lm_q8_0_at(p, i), a rendering of
 // dequantize_element, checked against the interpreter), and the C renderer's GEMV path for a
-// weight stored in blocks (CRenderer::emit_quant_gemv in c_quant.cc). Not the block layouts
-// themselves (core/dtype.h, core/quant.h) nor the f32 GEMV (c_gemv.cc).
+// weight stored in blocks (CRenderer::emit_quant_gemv in c/quant.cc). Not the block layouts
+// themselves (core/dtype.h, core/quant.h) nor the f32 GEMV (c/gemv.cc).
 #pragma once
 
 #include <set>
@@ -43,10 +43,10 @@ void open_weight_row_tasks(const Kernel& k, int outer, int64_t rows_per_task, Co
 // become constants, where a rolled loop spent most of its time in index arithmetic).
 void open_unrolled(CodeWriter& w, const std::string& loop);
 
-// The GEMM path's dequantizing pack (c_quant_gemm.cc): "lm_q8_0_tile_v8", the function that
+// The GEMM path's dequantizing pack (c/quant_gemm.cc): "lm_q8_0_tile_v8", the function that
 // writes a block's values (each bit-equal to its reader's) into an f32 tile, its definition,
 // and the code packing B's rows n0 + jr .. + nr over k block [pc, pc + kcur) into the f32
-// panel lm_bp (zero columns past ncols), inside c_matmul.cc's loop over jr; B points to the
+// panel lm_bp (zero columns past ncols), inside c/matmul.cc's loop over jr; B points to the
 // batch's blocks, lm_ldw is the bytes between rows of W.
 std::string quant_tile_name(DType dtype, int64_t width);
 std::string quant_tile_function(DType dtype, int64_t width);

@@ -1,11 +1,11 @@
 // CudaSchedule, the CUDA renderer's typed view of a ScheduleParams (as CpuSchedule is the C
-// renderer's, codegen/c_schedule.h): reading its "cuda_*" params (a node's, from the runtime's
+// renderer's, codegen/c/schedule.h): reading its "cuda_*" params (a node's, from the runtime's
 // rules, or a program-wide tuning choice), layering them, and checking them; and CudaRuntime's
-// KernelCost. What each choice renders lives in cuda.cc, cuda_matmul.cc and cuda_gemv.cc.
+// KernelCost. What each choice renders lives in cuda/renderer.cc, cuda/matmul.cc and cuda/gemv.cc.
 #include <optional>
 #include <string>
 
-#include "codegen/cuda.h"
+#include "codegen/cuda/renderer.h"
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
 #include "kernel/epilogue.h"

@@ -5,23 +5,23 @@
 // micro-kernel loads them); a tile_m x tile_n block of C lives in vector registers (GCC vector
 // extensions) while k runs. Work is split over (batch, n block, m chunk) tasks across OpenMP
 // threads. A kernel with gemv_rows set first tests M and, for few rows, takes the GEMV path of
-// c_gemv.cc instead, unless it reads packed panels. A matmul's epilogue (kernel/epilogue.h)
+// c/gemv.cc instead, unless it reads packed panels. A matmul's epilogue (kernel/epilogue.h)
 // runs over each block of rows once its last k block is summed, while the block is in cache,
 // writing its result over the sum in C (so the result is f32, as C).
 #include <map>
 #include <optional>
 #include <set>
 
-#include "codegen/c.h"
-#include "codegen/c_matmul.h"
-#include "codegen/c_quant.h"
-#include "codegen/c_schedule.h"
+#include "codegen/c/renderer.h"
+#include "codegen/c/matmul.h"
+#include "codegen/c/quant.h"
+#include "codegen/c/schedule.h"
 
 namespace luminal {
 
 namespace {
 
-// The kernel's CpuSchedule (c_schedule.h) in the micro-kernel's terms.
+// The kernel's CpuSchedule (c/schedule.h) in the micro-kernel's terms.
 struct Tiles {
   int64_t mr = 0;  // rows of the register block
   int64_t nr = 0;  // columns of the register block
@@ -322,13 +322,13 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
   if (!a_base.empty()) {
     w.line("const float* restrict A = " + a_base + ";");
   } else if (mm.a_computed) {
-    // no A in memory: its rows are computed (c_prologue.cc)
+    // no A in memory: its rows are computed (c/prologue.cc)
   } else {
     w.line("const float* restrict A = " + a + " + " +
            k.values[mm.a].index.substitute(zero).to_c() + ";");
   }
   std::string b_offset = k.values[mm.b].index.substitute(zero).to_c();
-  if (is_quantized(mm.b_stored)) {  // bytes: the offset is whole blocks (c_quant.h)
+  if (is_quantized(mm.b_stored)) {  // bytes: the offset is whole blocks (c/quant.h)
     b_offset = "(" + b_offset + ") / " + std::to_string(block_values(mm.b_stored)) + " * " +
                std::to_string(block_bytes(mm.b_stored));
   }
@@ -537,7 +537,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   }
   const std::string stats = std::to_string(mm.a_rows.size());  // a computed A's, per row
   if (mm.a_computed) {
-    // A's packed tile (tile_m rows of one k block) and its rows' statistics (c_prologue.cc)
+    // A's packed tile (tile_m rows of one k block) and its rows' statistics (c/prologue.cc)
     w.line("float* lm_ap = (float*)malloc(sizeof(float) * " + mr + " * " + kc + ");");
     w.line("float* lm_rs = (float*)malloc(sizeof(float) * (lm_mrows * " + stats + " + 1));");
   }

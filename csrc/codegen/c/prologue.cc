@@ -2,11 +2,11 @@
 // computed where the matmul reads them. A row's statistics (its reductions, each a vectorized
 // loop over the row as a row kernel's) run once per row; its elements, from the row's loads and
 // statistics, are written straight into what the paths read: the GEMM's packed tile of A
-// (tile_m rows of one k block, c_matmul.cc), the GEMV's copy of x (c_gemv.cc). So a norm's
+// (tile_m rows of one k block, c/matmul.cc), the GEMV's copy of x (c/gemv.cc). So a norm's
 // output is never stored. Not the paths themselves.
 #include <set>
 
-#include "codegen/c.h"
+#include "codegen/c/renderer.h"
 
 namespace luminal {
 

@@ -1,6 +1,6 @@
 // CpuSchedule: the table of the C renderer's schedule parameters, and what reads it: the
 // layering, the check (CpuRuntime's messages) and the matmul estimate of a tile.
-#include "codegen/c_schedule.h"
+#include "codegen/c/schedule.h"
 
 #include <algorithm>
 #include <cmath>
@@ -139,9 +139,9 @@ constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's
 
 // In cycles, on a machine whose vectors hold `native` floats (cpu_native_vector_width): an
 // instruction works on min(vector_width, native) lanes, and a 16-wide vector on an 8-wide
-// machine takes two registers. The GEMV path (c_gemv.cc), taken when M <= gemv_rows, streams B
+// machine takes two registers. The GEMV path (c/gemv.cc), taken when M <= gemv_rows, streams B
 // once: per element of B the larger of its read and its M FMAs over two FMA ports. The
-// register-blocked GEMM (c_matmul.cc) on a machine with two FMA and two load ports and 4-cycle
+// register-blocked GEMM (c/matmul.cc) on a machine with two FMA and two load ports and 4-cycle
 // FMA latency, with 32 vector registers (AVX-512) or 16: per k step a tile_m x tile_n block
 // issues tile_m * tile_n / lanes FMAs and tile_n / lanes + tile_m loads; it takes
 // max(FMAs / 2, loads / 2, 4) cycles (two ports each; each accumulator waits out the FMA
@@ -160,7 +160,7 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   const double lanes = std::min(w, native);
   const double registers = native >= 16 ? 32 : 16;
   double b_elements = size.batch * size.k * size.n;
-  // Integer dot products of quantized activations (c_quant_int8.cc): B's blocks streamed per
+  // Integer dot products of quantized activations (c/quant_int8.cc): B's blocks streamed per
   // row of x, four int8 products an int32 lane where the f32 GEMV has one.
   if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
     return b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));

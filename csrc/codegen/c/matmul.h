@@ -1,8 +1,8 @@
-// What the C renderer's two matmul paths share: the packed GEMM (c_matmul.cc) and the GEMV
-// for few rows (c_gemv.cc), both emitted by CRenderer::render_matmul into one kernel that picks
+// What the C renderer's two matmul paths share: the packed GEMM (c/matmul.cc) and the GEMV
+// for few rows (c/gemv.cc), both emitted by CRenderer::render_matmul into one kernel that picks
 // its path at run time. Vector types, the folding of batch loops into rows, the operand base
 // pointers of one batch, and the panels of a parameter B that CpuRuntime packs once. Not the
-// paths themselves, nor the schedule (c_schedule.h).
+// paths themselves, nor the schedule (c/schedule.h).
 #pragma once
 
 #include <optional>
@@ -47,14 +47,14 @@ void emit_row_vars(const Kernel& k, int outer, const std::string& row, CodeWrite
 // the first `outer` loops are batches.
 void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w);
 
-// How far ahead of its reads a GEMV's row of W prefetches (c_gemv.cc, c_quant_int8.cc).
+// How far ahead of its reads a GEMV's row of W prefetches (c/gemv.cc, c/quant_int8.cc).
 inline constexpr int64_t kGemvPrefetchBytes = 4096;
 // A GEMV step's prefetches: the `bytes` bytes from (const char*)(base) + kGemvPrefetchBytes,
-// a cache line at a time (c_gemv.cc).
+// a cache line at a time (c/gemv.cc).
 void emit_gemv_prefetch(const std::string& base, int64_t bytes, CodeWriter& w);
 
 // "lm_vu8": vectors of `width` 32-bit unsigned lanes (and "lm_vu8u", unaligned), which hold
-// widened 16-bit words (c_gemv.cc); their typedefs, once per width in a prelude.
+// widened 16-bit words (c/gemv.cc); their typedefs, once per width in a prelude.
 std::string lane_vector(int64_t width);
 std::string lane_vector_typedefs(int64_t width);
 // "lm_load_f16_v8": the function loading `width` f16 words as a vector of floats, and its
@@ -101,7 +101,7 @@ std::optional<PackedPanels> packed_panels(const Kernel& k);
 void settle_packing(const Graph& graph, Program& program);
 
 // Whether `k`, a matmul the C renderer takes, also gets the f32 GEMV path: its schedule sets
-// gemv_rows, B is contiguous along k and not in blocks (those take c_quant.cc's GEMV), and M
+// gemv_rows, B is contiguous along k and not in blocks (those take c/quant.cc's GEMV), and M
 // is not known to be above gemv_rows.
 bool renders_gemv(const Kernel& k);
 

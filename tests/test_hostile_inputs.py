@@ -66,6 +66,14 @@ def test_a_deeply_nested_header_is_refused(tmp_path):
         load_safetensors(path)
 
 
+def test_a_header_integer_with_too_many_digits_is_refused(tmp_path):
+    raw = b'{"a": {"dtype": "F32", "shape": [' + b"9" * 5000 + b'], "data_offsets": [0, 4]}}'
+    path = tmp_path / "w.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + bytes(4))
+    with pytest.raises(lm.WeightsError, match="w.safetensors: bad safetensors header: .*digits"):
+        load_safetensors(path)
+
+
 # ---- GGUF ------------------------------------------------------------------------------
 
 def gguf_string(s: str) -> bytes:

@@ -1,5 +1,7 @@
 """Runtimes as users see them: set_data with lists, numpy arrays or torch tensors, execute
 with a dyn_map, read outputs as lists or numpy arrays. Each wraps a C++ runtime from _core.
+One call at a time runs in the core; runtime_threads.py refuses calls from two threads that
+would mix their sequences.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from . import _core
 from . import dtype as dt
 from ._core import OpKind
 from .errors import DTypeError, ShapeError
+from .runtime_threads import SequenceGuard
 
 
 def _to_numpy(data) -> np.ndarray:
@@ -65,6 +68,7 @@ class Runtime:
 
     def __init__(self, core_runtime=None):
         self._rt = self._core_type() if core_runtime is None else core_runtime
+        self._guard = SequenceGuard(self._rt.name)  # one call at a time; sequences per thread
         self._graph = None  # the user graph whose program the runtime holds (None: no program)
         self._ids = {}  # user graph node id -> compiled program node id (search's rewrites)
         self._compiled_outputs = set()  # the user graph's outputs when its program was compiled
@@ -84,15 +88,24 @@ class Runtime:
     def name(self) -> str:
         return self._rt.name
 
+    def sequence(self):
+        """``with rt.sequence():`` holds this runtime for the block: calls from other threads
+        wait until it ends, so a set_data ... execute ... get in it is one thread's whole
+        sequence. Library helpers that run a whole sequence (a torch.compile'd callable, a
+        model's embed or generate) hold it; a runtime shared by threads needs it (or one
+        runtime per thread)."""
+        return self._guard.sequence()
+
     def _load(self, graph, program=None, choice=None) -> None:
         """Compiles ``program`` (a search result, default: the graph as written) for
         ``graph`` and adopts it."""
         compiled = graph._g if program is None else program.graph
-        if choice is None:
-            self._rt.compile(compiled)
-        else:
-            self._rt.compile(compiled, choice)
-        self._adopt(graph, program)
+        with self._guard.lock:
+            if choice is None:
+                self._rt.compile(compiled)
+            else:
+                self._rt.compile(compiled, choice)
+            self._adopt(graph, program)
 
     def _adopt(self, graph, program=None) -> None:
         """Makes ``program`` (default: the graph as written), which the C++ runtime has just
@@ -136,8 +149,9 @@ class Runtime:
 
     def _set_parameters(self, held: list) -> None:
         """Sets the parameters of ``_held_parameters`` again, on the program now loaded."""
-        for tensor, setter, data in held:
-            getattr(self, setter)(tensor, data)
+        with self.sequence():  # carried inputs too: they stay set, owned by no thread
+            for tensor, setter, data in held:
+                getattr(self, setter)(tensor, data)
 
     def rewrite_rules(self) -> str:
         """The rewrite rules this runtime adds to the search space (csrc/egraph rules)."""
@@ -168,7 +182,7 @@ class Runtime:
                 raise DTypeError(f"set_data: input '{name}' is {dt.name(tensor.dtype)}, "
                                  f"got non-integral float data")
         storage = _to_storage(array.reshape(-1), tensor.dtype)
-        self._set_input(tensor, storage)
+        self._set_input(tensor, storage, "set_data")
         self._remember_parameter(tensor, "set_data", data, storage)
 
     def set_storage(self, tensor, storage: np.ndarray) -> None:
@@ -184,13 +198,21 @@ class Runtime:
         shape = dt.element_shape(tensor.dtype, storage.shape)
         self._check_data_shape(tensor, name, shape, "set_storage")
         flat = np.ascontiguousarray(storage).reshape(-1)
-        self._set_input(tensor, flat)
+        self._set_input(tensor, flat, "set_storage")
         self._remember_parameter(tensor, "set_storage", storage, flat)
 
-    def _set_input(self, tensor, storage: np.ndarray) -> None:
-        self._rt.set_data(self._ids.get(tensor.id, tensor.id), storage, tensor.dtype)
-        if tensor.id in self._carries:
-            self._carried_data[tensor.id] = storage
+    def _set_input(self, tensor, storage: np.ndarray, op: str) -> None:
+        guard = self._guard
+        claims = not tensor.is_parameter  # parameters stay set across sequences
+        guard.acquire_for_set(op, claims)
+        try:
+            self._rt.set_data(self._ids.get(tensor.id, tensor.id), storage, tensor.dtype)
+            if tensor.id in self._carries:
+                self._carried_data[tensor.id] = storage
+            if claims:
+                guard.claim_inputs()
+        finally:
+            guard.lock.release()
 
     def _remember_parameter(self, tensor, setter: str, data, storage: np.ndarray) -> None:
         if not tensor.is_parameter:
@@ -228,13 +250,19 @@ class Runtime:
                     not 0 <= v < 2**63:
                 raise ShapeError(f"execute: dyn_map entry {k!r}: {v!r} must map a symbol name "
                                  f"to a non-negative int below 2**63")
-        if self._carries:
-            carries = [(self._output_id(out), self._ids.get(i, i))
-                       for i, out in self._carries.items()]
-            self._rt.execute_carrying(dyn_map, carries)
-            self._carried_data = dict.fromkeys(self._carries)
-        else:
-            self._rt.execute(dyn_map)
+        guard = self._guard
+        with guard.lock:
+            guard.begin_execute()
+            try:
+                if self._carries:
+                    carries = [(self._output_id(out), self._ids.get(i, i))
+                               for i, out in self._carries.items()]
+                    self._rt.execute_carrying(dyn_map, carries)
+                    self._carried_data = dict.fromkeys(self._carries)
+                else:
+                    self._rt.execute(dyn_map)
+            finally:
+                guard.end_execute()
 
     def carry(self, output, input) -> None:
         """After each execute, output ``output``'s value becomes input ``input``'s data: the
@@ -281,7 +309,10 @@ class Runtime:
 
     def get(self, tensor) -> np.ndarray:
         """The value of output ``tensor`` as a numpy array of its shape (bf16 as float32)."""
-        return _from_storage(self._rt.get(self._output_id(tensor)), tensor.dtype)
+        output = self._output_id(tensor)
+        with self._guard.lock:
+            self._guard.check_outputs("get")
+            return _from_storage(self._rt.get(output), tensor.dtype)
 
     def get_f32(self, tensor) -> list:
         """The value of output ``tensor`` as a flat list of floats."""
@@ -423,8 +454,9 @@ class CudaRuntime(Runtime):
         """Device milliseconds per run of the program (CUDA graph replays, event-timed)."""
         if self._graph is None:
             raise ShapeError("benchmark: the runtime has no program; call cx.search(rt) first")
-        return self._rt.benchmark(dict(self._graph.dyn_map if dyn_map is None else dyn_map),
-                                  iters)
+        with self.sequence():
+            return self._rt.benchmark(dict(self._graph.dyn_map if dyn_map is None else dyn_map),
+                                      iters)
 
     def copy_bandwidth(self, nbytes: int = 1 << 30, iters: int = 10) -> tuple:
         """(copy kernel, cuMemcpyDtoD) device-to-device bandwidth in GB/s, read + written."""

@@ -122,6 +122,10 @@ class CompiledGraph:
         rt, conv = self.runtime, self.converted
         if rt is None:
             return [self._result(o, conv.dims_of(args)) for o in conv.outputs]
+        with rt.sequence():  # callers in other threads wait: one call's sets, run and reads
+            return self._run(rt, conv, args)
+
+    def _run(self, rt, conv, args):
         if not self._constants_set:
             for t, value in conv.constants:
                 rt.set_data(t, value.detach().contiguous())

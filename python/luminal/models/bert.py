@@ -199,11 +199,12 @@ class SentenceEmbedder:
 
     def embed_tokens(self, ids, mask, types):
         rt = self.runtime
-        rt.set_data(self.ids, ids)
-        rt.set_data(self.mask, mask)
-        rt.set_data(self.types, types)
-        rt.execute({"b": int(ids.shape[0]), "s": int(ids.shape[1])})
-        return rt.get(self.embeddings)
+        with rt.sequence():  # callers in other threads wait their turn
+            rt.set_data(self.ids, ids)
+            rt.set_data(self.mask, mask)
+            rt.set_data(self.types, types)
+            rt.execute({"b": int(ids.shape[0]), "s": int(ids.shape[1])})
+            return rt.get(self.embeddings)
 
 
 def _sentence_max_length(model_dir: str):

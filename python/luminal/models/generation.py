@@ -94,11 +94,12 @@ def run_cached_step(session, ids, vocab: int | None, limit: int | None) -> np.nd
         raise ShapeError(f"step: {past} cached + {ids.shape[1]} new tokens exceed the "
                          f"context of {limit}")
     rt = session.runtime
-    rt.set_data(session.ids, ids)
-    session.cache_buffers.bind(rt)
-    rt.execute({"s": int(ids.shape[1]), "p": past})
-    session.cache_buffers.append(rt, int(ids.shape[1]))
-    return rt.get(session.logits)
+    with rt.sequence():  # callers in other threads wait their turn
+        rt.set_data(session.ids, ids)
+        session.cache_buffers.bind(rt)
+        rt.execute({"s": int(ids.shape[1]), "p": past})
+        session.cache_buffers.append(rt, int(ids.shape[1]))
+        return rt.get(session.logits)
 
 
 @dataclass
@@ -149,7 +150,15 @@ def generate(session: CausalLMSession, prompt_ids, max_new_tokens: int = 32,
              stats: GenerationStats | None = None):
     """Yields new token ids one by one: a prefill of ``prompt_ids`` then KV-cache decode
     steps, until ``max_new_tokens`` or an end-of-sequence token (which is yielded too).
-    Fills ``stats`` as it goes."""
+    Fills ``stats`` as it goes. Holds the session's runtime until the generator ends (or is
+    closed): other threads' calls on it wait, so their steps do not interleave with its
+    caches."""
+    with session.runtime.sequence():
+        yield from _generate(session, prompt_ids, max_new_tokens, sampler, eos_token_ids,
+                             stats)
+
+
+def _generate(session, prompt_ids, max_new_tokens, sampler, eos_token_ids, stats):
     sampler = sampler or Sampler()
     stats = stats if stats is not None else GenerationStats()
     prompt = [int(t) for t in prompt_ids]

@@ -310,12 +310,14 @@ class WhisperSession:
             raise ShapeError(f"encode: features must be {want} (batch, mel bins, frames), got "
                              f"{features.shape}")
         rt = self.encoder_runtime
-        rt.set_data(self.features, features)
-        rt.execute({})
-        for (k_out, v_out), (k_in, v_in) in zip(self.cross_out, self.cross_in):
-            self.runtime.set_data(k_in, rt.get(k_out))
-            self.runtime.set_data(v_in, rt.get(v_out))
-        self.reset()
+        # the decoder's runtime first, as generate holds it: one order, no deadlock
+        with self.runtime.sequence(), rt.sequence():
+            rt.set_data(self.features, features)
+            rt.execute({})
+            for (k_out, v_out), (k_in, v_in) in zip(self.cross_out, self.cross_in):
+                self.runtime.set_data(k_in, rt.get(k_out))
+                self.runtime.set_data(v_in, rt.get(v_out))
+            self.reset()
 
     def step(self, ids) -> np.ndarray:
         """Runs decoder tokens ``ids`` (batch, s) after the cached ones; returns the last
@@ -327,7 +329,13 @@ class WhisperSession:
                  suppress=(), begin_suppress=()) -> list:
         """Greedy decoding of one window: the prompt (default: the decoder start token),
         then tokens until end of text or ``max_new_tokens``. ``suppress`` ids never come;
-        ``begin_suppress`` ids not first. Returns the new ids (end of text excluded)."""
+        ``begin_suppress`` ids not first. Returns the new ids (end of text excluded). Other
+        threads' calls on this session wait until it is done."""
+        with self.runtime.sequence():
+            return self._generate(features, prompt_ids, max_new_tokens, suppress,
+                                  begin_suppress)
+
+    def _generate(self, features, prompt_ids, max_new_tokens, suppress, begin_suppress):
         c = self.model.config
         self.encode(features)
         chunk = list(prompt_ids) if prompt_ids else [c.decoder_start_token_id]
@@ -350,8 +358,10 @@ class WhisperSession:
 
     def detect_language(self, features, language_ids) -> int:
         """The id among ``language_ids`` the decoder ranks first after the start token."""
-        self.encode(features)
-        logits = self.step(np.array([[self.model.config.decoder_start_token_id]], np.int32))
+        with self.runtime.sequence():
+            self.encode(features)
+            logits = self.step(np.array([[self.model.config.decoder_start_token_id]],
+                                        np.int32))
         ids = list(language_ids)
         return ids[int(np.argmax(logits[0, -1, ids]))]
 

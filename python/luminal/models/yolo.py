@@ -465,9 +465,10 @@ class YOLODetector:
             raise ShapeError(f"YOLODetector: expected a (1, 3, H, W) image batch, got shape "
                              f"{images.shape}")
         rt, cx, inp, (raw, boxes, scores, classes) = self.program(*images.shape[2:])
-        rt.set_data(inp, images)
-        rt.execute(cx.dyn_map)
-        return rt.get(raw), rt.get(boxes)[0], rt.get(scores)[0], rt.get(classes)[0]
+        with rt.sequence():  # callers in other threads wait their turn
+            rt.set_data(inp, images)
+            rt.execute(cx.dyn_map)
+            return rt.get(raw), rt.get(boxes)[0], rt.get(scores)[0], rt.get(classes)[0]
 
     def detect(self, image, conf: float = 0.25, iou: float = 0.7, max_det: int = 300):
         """``image`` (h, w, 3) uint8 RGB -> (k, 6) float32 detections in its coordinates."""

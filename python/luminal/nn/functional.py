@@ -1,8 +1,8 @@
 """luminal.nn.functional: torch.nn.functional's ops by the same names and signatures, each
 built from GraphTensor methods (so from the 14 primitives). The larger families live in
-their own files (normalization, conv, pooling, interpolate, sdpa, loss) and ``linear`` is
-hl_ops.matmul's; this file holds the small ones and the elementwise ops, which call the
-GraphTensor methods of the same names.
+their own files (normalization, conv, pooling, interpolate, sdpa, loss, similarity) and
+``linear`` is hl_ops.matmul's; this file holds the small ones and the elementwise ops, which
+call the GraphTensor methods of the same names.
 
     import luminal.nn.functional as F
     y = F.conv2d(x, w, padding=1).relu()
@@ -47,6 +47,7 @@ from .pooling import (
     max_pool3d,
 )
 from .sdpa import scaled_dot_product_attention
+from .similarity import cosine_similarity, normalize
 
 
 # ---- softmax family (GraphTensor methods) ---------------------------------------------
@@ -171,9 +172,9 @@ def hardsigmoid(input, inplace: bool = False):
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "avg_pool1d",
     "avg_pool2d", "avg_pool3d", "batch_norm", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-    "conv_transpose2d", "conv_transpose3d", "cross_entropy", "dropout", "elu", "embedding",
+    "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "cross_entropy", "dropout", "elu", "embedding",
     "gelu", "group_norm", "hardsigmoid", "hardswish", "interpolate", "l1_loss", "layer_norm",
     "leaky_relu", "linear", "log_softmax", "max_pool1d", "max_pool2d", "max_pool3d", "mish",
-    "mse_loss", "nll_loss", "pad", "quantize_activations", "relu", "relu6", "rms_norm", "scaled_dot_product_attention",
+    "mse_loss", "nll_loss", "normalize", "pad", "quantize_activations", "relu", "relu6", "rms_norm", "scaled_dot_product_attention",
     "selu", "sigmoid", "silu", "softmax", "softplus", "softsign", "tanh",
 ]

@@ -146,15 +146,16 @@ class Module:
         if strict and unexpected:
             raise WeightsError(f"{where}: {len(unexpected)} unexpected tensor(s) the model does "
                                f"not have: {_short_list(unexpected)}")
-        for name, p in params.items():
-            if p.bound_in(graph) is None or name not in keys:
-                continue
-            storage = to_parameter_storage(state_dict, name, p.shape, p.dtype, where)
-            runtime.set_storage(p.bound_in(graph),
-                                storage.reshape(dt.storage_shape(p.dtype, p.shape)))
-        for _, b in self.named_buffers():
-            if b.bound_in(graph) is not None:
-                runtime.set_data(b.bound_in(graph), b.value)
+        with runtime.sequence():  # the buffers stay set too, owned by no thread
+            for name, p in params.items():
+                if p.bound_in(graph) is None or name not in keys:
+                    continue
+                storage = to_parameter_storage(state_dict, name, p.shape, p.dtype, where)
+                runtime.set_storage(p.bound_in(graph),
+                                    storage.reshape(dt.storage_shape(p.dtype, p.shape)))
+            for _, b in self.named_buffers():
+                if b.bound_in(graph) is not None:
+                    runtime.set_data(b.bound_in(graph), b.value)
 
 
 def _short_list(names, limit: int = 8) -> str:

@@ -60,6 +60,8 @@ class SafeTensorsFile(Mapping):
         except RecursionError:
             raise WeightsError(f"{self.path}: bad safetensors header: JSON nested too "
                                f"deeply") from None
+        except ValueError as e:  # an integer of more digits than Python converts
+            raise WeightsError(f"{self.path}: bad safetensors header: {e}") from None
         if not isinstance(header, dict):
             raise WeightsError(f"{self.path}: bad safetensors header: not a JSON object")
         self.metadata = header.pop("__metadata__", None) or {}

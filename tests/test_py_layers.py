@@ -20,6 +20,7 @@ LAYERS = [
     "luminal.embedding",
     "luminal.linalg",
     "luminal.cuda",
+    "luminal.runtime_threads",  # the runtime's guard against two threads at once
     "luminal.runtime",
     "luminal.hl_ops",
     "luminal.weights.quantize",

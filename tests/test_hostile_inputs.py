@@ -175,6 +175,12 @@ def test_a_config_that_is_not_an_object_is_refused(tmp_path):
         LlamaForCausalLM.from_pretrained(tmp_path)
 
 
+def test_a_config_integer_with_too_many_digits_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text('{"vocab_size": ' + "9" * 5000 + "}")
+    with pytest.raises(lm.WeightsError, match="config.json: not valid JSON .*digits"):
+        LlamaForCausalLM.from_pretrained(tmp_path)
+
+
 def test_a_missing_key_is_named():
     config = dict(LLAMA)
     del config["vocab_size"]

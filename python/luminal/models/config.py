@@ -17,7 +17,7 @@ def read_json(path: str) -> dict:
             return json.load(f)
     except FileNotFoundError:
         raise WeightsError(f"{path}: file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+    except ValueError as e:  # bad JSON, bad UTF-8, an integer of too many digits
         raise WeightsError(f"{path}: not valid JSON ({e})") from None
     except RecursionError:
         raise WeightsError(f"{path}: not valid JSON (nested too deeply)") from None

@@ -117,8 +117,8 @@ void eval_gather(const NodeEval& e) {
   for_each_index(e.shape, {&e.views[1]}, [&](int64_t flat, const auto&, const auto& at) {
     int64_t g = read_i(e.input(1), at[0]);
     if (g < 0 || g >= data_numel) {
-      throw ShapeError("Gather: index " + std::to_string(g) + " is e.out of range for data of " +
-                       std::to_string(data_numel) + " elements (e.shape " +
+      throw ShapeError("Gather: index " + std::to_string(g) + " is out of range for data of " +
+                       std::to_string(data_numel) + " elements (shape " +
                        dims_to_string(e.n.inputs[0].view.dims) + ")");
     }
     for (size_t k = dv.dims.size(); k-- > 0;) {

@@ -241,7 +241,7 @@ void CRenderer::emit_attention_block_product(CodeWriter& w, const std::string& o
                                              int64_t cols) const {
   // Per block row, two vectors of columns where the machine's registers are 16 floats wide
   // (16 accumulators of 32: the FMAs, not the loads, set the pace), else one.
-  const int vecs = cpu_native_vector_width() >= 16 && cols % (2 * kAttnBlock) == 0 ? 2 : 1;
+  const int vecs = vector_width_ >= 16 && cols % (2 * kAttnBlock) == 0 ? 2 : 1;
   const std::string bytes = std::to_string(kAttnBlock * 4);
   auto acc = [](int x, int v) { return "lm_c" + std::to_string(x) + "_" + std::to_string(v); };
   auto col = [](int v) { return "lm_cb + " + std::to_string(v * kAttnBlock); };

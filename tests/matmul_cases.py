@@ -11,7 +11,7 @@ from luminal.graph import GraphTensor
 
 TORCH = {lm.float32: torch.float32, lm.bfloat16: torch.bfloat16, lm.float16: torch.float16}
 WEIGHTS = [lm.float32, lm.bfloat16, lm.float16]
-WIDTH = lm._core.cpu_native_vector_width()
+WIDTH = lm.CpuRuntime(cache_dir="").vector_width  # the machine's, or LUMINAL_CPU_VECTOR_WIDTH
 TILE_N = 64 if WIDTH == 16 else 16
 
 

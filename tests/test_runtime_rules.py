@@ -221,13 +221,29 @@ def test_the_vector_width_can_be_set_by_the_environment(width):
     import subprocess
     import sys
 
-    code = ("import luminal as lm; from luminal import _core; "
-            "print(_core.cpu_native_vector_width()); "
-            "print(lm.CpuRuntime().rewrite_rules() == _core.cpu_rewrite_rules(%s))" % width)
+    code = ("import luminal as lm; from luminal import _core; rt = lm.CpuRuntime(); "
+            "print(rt.vector_width); "
+            "print(rt.rewrite_rules() == _core.cpu_rewrite_rules(%s))" % width)
     env = dict(os.environ, LUMINAL_CPU_VECTOR_WIDTH=width)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout.split()
     assert out[-2:] == [width, "True"]
+
+
+@pytest.mark.parametrize("width", [8, 16])
+def test_the_vector_width_can_be_passed_in(width):
+    """CpuRuntime(vector_width=...) picks the tilings it offers and the C it renders, whatever
+    the machine (C++ reads no environment: the width comes down in the runtime's options)."""
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE, vector_width=width)
+    assert rt.vector_width == width
+    assert rt.rewrite_rules() == _core.cpu_rewrite_rules(width)
+    cx = lm.Graph()
+    a, b, y = matmul(cx, 13, 11, 40)
+    y.output()
+    rt._load(cx)
+    assert f"_v{width}" in rt.source
+    with pytest.raises(ValueError):
+        lm.CpuRuntime(cache_dir=CPU_CACHE, vector_width=4)
 
 
 def test_each_kernel_gets_its_own_tiles_and_matches_torch():

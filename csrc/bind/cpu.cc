@@ -35,13 +35,14 @@ void set_data_borrowed(CpuRuntime& rt, NodeId input, const CpuArray& data, DType
 std::unique_ptr<CpuRuntime> make_cpu(const std::string& compiler,
                                      const std::vector<std::string>& extra_flags,
                                      const std::string& cache_dir, int threads,
-                                     int compile_jobs) {
+                                     int compile_jobs, int vector_width) {
   CpuOptions o;
   o.compiler = compiler;
   o.extra_flags = extra_flags;
   o.cache_dir = cache_dir;
   o.threads = threads;
   o.compile_jobs = compile_jobs;
+  o.vector_width = vector_width;
   return std::make_unique<CpuRuntime>(o);
 }
 }  // namespace
@@ -66,7 +67,7 @@ void init_cpu(nb::module_& m) {
       .def_ro("output_bytes", &CpuMemoryUse::output_bytes);
   nb::class_<CpuRuntime, Runtime>(m, "CpuRuntime")
       .def(nb::new_(&make_cpu), "compiler"_a, "extra_flags"_a, "cache_dir"_a, "threads"_a,
-           "compile_jobs"_a = 0)
+           "compile_jobs"_a = 0, "vector_width"_a = 0)
       .def("set_data", &set_data_borrowed, "input"_a, "data"_a, "dtype"_a)
       .def_prop_ro("source", &CpuRuntime::source)
       .def_prop_ro("source_path", &CpuRuntime::source_path)
@@ -76,9 +77,13 @@ void init_cpu(nb::module_& m) {
       .def_prop_ro("arena_bytes", &CpuRuntime::arena_bytes)
       .def("memory", &CpuRuntime::memory)
       .def_prop_ro("threads", [](const CpuRuntime& rt) { return rt.options().threads; })
+      .def_prop_ro("vector_width", [](const CpuRuntime& rt) { return rt.options().vector_width; })
       .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });
-  m.def("cpu_compile_flags", &cpu_compile_flags);
-  m.def("cpu_render", &cpu_render, "graph"_a, "choice"_a = TuningChoice{});
+  m.def(
+      "cpu_compile_flags",
+      [](int vector_width) { return cpu_compile_flags(cpu_vector_width(vector_width)); },
+      "vector_width"_a = 0);
+  m.def("cpu_render", &cpu_render, "graph"_a, "choice"_a = TuningChoice{}, "vector_width"_a = 0);
   m.def("cpu_rewrite_rules", &cpu_rewrite_rules, "vector_width"_a);
   m.def("cpu_native_vector_width", &cpu_native_vector_width);
   nb::class_<KernelWork>(m, "KernelWork")
@@ -94,7 +99,8 @@ void init_cpu(nb::module_& m) {
       .def_ro("matmul_cycles", &KernelWork::matmul_cycles)
       .def_ro("parallel", &KernelWork::parallel)
       .def_ro("team", &KernelWork::team);
-  m.def("cpu_kernel_work", &cpu_kernel_work, "graph"_a, "choice"_a, "dims"_a, "threads"_a = 1);
+  m.def("cpu_kernel_work", &cpu_kernel_work, "graph"_a, "choice"_a, "dims"_a, "threads"_a = 1,
+        "vector_width"_a = 0);
 }
 
 }  // namespace luminal

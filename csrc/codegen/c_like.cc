@@ -402,12 +402,6 @@ void CLikeRenderer::emit_reduction_loop(const Kernel& kernel, ValueId reduce, co
   }
 }
 
-std::string CLikeRenderer::online_weight(const std::string& c, const std::string& a,
-                                         const std::string& b) const {
-  return "(" + a + " == " + b + " ? 1.0f : " + math_call(OpKind::Exp2, c + " * (" + a + " - " +
-         b + ")") + ")";
-}
-
 void CLikeRenderer::emit_body(const Kernel& kernel, CodeWriter& w) const {
   int n = static_cast<int>(kernel.values.size());
   int start = 0;

@@ -130,10 +130,33 @@ class CLikeRenderer {
                            const std::vector<ValueId>& body, CodeWriter& w,
                            const std::string& also = "",
                            const std::string& per_block = "") const;
+
+  // ---- the online softmax as every C-like renderer spells it (online_softmax.cc) --------
   // exp2(c * (a - b)), read as 1 where a == b: the online softmax's rescaling of a sum kept
   // against max a to max b, and a term's weight (kernel/row_kernel.h match_online).
   std::string online_weight(const std::string& c, const std::string& a,
                             const std::string& b) const;
+  // A row kernel's online recurrence (RowInfo::online_*) by name: its max m, its sum, the
+  // max's operand x and the scale c as C.
+  struct OnlineNames {
+    std::string m, sum, x, c;
+  };
+  OnlineNames online_names(const Kernel& kernel) const;
+  // Before the recurrence: its comment, m at -inf and the sum at 0.
+  void emit_online_start(const OnlineNames& names, CodeWriter& w) const;
+  // After the recurrence: the sum NaN where the max is not finite (as the two loops give).
+  void emit_online_finish(const OnlineNames& names, CodeWriter& w) const;
+  // The values `cone` (in SSA order) as statements, each run-time symbol bound afresh.
+  void emit_cone(const Kernel& kernel, const std::vector<ValueId>& cone, CodeWriter& w) const;
+  // Attention kernel `kernel`'s shift of a running max held in `m` into `g`, in a block of
+  // its own (AttentionInfo::shift_cone).
+  void emit_attention_shift(const Kernel& kernel, const std::string& m, const std::string& g,
+                            CodeWriter& w) const;
+  // The finish of an attention row whose running max is `m` and sum `l`: its final shift
+  // lm_g and lm_norm, the norm (AttentionInfo::norm_cone, 1 where there is none), NaN where
+  // the shift is not finite (as exp2(inf - inf) makes it).
+  void emit_attention_finish(const Kernel& kernel, const std::string& m, const std::string& l,
+                             CodeWriter& w) const;
   // The whole loop body of a generic kernel: reduction loop (if any), epilogue and store.
   void emit_body(const Kernel& kernel, CodeWriter& w) const;
   // Reads buffer element `index` of `dtype` as its compute type.

@@ -1,7 +1,7 @@
 // CostModel::node_cost: per-op weights (transcendentals cost more than adds) times elements,
 // plus reads priced by their view: contiguous 1, strided 1.5, padded 2, a broadcast scalar 0.1.
 // An f32 matmul and a Cast widening a 16-bit float are priced by the runtime's KernelCost
-// where one is given (the CPU's: codegen/c_schedule.cc).
+// where one is given (the CPU's: runtime/cpu/cpu_kernel_cost.cc).
 #include "egraph/cost.h"
 
 #include <algorithm>

@@ -28,7 +28,7 @@ using NodeId = int32_t;
 // The one spelling of an untyped schedule: a node's (here), a program-wide tuning choice's
 // (runtime/runtime.h TuningChoice::params) and a kernel's (kernel/kernel.h Kernel::schedule).
 // A runtime reads it through its typed view, which names, checks and defaults its parameters:
-// CpuSchedule (codegen/c_schedule.h), CudaSchedule (codegen/cuda.h).
+// CpuSchedule (codegen/c/schedule.h), CudaSchedule (codegen/cuda/renderer.h).
 using ScheduleParams = std::vector<std::pair<std::string, int64_t>>;
 
 // The parameters the lowering itself reads, whatever the runtime (kernel/lower.cc):

@@ -15,7 +15,7 @@ namespace luminal {
 
 namespace {
 
-// The formula's constants, as f32 (quant_activations.py and codegen/c_quant_int8.cc).
+// The formula's constants, as f32 (quant_activations.py and codegen/c/quant_int8.cc).
 const double kRecip127 = static_cast<float>(1.0 / 127.0);
 const double kNextUp = 0x1p-24 + 0x1p-47;
 const double kBelowHalf = 0.4999999701976776;

@@ -2,7 +2,7 @@
 // python/luminal/hl_ops/quant_activations.py writes it in primitives (its formula, op for op,
 // with either operand order of Add and Mul and constants in any uniform form), in an HLIR graph
 // or an e-graph: the fact a rule condition (egraph/rewrite.h quant-dot) and the lowering's
-// int8 region (kernel/quant_dot.h) rest on. Not the integer kernel (codegen/c_quant_int8.cc).
+// int8 region (kernel/quant_dot.h) rest on. Not the integer kernel (codegen/c/quant_int8.cc).
 #pragma once
 
 #include <cstdint>

@@ -222,6 +222,11 @@ AttentionInfo match_attention(const Kernel& k) {
   if (a.query_loop < 0) return none;
   split_score(k, a);
   if (reads(a.k, k.loops[a.query_loop].var)) return none;
+  for (size_t l = 0; l < k.loops.size(); ++l) {
+    if (static_cast<int>(l) != a.value_loop) a.rows.push_back(static_cast<int>(l));
+  }
+  a.shift_cone = attention_cone(k, a.shift, {a.max});
+  if (a.norm >= 0) a.norm_cone = attention_cone(k, a.norm, {a.sum, a.max});
   a.present = true;
   return a;
 }

@@ -2,11 +2,12 @@
 // output index space with a fused scalar body in SSA form, one reduction loop (or, in a row
 // kernel, several over the rows: kernel/row_kernel.h), one store, and tuning parameters.
 // Index arithmetic is symbolic (Expr over loop variables and the program's dims) and renders
-// to C with Expr::to_c. Renderers (csrc/codegen) read this;
-// lowering (kernel/lower.h) and buffer planning (kernel/memory_plan.h) write it.
+// to C with Expr::to_c. Renderers (csrc/codegen) read this; lowering (kernel/lower.h),
+// buffer planning (kernel/memory_plan.h) and the weight layout (kernel/weight_layout.h) write it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "core/symbolic.h"
 #include "ir/graph.h"
 #include "ir/op.h"
+#include "kernel/weight_layout.h"
 
 namespace luminal {
 
@@ -131,6 +133,10 @@ struct RowInfo {
   int row_loop = -1;     // index into Kernel::loops of the loop run after the reductions (the
                          // row itself); -1: the kernel stores one value per row
   std::vector<ValueId> reductions;  // the kReduce values, in order; loop k is Kernel::reduce[k]
+  // The loops over the rows: every output loop but row_loop, outermost first (indices into
+  // Kernel::loops). A renderer runs a row per element of their product (a thread team's share,
+  // a warp's).
+  std::vector<int> rows;
   // Per value: kRowScope, k (inside reduction loop k) or reductions.size() (inside the row
   // loop). A kReduce value is row scope: it is the accumulator once its loop has run.
   std::vector<int> scope;
@@ -139,6 +145,9 @@ struct RowInfo {
   // m)), x' the same value as x; both run in loop `online` by the online recurrence. -1: none.
   int online = -1;
   ValueId online_scale = -1;  // the kConst scale (log2(e) for softmax), > 0
+  ValueId online_max = -1;    // where online >= 0: reductions[online], the max m
+  ValueId online_sum = -1;    //   reductions[online + 1], the sum
+  ValueId online_x = -1;      //   the max's operand x, over loop `online`
 };
 
 // A flash-attention-shaped kernel (schedule kAttentionParam, kernel/attention.h):
@@ -170,6 +179,15 @@ struct AttentionInfo {
   ValueId sum = -1;      // kReduce Sum of weight over the keys, or -1
   ValueId norm = -1;     // the row value the weights are multiplied by, or -1 for none
   ValueId value = -1;    // v: a value over the keys and value_loop
+  // The loops of the query rows: every output loop but value_loop, outermost first (indices
+  // into Kernel::loops; query_loop among them). A renderer runs one row at a time, or tiles of
+  // query_loop.
+  std::vector<int> rows;
+  // What a renderer emits (kernel/attention.h attention_cone, in SSA order) to compute the
+  // shift from the max (max, if any, not listed: a renderer binds it to its running max) and
+  // the norm from the sum and the max (empty where norm is -1).
+  std::vector<ValueId> shift_cone;
+  std::vector<ValueId> norm_cone;
 };
 
 struct Kernel {
@@ -191,6 +209,9 @@ struct Kernel {
   MatmulInfo matmul;
   RowInfo row;  // present when reductions other than the root run inside the kernel
   AttentionInfo attention;  // present for an attention kernel (then `row` is not)
+  // A matmul's B read from the panels the runtime laid out once (kernel/weight_layout.h,
+  // settled after lowering); empty: B is read as stored.
+  std::optional<PackedPanels> panels;
 
   // Buffers read by this kernel, sorted, without `out`.
   std::vector<BufferId> reads() const;

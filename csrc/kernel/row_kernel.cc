@@ -80,6 +80,9 @@ RowInfo match_row(const Kernel& kernel) {
   // The stored value runs where the store does: in the row loop, or once per row.
   int stored = row.scope.back();
   if (stored != final_scope && stored != RowInfo::kRowScope) return none;
+  for (size_t k = 0; k < kernel.loops.size(); ++k) {
+    if (static_cast<int>(k) != row.row_loop) row.rows.push_back(static_cast<int>(k));
+  }
   row.present = true;
   return row;
 }
@@ -176,6 +179,9 @@ void match_online(Kernel& kernel) {
     if (scale < 0) continue;
     row.online = s;
     row.online_scale = scale;
+    row.online_max = row.reductions[s];
+    row.online_sum = row.reductions[s + 1];
+    row.online_x = kernel.values[row.online_max].args[0];
     return;
   }
 }

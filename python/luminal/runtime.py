@@ -347,12 +347,14 @@ class CpuRuntime(Runtime):
     $LUMINAL_CPU_CACHE, else ``~/.cache/luminal/cpu``; ``""``: no cache kept, as for
     CudaRuntime: a temporary directory removed with the runtime). ``extra_flags``: more compiler flags
     (a list or a string). ``compile_jobs``: compiler processes run at once (default: the
-    number of online CPUs). Inputs set from C-contiguous arrays of the right dtype are used in
-    place, not copied.
+    number of online CPUs). ``vector_width``: floats per vector the kernels are built for, 8 or
+    16 (default: $LUMINAL_CPU_VECTOR_WIDTH where it is 8 or 16, else the machine's: 16 with
+    AVX-512); the default matmul block and the tilings offered follow it. Inputs set from
+    C-contiguous arrays of the right dtype are used in place, not copied.
     """
 
     def __init__(self, threads=None, compiler=None, cache_dir=None, extra_flags=None,
-                 compile_jobs=None):
+                 compile_jobs=None, vector_width=None):
         import os
         import shlex
 
@@ -388,9 +390,14 @@ class CpuRuntime(Runtime):
                                          or not isinstance(compile_jobs, int) or compile_jobs < 1):
             raise ValueError(f"CpuRuntime: compile_jobs must be a positive int, "
                              f"got {compile_jobs!r}")
+        if vector_width is None:
+            forced = os.environ.get("LUMINAL_CPU_VECTOR_WIDTH")
+            vector_width = int(forced) if forced in ("8", "16") else 0  # 0: the machine's
+        elif isinstance(vector_width, bool) or vector_width not in (8, 16):
+            raise ValueError(f"CpuRuntime: vector_width must be 8 or 16, got {vector_width!r}")
         super().__init__(_core.CpuRuntime(compiler, list(extra_flags or []),
                                           os.path.abspath(os.fspath(cache_dir)), threads,
-                                          compile_jobs or 0))
+                                          compile_jobs or 0, vector_width))
         self._scratch = scratch  # removed when the runtime is
 
     @property
@@ -398,9 +405,14 @@ class CpuRuntime(Runtime):
         """The generated C of the compiled program."""
         return self._rt.source
 
+    @property
+    def vector_width(self) -> int:
+        """Floats per vector the kernels are built for: 8 or 16."""
+        return self._rt.vector_width
+
     def _runs_as(self, program, choice) -> str:
         """The C this runtime would compile for ``program`` under ``choice``."""
-        return _core.cpu_render(program.graph, choice)
+        return _core.cpu_render(program.graph, choice, self._rt.vector_width)
 
     def memory(self) -> dict:
         """The bytes this runtime holds, by kind: ``borrowed_input_bytes`` (inputs read in

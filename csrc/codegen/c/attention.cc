@@ -15,12 +15,22 @@ namespace {
 constexpr int kAttnRows = 64;  // query rows sharing each tile of keys (its gather)
 constexpr int kAttnKeys = 64;  // keys per tile
 constexpr int kAttnBlock = 16;  // columns of a register block (keys, value features)
+
+// The features of v rounded up to whole register blocks: the width of lm_o and lm_v.
+int64_t padded_values(const Loop& value_loop) {
+  return (*value_loop.extent.try_const() + kAttnBlock - 1) / kAttnBlock * kAttnBlock;
+}
+
+// "for (int64_t var = from; var < to; var++) {"
+void open_loop(CodeWriter& w, const std::string& var, const std::string& from,
+               const std::string& to) {
+  w.open("for (int64_t " + var + " = " + from + "; " + var + " < " + to + "; " + var + "++)");
+}
 }  // namespace
 
 void CRenderer::emit_attention_cone(const Kernel& k, ValueId from,
                                     const std::set<ValueId>& stops, CodeWriter& w) const {
-  std::set<std::string> bound;
-  for (ValueId i : attention_cone(k, from, stops)) emit_value(k, i, bound, w);
+  emit_cone(k, attention_cone(k, from, stops), w);
 }
 
 void CRenderer::emit_attention_bias(const Kernel& k, CodeWriter& w) const {
@@ -67,131 +77,75 @@ void CRenderer::emit_attention_bias(const Kernel& k, CodeWriter& w) const {
   w.close();
 }
 
-bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWriter& w) const {
-  (void)program;
+void CRenderer::emit_attention_gather(const Kernel& k, CodeWriter& w) const {
   const AttentionInfo& a = k.attention;
-  const Loop& ql = k.loops[a.query_loop];
   const Loop& dl = k.loops[a.value_loop];
   const Loop& keys = k.reduce[a.key_reduce];
   const Loop& dot = k.reduce[a.dot_reduce];
-  const int64_t nv_const = *dl.extent.try_const();
   const std::string nd = dot.extent.to_c();  // q/k features
-  const std::string nv = dl.extent.to_c();   // v features
-  const int64_t nv_padded = (nv_const + kAttnBlock - 1) / kAttnBlock * kAttnBlock;
-  const std::string nvp = std::to_string(nv_padded);
-  const std::string rows = std::to_string(kAttnRows);
   const std::string tile = std::to_string(kAttnKeys);
-  const std::string blk = std::to_string(kAttnBlock);
-  const std::string c = value_expr(k, a.scale);
-  auto name = [](ValueId v) { return value_name(v); };
-  auto loop = [&](const std::string& var, const std::string& from, const std::string& to) {
-    w.open("for (int64_t " + var + " = " + from + "; " + var + " < " + to + "; " + var + "++)");
-  };
-  // The shift g of a running max held in `m`, into `g`.
-  auto shift_of = [&](const std::string& m, const std::string& g) {
-    w.open("");
-    if (a.max >= 0) w.line("const float " + name(a.max) + " = " + m + ";");
-    emit_attention_cone(k, a.shift, {a.max}, w);
-    w.line(g + " = " + name(a.shift) + ";");
-    w.close();
-  };
-  std::vector<Loop> outer;
-  for (size_t i = 0; i < k.loops.size(); ++i) {
-    if (int(i) != a.query_loop && int(i) != a.value_loop) outer.push_back(k.loops[i]);
-  }
-  outer.push_back(Loop{"lm_qt", (ql.extent + Expr(kAttnRows - 1)) / Expr(kAttnRows)});
-  Expr work = ql.extent * keys.extent * (dot.extent + dl.extent);
-  for (size_t i = 0; i + 1 < outer.size(); ++i) work = work * outer[i].extent;
-  std::string team = omp_team(k, work.to_c());
-  if (!team.empty()) {
-    w.line("#pragma omp parallel for" + team + " schedule(dynamic) collapse(" +
-           std::to_string(outer.size()) + ")");
-  }
-  for (const Loop& l : outer) loop(l.var, "0", l.extent.to_c());
-  w.line("const int64_t lm_q0 = lm_qt * " + rows + ";");
-  w.line("const int64_t lm_nq = " + ql.extent.to_c() + " - lm_q0 < " + rows + " ? " +
-         ql.extent.to_c() + " - lm_q0 : " + rows + ";");
-  const std::string aligned = " __attribute__((aligned(64)))";
-  w.line("float lm_q[" + rows + "][" + nd + "]" + aligned + ";");
-  w.line("float lm_o[" + rows + "][" + nvp + "]" + aligned + ";");
-  w.line("float lm_m[" + rows + "], lm_l[" + rows + "];");
-  w.line("float lm_kt[" + nd + "][" + tile + "]" + aligned + ";");
-  w.line("float lm_s[" + rows + "][" + tile + "]" + aligned + ";");
-  w.line("float lm_v[" + tile + "][" + nvp + "]" + aligned + ";");
-  w.line("float lm_qmax = 0.0f;  /* the largest |q| of the tile, NaN if any is */");
-  // The tile's queries (rows past the end 0), each row's state: max -inf, sum 0, output 0.
-  loop("lm_r", "0", rows);
-  w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_o[lm_r][lm_d] = 0.0f;");
-  w.line("for (int64_t lm_e = 0; lm_e < " + nd + "; lm_e++) lm_q[lm_r][lm_e] = 0.0f;");
-  w.line("lm_m[lm_r] = (-1.0f / 0.0f);");
-  w.line("lm_l[lm_r] = 0.0f;");
-  w.close();
-  loop("lm_r", "0", "lm_nq");
-  w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
-  loop(dot.var, "0", nd);
-  emit_attention_cone(k, a.q, {}, w);
-  w.line("lm_q[lm_r][" + dot.var + "] = " + name(a.q) + ";");
-  w.line("lm_qmax = lm_fmax_nan(lm_qmax, " + name(a.q) + " < 0.0f ? -" + name(a.q) + " : " +
-         name(a.q) + ");");
-  w.close();
-  w.close();
-  w.open("for (int64_t lm_j0 = 0; lm_j0 < " + keys.extent.to_c() + "; lm_j0 += " + tile + ")");
-  w.line("const int64_t lm_nk = " + keys.extent.to_c() + " - lm_j0 < " + tile + " ? " +
-         keys.extent.to_c() + " - lm_j0 : " + tile + ";");
-  if (a.bias >= 0) emit_attention_bias(k, w);
+  const std::string nvp = std::to_string(padded_values(dl));
   // The tile's keys, transposed (keys past the end 0).
-  loop("lm_jj", "0", "lm_nk");
+  open_loop(w, "lm_jj", "0", "lm_nk");
   w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
-  loop(dot.var, "0", nd);
+  open_loop(w, dot.var, "0", nd);
   emit_attention_cone(k, a.k, {}, w);
-  w.line("lm_kt[" + dot.var + "][lm_jj] = " + name(a.k) + ";");
+  w.line("lm_kt[" + dot.var + "][lm_jj] = " + value_name(a.k) + ";");
   w.close();
   w.close();
   w.line("for (int64_t lm_jj = lm_nk; lm_jj < " + tile + "; lm_jj++) for (int64_t lm_e = 0; "
          "lm_e < " + nd + "; lm_e++) lm_kt[lm_e][lm_jj] = 0.0f;");
   // The tile's values (keys and features past the end 0).
-  loop("lm_jj", "0", tile);
+  open_loop(w, "lm_jj", "0", tile);
   w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_v[lm_jj][lm_d] = 0.0f;");
   w.close();
-  loop("lm_jj", "0", "lm_nk");
+  open_loop(w, "lm_jj", "0", "lm_nk");
   w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
   w.line("#pragma omp simd");
-  loop(dl.var, "0", nv);
+  open_loop(w, dl.var, "0", dl.extent.to_c());
   emit_attention_cone(k, a.value, {}, w);
-  w.line("lm_v[lm_jj][" + dl.var + "] = " + name(a.value) + ";");
+  w.line("lm_v[lm_jj][" + dl.var + "] = " + value_name(a.value) + ";");
   w.close();
   w.close();
-  // lm_s = lm_q . lm_kt: blocks of 4 rows x kAttnBlock keys held in registers
-  emit_attention_block_product(w, "lm_s", "", "lm_q", "lm_kt", nd, kAttnKeys);
-  loop("lm_r", "0", "lm_nq");
-  w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
+}
+
+void CRenderer::emit_attention_rows(const Kernel& k, CodeWriter& w) const {
+  const AttentionInfo& a = k.attention;
+  const std::string& query = k.loops[a.query_loop].var;
+  const std::string& key = k.reduce[a.key_reduce].var;
+  const std::string tile = std::to_string(kAttnKeys);
+  const std::string nvp = std::to_string(padded_values(k.loops[a.value_loop]));
+  const std::string c = value_expr(k, a.scale);
+  open_loop(w, "lm_r", "0", "lm_nq");
+  w.line("const int64_t " + query + " = lm_q0 + lm_r;");
   // the scores' values (scale, masks) on each dot, and the tile's max
   w.line("float lm_bmax = (-1.0f / 0.0f);");
   w.line("int lm_nan = 0;");
   w.line("#pragma omp simd reduction(max:lm_bmax) reduction(|:lm_nan)");
-  loop("lm_jj", "0", "lm_nk");
-  w.line("const int64_t " + keys.var + " = lm_j0 + lm_jj;");
-  w.line("const float " + name(a.dot) + " = lm_s[lm_r][lm_jj];");
+  open_loop(w, "lm_jj", "0", "lm_nk");
+  w.line("const int64_t " + key + " = lm_j0 + lm_jj;");
+  w.line("const float " + value_name(a.dot) + " = lm_s[lm_r][lm_jj];");
   std::set<ValueId> stops = {a.dot};
   if (a.bias >= 0) {
-    w.line("const float " + name(a.bias) + " = lm_b[lm_r][lm_jj];");
+    w.line("const float " + value_name(a.bias) + " = lm_b[lm_r][lm_jj];");
     stops.insert(a.bias);
   }
   emit_attention_cone(k, a.score, stops, w);
-  w.line("lm_s[lm_r][lm_jj] = " + name(a.score) + ";");
-  w.line("lm_bmax = " + name(a.score) + " > lm_bmax ? " + name(a.score) + " : lm_bmax;");
-  w.line("lm_nan |= " + name(a.score) + " != " + name(a.score) + ";");
+  w.line("lm_s[lm_r][lm_jj] = " + value_name(a.score) + ";");
+  const std::string score = value_name(a.score);
+  w.line("lm_bmax = " + score + " > lm_bmax ? " + score + " : lm_bmax;");
+  w.line("lm_nan |= " + score + " != " + score + ";");
   w.close();
   w.line("if (lm_nan) lm_bmax = (0.0f / 0.0f);");
   // the online softmax: new max and shift, old state rescaled by exp2(c * (g_old - g_new))
   w.line("const float lm_mnew = lm_fmax_nan(lm_m[lm_r], lm_bmax);");
   w.line("float lm_gold, lm_gnew;");
-  shift_of("lm_m[lm_r]", "lm_gold");
-  shift_of("lm_mnew", "lm_gnew");
+  emit_attention_shift(k, "lm_m[lm_r]", "lm_gold", w);
+  emit_attention_shift(k, "lm_mnew", "lm_gnew", w);
   w.line("const float lm_alpha = " + online_weight(c, "lm_gold", "lm_gnew") + ";");
   w.line("float lm_psum = 0.0f;");
   w.line("#pragma omp simd reduction(+:lm_psum)");
-  loop("lm_jj", "0", "lm_nk");
+  open_loop(w, "lm_jj", "0", "lm_nk");
   // exp2 of -inf is 0, given here: lm_exp2f would reach it through subnormal products, which
   // cost a microcode assist each on some cores (a causal mask's scores are half -inf)
   w.line("const float lm_x = lm_s[lm_r][lm_jj];");
@@ -206,27 +160,77 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.line("#pragma omp simd");
   w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_o[lm_r][lm_d] *= lm_alpha;");
   w.close();  // rows
+}
+
+bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWriter& w) const {
+  (void)program;
+  const AttentionInfo& a = k.attention;
+  const Loop& ql = k.loops[a.query_loop];
+  const Loop& dl = k.loops[a.value_loop];
+  const Loop& keys = k.reduce[a.key_reduce];
+  const Loop& dot = k.reduce[a.dot_reduce];
+  const std::string nd = dot.extent.to_c();  // q/k features
+  const std::string nv = dl.extent.to_c();   // v features
+  const int64_t nv_padded = padded_values(dl);
+  const std::string nvp = std::to_string(nv_padded);
+  const std::string rows = std::to_string(kAttnRows);
+  const std::string tile = std::to_string(kAttnKeys);
+  std::vector<Loop> outer;
+  for (int i : a.rows) {
+    if (i != a.query_loop) outer.push_back(k.loops[i]);
+  }
+  outer.push_back(Loop{"lm_qt", (ql.extent + Expr(kAttnRows - 1)) / Expr(kAttnRows)});
+  Expr work = ql.extent * keys.extent * (dot.extent + dl.extent);
+  for (size_t i = 0; i + 1 < outer.size(); ++i) work = work * outer[i].extent;
+  std::string team = omp_team(k, work.to_c());
+  if (!team.empty()) {
+    w.line("#pragma omp parallel for" + team + " schedule(dynamic) collapse(" +
+           std::to_string(outer.size()) + ")");
+  }
+  for (const Loop& l : outer) open_loop(w, l.var, "0", l.extent.to_c());
+  w.line("const int64_t lm_q0 = lm_qt * " + rows + ";");
+  w.line("const int64_t lm_nq = " + ql.extent.to_c() + " - lm_q0 < " + rows + " ? " +
+         ql.extent.to_c() + " - lm_q0 : " + rows + ";");
+  const std::string aligned = " __attribute__((aligned(64)))";
+  w.line("float lm_q[" + rows + "][" + nd + "]" + aligned + ";");
+  w.line("float lm_o[" + rows + "][" + nvp + "]" + aligned + ";");
+  w.line("float lm_m[" + rows + "], lm_l[" + rows + "];");
+  w.line("float lm_kt[" + nd + "][" + tile + "]" + aligned + ";");
+  w.line("float lm_s[" + rows + "][" + tile + "]" + aligned + ";");
+  w.line("float lm_v[" + tile + "][" + nvp + "]" + aligned + ";");
+  w.line("float lm_qmax = 0.0f;  /* the largest |q| of the tile, NaN if any is */");
+  // The tile's queries (rows past the end 0), each row's state: max -inf, sum 0, output 0.
+  open_loop(w, "lm_r", "0", rows);
+  w.line("for (int64_t lm_d = 0; lm_d < " + nvp + "; lm_d++) lm_o[lm_r][lm_d] = 0.0f;");
+  w.line("for (int64_t lm_e = 0; lm_e < " + nd + "; lm_e++) lm_q[lm_r][lm_e] = 0.0f;");
+  w.line("lm_m[lm_r] = (-1.0f / 0.0f);");
+  w.line("lm_l[lm_r] = 0.0f;");
+  w.close();
+  open_loop(w, "lm_r", "0", "lm_nq");
+  w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
+  open_loop(w, dot.var, "0", nd);
+  emit_attention_cone(k, a.q, {}, w);
+  w.line("lm_q[lm_r][" + dot.var + "] = " + value_name(a.q) + ";");
+  const std::string q = value_name(a.q);
+  w.line("lm_qmax = lm_fmax_nan(lm_qmax, " + q + " < 0.0f ? -" + q + " : " + q + ");");
+  w.close();
+  w.close();
+  w.open("for (int64_t lm_j0 = 0; lm_j0 < " + keys.extent.to_c() + "; lm_j0 += " + tile + ")");
+  w.line("const int64_t lm_nk = " + keys.extent.to_c() + " - lm_j0 < " + tile + " ? " +
+         keys.extent.to_c() + " - lm_j0 : " + tile + ";");
+  if (a.bias >= 0) emit_attention_bias(k, w);
+  emit_attention_gather(k, w);
+  // lm_s = lm_q . lm_kt: blocks of 4 rows x kAttnBlock keys held in registers
+  emit_attention_block_product(w, "lm_s", "", "lm_q", "lm_kt", nd, kAttnKeys);
+  emit_attention_rows(k, w);
   // lm_o += lm_s . lm_v (rows past lm_nq have q = 0: their weights are 0, never stored)
   emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_v", tile, nv_padded);
   w.close();  // key tiles
   // out = o * norm(sum), NaN where the final shift is not finite (as exp2(inf - inf) makes it)
-  loop("lm_r", "0", "lm_nq");
+  open_loop(w, "lm_r", "0", "lm_nq");
   w.line("const int64_t " + ql.var + " = lm_q0 + lm_r;");
-  w.line("float lm_g;");
-  shift_of("lm_m[lm_r]", "lm_g");
-  w.line("float lm_norm = 1.0f;");
-  if (a.norm >= 0) {
-    w.open("");
-    if (a.sum >= 0) w.line("const float " + name(a.sum) + " = lm_l[lm_r];");
-    if (a.max >= 0) w.line("const float " + name(a.max) + " = lm_m[lm_r];");
-    std::set<ValueId> norm_stops = {a.sum};
-    if (a.max >= 0) norm_stops.insert(a.max);
-    emit_attention_cone(k, a.norm, norm_stops, w);
-    w.line("lm_norm = " + name(a.norm) + ";");
-    w.close();
-  }
-  w.line("if (lm_g - lm_g != 0.0f) lm_norm = (0.0f / 0.0f);");
-  loop(dl.var, "0", nv);
+  emit_attention_finish(k, "lm_m[lm_r]", "lm_l[lm_r]", w);
+  open_loop(w, dl.var, "0", nv);
   w.line(buffer_name(k.out) + "[" + k.out_index.to_c() + "] = " +
          store_expr(k.values.back().dtype, "lm_o[lm_r][" + dl.var + "] * lm_norm") + ";");
   w.close();
@@ -241,7 +245,7 @@ void CRenderer::emit_attention_block_product(CodeWriter& w, const std::string& o
                                              int64_t cols) const {
   // Per block row, two vectors of columns where the machine's registers are 16 floats wide
   // (16 accumulators of 32: the FMAs, not the loads, set the pace), else one.
-  const int vecs = cpu_native_vector_width() >= 16 && cols % (2 * kAttnBlock) == 0 ? 2 : 1;
+  const int vecs = vector_width_ >= 16 && cols % (2 * kAttnBlock) == 0 ? 2 : 1;
   const std::string bytes = std::to_string(kAttnBlock * 4);
   auto acc = [](int x, int v) { return "lm_c" + std::to_string(x) + "_" + std::to_string(v); };
   auto col = [](int v) { return "lm_cb + " + std::to_string(v * kAttnBlock); };

@@ -75,7 +75,7 @@ std::string f16_load_function(int64_t width) {
 
 bool renders_gemv(const Kernel& k) {
   if (is_quantized(k.matmul.b_stored)) return false;  // blocks: c/quant.cc's GEMV
-  const int64_t most = cpu_schedule(k).gemv_rows;
+  const int64_t most = CpuSchedule{}.with(k.schedule).gemv_rows;  // its default is no width's
   if (most <= 0 || !is_one(k.matmul.b_k)) return false;
   std::optional<int64_t> rows = folded_rows(k).try_const();
   return !rows || *rows <= most;
@@ -88,8 +88,8 @@ bool renders_gemv(const Kernel& k) {
 std::string CRenderer::gemv_prelude(const Kernel& k, std::set<std::string>& seen) const {
   const MatmulInfo& mm = k.matmul;
   const DType stored = mm.b_stored;
-  const int64_t width = cpu_schedule(k).vector_width;
-  const int64_t most = cpu_schedule(k).gemv_rows;
+  const int64_t width = schedule_of(k).vector_width;
+  const int64_t most = schedule_of(k).gemv_rows;
   const int64_t step = step_of(stored, width);
   const std::string v = float_vector(width);
   const std::string u = lane_vector(width);
@@ -197,7 +197,7 @@ std::string x_slot(DType stored, int64_t width, const std::string& kk) {
 // (MatmulInfo::a_computed, c/prologue.cc).
 void CRenderer::emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const {
   const MatmulInfo& mm = k.matmul;
-  const int64_t width = cpu_schedule(k).vector_width;
+  const int64_t width = schedule_of(k).vector_width;
   const std::string step = str(2 * width);
   if (mm.b_stored == DType::BF16) w.line("const int64_t lm_kv = K / " + step + " * " + step + ";");
   w.open("for (int64_t i = 0; i < M; i++)");
@@ -220,8 +220,8 @@ void CRenderer::emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const {
 
 void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
   const MatmulInfo& mm = k.matmul;
-  const int64_t width = cpu_schedule(k).vector_width;
-  const int64_t most = cpu_schedule(k).gemv_rows;
+  const int64_t width = schedule_of(k).vector_width;
+  const int64_t most = schedule_of(k).gemv_rows;
   // A is copied when its rows are not contiguous along k, or to pair with a bf16 B, or where
   // the kernel computes it.
   const bool copy_x = !is_one(mm.a_k) || mm.b_stored == DType::BF16 || mm.a_computed;

@@ -33,8 +33,8 @@ struct Tiles {
                      // otherwise wait out the FMA latency
 };
 
-Tiles tiles_of(const Kernel& k) {
-  CpuSchedule s = cpu_schedule(k);
+Tiles tiles_of(const Kernel& k, int64_t native) {
+  CpuSchedule s = cpu_schedule(k, native);
   Tiles t;
   t.vw = s.vector_width;
   t.mr = s.tile_m;
@@ -180,70 +180,23 @@ std::string micro_kernel(const Tiles& t, DType panel) {
 
 }  // namespace
 
-// The GEMM here takes f32 products summed in f32 (no widening of the product) of a matched
-// matmul, with A stored as f32 and B stored as f32, widened from f16/bf16 or dequantized from
-// blocks (where renders_quant_gemv: its panels are dequantized as packed), and stores f32:
-// the sum, or its epilogue's result, written over the sum in C.
-bool renders_matmul(const Kernel& k) {
-  const MatmulInfo& mm = k.matmul;
-  if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
-  if (mm.a_widened) return false;
-  if (is_quantized(mm.b_stored) && (mm.a_computed || !renders_quant_gemv(k))) return false;
-  return k.values[k.reduce_at].dtype == DType::F32 && k.values.back().dtype == DType::F32;
-}
-
-namespace {
-bool uses_loop_vars(const Expr& e, const Kernel& k) {
-  for (const std::string& s : e.symbols()) {
-    for (const Loop& l : k.loops) {
-      if (l.var == s) return true;
-    }
-    for (const Loop& l : k.reduce) {
-      if (l.var == s) return true;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-// Whether render_matmul emits the GEMM for `k`: a matmul it renders whose strides do not move
-// with the loops.
-bool takes_gemm(const Kernel& k) {
-  if (!renders_matmul(k)) return false;
-  const MatmulInfo& mm = k.matmul;
-  for (const Expr* e : {&mm.a_m, &mm.a_k, &mm.b_k, &mm.b_n}) {
-    if (uses_loop_vars(*e, k)) return false;
-  }
-  return true;
-}
-
-std::string float_vector(int64_t width) { return "lm_vf" + std::to_string(width); }
-
-std::string float_vector_typedefs(int64_t width) {
-  std::string v = float_vector(width);
-  std::string bytes = std::to_string(width * 4);
-  return "typedef float " + v + " __attribute__((vector_size(" + bytes + ")));\n" +
-         "typedef float " + v + "u __attribute__((vector_size(" + bytes +
-         "), aligned(4), may_alias));\n";
-}
-
 std::string CRenderer::matmul_prelude(const Program& program) const {
   std::set<int64_t> widths;
   std::set<std::string> seen;  // names of the micro-kernels and helpers emitted so far
   std::string s;
   for (const Kernel& k : program.kernels) {
     if (k.matmul.present && k.matmul.a_q8_0) s += quant_int8_prelude(k, seen);
-    if (!renders_matmul(k)) continue;
-    Tiles t = tiles_of(k);
+    if (!renders_matmul(k, vector_width_)) continue;
+    Tiles t = tiles_of(k, vector_width_);
     if (widths.insert(t.vw).second) s += float_vector_typedefs(t.vw);
-    if (renders_quant_gemv(k)) {
+    if (renders_quant_gemv(k, vector_width_)) {
       const DType stored = k.matmul.b_stored;
       s += quant_gemv_prelude(k, seen);  // the tile reads the GEMV's helpers of width vw
       if (seen.insert(quant_tile_name(stored, t.vw)).second) {
         s += quant_tile_function(stored, t.vw);
       }
     }
-    std::optional<PackedPanels> panels = packed_panels(k);
+    const std::optional<PackedPanels>& panels = k.panels;
     if (!panels) {
       if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
       if (renders_gemv(k)) s += gemv_prelude(k, seen);
@@ -270,84 +223,8 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
   return s;
 }
 
-int folded_batch_loops(const Kernel& k) {
-  const MatmulInfo& mm = k.matmul;
-  Expr rows = k.loops[mm.m_loop].extent;
-  Expr n = k.loops[mm.n_loop].extent;
-  int folded = 0;
-  for (int i = mm.m_loop - 1; i >= 0; --i) {
-    if (is_one(k.loops[i].extent)) {  // a loop of one iteration folds however it strides
-      ++folded;
-      continue;
-    }
-    const std::string& var = k.loops[i].var;
-    auto sb = affine_stride(k.values[mm.b].index, var);
-    auto sc = affine_stride(k.out_index, var);
-    if (!sb || !sc || !is_zero(*sb)) break;
-    // a computed A is computed at its loop variables: it folds however it is laid out
-    if (!mm.a_computed) {
-      auto sa = affine_stride(k.values[mm.a].index, var);
-      if (!sa || !is_zero(*sa - mm.a_m * rows)) break;
-    }
-    if (!is_zero(*sc - n * rows)) break;
-    rows = rows * k.loops[i].extent;
-    ++folded;
-  }
-  return folded;
-}
-
-Expr folded_rows(const Kernel& k) {
-  const int m_loop = k.matmul.m_loop;
-  Expr rows = k.loops[m_loop].extent;
-  for (int i = m_loop - folded_batch_loops(k); i < m_loop; ++i) rows = rows * k.loops[i].extent;
-  return rows;
-}
-
-void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, CodeWriter& w,
-                      const std::string& a_base) {
-  const MatmulInfo& mm = k.matmul;
-  std::map<std::string, Expr> zero = {
-      {k.loops[mm.m_loop].var, 0}, {k.loops[mm.n_loop].var, 0}, {"r0", 0}};
-  for (int i = outer; i < mm.m_loop; ++i) zero[k.loops[i].var] = 0;
-  Expr inner = 1;
-  for (int i = outer - 1; i >= 0; --i) {
-    const Loop& l = k.loops[i];
-    w.line("const int64_t " + l.var + " = (lm_bt / (" + inner.to_c() + ")) % (" +
-           l.extent.to_c() + ");");
-    inner = inner * l.extent;
-  }
-  std::string a = CLikeRenderer::buffer_name(k.values[mm.a].buffer);
-  std::string b = CLikeRenderer::buffer_name(k.values[mm.b].buffer);
-  std::string c = CLikeRenderer::buffer_name(k.out);
-  if (!a_base.empty()) {
-    w.line("const float* restrict A = " + a_base + ";");
-  } else if (mm.a_computed) {
-    // no A in memory: its rows are computed (c/prologue.cc)
-  } else {
-    w.line("const float* restrict A = " + a + " + " +
-           k.values[mm.a].index.substitute(zero).to_c() + ";");
-  }
-  std::string b_offset = k.values[mm.b].index.substitute(zero).to_c();
-  if (is_quantized(mm.b_stored)) {  // bytes: the offset is whole blocks (c/quant.h)
-    b_offset = "(" + b_offset + ") / " + std::to_string(block_values(mm.b_stored)) + " * " +
-               std::to_string(block_bytes(mm.b_stored));
-  }
-  w.line("const " + b_type + "* restrict B = " + b + " + " + b_offset + ";");
-  w.line("float* restrict C = " + c + " + " + k.out_index.substitute(zero).to_c() + ";");
-}
-
-int64_t PackedPanels::last_read() const {
-  if (k == 0 || n == 0) return -1;
-  return offset + (k - 1) * b_k + (n - 1) * b_n;
-}
-
-bool PackedPanels::operator==(const PackedPanels& o) const {
-  return stored == o.stored && width == o.width && depth == o.depth && k == o.k && n == o.n &&
-         offset == o.offset && b_k == o.b_k && b_n == o.b_n;
-}
-
-std::optional<PackedPanels> packed_panels(const Kernel& k) {
-  if (cpu_schedule(k).pack_b != 1 || !takes_gemm(k)) return std::nullopt;
+std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
+  if (cpu_schedule(k, native).pack_b != 1 || !takes_gemm(k, native)) return std::nullopt;
   if (is_quantized(k.matmul.b_stored)) return std::nullopt;  // packed as the GEMM runs
   const MatmulInfo& mm = k.matmul;
   const Value& b = k.values[mm.b];
@@ -367,38 +244,14 @@ std::optional<PackedPanels> packed_panels(const Kernel& k) {
   if (!offset || !depth || !columns || !b_k || !b_n) return std::nullopt;
   PackedPanels p;
   p.stored = mm.b_stored;
-  p.width = tiles_of(k).nr;
-  p.depth = tiles_of(k).kc;
+  p.width = tiles_of(k, native).nr;
+  p.depth = tiles_of(k, native).kc;
   p.k = *depth;
   p.n = *columns;
   p.offset = *offset;
   p.b_k = *b_k;
   p.b_n = *b_n;
   return p;
-}
-
-void settle_packing(const Graph& graph, Program& program) {
-  // Per buffer: the kernels that would read it as panels, and whether anything reads it else.
-  std::map<BufferId, std::vector<size_t>> packing;
-  std::set<BufferId> read_raw;
-  for (size_t i = 0; i < program.kernels.size(); ++i) {
-    const Kernel& k = program.kernels[i];
-    std::optional<PackedPanels> panels = packed_panels(k);
-    BufferId b = panels ? k.values[k.matmul.b].buffer : -1;
-    if (panels) packing[b].push_back(i);
-    for (BufferId r : k.reads()) {
-      if (r != b) read_raw.insert(r);
-    }
-  }
-  for (const auto& [b, readers] : packing) {
-    const Buffer& buffer = program.buffers[b];
-    bool keep = buffer.role == BufferRole::kInput && graph.node(buffer.node).parameter &&
-                !read_raw.count(b);
-    const std::optional<PackedPanels> first = packed_panels(program.kernels[readers[0]]);
-    for (size_t i : readers) keep = keep && packed_panels(program.kernels[i]) == first;
-    if (keep) continue;
-    for (size_t i : readers) program.kernels[i].schedule.push_back({"pack_b", 0});
-  }
 }
 
 namespace {
@@ -467,28 +320,6 @@ void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::stri
   w.close();
 }
 
-void emit_row_vars(const Kernel& k, int outer, const std::string& row, CodeWriter& w) {
-  std::string rest = row;
-  for (int i = k.matmul.m_loop; i >= outer; --i) {
-    const Loop& l = k.loops[i];
-    const std::string at = i == outer ? rest : "(" + rest + ") % (" + l.extent.to_c() + ")";
-    w.line("const int64_t " + l.var + " = " + at + ";");
-    rest = "(" + rest + ") / (" + l.extent.to_c() + ")";
-  }
-}
-
-void emit_matmul_sizes(const Kernel& k, int outer, CodeWriter& w) {
-  const MatmulInfo& mm = k.matmul;
-  Expr batches = 1;
-  for (int i = 0; i < outer; ++i) batches = batches * k.loops[i].extent;
-  w.line("const int64_t M = " + folded_rows(k).to_c() + ";");
-  w.line("const int64_t N = " + k.loops[mm.n_loop].extent.to_c() + ";");
-  w.line("const int64_t K = " + k.reduce.back().extent.to_c() + ";");
-  w.line("const int64_t am = " + mm.a_m.to_c() + ", ak = " + mm.a_k.to_c() + ";");
-  w.line("const int64_t bk = " + mm.b_k.to_c() + ", bn = " + mm.b_n.to_c() + ";");
-  w.line("const int64_t lm_batches = " + batches.to_c() + ";");
-}
-
 // Each thread takes whole tasks: a (batch, n block, m chunk) with its own packed B panel, so
 // threads never wait on each other inside the kernel (robust when cores are shared). n blocks
 // shrink until there are enough tasks; m chunks split the rows when there still are not.
@@ -496,10 +327,11 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   (void)program;
   const MatmulInfo& mm = k.matmul;
   const int outer = mm.m_loop - folded_batch_loops(k);
-  if (!takes_gemm(k)) return false;
+  if (!takes_gemm(k, vector_width_)) return false;
   emit_matmul_sizes(k, outer, w);
-  if (renders_quant_gemv(k)) emit_quant_gemv(k, outer, w);  // few rows; else on to the GEMM
-  if (renders_gemv(k) && !packed_panels(k)) emit_gemv(k, outer, w);
+  // few rows; else on to the GEMM
+  if (renders_quant_gemv(k, vector_width_)) emit_quant_gemv(k, outer, w);
+  if (renders_gemv(k) && !k.panels) emit_gemv(k, outer, w);
   emit_gemm(k, outer, "", w);
   return true;
 }
@@ -507,14 +339,14 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
 void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
                           CodeWriter& w) const {
   const MatmulInfo& mm = k.matmul;
-  std::optional<PackedPanels> panels = packed_panels(k);
-  Tiles t = tiles_of(k);
+  const std::optional<PackedPanels>& panels = k.panels;
+  Tiles t = tiles_of(k, vector_width_);
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   std::string kc = std::to_string(t.kc);
   std::string ncmax = std::to_string(t.nc);
   std::string b_type = storage_type(mm.b_stored);
-  const bool quantized = renders_quant_gemv(k);
+  const bool quantized = renders_quant_gemv(k, vector_width_);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");

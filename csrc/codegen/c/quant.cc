@@ -314,7 +314,7 @@ std::string quant_load(DType dtype, const std::string& buffer, const std::string
   return reader_name(dtype) + "((const uint8_t*)" + buffer + ", " + index + ")";
 }
 
-bool renders_quant_gemv(const Kernel& k) {
+bool renders_quant_gemv(const Kernel& k, int64_t native) {
   const MatmulInfo& mm = k.matmul;
   if (!mm.present || !mm.b_widened || !is_quantized(mm.b_stored)) return false;
   if (mm.dtype != DType::F32 || mm.product_widened || mm.a_widened) return false;
@@ -322,7 +322,7 @@ bool renders_quant_gemv(const Kernel& k) {
     return false;
   }
   if (!is_one(mm.b_k) || !is_one(mm.a_k)) return false;
-  const int64_t width = cpu_schedule(k).vector_width;  // the tile functions' lanes
+  const int64_t width = cpu_schedule(k, native).vector_width;  // the tile functions' lanes
   if (width > 16 || 16 % width != 0) return false;
   const int64_t block = block_values(mm.b_stored);
   if (!whole_blocks(k.reduce[0].extent, block) || !whole_blocks(mm.b_n, block)) return false;
@@ -339,7 +339,7 @@ bool renders_quant_gemv(const Kernel& k) {
 
 std::string CRenderer::quant_gemv_prelude(const Kernel& k, std::set<std::string>& seen) const {
   const DType stored = k.matmul.b_stored;
-  const int64_t width = cpu_schedule(k).vector_width;
+  const int64_t width = schedule_of(k).vector_width;
   const int64_t block = block_values(stored);
   const std::string v = float_vector(width);
   const std::string bytes = str(block_bytes(stored));
@@ -394,9 +394,9 @@ void open_weight_row_tasks(const Kernel& k, int outer, int64_t rows_per_task, Co
 
 void CRenderer::emit_quant_gemv(const Kernel& k, int outer, CodeWriter& w) const {
   const DType stored = k.matmul.b_stored;
-  const int64_t width = cpu_schedule(k).vector_width;
+  const int64_t width = schedule_of(k).vector_width;
   const std::string wrows = str(kWRows);
-  const int64_t most = cpu_schedule(k).gemv_rows > 0 ? cpu_schedule(k).gemv_rows : kQuantGemvRows;
+  const int64_t most = schedule_of(k).gemv_rows > 0 ? schedule_of(k).gemv_rows : kQuantGemvRows;
   // Bytes between rows of W: b_n elements are whole blocks.
   w.line("const int64_t lm_ldw = bn / " + str(block_values(stored)) + " * " +
          str(block_bytes(stored)) + ";");

@@ -57,7 +57,7 @@ void emit_quant_pack_panel(DType stored, int64_t width, int64_t nr, CodeWriter& 
 // in whole blocks along k (b_k == 1, K, b_n and B's offset multiples of the block), A f32 and
 // contiguous along k, and a vector width dividing 16: few rows (M <= gemv_rows, by default
 // kQuantGemvRows) run the GEMV, more the packed GEMM with panels dequantized as they are packed.
-bool renders_quant_gemv(const Kernel& k);
+bool renders_quant_gemv(const Kernel& k, int64_t native);
 // Rows of A up to which a quantized matmul without a gemv_rows schedule takes the GEMV.
 constexpr int64_t kQuantGemvRows = 4;
 

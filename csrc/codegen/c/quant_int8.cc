@@ -303,7 +303,7 @@ std::string CRenderer::quant_int8_prelude(const Kernel& k, std::set<std::string>
 bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWriter& w) const {
   (void)program;
   const MatmulInfo& mm = k.matmul;
-  if (!takes_gemm(k)) return false;
+  if (!takes_gemm(k, vector_width_)) return false;
   const DType stored = mm.b_stored;
   const int outer = mm.m_loop - folded_batch_loops(k);
   const std::string wrows = str(kWRows);
@@ -317,7 +317,7 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
   const bool wide = outer == 0;  // the GEMM path takes rows am apart, no batch loops
-  const int64_t most = cpu_schedule(k).gemv_rows > 0 ? cpu_schedule(k).gemv_rows : kInt8Rows;
+  const int64_t most = schedule_of(k).gemv_rows > 0 ? schedule_of(k).gemv_rows : kInt8Rows;
   w.line(std::string("const int lm_wide = ") + (wide ? "M > " + str(most) : "0") + ";");
   w.line("float* lm_xf = lm_wide ? (float*)malloc(sizeof(float) * M * am + 64) : 0;");
   std::string team = omp_team(k, "lm_batches * N * K");

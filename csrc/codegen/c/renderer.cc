@@ -69,7 +69,7 @@ int CRenderer::lanes_of(const Kernel& kernel, const Value& red, const Loop& loop
   if (red.dtype != DType::F32) return 1;
   auto extent = loop.extent.try_const();
   if (extent && *extent < 32) return 1;
-  return static_cast<int>(cpu_schedule(kernel).vector_width);
+  return static_cast<int>(schedule_of(kernel).vector_width);
 }
 
 void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
@@ -92,8 +92,12 @@ void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
   CLikeRenderer::open_output_loops(kernel, w);
 }
 
+CpuSchedule CRenderer::schedule_of(const Kernel& kernel) const {
+  return cpu_schedule(kernel, vector_width_);
+}
+
 std::string CRenderer::omp_team(const Kernel& kernel, const std::string& work) const {
-  int64_t threads = cpu_schedule(kernel).threads;
+  int64_t threads = schedule_of(kernel).threads;
   if (threads == 1) return "";
   if (threads > 1) {
     std::string n = std::to_string(threads);
@@ -143,7 +147,7 @@ std::string CSplitProgram::text() const {
 }
 
 CSplitProgram CRenderer::render_split(const Program& program) const {
-  CRenderer unit;
+  CRenderer unit(vector_width_);
   unit.split_ = true;
   CSplitProgram out;
   std::set<std::string> seen;  // names of the units made so far

@@ -11,6 +11,7 @@
 
 #include <set>
 
+#include "codegen/c/schedule.h"
 #include "codegen/c_like.h"
 
 namespace luminal {
@@ -34,6 +35,9 @@ struct CSplitProgram {
 
 class CRenderer : public CLikeRenderer {
  public:
+  // For a machine whose vectors hold `vector_width` floats (8 or 16: CpuOptions::vector_width):
+  // the default matmul block and reduction lanes follow it.
+  explicit CRenderer(int64_t vector_width) : vector_width_(vector_width) {}
   CSplitProgram render_split(const Program& program) const;
 
  protected:
@@ -64,6 +68,8 @@ class CRenderer : public CLikeRenderer {
   // iterations as C: " num_threads(...)" and, by default, " if(work >= ...)"; "" when the
   // kernel runs serially, with no parallel region.
   std::string omp_team(const Kernel& kernel, const std::string& work) const;
+  // What `kernel` is built with on this renderer's machine (c/schedule.h cpu_schedule).
+  CpuSchedule schedule_of(const Kernel& kernel) const;
 
  private:
   // Vector typedefs, micro-kernels and GEMV row kernels of the program's matmuls ("" if none).
@@ -109,6 +115,11 @@ class CRenderer : public CLikeRenderer {
                            CodeWriter& w) const;
   // Attention kernel `k`'s bias over the tile into lm_b, and the skip of a tile it masks.
   void emit_attention_bias(const Kernel& k, CodeWriter& w) const;
+  // The tile's keys, transposed, into lm_kt and its values into lm_v (past the end 0).
+  void emit_attention_gather(const Kernel& k, CodeWriter& w) const;
+  // Per query row of the tile: its scores from the dots in lm_s, then the online softmax (the
+  // new max and shift, the weights into lm_s, the sum and the output rescaled).
+  void emit_attention_rows(const Kernel& k, CodeWriter& w) const;
   // out[r][c] = init[r][c] (or 0) + sum_e a[r][e] * b[e][c] for rows r < lm_nq (in blocks of
   // 4: the arrays hold whole blocks) and columns c < cols (a multiple of the block), in
   // register blocks.
@@ -117,7 +128,8 @@ class CRenderer : public CLikeRenderer {
                                     const std::string& b, const std::string& inner,
                                     int64_t cols) const;
 
-  bool split_ = false;  // kernels are linked from other units (hidden), not static
+  int64_t vector_width_;  // floats per vector of the machine built for
+  bool split_ = false;    // kernels are linked from other units (hidden), not static
 };
 
 }  // namespace luminal

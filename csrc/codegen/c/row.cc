@@ -58,9 +58,7 @@ bool CRenderer::render_row(const Program& program, const Kernel& k, CodeWriter& 
   RowStash stash = match_stash(k);
   if (program.buffers[k.out].dtype != DType::F32) stash = RowStash{};
   std::vector<Loop> outer;
-  for (size_t i = 0; i < k.loops.size(); ++i) {
-    if (static_cast<int>(i) != row.row_loop) outer.push_back(k.loops[i]);
-  }
+  for (int i : row.rows) outer.push_back(k.loops[i]);
   // Iterations: per row, every reduction loop's and the row loop's.
   Expr per_row = row.row_loop >= 0 ? k.loops[row.row_loop].extent : Expr(0);
   for (const Loop& l : k.reduce) per_row = per_row + l.extent;
@@ -124,16 +122,11 @@ bool CRenderer::render_row(const Program& program, const Kernel& k, CodeWriter& 
 void CRenderer::emit_online_loop(const Kernel& k, CodeWriter& w,
                                  const std::string& per_block) const {
   const RowInfo& row = k.row;
-  const int s = row.online;
-  const Value& max = k.values[row.reductions[s]];
-  const Loop& loop = k.reduce[s];
-  const std::string m = value_name(row.reductions[s]);
-  const std::string sum = value_name(row.reductions[s + 1]);
-  const std::string x = value_name(max.args[0]);
-  const std::string c = value_expr(k, row.online_scale);
+  const OnlineNames o = online_names(k);
+  const Loop& loop = k.reduce[row.online];
   const std::string extent = loop.extent.to_c();
-  const std::string l = std::to_string(lanes_of(k, max, loop));
-  const std::vector<ValueId> body = values_in(k, s);
+  const std::string l = std::to_string(lanes_of(k, k.values[row.online_max], loop));
+  const std::vector<ValueId> body = values_in(k, row.online);
   auto emit_body_values = [&] {
     std::set<std::string> bound;
     for (ValueId i : body) emit_value(k, i, bound, w);
@@ -142,22 +135,20 @@ void CRenderer::emit_online_loop(const Kernel& k, CodeWriter& w,
   // before the selects (exp2 of NaN where a == b == -inf, then not taken) so GCC if-converts
   // the selects and vectorizes the loop.
   auto step = [&](const std::string& mv, const std::string& sv) {
-    const std::string mn = m + "_new";
-    w.line("const float " + mn + " = lm_fmax_nan(" + mv + ", " + x + ");");
-    w.line("const float " + m + "_wm = " + math_call(OpKind::Exp2, c + " * (" + mv + " - " +
+    const std::string mn = o.m + "_new";
+    w.line("const float " + mn + " = lm_fmax_nan(" + mv + ", " + o.x + ");");
+    w.line("const float " + o.m + "_wm = " + math_call(OpKind::Exp2, o.c + " * (" + mv + " - " +
            mn + ")") + ";");
-    w.line("const float " + m + "_wx = " + math_call(OpKind::Exp2, c + " * (" + x + " - " + mn +
-           ")") + ";");
-    w.line(sv + " = " + sv + " * (" + mv + " == " + mn + " ? 1.0f : " + m + "_wm) + (" + x +
-           " == " + mn + " ? 1.0f : " + m + "_wx);");
+    w.line("const float " + o.m + "_wx = " +
+           math_call(OpKind::Exp2, o.c + " * (" + o.x + " - " + mn + ")") + ";");
+    w.line(sv + " = " + sv + " * (" + mv + " == " + mn + " ? 1.0f : " + o.m + "_wm) + (" + o.x +
+           " == " + mn + " ? 1.0f : " + o.m + "_wx);");
     w.line(mv + " = " + mn + ";");
   };
-  w.line("/* " + m + " = max, " + sum + " = sum of exp2(c * (x - max)), in one loop (online) */");
-  w.line("float " + m + " = (-1.0f / 0.0f);");
-  w.line("float " + sum + " = 0.0f;");
-  w.line("float " + m + "_p[" + l + "], " + sum + "_p[" + l + "];");
-  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + m + "_p[lm_u] = " + m + ", " + sum +
-         "_p[lm_u] = 0.0f;");
+  emit_online_start(o, w);
+  w.line("float " + o.m + "_p[" + l + "], " + o.sum + "_p[" + l + "];");
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + o.m + "_p[lm_u] = " + o.m + ", " +
+         o.sum + "_p[lm_u] = 0.0f;");
   w.line("const int64_t " + loop.var + "_main = " + extent + " / " + l + " * " + l + ";");
   w.open("for (int64_t " + loop.var + "_b = 0; " + loop.var + "_b < " + loop.var + "_main; " +
          loop.var + "_b += " + l + ")");
@@ -166,20 +157,19 @@ void CRenderer::emit_online_loop(const Kernel& k, CodeWriter& w,
   w.open("for (int lm_u = 0; lm_u < " + l + "; lm_u++)");
   w.line("const int64_t " + loop.var + " = " + loop.var + "_b + lm_u;");
   emit_body_values();
-  step(m + "_p[lm_u]", sum + "_p[lm_u]");
+  step(o.m + "_p[lm_u]", o.sum + "_p[lm_u]");
   w.close();
   w.close();
-  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + m + " = lm_fmax_nan(" + m + ", " + m +
-         "_p[lm_u]);");
-  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + sum + " = " + sum + " + " + sum +
-         "_p[lm_u] * " + online_weight(c, m + "_p[lm_u]", m) + ";");
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + o.m + " = lm_fmax_nan(" + o.m +
+         ", " + o.m + "_p[lm_u]);");
+  w.line("for (int lm_u = 0; lm_u < " + l + "; lm_u++) " + o.sum + " = " + o.sum + " + " +
+         o.sum + "_p[lm_u] * " + online_weight(o.c, o.m + "_p[lm_u]", o.m) + ";");
   w.open("for (int64_t " + loop.var + " = " + loop.var + "_main; " + loop.var + " < " + extent +
          "; " + loop.var + "++)");
   emit_body_values();
-  step(m, sum);
+  step(o.m, o.sum);
   w.close();
-  // Where the max is not finite the two loops' sum is NaN (exp2 of inf - inf).
-  w.line(sum + " = " + m + " - " + m + " == 0.0f ? " + sum + " : (0.0f / 0.0f);");
+  emit_online_finish(o, w);
 }
 
 }  // namespace luminal

@@ -1,13 +1,11 @@
 // CpuSchedule: the C renderer's schedule parameters (so CpuRuntime's) as one table: their
-// names, ranges and defaults, the check of a raw schedule, the layering of a kernel's, and the
-// register-blocking estimate of a matmul under a tile, which CpuRuntime hands the search as
-// its KernelCost. What a tile renders lives in c/matmul.cc, not here.
+// names, ranges and defaults, the check of a raw schedule and the layering of a kernel's.
+// What a tile renders lives in c/matmul.cc, what it costs in runtime/cpu/cpu_kernel_cost.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "egraph/cost.h"
 #include "kernel/kernel.h"
 
 namespace luminal {
@@ -31,41 +29,37 @@ struct CpuSchedule {
   int64_t gemv_rows = 0;     // matmul: the largest M (checked at run time) that takes the GEMV
                              // path, one pass over B (c/gemv.cc); 0 (the default): never
   int64_t pack_b = 0;        // matmul: 1 reads a parameter B from panels CpuRuntime lays out
-                             // once, when its data is set (c/matmul.h PackedPanels), not packed
+                             // once, when its data is set (kernel/weight_layout.h), not packed
                              // on every call; 0 (the default): the kernel packs B itself
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
   // unknown ones.
   CpuSchedule with(const ScheduleParams& params) const;
-  // This schedule with every field at 0 (or below) set to the C renderer's default.
-  CpuSchedule or_defaults() const;
+  // This schedule with every field at 0 (or below) set to the C renderer's default on a
+  // machine whose vectors hold `native` floats (8 or 16: CpuOptions::vector_width).
+  CpuSchedule or_defaults(int64_t native) const;
 };
 
 // Floats per vector register of the machine this process runs on: 16 with AVX-512, else 8
-// (AVX2; other targets take 8-wide vectors as pairs of registers), or what the environment's
-// LUMINAL_CPU_VECTOR_WIDTH (8 or 16) says. The default matmul block and the tilings
-// CpuRuntime offers (cpu_rewrite_rules) follow it.
+// (AVX2; other targets take 8-wide vectors as pairs of registers). What a CpuRuntime builds
+// for unless its options say otherwise (CpuOptions::vector_width: Python's vector_width= or
+// LUMINAL_CPU_VECTOR_WIDTH); the default matmul block and the tilings CpuRuntime offers
+// (cpu_rewrite_rules) follow the width it builds for.
 int64_t cpu_native_vector_width();
 
 // Loop iterations (output elements times reduction steps) from which a kernel under the
 // default `threads` runs in parallel: below it a parallel region costs more than it saves.
 constexpr int64_t kCpuParallelWork = 32768;
 
-// What the C renderer builds `kernel` with: its schedule (the program-wide choice's params,
-// then its root node's; kernel/kernel.h) over the defaults. No field is 0 but threads,
-// gemv_rows and pack_b, whose defaults are 0.
-CpuSchedule cpu_schedule(const Kernel& kernel);
+// What the C renderer builds `kernel` with on a machine of `native`-float vectors: its
+// schedule (the program-wide choice's params, then its root node's; kernel/kernel.h) over the
+// defaults. No field is 0 but threads, gemv_rows and pack_b, whose defaults are 0.
+CpuSchedule cpu_schedule(const Kernel& kernel, int64_t native);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
-// the CPU does not know or a value out of its range.
-void check_cpu_schedule(const ScheduleParams& params, const std::string& where);
-
-// CpuRuntime's prices for the search's cost model (Runtime::kernel_cost).
-class CpuKernelCost final : public egraph::KernelCost {
- public:
-  double matmul(const egraph::MatmulSize& size, const ScheduleParams& schedule) const override;
-  double widen(double elements, const ScheduleParams& schedule) const override;
-};
+// the CPU does not know or a value out of its range on a machine of `native`-float vectors.
+void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
+                        int64_t native);
 
 }  // namespace luminal

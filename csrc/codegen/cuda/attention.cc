@@ -24,34 +24,11 @@ std::string CudaRenderer::render_attention_kernel(const Program& program, const 
   const std::string slots = std::to_string(per_lane);
   const std::string c = value_expr(k, a.scale);
   auto name = [](ValueId v) { return value_name(v); };
-  std::vector<Loop> outer;
-  std::vector<Expr> rows;
-  for (size_t i = 0; i < k.loops.size(); ++i) {
-    if (static_cast<int>(i) == a.value_loop) continue;
-    outer.push_back(k.loops[i]);
-    rows.push_back(k.loops[i].extent);
-  }
-  launch.mode = cuda::LaunchMode::kWarpPerItem;
-  launch.items = product(rows);
   CodeWriter w;
   auto emit_cone = [&](ValueId from, const std::set<ValueId>& stops) {
-    std::set<std::string> bound;
-    for (ValueId i : attention_cone(k, from, stops)) emit_value(k, i, bound, w);
+    CLikeRenderer::emit_cone(k, attention_cone(k, from, stops), w);
   };
-  auto shift_of = [&](const std::string& m, const std::string& g) {
-    w.open("");
-    if (a.max >= 0) w.line("const float " + name(a.max) + " = " + m + ";");
-    emit_cone(a.shift, {a.max});
-    w.line(g + " = " + name(a.shift) + ";");
-    w.close();
-  };
-  w.line("/* " + k.name + ": writes " + buffer_name(k.out) + "; attention, a warp per query row"
-         " */");
-  w.open(signature(program, k, launch.block));
-  w.line("const int lm_lane = threadIdx.x & 31;");
-  w.open("for (int64_t lm_w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lm_w < " +
-         launch.items.to_c() + "; lm_w += ((int64_t)gridDim.x * blockDim.x) >> 5)");
-  emit_unravel(outer, "lm_w", w);
+  open_warp_per_row(program, k, a.rows, "attention, a warp per query row", launch, w);
   w.line("float lm_o[" + slots + "];");
   w.line("for (int lm_t = 0; lm_t < " + slots + "; lm_t++) lm_o[lm_t] = 0.0f;");
   w.line("float lm_m = (-1.0f / 0.0f), lm_l = 0.0f;");
@@ -70,8 +47,8 @@ std::string CudaRenderer::render_attention_kernel(const Program& program, const 
   w.line("const float lm_x = " + name(a.score) + ";");
   w.line("const float lm_mnew = lm_fmax_nan(lm_m, lm_x);");
   w.line("float lm_gold, lm_gnew;");
-  shift_of("lm_m", "lm_gold");
-  shift_of("lm_mnew", "lm_gnew");
+  emit_attention_shift(k, "lm_m", "lm_gold", w);
+  emit_attention_shift(k, "lm_mnew", "lm_gnew", w);
   w.line("const float lm_alpha = " + online_weight(c, "lm_gold", "lm_gnew") + ";");
   w.line("const float lm_p = " + online_weight(c, "lm_x", "lm_gnew") + ";");
   w.line("lm_l = lm_l * lm_alpha + lm_p;");
@@ -87,20 +64,7 @@ std::string CudaRenderer::render_attention_kernel(const Program& program, const 
   w.close();
   w.close();  // keys
   // out = o * norm(sum), NaN where the final shift is not finite
-  w.line("float lm_g;");
-  shift_of("lm_m", "lm_g");
-  w.line("float lm_norm = 1.0f;");
-  if (a.norm >= 0) {
-    w.open("");
-    if (a.sum >= 0) w.line("const float " + name(a.sum) + " = lm_l;");
-    if (a.max >= 0) w.line("const float " + name(a.max) + " = lm_m;");
-    std::set<ValueId> stops = {a.sum};
-    if (a.max >= 0) stops.insert(a.max);
-    emit_cone(a.norm, stops);
-    w.line("lm_norm = " + name(a.norm) + ";");
-    w.close();
-  }
-  w.line("if (lm_g - lm_g != 0.0f) lm_norm = (0.0f / 0.0f);");
+  emit_attention_finish(k, "lm_m", "lm_l", w);
   w.open("for (int lm_t = 0; lm_t < " + slots + "; lm_t++)");
   w.line("const int64_t " + dl.var + " = lm_lane + 32 * lm_t;");
   w.open("if (" + dl.var + " < " + dl.extent.to_c() + ")");

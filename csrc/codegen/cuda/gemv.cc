@@ -33,6 +33,24 @@ void open_unrolled(const std::string& v, int64_t n, CodeWriter& w) {
 }
 }  // namespace
 
+// What render_gemv's pieces share: its tuning (rows of A per pass, columns of C per warp, warps
+// splitting k), its vector loads (elements of k a lane loads, A's loads of them and their raw
+// type) and names (A's and W's buffers, the accumulator, C's row and column variables).
+struct CudaRenderer::GemvPlan {
+  int rows;
+  int cols;
+  int split;
+  int64_t width;
+  int64_t a_width;
+  int64_t a_loads;
+  std::string a_raw;
+  std::string a;
+  std::string b;
+  std::string acc;
+  std::string mv;
+  std::string nv;
+};
+
 std::string CudaRenderer::render_gemv(const Program& program, const Kernel& k,
                                       KernelLaunch& launch) const {
   const MatmulInfo& mm = k.matmul;
@@ -116,111 +134,126 @@ std::string CudaRenderer::render_gemv(const Program& program, const Kernel& k,
   w.line(acc + " = 0.0f;");
   w.close();
   w.close();
-  // Whole vectors: W's rows with 16-byte loads, then each row of A against them.
-  w.line("#pragma unroll 2");
-  w.open("for (int64_t lm_k = (int64_t)(lm_part * 32 + lm_lane) * " + str(width) +
-         "; lm_k < lm_kv; lm_k += " + str(32 * split * width) + ")");
-  w.line("float lm_b[" + str(cols) + "][" + str(width) + "];");
-  open_unrolled("c", cols, w);
-  w.line("const uint4 lm_raw = *(const uint4*)(" + b + " + lm_bc[c] + lm_k);");
-  open_unrolled("u", width, w);
-  w.line("lm_b[c][u] = " +
-         to_compute(mm.b_stored, "((const " + storage_type(mm.b_stored) + "*)&lm_raw)[u]") +
-         ";");
-  w.close();
-  w.close();
-  open_unrolled("i", rows, w);
-  w.open("if (i < lm_rows)");
-  w.line("const int64_t lm_ar = lm_a0 + (lm_m0 + i) * lm_am;");
-  w.line("float lm_a[" + str(width) + "];");
-  w.open("if (lm_avec)");
-  w.line(a_raw + " lm_araw[" + str(a_loads) + "];");
-  open_unrolled("q", a_loads, w);
-  w.line("lm_araw[q] = *(const " + a_raw + "*)(" + a + " + lm_ar + lm_k + q * " + str(a_width) +
-         ");");
-  w.close();
-  open_unrolled("u", width, w);
-  w.line("lm_a[u] = " +
-         to_compute(mm.a_stored, "((const " + storage_type(mm.a_stored) + "*)lm_araw)[u]") +
-         ";");
-  w.close();
-  w.middle("} else {");
-  open_unrolled("u", width, w);
-  w.line("lm_a[u] = " + to_compute(mm.a_stored, a + "[lm_ar + (lm_k + u) * lm_ak]") + ";");
-  w.close();
-  w.close();
-  open_unrolled("c", cols, w);
-  open_unrolled("u", width, w);
-  w.line(acc + " = fmaf(lm_a[u], lm_b[c][u], " + acc + ");");
-  w.close();
-  w.close();
-  w.close();
-  w.close();
-  w.close();
-  // The rest of k (all of it where W's rows are not aligned): an element a lane.
-  w.open("for (int64_t lm_k = lm_kv + lm_part * 32 + lm_lane; lm_k < lm_k_end; lm_k += " +
-         str(32 * split) + ")");
-  w.line("float lm_b[" + str(cols) + "];");
-  open_unrolled("c", cols, w);
-  w.line("lm_b[c] = " + to_compute(mm.b_stored, b + "[lm_bc[c] + lm_k * lm_bk]") + ";");
-  w.close();
-  open_unrolled("i", rows, w);
-  w.open("if (i < lm_rows)");
-  w.line("const float lm_a = " +
-         to_compute(mm.a_stored, a + "[lm_a0 + (lm_m0 + i) * lm_am + lm_k * lm_ak]") + ";");
-  open_unrolled("c", cols, w);
-  w.line(acc + " = fmaf(lm_a, lm_b[c], " + acc + ");");
-  w.close();
-  w.close();
-  w.close();
-  w.close();
-  open_unrolled("i", rows, w);
-  w.open("if (i < lm_rows)");
-  open_unrolled("c", cols, w);
-  w.line(acc + " = lm_warp_sum(" + acc + ");");
-  w.close();
-  w.close();
-  w.close();
-  if (split == 1) {
-    w.open("if (lm_lane == 0 && lm_live)");
-    open_unrolled("i", rows, w);
-    open_unrolled("c", cols, w);
-    w.line("const int64_t " + mv + " = lm_m0 + i;");
-    w.line("const int64_t " + nv + " = lm_n0 + c;");
-    w.open("if (i < lm_rows && " + nv + " < lm_N)");
-    emit_sum_store(k, acc, w);
-    w.close();
-    w.close();
-    w.close();
-    w.close();
-  } else {
-    // The parts' sums through shared memory: the group's first warp adds them, a lane an output.
-    w.open("if (lm_lane == 0)");
-    open_unrolled("i", rows, w);
-    open_unrolled("c", cols, w);
-    w.line("lm_sums[threadIdx.x >> 5][i * " + str(cols) + " + c] = " + acc + ";");
-    w.close();
-    w.close();
-    w.close();
-    w.line("__syncthreads();");
-    w.open("if (lm_part == 0 && lm_live && lm_lane < " + str(rows * cols) + ")");
-    w.line("const int i = lm_lane / " + str(cols) + ", c = lm_lane % " + str(cols) + ";");
-    w.line("float lm_total = 0.0f;");
-    w.line("#pragma unroll");
-    w.line("for (int p = 0; p < " + str(split) +
-           "; p++) lm_total += lm_sums[(threadIdx.x >> 5) + p][lm_lane];");
-    w.line("const int64_t " + mv + " = lm_m0 + i;");
-    w.line("const int64_t " + nv + " = lm_n0 + c;");
-    w.open("if (i < lm_rows && " + nv + " < lm_N)");
-    emit_sum_store(k, "lm_total", w);
-    w.close();
-    w.close();
-    w.line("__syncthreads();");
-  }
+  const GemvPlan plan{rows, cols, split, width, a_width, a_loads, a_raw, a, b, acc, mv, nv};
+  emit_gemv_vectors(k, plan, w);
+  emit_gemv_tail(k, plan, w);
+  emit_gemv_store(k, plan, w);
   w.close();
   w.close();
   w.close();
   return w.str();
 }
+void CudaRenderer::emit_gemv_vectors(const Kernel& k, const GemvPlan& p, CodeWriter& w) const {
+  const MatmulInfo& mm = k.matmul;
+  // Whole vectors: W's p.rows with 16-byte loads, then each row of A against them.
+  w.line("#pragma unroll 2");
+  w.open("for (int64_t lm_k = (int64_t)(lm_part * 32 + lm_lane) * " + str(p.width) +
+         "; lm_k < lm_kv; lm_k += " + str(32 * p.split * p.width) + ")");
+  w.line("float lm_b[" + str(p.cols) + "][" + str(p.width) + "];");
+  open_unrolled("c", p.cols, w);
+  w.line("const uint4 lm_raw = *(const uint4*)(" + p.b + " + lm_bc[c] + lm_k);");
+  open_unrolled("u", p.width, w);
+  w.line("lm_b[c][u] = " +
+         to_compute(mm.b_stored, "((const " + storage_type(mm.b_stored) + "*)&lm_raw)[u]") +
+         ";");
+  w.close();
+  w.close();
+  open_unrolled("i", p.rows, w);
+  w.open("if (i < lm_rows)");
+  w.line("const int64_t lm_ar = lm_a0 + (lm_m0 + i) * lm_am;");
+  w.line("float lm_a[" + str(p.width) + "];");
+  w.open("if (lm_avec)");
+  w.line(p.a_raw + " lm_araw[" + str(p.a_loads) + "];");
+  open_unrolled("q", p.a_loads, w);
+  w.line("lm_araw[q] = *(const " + p.a_raw + "*)(" + p.a + " + lm_ar + lm_k + q * " +
+         str(p.a_width) + ");");
+  w.close();
+  open_unrolled("u", p.width, w);
+  w.line("lm_a[u] = " +
+         to_compute(mm.a_stored, "((const " + storage_type(mm.a_stored) + "*)lm_araw)[u]") +
+         ";");
+  w.close();
+  w.middle("} else {");
+  open_unrolled("u", p.width, w);
+  w.line("lm_a[u] = " + to_compute(mm.a_stored, p.a + "[lm_ar + (lm_k + u) * lm_ak]") + ";");
+  w.close();
+  w.close();
+  open_unrolled("c", p.cols, w);
+  open_unrolled("u", p.width, w);
+  w.line(p.acc + " = fmaf(lm_a[u], lm_b[c][u], " + p.acc + ");");
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+}
+
+void CudaRenderer::emit_gemv_tail(const Kernel& k, const GemvPlan& p, CodeWriter& w) const {
+  const MatmulInfo& mm = k.matmul;
+  // The rest of k (all of it where W's p.rows are not aligned): an element p.a lane.
+  w.open("for (int64_t lm_k = lm_kv + lm_part * 32 + lm_lane; lm_k < lm_k_end; lm_k += " +
+         str(32 * p.split) + ")");
+  w.line("float lm_b[" + str(p.cols) + "];");
+  open_unrolled("c", p.cols, w);
+  w.line("lm_b[c] = " + to_compute(mm.b_stored, p.b + "[lm_bc[c] + lm_k * lm_bk]") + ";");
+  w.close();
+  open_unrolled("i", p.rows, w);
+  w.open("if (i < lm_rows)");
+  w.line("const float lm_a = " +
+         to_compute(mm.a_stored, p.a + "[lm_a0 + (lm_m0 + i) * lm_am + lm_k * lm_ak]") + ";");
+  open_unrolled("c", p.cols, w);
+  w.line(p.acc + " = fmaf(lm_a, lm_b[c], " + p.acc + ");");
+  w.close();
+  w.close();
+  w.close();
+  w.close();
+  open_unrolled("i", p.rows, w);
+  w.open("if (i < lm_rows)");
+  open_unrolled("c", p.cols, w);
+  w.line(p.acc + " = lm_warp_sum(" + p.acc + ");");
+  w.close();
+  w.close();
+  w.close();
+}
+
+void CudaRenderer::emit_gemv_store(const Kernel& k, const GemvPlan& p, CodeWriter& w) const {
+  if (p.split == 1) {
+    w.open("if (lm_lane == 0 && lm_live)");
+    open_unrolled("i", p.rows, w);
+    open_unrolled("c", p.cols, w);
+    w.line("const int64_t " + p.mv + " = lm_m0 + i;");
+    w.line("const int64_t " + p.nv + " = lm_n0 + c;");
+    w.open("if (i < lm_rows && " + p.nv + " < lm_N)");
+    emit_sum_store(k, p.acc, w);
+    w.close();
+    w.close();
+    w.close();
+    w.close();
+  } else {
+    // The parts' sums through shared memory: the group's first warp adds them, p.a lane an output.
+    w.open("if (lm_lane == 0)");
+    open_unrolled("i", p.rows, w);
+    open_unrolled("c", p.cols, w);
+    w.line("lm_sums[threadIdx.x >> 5][i * " + str(p.cols) + " + c] = " + p.acc + ";");
+    w.close();
+    w.close();
+    w.close();
+    w.line("__syncthreads();");
+    w.open("if (lm_part == 0 && lm_live && lm_lane < " + str(p.rows * p.cols) + ")");
+    w.line("const int i = lm_lane / " + str(p.cols) + ", c = lm_lane % " + str(p.cols) + ";");
+    w.line("float lm_total = 0.0f;");
+    w.line("#pragma unroll");
+    w.line("for (int p = 0; p < " + str(p.split) +
+           "; p++) lm_total += lm_sums[(threadIdx.x >> 5) + p][lm_lane];");
+    w.line("const int64_t " + p.mv + " = lm_m0 + i;");
+    w.line("const int64_t " + p.nv + " = lm_n0 + c;");
+    w.open("if (i < lm_rows && " + p.nv + " < lm_N)");
+    emit_sum_store(k, "lm_total", w);
+    w.close();
+    w.close();
+    w.line("__syncthreads();");
+  }
+}
+
 
 }  // namespace luminal

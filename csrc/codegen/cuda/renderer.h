@@ -15,7 +15,6 @@
 
 #include "codegen/c_like.h"
 #include "codegen/cuda/launch.h"
-#include "egraph/cost.h"
 
 namespace luminal {
 
@@ -46,15 +45,6 @@ struct CudaSchedule {
 // cuda_gemv_cols, cuda_gemv_split, and the lowering's own kInlineParam and kEpilogueParam, 0 or
 // 1) or a value out of its range.
 void check_cuda_schedule(const ScheduleParams& params, const std::string& where);
-
-// CudaRuntime's prices for the search's cost model (Runtime::kernel_cost): only the widening
-// of a 16-bit input, which on a GPU is a shift in the reader's registers (inline 1), so the
-// model's pick reads bf16 weights as 16 bits; matmuls are priced as the reductions they are
-// (the search times the CUDA mappings).
-class CudaKernelCost final : public egraph::KernelCost {
- public:
-  double widen(double elements, const ScheduleParams& schedule) const override;
-};
 
 // A helper of the CUDA kernels: "const int64_t iK = ...;" lines, the row-major unravel of
 // flat `item` over `loops`.
@@ -110,12 +100,25 @@ class CudaRenderer : public CLikeRenderer {
                                 cuda::KernelLaunch& launch) const;
   std::string render_gemv(const Program& program, const Kernel& kernel,
                           cuda::KernelLaunch& launch) const;
+  // render_gemv's pieces (cuda/gemv.cc): a pass's steps over whole 16-byte vectors of k, the
+  // rest of k an element a lane then the warp sums, and the store of the pass's sums (through
+  // shared memory where warps split k).
+  struct GemvPlan;
+  void emit_gemv_vectors(const Kernel& k, const GemvPlan& p, CodeWriter& w) const;
+  void emit_gemv_tail(const Kernel& k, const GemvPlan& p, CodeWriter& w) const;
+  void emit_gemv_store(const Kernel& k, const GemvPlan& p, CodeWriter& w) const;
   // A row kernel (kernel/row_kernel.h; cuda/row.cc): a warp per row.
   std::string render_row_kernel(const Program& program, const Kernel& kernel,
                                 cuda::KernelLaunch& launch) const;
   // An attention kernel (kernel/attention.h; cuda/attention.cc): a warp per query row.
   std::string render_attention_kernel(const Program& program, const Kernel& kernel,
                                       cuda::KernelLaunch& launch) const;
+  // What the warp-per-row kernels share (cuda/row.cc): `launch` a warp per element of the
+  // product of loops `rows` (RowInfo::rows, AttentionInfo::rows); the comment (`what`), the
+  // signature, the grid-stride loop of warps and the row's loop variables, left open.
+  void open_warp_per_row(const Program& program, const Kernel& k, const std::vector<int>& rows,
+                         const std::string& what, cuda::KernelLaunch& launch,
+                         CodeWriter& w) const;
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
   // loop of the lanes, each keeping a (max, sum) pair, combined across the warp.
   void emit_online_loop(const Kernel& k, const std::set<std::string>& bound,

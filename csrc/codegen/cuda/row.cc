@@ -9,26 +9,32 @@
 
 namespace luminal {
 
-std::string CudaRenderer::render_row_kernel(const Program& program, const Kernel& k,
-                                            cuda::KernelLaunch& launch) const {
-  const RowInfo& row = k.row;
+void CudaRenderer::open_warp_per_row(const Program& program, const Kernel& k,
+                                     const std::vector<int>& rows, const std::string& what,
+                                     cuda::KernelLaunch& launch, CodeWriter& w) const {
   std::vector<Loop> outer;
-  std::vector<Expr> rows;
-  for (size_t i = 0; i < k.loops.size(); ++i) {
-    if (static_cast<int>(i) == row.row_loop) continue;
+  std::vector<Expr> extents;
+  for (int i : rows) {
     outer.push_back(k.loops[i]);
-    rows.push_back(k.loops[i].extent);
+    extents.push_back(k.loops[i].extent);
   }
   launch.mode = cuda::LaunchMode::kWarpPerItem;
-  launch.items = product(rows);
-  CodeWriter w;
-  w.line("/* " + k.name + ": writes " + buffer_name(k.out) + "; a warp per row, " +
-         std::to_string(row.reductions.size()) + " reductions */");
+  launch.items = product(extents);
+  w.line("/* " + k.name + ": writes " + buffer_name(k.out) + "; " + what + " */");
   w.open(signature(program, k, launch.block));
   w.line("const int lm_lane = threadIdx.x & 31;");
   w.open("for (int64_t lm_w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lm_w < " +
          launch.items.to_c() + "; lm_w += ((int64_t)gridDim.x * blockDim.x) >> 5)");
   emit_unravel(outer, "lm_w", w);
+}
+
+std::string CudaRenderer::render_row_kernel(const Program& program, const Kernel& k,
+                                            cuda::KernelLaunch& launch) const {
+  const RowInfo& row = k.row;
+  CodeWriter w;
+  open_warp_per_row(program, k, row.rows,
+                    "a warp per row, " + std::to_string(row.reductions.size()) + " reductions",
+                    launch, w);
   std::set<std::string> bound;  // run-time symbols of the row scope
   int steps = static_cast<int>(row.reductions.size());
   for (int s = 0; s < steps; ++s) {
@@ -72,31 +78,22 @@ std::string CudaRenderer::render_row_kernel(const Program& program, const Kernel
 
 void CudaRenderer::emit_online_loop(const Kernel& k, const std::set<std::string>& bound,
                                     CodeWriter& w) const {
-  const RowInfo& row = k.row;
-  const int s = row.online;
-  const Value& max = k.values[row.reductions[s]];
-  const Loop& loop = k.reduce[s];
-  const std::string m = value_name(row.reductions[s]);
-  const std::string sum = value_name(row.reductions[s + 1]);
-  const std::string x = value_name(max.args[0]);
-  const std::string c = value_expr(k, row.online_scale);
-  w.line("/* " + m + " = max, " + sum + " = sum of exp2(c * (x - max)), in one loop (online) */");
-  w.line("float " + m + " = (-1.0f / 0.0f);");
-  w.line("float " + sum + " = 0.0f;");
+  const OnlineNames o = online_names(k);
+  const Loop& loop = k.reduce[k.row.online];
+  emit_online_start(o, w);
   w.open("for (int64_t " + loop.var + " = lm_lane; " + loop.var + " < " + loop.extent.to_c() +
          "; " + loop.var + " += 32)");
   std::set<std::string> inner = bound;
-  for (ValueId i : values_in(k, s)) emit_value(k, i, inner, w);
-  w.line("const float " + m + "_new = lm_fmax_nan(" + m + ", " + x + ");");
-  w.line(sum + " = " + sum + " * " + online_weight(c, m, m + "_new") + " + " +
-         online_weight(c, x, m + "_new") + ";");
-  w.line(m + " = " + m + "_new;");
+  for (ValueId i : values_in(k, k.row.online)) emit_value(k, i, inner, w);
+  w.line("const float " + o.m + "_new = lm_fmax_nan(" + o.m + ", " + o.x + ");");
+  w.line(o.sum + " = " + o.sum + " * " + online_weight(o.c, o.m, o.m + "_new") + " + " +
+         online_weight(o.c, o.x, o.m + "_new") + ";");
+  w.line(o.m + " = " + o.m + "_new;");
   w.close();
-  w.line("const float " + m + "_all = lm_warp_max(" + m + ");");
-  w.line(sum + " = lm_warp_sum(" + sum + " * " + online_weight(c, m, m + "_all") + ");");
-  w.line(m + " = " + m + "_all;");
-  // Where the max is not finite the two loops' sum is NaN (exp2 of inf - inf).
-  w.line(sum + " = " + m + " - " + m + " == 0.0f ? " + sum + " : (0.0f / 0.0f);");
+  w.line("const float " + o.m + "_all = lm_warp_max(" + o.m + ");");
+  w.line(o.sum + " = lm_warp_sum(" + o.sum + " * " + online_weight(o.c, o.m, o.m + "_all") + ");");
+  w.line(o.m + " = " + o.m + "_all;");
+  emit_online_finish(o, w);
 }
 
 }  // namespace luminal

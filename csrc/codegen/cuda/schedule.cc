@@ -1,7 +1,8 @@
 // CudaSchedule, the CUDA renderer's typed view of a ScheduleParams (as CpuSchedule is the C
 // renderer's, codegen/c/schedule.h): reading its "cuda_*" params (a node's, from the runtime's
-// rules, or a program-wide tuning choice), layering them, and checking them; and CudaRuntime's
-// KernelCost. What each choice renders lives in cuda/renderer.cc, cuda/matmul.cc and cuda/gemv.cc.
+// rules, or a program-wide tuning choice), layering them, and checking them. What each choice
+// renders lives in cuda/renderer.cc, cuda/matmul.cc and cuda/gemv.cc; what it costs in
+// runtime/cuda/cuda_kernel_cost.h.
 #include <optional>
 #include <string>
 
@@ -73,9 +74,6 @@ std::string range_text(const Param& p) {
   }
   return "";
 }
-
-// Widening a 16-bit element in a reader's registers: a shift (bf16) or a conversion (f16).
-constexpr double kWidenInRegisters = 0.25;
 }  // namespace
 
 CudaSchedule CudaSchedule::with(const ScheduleParams& params) const {
@@ -107,15 +105,6 @@ void check_cuda_schedule(const ScheduleParams& params, const std::string& where)
                          " in " + where + " is out of range: " + range_text(*known));
     }
   }
-}
-
-// Stored (no inline 1: the generic price, a pass writing an f32 copy that every reader then
-// loads at 4 bytes an element) or widened in each reader's registers (inline 1,
-// kernel/buffer_plan): no pass of its own and 2 bytes an element read, so a matmul or GEMV
-// reads a bf16 weight's own storage.
-double CudaKernelCost::widen(double elements, const ScheduleParams& schedule) const {
-  if (schedule_param(schedule, kInlineParam) != std::optional<int64_t>(1)) return -1;
-  return elements * kWidenInRegisters;
 }
 
 }  // namespace luminal

@@ -1,18 +1,20 @@
-// CpuRuntime: lower -> settle which parameters are panels -> render C -> compile/cache/load;
-// set_data of such a parameter packs it; execute evaluates the dims, plans the arena for them
-// (once per set of values), binds every buffer and calls lm_run.
+// CpuRuntime: lower -> settle which parameters are panels (kernel/weight_layout.h) -> render
+// C -> compile/cache/load; set_data of such a parameter packs it; execute evaluates the dims,
+// plans the arena for them (once per set of values), binds every buffer and calls lm_run.
 #include "runtime/cpu/cpu.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include "codegen/c/matmul.h"
 #include "codegen/c/renderer.h"
 #include "codegen/c/schedule.h"
 #include "core/errors.h"
 #include "core/sizes.h"
 #include "kernel/kernel_work.h"
 #include "kernel/lower.h"
+#include "runtime/cpu/cpu_kernel_cost.h"
 #include "runtime/runtime_rules.h"
 
 namespace luminal {
@@ -26,32 +28,50 @@ CpuRuntime::CpuRuntime(CpuOptions options) : options_(std::move(options)) {
     throw CompileError("cpu runtime: threads must be at least 1, got " +
                        std::to_string(options_.threads));
   }
+  if (options_.vector_width != 0 && options_.vector_width != 8 && options_.vector_width != 16) {
+    throw CompileError("cpu runtime: vector_width must be 8 or 16, got " +
+                       std::to_string(options_.vector_width));
+  }
+  options_.vector_width = static_cast<int>(cpu_vector_width(options_.vector_width));
 }
 
 CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
 
 namespace {
-// The program CpuRuntime runs for `graph` under `choice`, its schedules checked
-// (codegen/c/schedule.h).
-Program lower_for_cpu(const Graph& graph, const TuningChoice& choice) {
-  check_cpu_schedule(choice.params, choice.to_string());
+// The program CpuRuntime of `vector_width`-float vectors runs for `graph` under `choice`, its
+// schedules checked (codegen/c/schedule.h).
+Program lower_for_cpu(const Graph& graph, const TuningChoice& choice, int64_t vector_width) {
+  check_cpu_schedule(choice.params, choice.to_string(), vector_width);
   for (NodeId id : graph.topo_order()) {
     const Node& n = graph.node(id);
-    if (!n.schedule.empty()) check_cpu_schedule(n.schedule, "node %" + std::to_string(id));
+    if (!n.schedule.empty()) {
+      check_cpu_schedule(n.schedule, "node %" + std::to_string(id), vector_width);
+    }
   }
   Program program = lower_graph(graph, choice.params);
-  settle_packing(graph, program);
+  std::vector<std::optional<PackedPanels>> wanted;
+  for (const Kernel& k : program.kernels) wanted.push_back(gemm_panels(k, vector_width));
+  settle_weight_layout(graph, program, wanted);
   return program;
+}
+
+// The schedule kernel `k` is priced under: its own, with packing off where the GEMM would read
+// panels that the weight layout did not keep (B not a parameter: the kernel packs B itself).
+ScheduleParams priced_schedule(const Kernel& k, int64_t vector_width) {
+  ScheduleParams schedule = k.schedule;
+  if (!k.panels && gemm_panels(k, vector_width)) schedule.push_back({"pack_b", 0});
+  return schedule;
 }
 }  // namespace
 
 std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
-                                        const DynMap& dims, int threads) {
-  Program program = lower_for_cpu(graph, choice);
+                                        const DynMap& dims, int threads, int vector_width) {
+  const int64_t width = cpu_vector_width(vector_width);
+  Program program = lower_for_cpu(graph, choice, width);
   std::vector<KernelWork> work = kernel_work(program, dims);
   for (size_t i = 0; i < work.size(); ++i) {
     const Kernel& k = program.kernels[i];
-    const int64_t team = cpu_schedule(k).threads;
+    const int64_t team = cpu_schedule(k, width).threads;
     work[i].parallel = team > 1 || (team == 0 && work[i].iterations >= kCpuParallelWork);
     if (work[i].parallel) {
       work[i].team = static_cast<int>(team > 1 ? std::min<int64_t>(team, threads) : threads);
@@ -67,18 +87,19 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
     size.n = static_cast<double>(k.loops[k.matmul.n_loop].extent.eval(env));
     size.k = static_cast<double>(k.reduce.back().extent.eval(env));
     size.batch = work[i].outputs / std::max(size.m * size.n, 1.0);
-    work[i].matmul_cycles = CpuKernelCost().matmul(size, k.schedule);
+    work[i].matmul_cycles = CpuKernelCost(width).matmul(size, priced_schedule(k, width));
   }
   return work;
 }
 
-std::string cpu_render(const Graph& graph, const TuningChoice& choice) {
-  return CRenderer().render_split(lower_for_cpu(graph, choice)).text();
+std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vector_width) {
+  const int64_t width = cpu_vector_width(vector_width);
+  return CRenderer(width).render_split(lower_for_cpu(graph, choice, width)).text();
 }
 
 void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
-  Program program = lower_for_cpu(graph, choice);
-  CSplitProgram units = CRenderer().render_split(program);
+  Program program = lower_for_cpu(graph, choice, options_.vector_width);
+  CSplitProgram units = CRenderer(options_.vector_width).render_split(program);
   LoadedProgram loaded = load_program(units, options_);
   std::string source = units.text();
   unload_program(loaded_);
@@ -89,8 +110,7 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   liveness_ = buffer_liveness(program_);
   packed_.clear();
   for (const Kernel& k : program_.kernels) {
-    std::optional<PackedPanels> panels = packed_panels(k);
-    if (panels) packed_[program_.buffers[k.values[k.matmul.b].buffer].node] = *panels;
+    if (k.panels) packed_[program_.buffers[k.values[k.matmul.b].buffer].node] = *k.panels;
   }
   inputs_.clear();
   outputs_.clear();
@@ -105,11 +125,11 @@ std::string cpu_rewrite_rules(int64_t vector_width) {
 }
 
 std::string CpuRuntime::rewrite_rules() const {
-  return cpu_rewrite_rules(cpu_native_vector_width());
+  return cpu_rewrite_rules(options_.vector_width);
 }
 
 std::shared_ptr<const egraph::KernelCost> CpuRuntime::kernel_cost() const {
-  return std::make_shared<CpuKernelCost>();
+  return std::make_shared<CpuKernelCost>(options_.vector_width);
 }
 
 void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType dtype) {
@@ -130,7 +150,7 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
 
 namespace {
 // Lays `data` (a parameter's elements, of T: 4 or 2 bytes) out as `panels` in `out`
-// (PackedPanels' layout, c/matmul.h): k block by k block, panel by panel, row by row.
+// (PackedPanels' layout, kernel/weight_layout.h): k block by k block, panel by panel, row by row.
 template <typename T>
 void pack_panels(const PackedPanels& panels, const T* data, T* out) {
   const int64_t width = panels.width;

@@ -9,7 +9,7 @@
 #include <map>
 #include <memory>
 
-#include "codegen/c/matmul.h"
+#include "kernel/weight_layout.h"
 #include "kernel/kernel.h"
 #include "kernel/kernel_work.h"
 #include "kernel/memory_plan.h"
@@ -18,18 +18,21 @@
 
 namespace luminal {
 
-// The C that CpuRuntime would compile for `graph` under `choice`: every unit of the split
-// program (CSplitProgram::text), rendered without compiling (codegen checks and diffs).
-std::string cpu_render(const Graph& graph, const TuningChoice& choice);
+// The C that CpuRuntime of `vector_width` (CpuOptions::vector_width; 0: the machine's) would
+// compile for `graph` under `choice`: every unit of the split program (CSplitProgram::text),
+// rendered without compiling (codegen checks and diffs).
+std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vector_width = 0);
 
 // The work of each kernel CpuRuntime would run for `graph` under `choice` (kernel/kernel_work.h),
 // with `parallel` set where the kernel runs in an OpenMP region and `team` the threads it
-// splits over, of a runtime of `threads`: the search's cost model reads it.
+// splits over, of a runtime of `threads` and `vector_width` (0: the machine's): the search's
+// cost model reads it.
 std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
-                                        const DynMap& dims, int threads = 1);
+                                        const DynMap& dims, int threads = 1,
+                                        int vector_width = 0);
 
 // CpuRuntime's lowering rules on a machine whose vectors hold `vector_width` floats
-// (codegen/c/schedule.h cpu_native_vector_width): rules/cpu.rules, and the matmul tilings of
+// (CpuOptions::vector_width): rules/cpu.rules, and the matmul tilings of
 // that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules).
 std::string cpu_rewrite_rules(int64_t vector_width);
 
@@ -57,7 +60,7 @@ class CpuRuntime : public Runtime {
   // The kernel-level alternatives (matmul tilings) come as rules, those of this machine's
   // vector width (cpu_rewrite_rules); the program-wide tuning space is the default only.
   std::string rewrite_rules() const override;
-  // The register-blocking estimate of its matmul tilings (codegen/c/schedule.h CpuKernelCost).
+  // The register-blocking estimate of its matmul tilings (runtime/cpu/cpu_kernel_cost.h).
   std::shared_ptr<const egraph::KernelCost> kernel_cost() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   void clear_data() override;
@@ -102,7 +105,7 @@ class CpuRuntime : public Runtime {
   std::string source_;
   LoadedProgram loaded_;
   std::map<NodeId, InputData> inputs_;
-  std::map<NodeId, PackedPanels> packed_;  // parameters read only as panels (settle_packing)
+  std::map<NodeId, PackedPanels> packed_;  // parameters read only as panels (Kernel::panels)
   std::map<NodeId, HostBuffer> outputs_;
   // Cached plan for the last dim values.
   std::vector<int64_t> plan_dims_;

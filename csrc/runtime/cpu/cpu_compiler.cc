@@ -24,25 +24,23 @@
 
 namespace luminal {
 
-const std::vector<std::string>& cpu_compile_flags() {
-  // With AVX-512 the loops GCC vectorizes on its own (elementwise, reductions, row kernels)
-  // take 512-bit vectors too, as the matmul blocks do (its default for -march=native is 256).
-  static const std::vector<std::string> kFlags = [] {
-    std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-fPIC",
-                                      "-fno-math-errno", "-fno-trapping-math"};
-    if (cpu_native_vector_width() == 16) flags.push_back("-mprefer-vector-width=512");
-    return flags;
-  }();
-  return kFlags;
+int64_t cpu_vector_width(int requested) {
+  return requested > 0 ? requested : cpu_native_vector_width();
 }
 
-const std::vector<std::string>& cpu_link_flags() {
-  static const std::vector<std::string> kFlags = [] {
-    std::vector<std::string> flags = cpu_compile_flags();
-    std::replace(flags.begin(), flags.end(), std::string("-O3"), std::string("-O0"));
-    return flags;
-  }();
-  return kFlags;
+std::vector<std::string> cpu_compile_flags(int64_t vector_width) {
+  // With AVX-512 the loops GCC vectorizes on its own (elementwise, reductions, row kernels)
+  // take 512-bit vectors too, as the matmul blocks do (its default for -march=native is 256).
+  std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-fPIC",
+                                    "-fno-math-errno", "-fno-trapping-math"};
+  if (vector_width == 16) flags.push_back("-mprefer-vector-width=512");
+  return flags;
+}
+
+std::vector<std::string> cpu_link_flags(int64_t vector_width) {
+  std::vector<std::string> flags = cpu_compile_flags(vector_width);
+  std::replace(flags.begin(), flags.end(), std::string("-O3"), std::string("-O0"));
+  return flags;
 }
 
 namespace {
@@ -219,9 +217,10 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
   auto start = std::chrono::steady_clock::now();
   const std::string& dir = options.cache_dir;
   if (dir.empty()) throw CompileError("cpu runtime: no cache directory given");
-  std::vector<std::string> flags = cpu_compile_flags();
+  const int64_t width = cpu_vector_width(options.vector_width);
+  std::vector<std::string> flags = cpu_compile_flags(width);
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
-  std::vector<std::string> link_flags = cpu_link_flags();
+  std::vector<std::string> link_flags = cpu_link_flags(width);
   link_flags.insert(link_flags.end(), options.extra_flags.begin(), options.extra_flags.end());
   std::string toolchain = compiler_identity(options.compiler) + "\n";
   for (const std::string& f : flags) toolchain += f + " ";

@@ -1,5 +1,5 @@
-// Compiles a split C program (codegen/c/renderer.h) with the system compiler: each kernel unit to an
-// object file cached on disk under a key of its source + compiler identity + flags + CPU
+// Compiles a split C program (codegen/c/renderer.h) with the system compiler: each kernel unit
+// to an object file cached on disk under a key of its source + compiler identity + flags + CPU
 // (missing ones compiled in parallel), then the driver and the objects linked into a shared
 // object cached under the key of the whole set. Cache writes are atomic (temp file + rename),
 // so processes compiling the same program at once all succeed; a cached object or shared
@@ -21,15 +21,20 @@ struct CpuOptions {
   std::string cache_dir;                  // where sources and objects live; required
   int threads = 1;                        // OpenMP threads per kernel
   int compile_jobs = 0;                   // compiler processes at once; 0: online CPUs
+  int vector_width = 0;                   // floats per vector the kernels are built for, 8 or
+                                          // 16; 0: the machine's (cpu_native_vector_width)
 };
 
-// The flags every compile and link uses (before CpuOptions::extra_flags); an object's compile
-// adds -c, the link -shared.
-const std::vector<std::string>& cpu_compile_flags();
+// `requested` (CpuOptions::vector_width), or the machine's where it is 0.
+int64_t cpu_vector_width(int requested);
+
+// The flags every compile and link uses (before CpuOptions::extra_flags) for kernels of
+// `vector_width`-float vectors (cpu_vector_width); an object's compile adds -c, the link -shared.
+std::vector<std::string> cpu_compile_flags(int64_t vector_width);
 // The link's flags, which compile the driver: cpu_compile_flags at -O0. The driver only calls
 // the kernels in order, so optimizing it buys nothing, and its compile grows with the program
 // (a 16-layer model's driver took longer at -O3 than any of its kernels).
-const std::vector<std::string>& cpu_link_flags();
+std::vector<std::string> cpu_link_flags(int64_t vector_width);
 
 // What one load_program did.
 struct CompileStats {

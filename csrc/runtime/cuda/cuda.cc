@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "kernel/lower.h"
 #include "runtime/cuda/cuda_arena.h"
+#include "runtime/cuda/cuda_kernel_cost.h"
 #include "runtime/runtime_rules.h"
 
 namespace luminal {

@@ -88,7 +88,7 @@ class CudaRuntime : public Runtime {
   // (cuda_rewrite_rules); the program-wide tuning space is the fixed params (or the default).
   std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
   std::string rewrite_rules() const override;
-  // Prices the widening of 16-bit inputs in their readers (codegen/cuda/renderer.h CudaKernelCost).
+  // Prices the widening of 16-bit inputs in their readers (runtime/cuda/cuda_kernel_cost.h).
   std::shared_ptr<const egraph::KernelCost> kernel_cost() const override;
   void set_data(NodeId input, const void* data, int64_t count, DType dtype) override;
   void clear_data() override;

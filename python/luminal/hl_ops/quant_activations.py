@@ -1,7 +1,7 @@
 """quantize_activations: the Q8_0 round trip of a tensor along its last dim, in primitives, as
 llama.cpp quantizes the activations a quantized matmul reads (PyTorch has no equal). Its
 result is the f32 values a Q8_0 block stores; a CPU rule multiplies them with a quantized
-weight in integers (codegen/c_quant_int8.cc), which this graph makes an explicit choice.
+weight in integers (codegen/c/quant_int8.cc), which this graph makes an explicit choice.
 Not the weights' quantization (weights/quantize.py) nor the block layouts (core/quant.h)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from .tensor_utils import full_like
 
 Q8_0_BLOCK = 32
 # f32(1 / 127); 2^-24 (1 + 2^-23), whose product with d0 lies in (ulp(d0) / 2, ulp(d0)]; the
-# largest f32 below 0.5. The C kernel (codegen/c_quant_int8.cc) spells the same constants.
+# largest f32 below 0.5. The C kernel (codegen/c/quant_int8.cc) spells the same constants.
 _RECIP_127 = 1.0 / 127.0
 _NEXT_UP = 2.0 ** -24 + 2.0 ** -47
 _BELOW_HALF = 0.4999999701976776

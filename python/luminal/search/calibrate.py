@@ -15,7 +15,7 @@ from ..nn.normalization import layer_norm as norm
 from ..runtime import CpuRuntime
 from . import cache
 from .check import random_inputs
-from .cost import CostModel, features, kernel_work, spearman, store, threads_of
+from .cost import CostModel, features, kernel_work, spearman, store
 from .driver import representative_dims
 
 
@@ -74,7 +74,7 @@ def measure(runtime, cx, programs: int = 8, repeats: int = 15) -> list:
             runtime._rt.set_data(node, data, dtype)
         runtime._rt.execute(dims)
         runs = [runtime._rt.kernel_times(dims) for _ in range(repeats)]
-        work = kernel_work(program, choice, dims, threads_of(runtime))
+        work = kernel_work(program, choice, dims, runtime)
         for i, w in enumerate(work):
             rows.append(features([w])[0])
             times.append(min(run[i][1] for run in runs))

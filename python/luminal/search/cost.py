@@ -21,7 +21,7 @@ FORMAT = 2  # 2: parallel kernels' work split over their team
 # The terms of an estimate, each a count times a fitted seconds-per-unit: a launch, a parallel
 # region (its fork and join), bytes of the buffers read and written, loads issued (cache
 # traffic), arithmetic, transcendental ops, a matmul's flops (a GEMM runs near the peak) and
-# the runtime's cycle estimate of its matmul under its tiling (codegen/c_schedule.h).
+# the runtime's cycle estimate of its matmul under its tiling (runtime/cpu/cpu_kernel_cost.h).
 TERMS = ("launch", "parallel", "bytes", "loads", "flops", "special", "matmul_flops",
          "matmul_cycles")
 
@@ -30,15 +30,22 @@ def supported(runtime) -> bool:
     return isinstance(runtime._rt, getattr(_core, "CpuRuntime", ()))
 
 
-def kernel_work(program, choice, dims: dict, threads: int = 1) -> list:
-    """The work of each kernel CpuRuntime of ``threads`` would run for ``program`` under
-    ``choice``."""
-    return list(_core.cpu_kernel_work(program.graph, choice, dims, threads))
+def kernel_work(program, choice, dims: dict, runtime=None) -> list:
+    """The work of each kernel ``runtime`` (a CpuRuntime or its core object; None: one thread
+    at the machine's vector width) would run for ``program`` under ``choice``."""
+    return list(_core.cpu_kernel_work(program.graph, choice, dims, threads_of(runtime),
+                                      vector_width_of(runtime)))
 
 
 def threads_of(runtime) -> int:
     """The OpenMP threads of a runtime (or of its core object): what kernel_work splits by."""
     return int(getattr(getattr(runtime, "_rt", runtime), "threads", 1))
+
+
+def vector_width_of(runtime) -> int:
+    """The floats per vector a runtime's kernels are built for."""
+    width = int(getattr(getattr(runtime, "_rt", runtime), "vector_width", 0))
+    return width or int(_core.cpu_native_vector_width())
 
 
 def features(work) -> np.ndarray:
@@ -83,8 +90,8 @@ class CostModel:
     def kernel_seconds(self, work) -> np.ndarray:
         return features(work) @ self.coef if work else np.zeros(0)
 
-    def program_seconds(self, program, choice, dims: dict, threads: int = 1) -> float:
-        return float(self.kernel_seconds(kernel_work(program, choice, dims, threads)).sum())
+    def program_seconds(self, program, choice, dims: dict, runtime=None) -> float:
+        return float(self.kernel_seconds(kernel_work(program, choice, dims, runtime)).sum())
 
     @staticmethod
     def fit(rows: np.ndarray, seconds: np.ndarray) -> "CostModel":
@@ -172,7 +179,8 @@ def concordance(estimates, seconds, ratio: float = 2.0) -> float:
 def _path(cache_dir: str, runtime) -> str:
     key = hashlib.sha256(f"{FORMAT} {runtime._rt.name} {cache.device_name(runtime)} "
                          f"{cache.core_identity()} "
-                         f"threads {threads_of(runtime)}".encode()).hexdigest()
+                         f"threads {threads_of(runtime)} "
+                         f"vector {vector_width_of(runtime)}".encode()).hexdigest()
     return os.path.join(cache_dir, f"cost-model-{key[:24]}.json")
 
 

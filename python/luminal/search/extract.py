@@ -139,8 +139,7 @@ def estimate(run: SearchRun, p: int, choice) -> float:
     key = (p, str(choice))
     if key not in run.kernel_estimates:
         try:
-            work = cost.kernel_work(run.programs[p], choice, run.dims,
-                                    cost.threads_of(run.core_rt))
+            work = cost.kernel_work(run.programs[p], choice, run.dims, run.core_rt)
             run.kernel_estimates[key] = run.model.kernel_seconds(work)
             run.kernel_roots[key] = [w.root for w in work]
         except LuminalError:

@@ -1,0 +1,48 @@
+// The weight layout of a program (kernel/weight_layout.h): which wanted panels are kept. Not
+// the panels a kernel wants (codegen/c/matmul.cc gemm_panels) nor their packing (runtime/cpu).
+#include "kernel/weight_layout.h"
+
+#include <map>
+#include <set>
+
+#include "ir/graph.h"
+#include "kernel/kernel.h"
+
+namespace luminal {
+
+int64_t PackedPanels::last_read() const {
+  if (k == 0 || n == 0) return -1;
+  return offset + (k - 1) * b_k + (n - 1) * b_n;
+}
+
+bool PackedPanels::operator==(const PackedPanels& o) const {
+  return stored == o.stored && width == o.width && depth == o.depth && k == o.k && n == o.n &&
+         offset == o.offset && b_k == o.b_k && b_n == o.b_n;
+}
+
+void settle_weight_layout(const Graph& graph, Program& program,
+                          const std::vector<std::optional<PackedPanels>>& wanted) {
+  // Per buffer: the kernels that would read it as panels, and whether anything reads it else.
+  std::map<BufferId, std::vector<size_t>> packing;
+  std::set<BufferId> read_raw;
+  for (size_t i = 0; i < program.kernels.size(); ++i) {
+    Kernel& k = program.kernels[i];
+    k.panels.reset();
+    const bool wants = i < wanted.size() && wanted[i].has_value();
+    BufferId b = wants ? k.values[k.matmul.b].buffer : -1;
+    if (wants) packing[b].push_back(i);
+    for (BufferId r : k.reads()) {
+      if (r != b) read_raw.insert(r);
+    }
+  }
+  for (const auto& [b, readers] : packing) {
+    const Buffer& buffer = program.buffers[b];
+    bool keep = buffer.role == BufferRole::kInput && graph.node(buffer.node).parameter &&
+                !read_raw.count(b);
+    for (size_t i : readers) keep = keep && wanted[i] == wanted[readers[0]];
+    if (!keep) continue;
+    for (size_t i : readers) program.kernels[i].panels = wanted[i];
+  }
+}
+
+}  // namespace luminal

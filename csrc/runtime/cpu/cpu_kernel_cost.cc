@@ -1,0 +1,75 @@
+// CpuKernelCost: CpuRuntime's prices for the search's cost model, in cycles: the register-
+// blocking estimate of a matmul under its tile and the widening of a 16-bit input. Not the
+// schedule table (codegen/c/schedule.h) nor the model itself (egraph/cost.h).
+#include "runtime/cpu/cpu_kernel_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "codegen/c/schedule.h"
+#include "ir/graph.h"
+
+namespace luminal {
+
+namespace {
+// Memory terms of the matmul prices, in cycles per element of B (the weights of a Linear).
+constexpr double kPackCycles = 2.0;    // GEMM: B read (strided where b_n != 1) into panels
+constexpr double kStreamCycles = 0.5;  // GEMV: B read once, in order (4 bytes of f32)
+constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's registers
+}  // namespace
+
+// In cycles, on a machine whose vectors hold `native` floats (CpuOptions::vector_width): an
+// instruction works on min(vector_width, native) lanes, and a 16-wide vector on an 8-wide
+// machine takes two registers. The GEMV path (c/gemv.cc), taken when M <= gemv_rows, streams B
+// once: per element of B the larger of its read and its M FMAs over two FMA ports. The
+// register-blocked GEMM (c/matmul.cc) on a machine with two FMA and two load ports and 4-cycle
+// FMA latency, with 32 vector registers (AVX-512) or 16: per k step a tile_m x tile_n block
+// issues tile_m * tile_n / lanes FMAs and tile_n / lanes + tile_m loads; it takes
+// max(FMAs / 2, loads / 2, 4) cycles (two ports each; each accumulator waits out the FMA
+// latency), half again when the block needs more registers than there are. Edge blocks cost a
+// whole block. Packing B costs its elements once more; B packed once by the runtime (pack_b) is
+// only streamed, on top of the FMAs (no overlap assumed: the price is not told whether B is a
+// parameter, and where it is not the kernel packs after all). An unscheduled matmul has the
+// default tile. So a decode-shaped matmul (M = 1) prices the GEMV at about a fifth of the GEMM,
+// whose cost there is its packing, and below the GEMM of packed panels; timing decides between
+// those two. An 8-wide block on an AVX-512 machine prices at twice the 16-wide one.
+double CpuKernelCost::matmul(const egraph::MatmulSize& size,
+                             const ScheduleParams& schedule) const {
+  CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults(native_);
+  const double native = static_cast<double>(native_);
+  const double w = static_cast<double>(tile.vector_width);
+  const double lanes = std::min(w, native);
+  const double registers = native >= 16 ? 32 : 16;
+  double b_elements = size.batch * size.k * size.n;
+  // Integer dot products of quantized activations (c/quant_int8.cc): B's blocks streamed per
+  // row of x, four int8 products an int32 lane where the f32 GEMV has one.
+  if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
+    return b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
+  }
+  if (size.m <= static_cast<double>(tile.gemv_rows)) {
+    return b_elements * std::max(kStreamCycles, size.m / (2 * lanes));
+  }
+  double tm = static_cast<double>(tile.tile_m);
+  double tn = static_cast<double>(tile.tile_n);
+  double vecs = std::max(1.0, tn / lanes);  // instructions per row of the block
+  double fmas = tm * vecs;
+  double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
+  if (fmas + vecs + 1 > registers) cycles *= 1.5;
+  double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
+  double b_cycles = tile.pack_b == 1 ? kStreamCycles : kPackCycles;
+  return blocks * size.k * cycles + b_elements * b_cycles;
+}
+
+// Stored (no inline 1: the generic price, a pass writing an f32 copy that every reader then
+// loads at 4 bytes an element) or widened in each reader's registers (inline 1, which
+// kernel/buffer_plan honours even through a broadcast): no pass of its own, a shift or an
+// exponent rebase per element, and its readers read 2 bytes an element instead of 4. So the
+// model's pick widens in the kernel, which where the reader is a matmul means the GEMV
+// streams, or the GEMM packs, the 16-bit storage.
+double CpuKernelCost::widen(double elements, const ScheduleParams& schedule) const {
+  if (schedule_param(schedule, kInlineParam) != std::optional<int64_t>(1)) return -1;
+  return elements * kWidenCycles;
+}
+
+}  // namespace luminal

@@ -16,17 +16,10 @@ using namespace nb::literals;
 namespace luminal {
 
 void init_ir(nb::module_& m) {
-  nb::enum_<DType>(m, "DType")
-      .value("F32", DType::F32)
-      .value("F16", DType::F16)
-      .value("BF16", DType::BF16)
-      .value("Int", DType::Int)
-      .value("Bool", DType::Bool)
-      .value("Q8_0", DType::Q8_0)
-      .value("Q4_0", DType::Q4_0)
-      .value("Q4_K", DType::Q4_K)
-      .value("Q6_K", DType::Q6_K)
-      .value("Q5_K", DType::Q5_K);
+  nb::enum_<DType> dtypes(m, "DType");
+#define LUMINAL_DTYPE(name, ...) dtypes.value(#name, DType::name);
+#include "core/dtypes.def"
+#undef LUMINAL_DTYPE
   m.def("dtype_name", &dtype_name);
   m.def("dtype_size", &dtype_size);
   m.def("is_quantized", &is_quantized);

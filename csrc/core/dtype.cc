@@ -9,101 +9,59 @@
 
 namespace luminal {
 
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-      return "f32";
-    case DType::F16:
-      return "f16";
-    case DType::BF16:
-      return "bf16";
-    case DType::Int:
-      return "int";
-    case DType::Bool:
-      return "bool";
-    case DType::Q8_0:
-      return "q8_0";
-    case DType::Q4_0:
-      return "q4_0";
-    case DType::Q4_K:
-      return "q4_k";
-    case DType::Q6_K:
-      return "q6_k";
-    case DType::Q5_K:
-      return "q5_k";
-  }
-  throw InternalError("unknown dtype");
+namespace {
+
+enum class Kind { Float, Half, Plain, Quantized };
+
+struct DTypeFacts {
+  const char* text;
+  Kind kind;
+  int64_t block_values, block_bytes;
+};
+
+const DTypeFacts& facts(DType dtype) {
+  static const DTypeFacts table[] = {
+#define LUMINAL_DTYPE(name, text, kind, values, bytes) {text, Kind::kind, values, bytes},
+#include "core/dtypes.def"
+#undef LUMINAL_DTYPE
+  };
+  const size_t i = static_cast<size_t>(dtype);
+  if (i >= sizeof table / sizeof table[0]) throw InternalError("unknown dtype");
+  return table[i];
 }
 
+constexpr DType kAllDTypes[] = {
+#define LUMINAL_DTYPE(name, ...) DType::name,
+#include "core/dtypes.def"
+#undef LUMINAL_DTYPE
+};
+
+}  // namespace
+
+const char* dtype_name(DType dtype) { return facts(dtype).text; }
+
 DType dtype_from_name(const std::string& name) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::Int, DType::Bool, DType::Q8_0,
-                  DType::Q4_0, DType::Q4_K, DType::Q5_K, DType::Q6_K}) {
+  std::string expected;
+  for (DType d : kAllDTypes) {
     if (name == dtype_name(d)) return d;
+    expected += std::string(expected.empty() ? "" : ", ") + dtype_name(d);
   }
-  throw DTypeError("unknown dtype '" + name +
-                   "' (expected f32, f16, bf16, int, bool, q8_0, q4_0, q4_k, q5_k or q6_k)");
+  throw DTypeError("unknown dtype '" + name + "' (expected one of " + expected + ")");
 }
 
 size_t dtype_size(DType dtype) {
-  switch (dtype) {
-    case DType::F32:
-    case DType::Int:
-      return 4;
-    case DType::F16:
-    case DType::BF16:
-      return 2;
-    case DType::Bool:
-      return 1;
-    case DType::Q8_0:
-    case DType::Q4_0:
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      break;
+  if (facts(dtype).block_values != 1) {
+    throw DTypeError(std::string("dtype ") + dtype_name(dtype) +
+                     " is stored in blocks and has no per-element size (see storage_bytes)");
   }
-  throw DTypeError(std::string("dtype ") + dtype_name(dtype) +
-                   " is stored in blocks and has no per-element size (see storage_bytes)");
+  return static_cast<size_t>(facts(dtype).block_bytes);
 }
 
-bool is_quantized(DType dtype) {
-  return dtype == DType::Q8_0 || dtype == DType::Q4_0 || dtype == DType::Q4_K ||
-         dtype == DType::Q5_K || dtype == DType::Q6_K;
-}
+bool is_quantized(DType dtype) { return facts(dtype).kind == Kind::Quantized; }
 
-// GGUF's block layouts (ggml-common.h): Q8_0 = f16 d, 32 x int8; Q4_0 = f16 d, 16 bytes of
-// nibbles; Q4_K = f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles;
-// Q5_K = Q4_K's head, 32 bytes of fifth bits, 128 bytes of nibbles;
-// Q6_K = 128 bytes of low nibbles, 64 of high bit pairs, 16 int8 scales, f16 d.
-int64_t block_values(DType dtype) {
-  switch (dtype) {
-    case DType::Q8_0:
-    case DType::Q4_0:
-      return 32;
-    case DType::Q4_K:
-    case DType::Q5_K:
-    case DType::Q6_K:
-      return 256;
-    default:
-      return 1;
-  }
-}
+int64_t block_values(DType dtype) { return facts(dtype).block_values; }
 
-int64_t block_bytes(DType dtype) {
-  switch (dtype) {
-    case DType::Q8_0:
-      return 34;
-    case DType::Q4_0:
-      return 18;
-    case DType::Q4_K:
-      return 144;
-    case DType::Q5_K:
-      return 176;
-    case DType::Q6_K:
-      return 210;
-    default:
-      return static_cast<int64_t>(dtype_size(dtype));
-  }
-}
+int64_t block_bytes(DType dtype) { return facts(dtype).block_bytes; }
 
 int64_t storage_bytes(DType dtype, int64_t count) {
   const int64_t values = block_values(dtype);
@@ -136,11 +94,9 @@ int64_t elements_in(DType dtype, size_t itemsize, int64_t items) {
   return items / block_bytes(dtype) * block_values(dtype);
 }
 
-bool is_float(DType dtype) {
-  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16;
-}
+bool is_float(DType dtype) { return facts(dtype).kind == Kind::Float || is_half(dtype); }
 
-bool is_half(DType dtype) { return dtype == DType::F16 || dtype == DType::BF16; }
+bool is_half(DType dtype) { return facts(dtype).kind == Kind::Half; }
 
 bool is_narrow_storage(DType dtype) { return is_half(dtype) || is_quantized(dtype); }
 

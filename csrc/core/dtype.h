@@ -11,7 +11,11 @@
 
 namespace luminal {
 
-enum class DType : uint8_t { F32, F16, BF16, Int, Bool, Q8_0, Q4_0, Q4_K, Q6_K, Q5_K };
+enum class DType : uint8_t {
+#define LUMINAL_DTYPE(name, ...) name,
+#include "core/dtypes.def"
+#undef LUMINAL_DTYPE
+};
 
 const char* dtype_name(DType dtype);  // "f32", "f16", "bf16", "int", "bool", "q8_0", "q4_k", ...
 DType dtype_from_name(const std::string& name);  // throws DTypeError for unknown names

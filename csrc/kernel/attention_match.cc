@@ -92,53 +92,50 @@ std::vector<ValueId> attention_cone(const Kernel& kernel, ValueId from,
   return std::vector<ValueId>(seen.begin(), seen.end());
 }
 
-AttentionInfo match_attention(const Kernel& k) {
-  AttentionInfo none;
-  AttentionInfo a;
-  if (k.loops.empty() || k.reduce.size() != 2 || k.values.empty()) return none;
-  const ValueId root = static_cast<ValueId>(k.values.size()) - 1;
-  const Value& out = k.values[root];
-  if (out.kind != ValueKind::kReduce || out.op != OpKind::SumReduce) return none;
-  if (out.dtype != DType::F32) return none;
-  // The reductions: the root's over the keys (its loop is the last pushed), the dot's, and
-  // optionally a max and a sum over the keys (sharing the root's loop).
-  a.key_reduce = 1;
-  a.dot_reduce = 0;
-  const std::string& key_var = k.reduce[1].var;
-  const std::string& dot_var = k.reduce[0].var;
-  std::vector<std::set<std::string>> uses = loop_uses(k);
+namespace {
+
+// The loop variables the match reads and, per value, the loop variables it reads.
+struct AttentionVars {
+  std::string key, dot, value;
+  std::vector<std::set<std::string>> uses;
+  bool reads(ValueId v, const std::string& var) const { return uses[v].count(var) > 0; }
+};
+
+// The reductions: the root's over the keys (its loop is the last pushed), the dot's, and
+// optionally a max and a sum over the keys (sharing the root's loop).
+bool find_reductions(const Kernel& k, const AttentionVars& vars, AttentionInfo& a) {
   for (size_t i = 0; i + 1 < k.values.size(); ++i) {
     const Value& v = k.values[i];
     if (v.kind != ValueKind::kReduce) continue;
-    if (v.dtype != DType::F32) return none;
-    bool over_dot = uses[v.args[0]].count(dot_var) > 0;
-    if (over_dot) {
-      if (a.dot >= 0 || v.op != OpKind::SumReduce) return none;
+    if (v.dtype != DType::F32) return false;
+    if (vars.reads(v.args[0], vars.dot)) {
+      if (a.dot >= 0 || v.op != OpKind::SumReduce) return false;
       a.dot = ValueId(i);
     } else if (v.op == OpKind::MaxReduce && a.max < 0) {
       a.max = ValueId(i);
     } else if (v.op == OpKind::SumReduce && a.sum < 0) {
       a.sum = ValueId(i);
     } else {
-      return none;
+      return false;
     }
   }
-  if (a.dot < 0) return none;
-  a.value_loop = static_cast<int>(k.loops.size()) - 1;
-  const std::string& value_var = k.loops[a.value_loop].var;
-  // root = sum over keys of prob * value, prob = weight or weight * norm
-  const Value& product = k.values[out.args[0]];
-  if (product.kind != ValueKind::kBinary || product.op != OpKind::Mul) return none;
+  return a.dot >= 0;
+}
+
+// root = sum over keys of prob * value, prob = weight or weight * norm
+bool find_value_product(const Kernel& k, const AttentionVars& vars, AttentionInfo& a) {
+  const Value& product = k.values[k.values.back().args[0]];
+  if (product.kind != ValueKind::kBinary || product.op != OpKind::Mul) return false;
   for (int side = 0; side < 2 && a.value < 0; ++side) {
     ValueId prob = product.args[side];
     ValueId value = product.args[1 - side];
-    if (uses[prob].count(value_var) || !uses[value].count(key_var)) continue;
+    if (vars.reads(prob, vars.value) || !vars.reads(value, vars.key)) continue;
     ValueId weight = prob;
     ValueId norm = -1;
     const Value& p = k.values[prob];
     if (p.kind == ValueKind::kBinary && p.op == OpKind::Mul) {
       for (int n = 0; n < 2 && norm < 0; ++n) {
-        if (!uses[p.args[n]].count(key_var)) {
+        if (!vars.reads(p.args[n], vars.key)) {
           norm = p.args[n];
           weight = p.args[1 - n];
         }
@@ -148,12 +145,15 @@ AttentionInfo match_attention(const Kernel& k) {
     a.weight = weight;
     a.norm = norm;
   }
-  if (a.value < 0) return none;
-  // weight = exp2(c * (score + (-1 * shift)))
+  return a.value >= 0;
+}
+
+// weight = exp2(c * (score + (-1 * shift)))
+bool find_exp_weight(const Kernel& k, AttentionInfo& a) {
   const Value& exp = k.values[a.weight];
-  if (exp.kind != ValueKind::kUnary || exp.op != OpKind::Exp2) return none;
+  if (exp.kind != ValueKind::kUnary || exp.op != OpKind::Exp2) return false;
   const Value& scaled = k.values[exp.args[0]];
-  if (scaled.kind != ValueKind::kBinary || scaled.op != OpKind::Mul) return none;
+  if (scaled.kind != ValueKind::kBinary || scaled.op != OpKind::Mul) return false;
   for (int c = 0; c < 2 && a.scale < 0; ++c) {
     const Value& sv = k.values[scaled.args[c]];
     if (sv.kind != ValueKind::kConst || !(sv.number > 0)) continue;
@@ -170,58 +170,86 @@ AttentionInfo match_attention(const Kernel& k) {
       }
     }
   }
-  if (a.scale < 0) return none;
-  // The dot: sum over dot_var of q * k, q not over the keys, k over them.
-  const Value& dot = k.values[a.dot];
-  const Value& qk = k.values[dot.args[0]];
+  return a.scale >= 0;
+}
+
+// The dot: sum over the dot's variable of q * k, q not over the keys, k over them.
+bool find_dot_operands(const Kernel& k, const AttentionVars& vars, AttentionInfo& a) {
+  const Value& qk = k.values[k.values[a.dot].args[0]];
   if (qk.kind != ValueKind::kBinary || qk.op != OpKind::Mul || qk.operand != DType::F32) {
-    return none;
+    return false;
   }
   for (int side = 0; side < 2 && a.q < 0; ++side) {
-    if (uses[qk.args[side]].count(key_var) || !uses[qk.args[1 - side]].count(key_var)) continue;
+    if (vars.reads(qk.args[side], vars.key) || !vars.reads(qk.args[1 - side], vars.key)) {
+      continue;
+    }
     a.q = qk.args[side];
     a.k = qk.args[1 - side];
   }
-  if (a.q < 0) return none;
-  // Which loop each part may read.
-  const std::set<ValueId> dot_stop = {a.dot};
-  auto reads = [&](ValueId v, const std::string& var) { return uses[v].count(var) > 0; };
-  if (reads(a.q, value_var) || reads(a.k, value_var) || reads(a.score, value_var)) return none;
-  if (reads(a.value, dot_var) || !reads(a.score, key_var)) return none;
+  return a.q >= 0;
+}
+
+// Which loop each part may read; the max and sum are the scores' and the weights', read only
+// by the shift and the norm; every part a plain cone.
+bool parts_are_separable(const Kernel& k, const AttentionVars& vars, const AttentionInfo& a) {
+  if (vars.reads(a.q, vars.value) || vars.reads(a.k, vars.value) ||
+      vars.reads(a.score, vars.value)) {
+    return false;
+  }
+  if (vars.reads(a.value, vars.dot) || !vars.reads(a.score, vars.key)) return false;
   for (ValueId row : {a.shift, a.norm}) {
-    if (row >= 0 && (reads(row, key_var) || reads(row, value_var) || reads(row, dot_var))) {
-      return none;
+    if (row >= 0 && (vars.reads(row, vars.key) || vars.reads(row, vars.value) ||
+                     vars.reads(row, vars.dot))) {
+      return false;
     }
   }
-  // The max and sum are the scores' and the weights', read only by the shift and the norm.
-  if (a.max >= 0 && k.values[a.max].args[0] != a.score) return none;
-  if (a.sum >= 0 && k.values[a.sum].args[0] != a.weight) return none;
+  if (a.max >= 0 && k.values[a.max].args[0] != a.score) return false;
+  if (a.sum >= 0 && k.values[a.sum].args[0] != a.weight) return false;
   std::set<ValueId> shift_cone;
   for (ValueId v : attention_cone(k, a.shift, {})) shift_cone.insert(v);
-  if (a.max >= 0 && !shift_cone.count(a.max)) return none;
-  if (a.sum >= 0 && shift_cone.count(a.sum)) return none;
+  if (a.max >= 0 && !shift_cone.count(a.max)) return false;
+  if (a.sum >= 0 && shift_cone.count(a.sum)) return false;
   if (a.sum >= 0) {
-    if (a.norm < 0) return none;
+    if (a.norm < 0) return false;
     std::vector<ValueId> norm_cone = attention_cone(k, a.norm, {});
-    if (std::find(norm_cone.begin(), norm_cone.end(), a.sum) == norm_cone.end()) return none;
-    if (!plain_cone(k, a.norm, {a.sum, a.max})) return none;
+    if (std::find(norm_cone.begin(), norm_cone.end(), a.sum) == norm_cone.end()) return false;
+    if (!plain_cone(k, a.norm, {a.sum, a.max})) return false;
   }
-  if (!plain_cone(k, a.score, dot_stop) || !plain_cone(k, a.value, {})) return none;
-  if (!plain_cone(k, a.q, {}) || !plain_cone(k, a.k, {})) return none;
-  if (a.max >= 0 && !plain_cone(k, a.shift, {a.max})) return none;
-  if (a.max < 0 && !plain_cone(k, a.shift, {})) return none;
+  if (!plain_cone(k, a.score, {a.dot}) || !plain_cone(k, a.value, {})) return false;
+  if (!plain_cone(k, a.q, {}) || !plain_cone(k, a.k, {})) return false;
+  if (a.max >= 0 && !plain_cone(k, a.shift, {a.max})) return false;
+  if (a.max < 0 && !plain_cone(k, a.shift, {})) return false;
+  return true;
+}
+
+}  // namespace
+
+AttentionInfo match_attention(const Kernel& k) {
+  AttentionInfo a;
+  if (k.loops.empty() || k.reduce.size() != 2 || k.values.empty()) return {};
+  const Value& out = k.values.back();
+  if (out.kind != ValueKind::kReduce || out.op != OpKind::SumReduce) return {};
+  if (out.dtype != DType::F32) return {};
+  a.key_reduce = 1;
+  a.dot_reduce = 0;
+  a.value_loop = static_cast<int>(k.loops.size()) - 1;
+  const AttentionVars vars{k.reduce[1].var, k.reduce[0].var, k.loops[a.value_loop].var,
+                           loop_uses(k)};
+  if (!find_reductions(k, vars, a) || !find_value_product(k, vars, a)) return {};
+  if (!find_exp_weight(k, a) || !find_dot_operands(k, vars, a)) return {};
+  if (!parts_are_separable(k, vars, a)) return {};
   // Constant extents for the features, held in arrays of the kernel.
   for (const Expr* e : {&k.reduce[0].extent, &k.loops[a.value_loop].extent}) {
     auto c = e->try_const();
-    if (!c || *c < 1 || *c > kMaxFeatures) return none;
+    if (!c || *c < 1 || *c > kMaxFeatures) return {};
   }
   // The query rows: the last loop but d that k does not read (every row shares its keys).
   for (int l = a.value_loop - 1; l >= 0 && a.query_loop < 0; --l) {
-    if (!reads(a.k, k.loops[l].var)) a.query_loop = l;
+    if (!vars.reads(a.k, k.loops[l].var)) a.query_loop = l;
   }
-  if (a.query_loop < 0) return none;
+  if (a.query_loop < 0) return {};
   split_score(k, a);
-  if (reads(a.k, k.loops[a.query_loop].var)) return none;
+  if (vars.reads(a.k, k.loops[a.query_loop].var)) return {};
   for (size_t l = 0; l < k.loops.size(); ++l) {
     if (static_cast<int>(l) != a.value_loop) a.rows.push_back(static_cast<int>(l));
   }

@@ -21,6 +21,14 @@ lm_status fail(lm_status status, const char* message) {
   return status;
 }
 
+lm_status status_of(const LuminalError& error) {
+#define LUMINAL_ERROR(name, status) \
+  if (dynamic_cast<const name*>(&error)) return LM_##status;
+#include "core/errors.def"
+#undef LUMINAL_ERROR
+  return LM_UNKNOWN_ERROR;
+}
+
 std::string fn_msg(const char* fn, const std::string& what) {
   return std::string(fn) + ": " + what;
 }

@@ -58,6 +58,8 @@ class InvalidArgument : public std::invalid_argument {
 
 // Records `status` and `message` as the thread's last failure; returns `status`.
 lm_status fail(lm_status status, const char* message);
+// The status of a typed error (core/errors.def's column).
+lm_status status_of(const LuminalError& error);
 
 // Runs f, mapping any exception to its status. The only place exceptions are caught.
 template <typename F>
@@ -65,16 +67,8 @@ lm_status guard(F&& f) {
   try {
     f();
     return LM_OK;
-  } catch (const ShapeError& e) {
-    return fail(LM_SHAPE_ERROR, e.what());
-  } catch (const DTypeError& e) {
-    return fail(LM_DTYPE_ERROR, e.what());
-  } catch (const CompileError& e) {
-    return fail(LM_COMPILE_ERROR, e.what());
-  } catch (const DeviceError& e) {
-    return fail(LM_DEVICE_ERROR, e.what());
-  } catch (const InternalError& e) {
-    return fail(LM_INTERNAL_ERROR, e.what());
+  } catch (const LuminalError& e) {
+    return fail(status_of(e), e.what());
   } catch (const InvalidArgument& e) {
     return fail(LM_INVALID_ARGUMENT, e.what());
   } catch (const std::bad_alloc&) {

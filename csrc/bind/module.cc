@@ -26,18 +26,8 @@ void raise_as(const char* python_class, const std::exception& e) {
 void translate(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
-  } catch (const luminal::ShapeError& e) {
-    raise_as("ShapeError", e);
-  } catch (const luminal::DTypeError& e) {
-    raise_as("DTypeError", e);
-  } catch (const luminal::CompileError& e) {
-    raise_as("CompileError", e);
-  } catch (const luminal::DeviceError& e) {
-    raise_as("DeviceError", e);
-  } catch (const luminal::InternalError& e) {
-    raise_as("InternalError", e);
   } catch (const luminal::LuminalError& e) {
-    raise_as("LuminalError", e);
+    raise_as(e.class_name(), e);
   }
 }
 }  // namespace

@@ -1,5 +1,6 @@
-// Typed errors thrown by the C++ core. The bindings map each to a Python class under
-// luminal.LuminalError (see python/luminal/errors.py). Not for control flow.
+// Typed errors thrown by the C++ core, one class per row of core/errors.def. The bindings map
+// each to a Python class under luminal.LuminalError (see python/luminal/errors.py). Not for
+// control flow.
 #pragma once
 
 #include <stdexcept>
@@ -10,36 +11,17 @@ namespace luminal {
 class LuminalError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+  // The class's name, the Python class the bindings raise ("ShapeError", ...).
+  virtual const char* class_name() const noexcept { return "LuminalError"; }
 };
 
-// Shapes that do not fit: mismatched dims, bad axes, wrong data length, unbound symbols.
-class ShapeError : public LuminalError {
- public:
-  using LuminalError::LuminalError;
-};
-
-// A dtype an op cannot take, or mixed dtypes where one is required.
-class DTypeError : public LuminalError {
- public:
-  using LuminalError::LuminalError;
-};
-
-// Generating or compiling a program failed.
-class CompileError : public LuminalError {
- public:
-  using LuminalError::LuminalError;
-};
-
-// A device or driver is missing or failed.
-class DeviceError : public LuminalError {
- public:
-  using LuminalError::LuminalError;
-};
-
-// A broken invariant inside luminal: a bug, never the user's fault.
-class InternalError : public LuminalError {
- public:
-  using LuminalError::LuminalError;
-};
+#define LUMINAL_ERROR(name, status)                                       \
+  class name : public LuminalError {                                      \
+   public:                                                                \
+    using LuminalError::LuminalError;                                     \
+    const char* class_name() const noexcept override { return #name; } \
+  };
+#include "core/errors.def"
+#undef LUMINAL_ERROR
 
 }  // namespace luminal

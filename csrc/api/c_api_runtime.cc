@@ -67,15 +67,26 @@ lm_runtime* lm_native_runtime_new(lm_graph* graph) {
 
 void lm_runtime_free(lm_runtime* runtime) { delete runtime; }
 
+namespace {
+
+// The input node that set_data's arguments name, once they are checked.
+NodeId data_target(lm_runtime& r, const lm_tensor* input, const void* data, int64_t count,
+                   const char* fn) {
+  const Edge& e = edge_of(*r.state, input, fn, "input");
+  if (count < 0) throw ShapeError(fn_msg(fn, "count " + std::to_string(count) + " is negative"));
+  if (count > 0 && !data) throw InvalidArgument(fn_msg(fn, "data is NULL"));
+  return e.node;
+}
+
+}  // namespace
+
 lm_status lm_set_data(lm_runtime* runtime, const lm_tensor* input, lm_dtype dtype,
                       const void* data, int64_t count) {
   const char* fn = "lm_set_data";
   return guard([&] {
     lm_runtime& r = runtime_of(runtime, fn);
-    const Edge& e = edge_of(*r.state, input, fn, "input");
-    if (count < 0) throw ShapeError(fn_msg(fn, "count " + std::to_string(count) + " is negative"));
-    if (count > 0 && !data) throw InvalidArgument(fn_msg(fn, "data is NULL"));
-    r.runtime->set_data(e.node, data, count, dtype_of(dtype, fn));
+    const NodeId node = data_target(r, input, data, count, fn);
+    r.runtime->set_data(node, data, count, dtype_of(dtype, fn));
   });
 }
 
@@ -84,16 +95,14 @@ lm_status lm_set_data_f32(lm_runtime* runtime, const lm_tensor* input, const flo
   const char* fn = "lm_set_data_f32";
   return guard([&] {
     lm_runtime& r = runtime_of(runtime, fn);
-    const Edge& e = edge_of(*r.state, input, fn, "input");
-    if (count < 0) throw ShapeError(fn_msg(fn, "count " + std::to_string(count) + " is negative"));
-    if (count > 0 && !data) throw InvalidArgument(fn_msg(fn, "data is NULL"));
-    DType dtype = r.state->graph.node(e.node).dtype;
+    const NodeId node = data_target(r, input, data, count, fn);
+    DType dtype = r.state->graph.node(node).dtype;
     if (dtype == DType::F32) {
-      r.runtime->set_data(e.node, data, count, dtype);
+      r.runtime->set_data(node, data, count, dtype);
       return;
     }
-    if (dtype != DType::F16 && dtype != DType::BF16) {
-      const Node& n = r.state->graph.node(e.node);
+    if (!is_half(dtype)) {
+      const Node& n = r.state->graph.node(node);
       throw DTypeError(fn_msg(fn, "input '" + n.name + "' of shape " + dims_to_string(n.shape) +
                                       " is " + dtype_name(dtype) +
                                       ", not a float; use lm_set_data"));
@@ -102,7 +111,7 @@ lm_status lm_set_data_f32(lm_runtime* runtime, const lm_tensor* input, const flo
     for (int64_t i = 0; i < count; ++i) {
       words[i] = dtype == DType::F16 ? f32_to_f16(data[i]) : f32_to_bf16(data[i]);
     }
-    r.runtime->set_data(e.node, words.data(), count, dtype);
+    r.runtime->set_data(node, words.data(), count, dtype);
   });
 }
 

@@ -460,43 +460,6 @@ void CLikeRenderer::close_output_loops(const Kernel& kernel, CodeWriter& w) cons
   for (size_t k = 0; k < kernel.loops.size(); ++k) w.close();
 }
 
-std::string CLikeRenderer::program_entry(const Program& program) const {
-  (void)program;
-  return "";
-}
-
-bool CLikeRenderer::render_matmul(const Program& program, const Kernel& kernel,
-                                  CodeWriter& w) const {
-  (void)program;
-  (void)kernel;
-  (void)w;
-  return false;
-}
-
-bool CLikeRenderer::render_row(const Program& program, const Kernel& kernel,
-                               CodeWriter& w) const {
-  (void)program;
-  (void)kernel;
-  (void)w;
-  return false;
-}
-
-bool CLikeRenderer::render_attention(const Program& program, const Kernel& kernel,
-                                     CodeWriter& w) const {
-  (void)program;
-  (void)kernel;
-  (void)w;
-  return false;
-}
-
-bool CLikeRenderer::render_quant_dot(const Program& program, const Kernel& kernel,
-                                     CodeWriter& w) const {
-  (void)program;
-  (void)kernel;
-  (void)w;
-  return false;
-}
-
 std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& kernel) const {
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");

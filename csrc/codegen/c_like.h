@@ -64,21 +64,23 @@ class CLikeRenderer {
   virtual void open_output_loops(const Kernel& kernel, CodeWriter& w) const;
   virtual void close_output_loops(const Kernel& kernel, CodeWriter& w) const;
   // The program entry point after the kernels ("" for none): the CPU's lm_run.
-  virtual std::string program_entry(const Program& program) const;
+  virtual std::string program_entry(const Program&) const { return ""; }
   // A matmul-shaped kernel rendered specially; false = use the generic loop nest.
-  virtual bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const;
+  virtual bool render_matmul(const Program&, const Kernel&, CodeWriter&) const { return false; }
   // A row kernel (kernel/row_kernel.h); false = the renderer has none (an InternalError: the
   // generic loop nest holds one reduction).
-  virtual bool render_row(const Program& program, const Kernel& kernel, CodeWriter& w) const;
+  virtual bool render_row(const Program&, const Kernel&, CodeWriter&) const { return false; }
   // An attention kernel (kernel/attention.h); false = the renderer has none (an
   // InternalError: no runtime offers the schedule to a renderer without one).
-  virtual bool render_attention(const Program& program, const Kernel& kernel,
-                                CodeWriter& w) const;
+  virtual bool render_attention(const Program&, const Kernel&, CodeWriter&) const {
+    return false;
+  }
   // A matmul with quantized activations (MatmulInfo::a_q8_0): x quantized in blocks of 32 and
   // multiplied as integers. A renderer without it refuses the kernel (CompileError): running
   // it as a plain matmul would multiply x unquantized.
-  virtual bool render_quant_dot(const Program& program, const Kernel& kernel,
-                                CodeWriter& w) const;
+  virtual bool render_quant_dot(const Program&, const Kernel&, CodeWriter&) const {
+    return false;
+  }
   // Storage type of a buffer element ("float", "uint16_t", "int32_t", "uint8_t").
   virtual std::string storage_type(DType dtype) const;
   // Type a value computes in: f32 for every float dtype, int32_t for Int and Bool.

@@ -8,23 +8,23 @@
 
 namespace luminal::egraph {
 
-int Scope::var(const std::string& name, bool create) {
-  for (size_t i = 0; i < vars.size(); ++i) {
-    if (vars[i] == name) return static_cast<int>(i);
+namespace {
+
+// The index of name in names, appended where create is set; -1 where absent.
+int index_in(std::vector<std::string>& names, const std::string& name, bool create) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int>(i);
   }
   if (!create) return -1;
-  vars.push_back(name);
-  return static_cast<int>(vars.size() - 1);
+  names.push_back(name);
+  return static_cast<int>(names.size() - 1);
 }
 
-int Scope::label(const std::string& name, bool create) {
-  for (size_t i = 0; i < labels.size(); ++i) {
-    if (labels[i] == name) return static_cast<int>(i);
-  }
-  if (!create) return -1;
-  labels.push_back(name);
-  return static_cast<int>(labels.size() - 1);
-}
+}  // namespace
+
+int Scope::var(const std::string& name, bool create) { return index_in(vars, name, create); }
+
+int Scope::label(const std::string& name, bool create) { return index_in(labels, name, create); }
 
 namespace {
 const char* category_name(OpCategory c) { return c == OpCategory::Unary ? "Unary" : "Binary"; }

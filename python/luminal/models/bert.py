@@ -18,9 +18,7 @@ from ..nn.layers import Embedding, LayerNorm
 from ..nn.module import Module, ModuleList
 from ..nn.transformer import TransformerEncoderLayer
 from ..runtime import NativeRuntime
-from ..weights.renamed import RenamedWeights
-from ..weights.safetensors import load_safetensors
-from .config import ConfigValues, read_config, read_json, weights_dtype
+from .config import ConfigValues, open_pretrained, read_json, weights_dtype
 
 
 @dataclass
@@ -91,10 +89,7 @@ class BertModel(Module):
 
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None):
-        model_dir = str(model_dir)
-        config = BertConfig.from_dict(read_config(model_dir),
-                                      os.path.join(model_dir, "config.json"))
-        weights = RenamedWeights(load_safetensors(model_dir), hf_to_luminal)
+        model_dir, config, weights = open_pretrained(model_dir, BertConfig, hf_to_luminal)
         if dtype is None:
             dtype = weights_dtype(weights._weights, _first_key(weights))
         model = cls(config, dt.to_dtype(dtype))

@@ -1,6 +1,7 @@
-"""Reading a Hugging Face model directory: config.json, the weights' dtype, and which files
-are there; ConfigValues, the one place a model config's (or GGUF metadata's) values are
-checked for type and range. Errors name the file and the key. Not here: model definitions."""
+"""Reading a Hugging Face model directory: config.json, its weights opened, their dtype, and
+which files are there; ConfigValues, the one place a model config's (or GGUF metadata's)
+values are checked for type and range. Errors name the file and the key. Not here: model
+definitions."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import os
 
 from .. import dtype as dt
 from ..errors import WeightsError
+from ..weights.renamed import RenamedWeights
+from ..weights.safetensors import load_safetensors
 
 
 def read_json(path: str) -> dict:
@@ -30,6 +33,17 @@ def read_config(model_dir: str) -> dict:
         raise WeightsError(f"{model_dir}: not a model directory")
     path = os.path.join(model_dir, "config.json")
     return ConfigValues(read_json(path), path).values
+
+
+def open_pretrained(model_dir, config_cls, rename=None):
+    """What every from_pretrained reads first: (``model_dir`` as a str, ``config_cls`` from its
+    checked config.json, its safetensors as a lazy mapping, seen through ``rename`` if given)."""
+    model_dir = str(model_dir)
+    config = config_cls.from_dict(read_config(model_dir), os.path.join(model_dir, "config.json"))
+    weights = load_safetensors(model_dir)
+    if rename is not None:
+        weights = RenamedWeights(weights, rename)
+    return model_dir, config, weights
 
 
 def weights_dtype(weights, probe: str):

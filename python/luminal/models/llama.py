@@ -7,8 +7,6 @@ tokenization (tokenizer.py)."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 
 from .. import dtype as dt
@@ -20,8 +18,7 @@ from ..nn.module import Module, ModuleList
 from ..nn.rotary import RotaryEmbedding
 from ..nn.transformer import TransformerDecoderLayer
 from ..runtime import _from_storage, _to_storage
-from ..weights.safetensors import load_safetensors
-from .config import read_config, weights_dtype
+from .config import open_pretrained, weights_dtype
 from .decoder_config import SLIDING, DecoderConfig
 
 LlamaConfig = DecoderConfig  # the name it had when only Llama was read
@@ -104,10 +101,7 @@ class LlamaForCausalLM(Module):
         """Config and lazily mapped weights of a Hugging Face directory of a Llama-family model
         (its model_type one of decoder_config.FAMILIES). Weights keep their file dtype (f32,
         f16 or bf16) unless ``dtype`` says otherwise."""
-        model_dir = str(model_dir)
-        config = DecoderConfig.from_dict(read_config(model_dir),
-                                       os.path.join(model_dir, "config.json"))
-        weights = load_safetensors(model_dir)
+        model_dir, config, weights = open_pretrained(model_dir, DecoderConfig)
         if dtype is None:
             dtype = weights_dtype(weights, "model.embed_tokens.weight")
         model = cls(config, max_context, dt.to_dtype(dtype))

@@ -114,7 +114,7 @@ class GGUFLlamaWeights(RenamedWeights):
 
     def file_dtype(self, name: str):
         """The luminal dtype tensor ``name`` is stored in (quantized ones included)."""
-        return self._weights.file_dtype(self._to_file[name])
+        return self._weights.file_dtype(self.file_key(name))
 
     def storage(self, name: str):
         raw = super().storage(name)

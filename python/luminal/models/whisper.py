@@ -26,9 +26,7 @@ from ..nn.kv_cache import KVCache, KVCacheBuffers
 from ..nn.layers import Conv1d, Embedding, LayerNorm, Linear, weight_for
 from ..nn.module import Module, ModuleList
 from ..runtime import NativeRuntime
-from ..weights.renamed import RenamedWeights
-from ..weights.safetensors import load_safetensors
-from .config import ConfigValues, read_config, read_json, weights_dtype
+from .config import ConfigValues, open_pretrained, read_json, weights_dtype
 from .generation import run_cached_step
 
 
@@ -228,10 +226,7 @@ class WhisperForConditionalGeneration(Module):
     @classmethod
     def from_pretrained(cls, model_dir, dtype=None):
         """Config and lazily mapped weights of a Hugging Face Whisper directory."""
-        model_dir = str(model_dir)
-        config = WhisperConfig.from_dict(read_config(model_dir),
-                                         os.path.join(model_dir, "config.json"))
-        weights = RenamedWeights(load_safetensors(model_dir), hf_to_luminal)
+        model_dir, config, weights = open_pretrained(model_dir, WhisperConfig, hf_to_luminal)
         if dtype is None:
             dtype = weights_dtype(weights, "model.decoder.embed_tokens.weight")
         model = cls(config, dt.to_dtype(dtype), tied="proj_out.weight" not in weights)

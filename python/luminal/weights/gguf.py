@@ -12,7 +12,6 @@ import math
 import os
 import struct
 import warnings
-from collections.abc import Mapping
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from .. import _core
 from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
+from .mapping import WeightsMapping
 from .sizes import numpy_can_hold
 
 _MAGIC = b"GGUF"
@@ -92,7 +92,7 @@ class _Cursor:
         raise WeightsError(f"{self.path}: bad GGUF file: {what} has unknown value type {kind}")
 
 
-class GGUFFile(Mapping):
+class GGUFFile(WeightsMapping):
     """One .gguf file: ``f.metadata`` (dict), ``f[name]`` a numpy array (BF16 and the
     quantized types as float32), ``f.storage(name)`` a zero-copy view in the file's dtype
     (quantized: uint8 rows of raw blocks)."""
@@ -134,7 +134,7 @@ class GGUFFile(Mapping):
         if isinstance(align, bool) or not isinstance(align, int) or align <= 0:
             raise WeightsError(f"{self.path}: bad GGUF alignment {align}")
         data_start = (cur.pos + align - 1) // align * align
-        self._tensors = {}
+        self._entries = {}
         self._widened = {}  # a block type luminal does not keep -> its tensors read as F16
         for name, shape, kind, offset in infos:
             nbytes = self._nbytes(name, shape, kind)
@@ -142,7 +142,7 @@ class GGUFFile(Mapping):
             if begin + nbytes > len(self._map):
                 raise WeightsError(f"{self.path}: truncated file: tensor '{name}' ends at byte "
                                    f"{begin + nbytes}, the file has {len(self._map)}")
-            self._tensors[name] = (shape, kind, begin, nbytes)
+            self._entries[name] = (shape, kind, begin, nbytes)
         if self._widened:
             kinds = ", ".join(f"{k} ({len(v)} tensors)" for k, v in sorted(self._widened.items()))
             warnings.warn(f"{self.path}: {kinds} are dequantized to F16 when read (luminal keeps "
@@ -174,11 +174,6 @@ class GGUFFile(Mapping):
                            f"does not read (F32, F16, BF16, I32, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K "
                            f"are read as they are, the other block types the `gguf` package knows "
                            f"as F16; convert the file with `luminal quantize`)")
-
-    def _entry(self, name):
-        if name not in self._tensors:
-            raise WeightsError(f"{self.path}: no tensor named '{name}'")
-        return self._tensors[name]
 
     def shape(self, name: str) -> tuple:
         return self._entry(name)[0]
@@ -240,15 +235,6 @@ class GGUFFile(Mapping):
         if dt.is_quantized(lm_dtype):
             return dequantize(array, lm_dtype)
         return bf16_to_f32(array) if lm_dtype == dt.bfloat16 else array
-
-    def __iter__(self):
-        return iter(self._tensors)
-
-    def __len__(self):
-        return len(self._tensors)
-
-    def __contains__(self, name):
-        return name in self._tensors
 
 
 def _other_block_type(kind: int):

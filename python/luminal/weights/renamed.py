@@ -1,45 +1,41 @@
 """A weights mapping seen through a renaming function: how a model whose module names differ
 from a checkpoint's (BERT's encoder.layer.N.attention.self.query -> our self_attn.q_proj)
-loads it without copying. Keys the function maps to None are dropped."""
+loads it without copying. Keys the function maps to None are dropped. An unknown name is a
+KeyError, as in a dict."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from .mapping import WeightsMapping
 
 
-class RenamedWeights(Mapping):
+class RenamedWeights(WeightsMapping):
     def __init__(self, weights, rename):
         self._weights = weights
         self.source = getattr(weights, "source", "")
-        self._to_file = {}
+        self._entries = {}  # our name -> the name in ``weights``
         for key in weights.keys():
             new = rename(key)
             if new is not None:
-                self._to_file[new] = key
+                self._entries[new] = key
+
+    def file_key(self, name: str) -> str:
+        """The name in the underlying weights of tensor ``name`` (KeyError: none)."""
+        return self._entries[name]
 
     def locate(self, name: str):
         """(file, key in that file) of tensor ``name``, for error messages."""
-        key = self._to_file[name]
+        key = self.file_key(name)
         locate = getattr(self._weights, "locate", None)
         return locate(key) if locate is not None else (self.source, key)
 
     def __getitem__(self, name):
-        return self._weights[self._to_file[name]]
+        return self._weights[self.file_key(name)]
 
     def dtype_name(self, name):
-        return self._weights.dtype_name(self._to_file[name])
+        return self._weights.dtype_name(self.file_key(name))
 
     def storage(self, name):
         storage = getattr(self._weights, "storage", None)
         if storage is None:
             return None
-        return storage(self._to_file[name])
-
-    def __iter__(self):
-        return iter(self._to_file)
-
-    def __len__(self):
-        return len(self._to_file)
-
-    def __contains__(self, name):
-        return name in self._to_file
+        return storage(self.file_key(name))

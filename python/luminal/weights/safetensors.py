@@ -9,13 +9,13 @@ import json
 import math
 import os
 import struct
-from collections.abc import Mapping
 
 import numpy as np
 
 from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
+from .mapping import WeightsMapping
 from .sizes import numpy_can_hold
 
 # safetensors dtype name -> (numpy storage dtype, luminal dtype or None when converted)
@@ -34,7 +34,7 @@ _DTYPES = {
 _MAX_HEADER = 100 * 1024 * 1024
 
 
-class SafeTensorsFile(Mapping):
+class SafeTensorsFile(WeightsMapping):
     """One .safetensors file: ``f[name]`` is a numpy array (BF16 converted to float32);
     ``f.storage(name)`` the raw zero-copy view and its luminal dtype."""
 
@@ -106,20 +106,10 @@ class SafeTensorsFile(Mapping):
                                f"{self._data_start + offsets[1]}, the file has {size}")
         return kind, tuple(shape), offsets[0], want
 
-    # ---- Mapping -----------------------------------------------------------------------
     def __getitem__(self, name) -> np.ndarray:
         raw, _ = self.storage(name)
         kind = self._entries[name][0]
         return bf16_to_f32(raw) if kind == "BF16" else raw
-
-    def __iter__(self):
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __contains__(self, name) -> bool:
-        return name in self._entries
 
     def locate(self, name: str):
         return self.path, name
@@ -145,13 +135,8 @@ class SafeTensorsFile(Mapping):
         data = self._map[start:start + count * np_dtype.itemsize]
         return np.ndarray(shape, np_dtype, buffer=data), lm_dtype
 
-    def _entry(self, name: str):
-        if name not in self._entries:
-            raise WeightsError(f"{self.path}: no tensor named '{name}'")
-        return self._entries[name]
 
-
-class SafeTensorsDir(Mapping):
+class SafeTensorsDir(WeightsMapping):
     """All tensors of a model directory's *.safetensors files (sharded or not) as one map."""
 
     def __init__(self, directory):
@@ -161,18 +146,16 @@ class SafeTensorsDir(Mapping):
             raise WeightsError(f"{directory}: no .safetensors files")
         self.source = directory
         self._files = [SafeTensorsFile(os.path.join(directory, f)) for f in files]
-        self._owner = {}
+        self._entries = {}  # tensor name -> the file that holds it
         for f in self._files:
             for name in f:
-                if name in self._owner:
+                if name in self._entries:
                     raise WeightsError(f"{f.path}: tensor '{name}' also appears in "
-                                       f"{self._owner[name].path}")
-                self._owner[name] = f
+                                       f"{self._entries[name].path}")
+                self._entries[name] = f
 
     def file_of(self, name: str) -> SafeTensorsFile:
-        if name not in self._owner:
-            raise WeightsError(f"{self.source}: no tensor named '{name}'")
-        return self._owner[name]
+        return self._entry(name)
 
     def __getitem__(self, name):
         return self.file_of(name)[name]
@@ -188,15 +171,6 @@ class SafeTensorsDir(Mapping):
 
     def shape(self, name):
         return self.file_of(name).shape(name)
-
-    def __iter__(self):
-        return iter(self._owner)
-
-    def __len__(self):
-        return len(self._owner)
-
-    def __contains__(self, name):
-        return name in self._owner
 
 
 def load_safetensors(path):

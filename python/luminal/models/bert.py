@@ -109,9 +109,7 @@ def mean_pool_normalize(hidden, attention_mask):
     count = m.sum(1)
     count = count + (count < 1e-9).to(dt.float32) * 1e-9
     mean = summed / count
-    norm = ((mean * mean).sum(-1, keepdim=True)).sqrt()
-    norm = norm + (norm < 1e-12).to(dt.float32) * 1e-12
-    return mean / norm
+    return F.normalize(mean, dim=-1)
 
 
 _LAYER_NAMES = {

@@ -36,13 +36,7 @@ std::unique_ptr<CpuRuntime> make_cpu(const std::string& compiler,
                                      const std::vector<std::string>& extra_flags,
                                      const std::string& cache_dir, int threads,
                                      int compile_jobs, int vector_width) {
-  CpuOptions o;
-  o.compiler = compiler;
-  o.extra_flags = extra_flags;
-  o.cache_dir = cache_dir;
-  o.threads = threads;
-  o.compile_jobs = compile_jobs;
-  o.vector_width = vector_width;
+  CpuOptions o{compiler, extra_flags, cache_dir, threads, compile_jobs, vector_width};
   return std::make_unique<CpuRuntime>(o);
 }
 }  // namespace

@@ -21,16 +21,8 @@ namespace {
 std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, bool> launch_dims_py(
     int mode, int block, const Expr& items, const Expr& m, const Expr& n, const Expr& batch,
     int64_t tile_m, int64_t tile_n, const DynMap& dims, int multiprocessors) {
-  cuda::KernelLaunch l;
-  l.name = "test";
-  l.mode = static_cast<cuda::LaunchMode>(mode);
-  l.block = block;
-  l.items = items;
-  l.m = m;
-  l.n = n;
-  l.batch = batch;
-  l.tile_m = tile_m;
-  l.tile_n = tile_n;
+  const cuda::KernelLaunch l{"test", static_cast<cuda::LaunchMode>(mode), block, items, m, n,
+                             batch, tile_m, tile_n};
   cuda::LaunchDims d = cuda::launch_dims(l, dims, multiprocessors);
   return {{d.grid[0], d.grid[1], d.grid[2]}, {d.block[0], d.block[1], d.block[2]}, d.empty};
 }

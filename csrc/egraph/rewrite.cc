@@ -27,7 +27,7 @@ constexpr CondName kConds[] = {
     {"parameter", CondKind::Parameter, 1}, {"broadcast", CondKind::Broadcast, 1},
     {"pow2", CondKind::Pow2, 1},         {"attention", CondKind::Attention, 3},
     {"quant-dot", CondKind::QuantDot, 3}, {"prologue", CondKind::Prologue, 3},
-    {"read-once", CondKind::ReadOnce, 1},
+    {"read-once", CondKind::ReadOnce, 1}, {"bf16", CondKind::Bf16, 1},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -82,6 +82,15 @@ bool holds_parameter(const EGraph& g, Id c, bool through_cast) {
     if (through_cast && n.op == OpKind::Cast && holds_parameter(g, n.children[0].cls, false)) {
       return true;
     }
+  }
+  return false;
+}
+
+// Whether class `c` is bf16 or holds a Cast of a bf16 class (a bf16 value widened to f32).
+bool holds_bf16(const EGraph& g, Id c) {
+  if (g.data(c).dtype == DType::BF16) return true;
+  for (const ENode& n : g.nodes(c)) {
+    if (n.op == OpKind::Cast && g.data(n.children[0].cls).dtype == DType::BF16) return true;
   }
   return false;
 }
@@ -250,6 +259,9 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         break;
       case CondKind::Quantized:
         ok = is_quantized(d.dtype);
+        break;
+      case CondKind::Bf16:
+        ok = holds_bf16(g, x.cls);
         break;
       case CondKind::Parameter:
         ok = holds_parameter(g, x.cls, true);

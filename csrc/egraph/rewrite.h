@@ -36,7 +36,7 @@ namespace luminal::egraph {
 //                     (kernel/prologue.h: the lowering checks the rest)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue, ReadOnce
+  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue, ReadOnce, Bf16
 };
 
 struct Condition {

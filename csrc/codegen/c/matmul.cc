@@ -45,6 +45,7 @@ Tiles tiles_of(const Kernel& k, int64_t native) {
     const int64_t block = block_values(k.matmul.b_stored);
     t.kc = (t.kc + block - 1) / block * block;
   }
+  if (takes_bf16_dot(k, native)) t.kc += t.kc % 2;  // whole pairs of k
   t.nc = (256 + t.nr - 1) / t.nr * t.nr;
   return t;
 }
@@ -196,6 +197,10 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
         s += quant_tile_function(stored, t.vw);
       }
     }
+    if (takes_bf16_dot(k, vector_width_)) {
+      s += bf16_dot_prelude(t.mr, t.nr, seen);
+      continue;
+    }
     const std::optional<PackedPanels>& panels = k.panels;
     if (!panels) {
       if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
@@ -226,6 +231,7 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
 std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
   if (cpu_schedule(k, native).pack_b != 1 || !takes_gemm(k, native)) return std::nullopt;
   if (is_quantized(k.matmul.b_stored)) return std::nullopt;  // packed as the GEMM runs
+  if (takes_bf16_dot(k, native)) return std::nullopt;  // packed into pairs as it runs
   const MatmulInfo& mm = k.matmul;
   const Value& b = k.values[mm.b];
   if (b.buffer == k.values[mm.a].buffer) return std::nullopt;
@@ -278,17 +284,25 @@ void emit_pack_panel(const Tiles& t, const std::string& b_type, const std::strin
 // Runs the micro-kernel over rows [i, i + rows) and every panel of the n block: the panel
 // this task packed, or (`panel` set) the runtime's panels of that dtype, through the
 // micro-kernel of exactly `rows` rows. `a_args`: the micro-kernel's a, am and ak.
+// `dot`: the bf16 GEMM's micro-kernels (c/bf16_dot.cc) on the pairs this task packed.
 void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string& a_args,
-                   CodeWriter& w) {
+                   bool dot, CodeWriter& w) {
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
   std::string bp = "lm_bp + (jr / " + nr + ") * kcur * " + nr;
   if (panel) bp = "lm_panels + pc * lm_padded_n + (n0 + jr) / " + nr + " * kcur * " + nr;
+  if (dot) bp = "lm_bp32 + (jr / " + nr + ") * ((kcur + 1) / 2) * " + nr;
   std::string args = "(kcur, " + a_args + ", " + bp + ", C + i * N + n0 + jr, N, rows, " +
                      "ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
-  if (!panel) {
+  if (dot) {
+    for (int64_t rows = t.mr; rows > 1; --rows) {
+      w.line(std::string(rows == t.mr ? "if" : "else if") + " (rows == " +
+             std::to_string(rows) + ") " + bf16_dot_name(rows, t.nr) + args);
+    }
+    w.line(std::string(t.mr > 1 ? "else " : "") + bf16_dot_name(1, t.nr) + args);
+  } else if (!panel) {
     w.line(micro_name(t, DType::F32) + args);
   } else {
     for (int64_t rows = t.mr; rows > 1; --rows) {
@@ -331,7 +345,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   emit_matmul_sizes(k, outer, w);
   // few rows; else on to the GEMM
   if (renders_quant_gemv(k, vector_width_)) emit_quant_gemv(k, outer, w);
-  if (renders_gemv(k) && !k.panels) emit_gemv(k, outer, w);
+  if (renders_gemv(k) && !k.panels && !takes_bf16_dot(k, vector_width_)) emit_gemv(k, outer, w);
   emit_gemm(k, outer, "", w);
   return true;
 }
@@ -347,6 +361,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   std::string ncmax = std::to_string(t.nc);
   std::string b_type = storage_type(mm.b_stored);
   const bool quantized = renders_quant_gemv(k, vector_width_);
+  const bool dot = takes_bf16_dot(k, vector_width_);
   w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
   w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
   w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
@@ -365,7 +380,8 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   w.open("");
   if (!panels) {
     w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + ncmax + " + 64);");
-    w.line("float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
+    w.line(dot ? "uint32_t* lm_bp32 = (uint32_t*)(((unsigned long)lm_raw + 63) & ~63ul);"
+               : "float* lm_bp = (float*)(((unsigned long)lm_raw + 63) & ~63ul);");
   }
   const std::string stats = std::to_string(mm.a_rows.size());  // a computed A's, per row
   if (mm.a_computed) {
@@ -404,7 +420,9 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   w.line("const int64_t kcur = K - pc < " + kc + " ? K - pc : " + kc + ";");
   if (!panels) {
     w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
-    if (quantized) {
+    if (dot) {
+      emit_bf16_pack_panel(t.nr, w);
+    } else if (quantized) {
       emit_quant_pack_panel(mm.b_stored, t.vw, t.nr, w);
     } else {
       emit_pack_panel(t, b_type, to_compute(mm.b_stored, "src[j]"),
@@ -426,7 +444,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
     w.close();
     a_args = "lm_ap, " + kc + ", 1";
   }
-  emit_row_tile(t, panel_dtype, a_args, w);
+  emit_row_tile(t, panel_dtype, a_args, dot, w);
   if (mm.epilogue_from >= 0) {
     // The rows' sums are complete after the last k block: their epilogue, while in cache.
     w.open("if (pc + kcur == K)");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 
 #include "codegen/c_like.h"
@@ -72,6 +73,19 @@ std::string f16_load_function(int64_t width);
 // What a kernel wants, not what it reads: settle_weight_layout keeps it only for a parameter
 // (Kernel::panels). A kernel that reads packed panels takes no GEMV path.
 std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native);
+
+// Whether the GEMM of `k` multiplies bf16 pairs in hardware (c/bf16_dot.cc): its schedule has
+// bf16_dot 1 (checked against the machine by check_cpu_schedule), A and B are bf16 values (each
+// widened to f32, or their product widened), A is loaded, not computed or quantized, and the
+// sum is f32. Such a kernel reads A as bf16 words and packs B into pairs as it runs.
+bool takes_bf16_dot(const Kernel& k, int64_t native);
+// The micro-kernels of rows 1..mr and nr columns the bf16 GEMM calls ("lm_mmbf_6x64"), and
+// its name for `rows` rows; the typedefs they need, once (`seen`).
+std::string bf16_dot_prelude(int64_t mr, int64_t nr, std::set<std::string>& seen);
+std::string bf16_dot_name(int64_t rows, int64_t nr);
+// Packs B[pc:pc+kcur, n0+jr : n0+jr+nr] into pairs of k (kcur odd: the last pair's high half
+// 0), zero-padded to nr columns, at lm_bp32 + (jr / nr) * ((kcur + 1) / 2) * nr.
+void emit_bf16_pack_panel(int64_t nr, CodeWriter& w);
 
 // Whether `k`, a matmul the C renderer takes, also gets the f32 GEMV path: its schedule sets
 // gemv_rows, B is contiguous along k and not in blocks (those take c/quant.cc's GEMV), and M

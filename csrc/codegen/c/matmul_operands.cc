@@ -15,6 +15,7 @@ namespace luminal {
 // the sum, or its epilogue's result, written over the sum in C.
 bool renders_matmul(const Kernel& k, int64_t native) {
   const MatmulInfo& mm = k.matmul;
+  if (takes_bf16_dot(k, native)) return true;
   if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
   if (mm.a_widened) return false;
   if (is_quantized(mm.b_stored) && (mm.a_computed || !renders_quant_gemv(k, native))) {
@@ -112,7 +113,8 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
   } else if (mm.a_computed) {
     // no A in memory: its rows are computed (c/prologue.cc)
   } else {
-    w.line("const float* restrict A = " + a + " + " +
+    const std::string a_type = mm.a_stored == DType::F32 ? "float" : "uint16_t";  // bf16 dot
+    w.line("const " + a_type + "* restrict A = " + a + " + " +
            k.values[mm.a].index.substitute(zero).to_c() + ";");
   }
   std::string b_offset = k.values[mm.b].index.substitute(zero).to_c();

@@ -25,6 +25,7 @@ constexpr Param kParams[] = {
     {"threads", &CpuSchedule::threads, 0},  // 0 stays 0: the default is by the work
     {"gemv_rows", &CpuSchedule::gemv_rows, 0},
     {"pack_b", &CpuSchedule::pack_b, 0},
+    {"bf16_dot", &CpuSchedule::bf16_dot, 0},
     {kInlineParam, nullptr, 0},
     {kEpilogueParam, nullptr, 0},
     {kPrologueParam, nullptr, 0},
@@ -59,6 +60,14 @@ int64_t cpu_native_vector_width() {
   return static_cast<int64_t>(__builtin_cpu_supports("avx512f") ? 16 : 8);
 #else
   return static_cast<int64_t>(8);
+#endif
+}
+
+bool cpu_has_bf16_dot() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
 #endif
 }
 
@@ -110,6 +119,11 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
                        " in " + where);
   }
   if (s.pack_b > 1) throw CompileError(prefix + "pack_b must be 0 or 1 in " + where);
+  if (s.bf16_dot > 1) throw CompileError(prefix + "bf16_dot must be 0 or 1 in " + where);
+  if (s.bf16_dot == 1 && (width != 16 || !cpu_has_bf16_dot())) {
+    throw CompileError(prefix + "bf16_dot 1 needs 16-wide vectors on a machine with " +
+                       "AVX512-BF16 in " + where);
+  }
   if (width != 4 && width != 8 && width != 16) {
     throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);
   }

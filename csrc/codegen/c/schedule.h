@@ -12,7 +12,7 @@ namespace luminal {
 
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
 // renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width", "threads" and
-// "gemv_rows", "pack_b" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
+// "gemv_rows", "pack_b", "bf16_dot" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
 // and kEpilogueParam (kernel/epilogue.h) are CPU parameters too, checked here, but no fields:
 // the lowering reads them from the node.
 struct CpuSchedule {
@@ -31,6 +31,10 @@ struct CpuSchedule {
   int64_t pack_b = 0;        // matmul: 1 reads a parameter B from panels CpuRuntime lays out
                              // once, when its data is set (kernel/weight_layout.h), not packed
                              // on every call; 0 (the default): the kernel packs B itself
+  int64_t bf16_dot = 0;      // matmul of two bf16 values (each widened to f32, or a half
+                             // product): 1 multiplies bf16 pairs in hardware (AVX512-BF16
+                             // vdpbf16ps, c/bf16_dot.cc), needing 16-wide vectors and a
+                             // machine that has it (cpu_has_bf16_dot); 0 (the default): widened
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
@@ -48,13 +52,17 @@ struct CpuSchedule {
 // (cpu_rewrite_rules) follow the width it builds for.
 int64_t cpu_native_vector_width();
 
+// Whether this machine multiplies bf16 pairs in hardware (AVX512-BF16): where the bf16_dot
+// schedule may be offered and rendered.
+bool cpu_has_bf16_dot();
+
 // Loop iterations (output elements times reduction steps) from which a kernel under the
 // default `threads` runs in parallel: below it a parallel region costs more than it saves.
 constexpr int64_t kCpuParallelWork = 32768;
 
 // What the C renderer builds `kernel` with on a machine of `native`-float vectors: its
 // schedule (the program-wide choice's params, then its root node's; kernel/kernel.h) over the
-// defaults. No field is 0 but threads, gemv_rows and pack_b, whose defaults are 0.
+// defaults. No field is 0 but threads, gemv_rows, pack_b and bf16_dot, whose defaults are 0.
 CpuSchedule cpu_schedule(const Kernel& kernel, int64_t native);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name

@@ -121,7 +121,8 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
 
 std::string cpu_rewrite_rules(int64_t vector_width) {
   return runtime_rules("cpu.rules") +
-         runtime_rules(vector_width >= 16 ? "cpu_tiles_v16.rules" : "cpu_tiles_v8.rules");
+         runtime_rules(vector_width >= 16 ? "cpu_tiles_v16.rules" : "cpu_tiles_v8.rules") +
+         (vector_width >= 16 && cpu_has_bf16_dot() ? runtime_rules("cpu_bf16.rules") : "");
 }
 
 std::string CpuRuntime::rewrite_rules() const {

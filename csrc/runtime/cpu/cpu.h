@@ -33,7 +33,9 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
 
 // CpuRuntime's lowering rules on a machine whose vectors hold `vector_width` floats
 // (CpuOptions::vector_width): rules/cpu.rules, and the matmul tilings of
-// that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules).
+// that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules), and from
+// 16 on, on a machine with AVX512-BF16 (cpu_has_bf16_dot), the bf16 dot products
+// (rules/cpu_bf16.rules).
 std::string cpu_rewrite_rules(int64_t vector_width);
 
 // The bytes a CpuRuntime holds, by kind. Each input is counted once, by the bytes it reads.

@@ -17,7 +17,7 @@ def weight_for(param: Parameter, x):
     return w.to(x.dtype) if dt.is_float(x.dtype) and w.dtype != x.dtype else w
 
 
-ACTIVATIONS = ("f32", "q8_0")
+ACTIVATIONS = ("f32", "q8_0", "bf16")
 
 
 def check_activations(activations: str, where: str) -> str:
@@ -30,9 +30,12 @@ def check_activations(activations: str, where: str) -> str:
 def activations_for(x, weight: Parameter, activations: str):
     """``x`` as a matmul with ``weight`` reads it: with ``activations`` 'q8_0', a quantized
     weight and an f32 x whose last dim is whole blocks of 32, its Q8_0 round trip
-    (F.quantize_activations: llama.cpp's way, which the CPU runs as int8 dot products);
-    otherwise x as is."""
-    if activations == "f32" or not dt.is_quantized(weight.dtype) or x.dtype != dt.float32:
+    (F.quantize_activations: llama.cpp's way, which the CPU runs as int8 dot products); with
+    'bf16', a bf16 weight and an f32 x, x rounded to bf16 (as a bf16 model computes it, which
+    the CPU multiplies as bf16 pairs where the machine can); otherwise x as is."""
+    if activations == "bf16" and weight.dtype == dt.bfloat16 and x.dtype == dt.float32:
+        return x.to(dt.bfloat16).to(dt.float32)
+    if activations != "q8_0" or not dt.is_quantized(weight.dtype) or x.dtype != dt.float32:
         return x
     k = x.shape[-1]
     return F.quantize_activations(x) if isinstance(k, int) and k % 32 == 0 else x
@@ -40,8 +43,8 @@ def activations_for(x, weight: Parameter, activations: str):
 
 class Linear(Module):
     """y = x @ weight.T + bias, on the last dim. ``activations`` 'q8_0' multiplies a quantized
-    weight with x's Q8_0 round trip instead of x (activations_for; llama.cpp's way); 'f32'
-    (the default) with x."""
+    weight with x's Q8_0 round trip instead of x (activations_for; llama.cpp's way); 'bf16' a
+    bf16 weight with x rounded to bf16 (a bf16 model's way); 'f32' (the default) with x."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  dtype=dt.float32, activations: str = "f32"):

@@ -1,0 +1,141 @@
+"""The bf16 GEMM (schedule bf16_dot 1, codegen/c/bf16_dot.cc): a matmul of two bf16 values
+multiplied in pairs of k by AVX512-BF16, checked against torch on odd shapes in both forms the
+graph takes (bf16 tensors widened to f32; the f32 sum of a bf16 product), with a batch, an
+epilogue and a strided B; offered as a rule only where the machine has it; refused by hand
+where it does not; and Linear(activations="bf16") rounding x as a bf16 model does."""
+
+import numpy as np
+import pytest
+import torch
+
+import luminal as lm
+from luminal import _core
+from luminal.nn import Linear
+
+from conftest import CpuRuntime
+from matmul_cases import scheduled
+
+HAS_DOT = lm.CpuRuntime(cache_dir="").vector_width == 16 and \
+    "cpu-matmul-bf16-dot" in lm.CpuRuntime(cache_dir="").rewrite_rules()
+needs_dot = pytest.mark.skipif(not HAS_DOT, reason="no AVX512-BF16 on this machine")
+SHAPES = [(1, 37, 45), (7, 64, 64), (13, 31, 130), (128, 100, 67), (513, 258, 70)]
+
+
+def widened(t):
+    """t (bf16) read as f32 in its reader's registers (the Cast scheduled inline 1)."""
+    return scheduled(t.to(lm.float32), [("inline", 1)])
+
+
+def bf16(shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape, generator=g).to(torch.bfloat16)
+
+
+def expected(a, b):
+    """The exact products of the bf16 values summed in f64: the kernel's only freedom is the
+    order of its f32 sum."""
+    return (a.double() @ b.double()).numpy()
+
+
+def close(got, want):
+    scale = max(1.0, float(np.abs(want).max(initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5 * scale)
+
+
+def run(cx, inputs, out):
+    rt = CpuRuntime()
+    rt._load(cx)
+    for node, data in inputs:
+        rt.set_data(node, data)
+    rt.execute({})
+    return rt, rt.get(out)
+
+
+@needs_dot
+@pytest.mark.parametrize("m,k,n", SHAPES)
+def test_widened_bf16_operands_match_torch(m, k, n):
+    cx = lm.Graph()
+    a = cx.tensor((m, k), lm.bfloat16, "a")
+    b = cx.tensor((k, n), lm.bfloat16, "b")
+    y = scheduled(widened(a) @ widened(b), [("bf16_dot", 1)]).output()
+    at, bt = bf16((m, k), 0), bf16((k, n), 1)
+    rt, got = run(cx, [(a, at), (b, bt)], y)
+    assert "vdpbf16ps" in rt.source
+    close(got, expected(at, bt))
+
+
+@needs_dot
+@pytest.mark.parametrize("m,k,n", [(7, 33, 20), (64, 96, 80)])
+def test_a_bf16_product_summed_in_f32_matches_torch(m, k, n):
+    cx = lm.Graph()
+    a = cx.tensor((m, k), lm.bfloat16, "a")
+    b = cx.tensor((k, n), lm.bfloat16, "b")
+    product = (a.unsqueeze(-1) * b.unsqueeze(-3)).to(lm.float32)
+    y = scheduled(product.sum(-2), [("bf16_dot", 1)]).output()
+    at, bt = bf16((m, k), 2), bf16((k, n), 3)
+    rt, got = run(cx, [(a, at), (b, bt)], y)
+    assert "vdpbf16ps" in rt.source
+    close(got, expected(at, bt))
+
+
+@needs_dot
+def test_a_batched_linear_with_an_epilogue_and_a_transposed_weight_matches_torch():
+    cx = lm.Graph()
+    x = cx.tensor((3, 11, 40), lm.bfloat16, "x")
+    w = cx.tensor((50, 40), lm.bfloat16, "w", parameter=True)
+    bias = cx.tensor((50,), name="bias")
+    mm = scheduled(widened(x) @ widened(w).t(), [("bf16_dot", 1), ("epilogue", 1)])
+    y = (mm + bias).relu().output()
+    xt, wt, bt = bf16((3, 11, 40), 4), bf16((50, 40), 5), torch.randn(50)
+    rt, got = run(cx, [(x, xt), (w, wt), (bias, bt)], y)
+    assert "vdpbf16ps" in rt.source
+    want = np.maximum(expected(xt, wt.T) + bt.double().numpy(), 0)
+    close(got, want)
+
+
+@needs_dot
+def test_the_search_times_the_bf16_dot_and_keeps_a_correct_program():
+    """A Linear of a bf16 model's shape at prefill (x rounded to bf16): the bf16 dot products
+    are among the candidates the search verifies and times, and what it keeps matches torch."""
+    cx = lm.Graph()
+    x = cx.tensor((96, 256), name="x")
+    lin = Linear(256, 192, bias=False, dtype=lm.bfloat16, activations="bf16")
+    y = lin(x).output()
+    cx.build_search_space(lm.CpuRuntime)
+    runtime = CpuRuntime()
+    pool = cx._search_space.build(cx, runtime.rewrite_rules(), runtime._rt).extract(64, {})
+    assert any("(bf16_dot 1)" in p.text() for p in pool)
+    rt = cx.search(runtime, 64, cache=False, progress=False)
+    report = cx.last_search_report
+    assert not [c for c in report.candidates if c.status == "wrong"], report
+    xt, wt = torch.randn(96, 256), bf16((192, 256), 6)
+    rt.set_data(x, xt)
+    rt.set_data(lin.weight.tensor(cx), wt)
+    rt.execute({})
+    close(rt.get(y), expected(xt.to(torch.bfloat16), wt.T))
+
+
+def test_the_rule_is_offered_only_where_the_machine_multiplies_bf16_pairs():
+    rules = lm.CpuRuntime(cache_dir="", vector_width=8).rewrite_rules()
+    assert "cpu-matmul-bf16-dot" not in rules
+
+
+def test_bf16_dot_is_refused_where_it_cannot_run():
+    cx = lm.Graph()
+    a = cx.tensor((5, 7), lm.bfloat16, "a")
+    b = cx.tensor((7, 9), lm.bfloat16, "b")
+    scheduled(widened(a) @ widened(b), [("bf16_dot", 1)]).output()
+    rt = CpuRuntime(vector_width=8)
+    with pytest.raises(lm.CompileError, match="bf16_dot 1 needs 16-wide vectors"):
+        rt._load(cx)
+
+
+def test_linear_rounds_x_to_bf16_only_for_a_bf16_weight():
+    for wdtype, rounds in [(lm.bfloat16, True), (lm.float32, False)]:
+        cx = lm.Graph()
+        x = cx.tensor((4, 8), name="x")
+        Linear(8, 3, bias=False, dtype=wdtype, activations="bf16")(x).output()
+        text = str(cx._g)
+        assert ("Cast bf16 %0" in text) == rounds, text
+    with pytest.raises(lm.DTypeError, match="activations must be one of"):
+        Linear(8, 3, activations="bf8")

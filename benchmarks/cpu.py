@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 import luminal as lm
+from luminal.nn import Linear
 from luminal.nn.functional import quantize_activations
 from bandwidth import read_bandwidth
 
@@ -215,6 +216,36 @@ def bench_gemm(m, k, n, ctx):
     packed = rt.memory()["packed_input_bytes"] / 1e6
     return dict(name=f"gemm {m}x{k}x{n} param", unit="GFLOP/s", lm=lum, torch=tor, numpy=nump,
                 compile=NAN, note=f"{choice}; panels {packed:.0f} MB", target=("numpy", 0.95))
+
+
+def bench_gemm_bf16(m, k, n, ctx):
+    """A bf16 model's Linear at prefill: x (m, k) rounded to bf16 (Linear(activations='bf16'))
+    times a bf16 parameter W (n, k). The search may multiply bf16 pairs in hardware
+    (bf16_dot, where the machine has AVX512-BF16) or widen both to f32. GFLOP/s against torch's
+    bf16 F.linear (oneDNN) on the same bf16 values."""
+    cx = lm.Graph()
+    x = cx.tensor((m, k))
+    lin = Linear(k, n, bias=False, dtype=lm.bfloat16, activations="bf16")
+    y = lin(x).output()
+    w = lin.weight.tensor(cx)
+    gen = torch.Generator().manual_seed(0)
+    xt = torch.randn(m, k, generator=gen)
+    wt = (torch.randn(n, k, generator=gen) / math.sqrt(k)).bfloat16()
+    rt, choice = compile_best(cx, ctx.threads, ctx.cache, ctx.repeats, {x: xt, w: wt})
+    rt.execute()
+    ref = xt.bfloat16().double() @ wt.double().T
+    err = float((torch.from_numpy(rt.get(y)).double() - ref).abs().max() / ref.abs().max())
+    assert err < 1e-4, f"gemm bf16 {m}x{k}x{n}: relative error {err}"
+    flop = 2.0 * m * k * n / 1e9
+    reps = max(2, ctx.repeats)
+    lum = flop / timeit(lambda: rt.execute(), reps)
+    xb = xt.bfloat16()
+    with torch.no_grad():
+        tor = flop / timeit(lambda: F.linear(xb, wt), reps)
+    dot = "bf16_dot" in (cx.last_search_report.winner_program or "")
+    return dict(name=f"gemm {m}x{k}x{n} bf16", unit="GFLOP/s", lm=lum, torch=tor, numpy=NAN,
+                compile=NAN, note=f"{choice}; {'bf16 dot products' if dot else 'widened'}",
+                target=("torch", 1.2))
 
 
 def bench_gemv(n, k, wdtype, ctx):
@@ -668,6 +699,8 @@ def main():
               f"{ctx.numpy_gemm.get('blas')}", flush=True)
     for m, k, n in gemms:
         benches.append(("gemm", lambda m=m, k=k, n=n: bench_gemm(m, k, n, ctx)))
+    for m, k, n in [(128, 2048, 8192), (512, 2048, 8192), (512, 8192, 2048)]:
+        benches.append(("gemm_bf16", lambda m=m, k=k, n=n: bench_gemm_bf16(m, k, n, ctx)))
     for wdtype in ("f32", "bf16"):
         benches.append(("gemv", lambda wdtype=wdtype: bench_gemv(8192, 2048, wdtype, ctx)))
     for kind in ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k"):

@@ -51,6 +51,8 @@ class Planner {
         uses[e.node]++;
         readers[e.node].push_back(id);
         bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
+        // The 16-bit values a Cast widens in its readers are stored, computed or not.
+        if (widened_in_readers(id)) forced[e.node] = true;
         // A Gather's data is a buffer, or a widened Cast of one (an embedding table kept
         // quantized or in 16 bits: the Gather widens the rows it takes, lower.cc).
         if (n.op == OpKind::Gather && k == 0 && !widened_in_readers(e.node)) {
@@ -318,13 +320,18 @@ class Planner {
 
   // A Cast of a 16-bit float (or quantized) input to f32 scheduled inline 1 is widened in the
   // registers of each reader, even through a broadcast: a matmul then packs or streams the
-  // narrow storage (half the bytes, or a quarter and less) and no f32 copy is kept. Other nodes read through a
-  // broadcast are stored: recomputing them would repeat their work along the broadcast.
+  // narrow storage (half the bytes, or a quarter and less) and no f32 copy is kept. So is one
+  // of a 16-bit float the graph computes and stores (scheduled inline 0: a rounding,
+  // rules/cpu_bf16.rules). Other nodes read through a broadcast are stored: recomputing them
+  // would repeat their work along the broadcast.
   bool widened_in_readers(NodeId id) const {
     const Node& n = g_.node(id);
     if (n.op != OpKind::Cast || n.dtype != DType::F32) return false;
     const Node& source = g_.node(n.inputs[0].node);
-    if (source.op != OpKind::Input || !is_narrow_storage(source.dtype)) return false;
+    const bool stored = source.op == OpKind::Input ||
+                        (is_half(source.dtype) &&
+                         schedule_param(source.schedule, kInlineParam) == std::optional<int64_t>(0));
+    if (!stored || !is_narrow_storage(source.dtype)) return false;
     return schedule_param(n.schedule, kInlineParam) == std::optional<int64_t>(1);
   }
 

@@ -85,10 +85,18 @@ std::string micro_kernel(int64_t mr, int64_t nr) {
     }
   };
   w.line("const int64_t pairs = kc / 2;");
+  // Rows of A in order along k (a Linear's activations): a pair is one 32-bit load, which the
+  // compiler broadcasts from memory; else its two words are put together.
+  w.open("if (ak == 1)");
+  w.open("for (int64_t p = 0; p < pairs; p++)");
+  step("p", [](const std::string& a) { return "*(const lm_pair_word*)(" + a + " + 2 * p)"; });
+  w.close();
+  w.middle("} else {");
   w.open("for (int64_t p = 0; p < pairs; p++)");
   step("p", [](const std::string& a) {
     return "(uint32_t)" + a + "[2 * p * ak] | ((uint32_t)" + a + "[(2 * p + 1) * ak] << 16)";
   });
+  w.close();
   w.close();
   w.open("if (kc & 1)");  // the last k alone: its pair's high halves are 0 in A and B
   step("pairs", [](const std::string& a) { return "(uint32_t)" + a + "[2 * pairs * ak]"; });
@@ -124,7 +132,10 @@ std::string micro_kernel(int64_t mr, int64_t nr) {
 std::string bf16_dot_prelude(int64_t mr, int64_t nr, std::set<std::string>& seen) {
   std::string s;
   if (seen.insert(lane_vector(kLanes)).second) s += lane_vector_typedefs(kLanes);
-  if (seen.insert(kDot).second) s += dot_function();
+  if (seen.insert(kDot).second) {
+    s += "typedef unsigned int lm_pair_word __attribute__((aligned(2), may_alias));\n";
+    s += dot_function();
+  }
   for (int64_t rows = mr; rows >= 1; --rows) {
     if (seen.insert(bf16_dot_name(rows, nr)).second) s += micro_kernel(rows, nr);
   }

@@ -33,7 +33,8 @@ constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's
 // parameter, and where it is not the kernel packs after all). An unscheduled matmul has the
 // default tile. So a decode-shaped matmul (M = 1) prices the GEMV at about a fifth of the GEMM,
 // whose cost there is its packing, and below the GEMM of packed panels; timing decides between
-// those two. An 8-wide block on an AVX-512 machine prices at twice the 16-wide one.
+// those two. An 8-wide block on an AVX-512 machine prices at twice the 16-wide one; the bf16
+// dot products (bf16_dot 1) at half the k steps of the block they share.
 double CpuKernelCost::matmul(const egraph::MatmulSize& size,
                              const ScheduleParams& schedule) const {
   CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults(native_);
@@ -57,8 +58,11 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
   if (fmas + vecs + 1 > registers) cycles *= 1.5;
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
-  double b_cycles = tile.pack_b == 1 ? kStreamCycles : kPackCycles;
-  return blocks * size.k * cycles + b_elements * b_cycles;
+  // bf16 dot products (c/bf16_dot.cc): two k a step, B packed into pairs as the GEMM runs.
+  const bool dot = tile.bf16_dot == 1;
+  double depth = dot ? std::ceil(size.k / 2) : size.k;
+  double b_cycles = tile.pack_b == 1 && !dot ? kStreamCycles : kPackCycles;
+  return blocks * depth * cycles + b_elements * b_cycles;
 }
 
 // Stored (no inline 1: the generic price, a pass writing an f32 copy that every reader then

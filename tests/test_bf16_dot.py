@@ -141,3 +141,20 @@ def test_linear_rounds_x_to_bf16_only_for_a_bf16_weight():
         assert ("Cast bf16 %0" in text) == rounds, text
     with pytest.raises(lm.DTypeError, match="activations must be one of"):
         Linear(8, 3, activations="bf8")
+
+
+@needs_dot
+@pytest.mark.parametrize("m,k,n", [(1, 37, 45), (7, 64, 70), (130, 257, 200), (513, 96, 64)])
+def test_a_weight_laid_out_once_as_pairs_matches_torch(m, k, n):
+    """pack_b with bf16_dot: the weight's k pairs laid out at set_data (odd K: the last pair's
+    high half 0), read by every M; its bytes are the padded panels'."""
+    cx = lm.Graph()
+    x = cx.tensor((m, k), lm.bfloat16, "x")
+    w = cx.tensor((n, k), lm.bfloat16, "w", parameter=True)
+    y = scheduled(widened(x) @ widened(w).t(), [("bf16_dot", 1), ("pack_b", 1)]).output()
+    xt, wt = bf16((m, k), 7), bf16((n, k), 8)
+    rt, got = run(cx, [(x, xt), (w, wt)], y)
+    assert "lm_panels32" in rt.source
+    width = 64
+    assert rt.memory()["packed_input_bytes"] == -(-n // width) * width * (k + k % 2) * 2
+    close(got, expected(xt, wt.T))

@@ -17,7 +17,7 @@ int64_t PackedPanels::last_read() const {
 
 bool PackedPanels::operator==(const PackedPanels& o) const {
   return stored == o.stored && width == o.width && depth == o.depth && k == o.k && n == o.n &&
-         offset == o.offset && b_k == o.b_k && b_n == o.b_n;
+         offset == o.offset && b_k == o.b_k && b_n == o.b_n && pairs == o.pairs;
 }
 
 void settle_weight_layout(const Graph& graph, Program& program,

@@ -24,6 +24,10 @@ struct Program;
 // (k / depth) * depth * N' + (n / width) * rows * width + (k % depth) * width + n % width, with
 // N' = N rounded up to the width. So a task's panels of one k block are one contiguous run.
 // In B's storage dtype (a bf16 weight stays bf16, widened in the micro-kernel's registers).
+// With `pairs` (the bf16 dot products' panels, codegen/c/bf16_dot.cc) a panel row holds two k:
+// width 32-bit words (B[k, n], B[k + 1, n]), the k block's rows rounded up to even (the last
+// pair of an odd block 0 in its high half), so every offset above counts in those words, with
+// rows / 2 in place of rows and k / 2 in place of k.
 struct PackedPanels {
   DType stored = DType::F32;
   int64_t width = 0;  // columns a panel: the kernel's tile_n
@@ -33,9 +37,11 @@ struct PackedPanels {
   int64_t offset = 0;  // where B's (k, n) lies in the parameter's data
   int64_t b_k = 0;
   int64_t b_n = 0;
+  bool pairs = false;
 
   int64_t padded_n() const { return (n + width - 1) / width * width; }
-  int64_t elements() const { return padded_n() * k; }
+  // In B's elements (a pair's word holds two).
+  int64_t elements() const { return padded_n() * (pairs ? k + k % 2 : k); }
   // The largest element of the parameter's data the panels read, -1 when they read none.
   int64_t last_read() const;
   bool operator==(const PackedPanels& o) const;

@@ -231,7 +231,6 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
 std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
   if (cpu_schedule(k, native).pack_b != 1 || !takes_gemm(k, native)) return std::nullopt;
   if (is_quantized(k.matmul.b_stored)) return std::nullopt;  // packed as the GEMM runs
-  if (takes_bf16_dot(k, native)) return std::nullopt;  // packed into pairs as it runs
   const MatmulInfo& mm = k.matmul;
   const Value& b = k.values[mm.b];
   if (b.buffer == k.values[mm.a].buffer) return std::nullopt;
@@ -257,6 +256,7 @@ std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
   p.offset = *offset;
   p.b_k = *b_k;
   p.b_n = *b_n;
+  p.pairs = takes_bf16_dot(k, native);  // the bf16 dot products' panels of k pairs
   return p;
 }
 
@@ -293,7 +293,10 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + nr + ")");
   std::string bp = "lm_bp + (jr / " + nr + ") * kcur * " + nr;
   if (panel) bp = "lm_panels + pc * lm_padded_n + (n0 + jr) / " + nr + " * kcur * " + nr;
-  if (dot) bp = "lm_bp32 + (jr / " + nr + ") * ((kcur + 1) / 2) * " + nr;
+  if (dot) {
+    bp = (panel ? "lm_panels32 + pc / 2 * lm_padded_n + (n0 + jr) / " + nr
+                : "lm_bp32 + jr / " + nr) + " * ((kcur + 1) / 2) * " + nr;
+  }
   std::string args = "(kcur, " + a_args + ", " + bp + ", C + i * N + n0 + jr, N, rows, " +
                      "ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
   if (dot) {
@@ -396,8 +399,13 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
   emit_batch_bases(k, outer, b_type, w, a_base);
   if (panels) {
-    w.line("const " + b_type + "* restrict lm_panels = " +
-           CLikeRenderer::buffer_name(k.values[mm.b].buffer) + ";");
+    if (dot) {  // words of two bf16 (c/bf16_dot.cc)
+      w.line("const uint32_t* restrict lm_panels32 = (const uint32_t*)" +
+             CLikeRenderer::buffer_name(k.values[mm.b].buffer) + ";");
+    } else {
+      w.line("const " + b_type + "* restrict lm_panels = " +
+             CLikeRenderer::buffer_name(k.values[mm.b].buffer) + ";");
+    }
     w.line("(void)B;");
     w.line("const int64_t lm_padded_n = (N + " + nr + " - 1) / " + nr + " * " + nr + ";");
   }

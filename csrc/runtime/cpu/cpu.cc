@@ -173,6 +173,29 @@ void pack_panels(const PackedPanels& panels, const T* data, T* out) {
     }
   }
 }
+
+// The same for `pairs` panels of 16-bit elements: a row of a panel is `width` 32-bit words,
+// each two k of one column (the lower k in the low half; past the block's last k, 0).
+void pack_panel_pairs(const PackedPanels& panels, const uint16_t* data, uint32_t* out) {
+  const int64_t width = panels.width;
+  uint32_t* dst = out;
+  for (int64_t k0 = 0; k0 < panels.k; k0 += panels.depth) {
+    const int64_t rows = std::min(panels.depth, panels.k - k0);
+    for (int64_t n0 = 0; n0 < panels.n; n0 += width) {
+      const int64_t cols = std::min(width, panels.n - n0);
+      const uint16_t* block = data + panels.offset + k0 * panels.b_k + n0 * panels.b_n;
+      for (int64_t k = 0; k < rows; k += 2) {
+        const uint16_t* lo = block + k * panels.b_k;
+        for (int64_t j = 0; j < cols; ++j) {
+          const uint32_t hi = k + 1 < rows ? lo[panels.b_k + j * panels.b_n] : 0u;
+          dst[j] = static_cast<uint32_t>(lo[j * panels.b_n]) | hi << 16;
+        }
+        for (int64_t j = cols; j < width; ++j) dst[j] = 0;
+        dst += width;
+      }
+    }
+  }
+}
 }  // namespace
 
 void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType dtype,
@@ -188,7 +211,10 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
     }
     d.bytes = panels->second.elements() * static_cast<int64_t>(element);
     d.panels.reset(new uint8_t[static_cast<size_t>(d.bytes) + 1]);
-    if (element == 4) {
+    if (panels->second.pairs) {
+      pack_panel_pairs(panels->second, static_cast<const uint16_t*>(data),
+                       reinterpret_cast<uint32_t*>(d.panels.get()));
+    } else if (element == 4) {
       pack_panels(panels->second, static_cast<const uint32_t*>(data),
                   reinterpret_cast<uint32_t*>(d.panels.get()));
     } else {

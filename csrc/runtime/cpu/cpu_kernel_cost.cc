@@ -58,10 +58,9 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
   if (fmas + vecs + 1 > registers) cycles *= 1.5;
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
-  // bf16 dot products (c/bf16_dot.cc): two k a step, B packed into pairs as the GEMM runs.
-  const bool dot = tile.bf16_dot == 1;
-  double depth = dot ? std::ceil(size.k / 2) : size.k;
-  double b_cycles = tile.pack_b == 1 && !dot ? kStreamCycles : kPackCycles;
+  // bf16 dot products (c/bf16_dot.cc): two k a step.
+  double depth = tile.bf16_dot == 1 ? std::ceil(size.k / 2) : size.k;
+  double b_cycles = tile.pack_b == 1 ? kStreamCycles : kPackCycles;
   return blocks * depth * cycles + b_elements * b_cycles;
 }
 

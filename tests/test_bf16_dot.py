@@ -158,3 +158,20 @@ def test_a_weight_laid_out_once_as_pairs_matches_torch(m, k, n):
     width = 64
     assert rt.memory()["packed_input_bytes"] == -(-n // width) * width * (k + k % 2) * 2
     close(got, expected(xt, wt.T))
+
+
+def test_without_dot_products_no_rule_offers_them_and_the_kernels_build_without_them():
+    """dot_products=False ($LUMINAL_CPU_DOT_PRODUCTS=0): the switch that runs the paths of a
+    machine without AVX512-BF16 and VNNI on one that has them, so those paths can be tested."""
+    rt = CpuRuntime(dot_products=False)
+    assert not rt.dot_products
+    assert "cpu-matmul-bf16-dot" not in rt.rewrite_rules()
+    assert "-mno-avx512vnni" in _core.cpu_compile_flags(rt.vector_width, False)
+    cx = lm.Graph()
+    a = cx.tensor((5, 7), lm.bfloat16, "a")
+    b = cx.tensor((7, 9), lm.bfloat16, "b")
+    scheduled(widened(a) @ widened(b), [("bf16_dot", 1)]).output()
+    with pytest.raises(lm.CompileError, match="dot_products"):
+        rt._load(cx)
+    with pytest.raises(ValueError, match="dot_products must be True or False"):
+        CpuRuntime(dot_products="no")

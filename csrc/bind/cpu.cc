@@ -35,8 +35,9 @@ void set_data_borrowed(CpuRuntime& rt, NodeId input, const CpuArray& data, DType
 std::unique_ptr<CpuRuntime> make_cpu(const std::string& compiler,
                                      const std::vector<std::string>& extra_flags,
                                      const std::string& cache_dir, int threads,
-                                     int compile_jobs, int vector_width) {
-  CpuOptions o{compiler, extra_flags, cache_dir, threads, compile_jobs, vector_width};
+                                     int compile_jobs, int vector_width, bool dot_products) {
+  CpuOptions o{compiler, extra_flags, cache_dir, threads, compile_jobs, vector_width,
+               dot_products};
   return std::make_unique<CpuRuntime>(o);
 }
 }  // namespace
@@ -61,7 +62,7 @@ void init_cpu(nb::module_& m) {
       .def_ro("output_bytes", &CpuMemoryUse::output_bytes);
   nb::class_<CpuRuntime, Runtime>(m, "CpuRuntime")
       .def(nb::new_(&make_cpu), "compiler"_a, "extra_flags"_a, "cache_dir"_a, "threads"_a,
-           "compile_jobs"_a = 0, "vector_width"_a = 0)
+           "compile_jobs"_a = 0, "vector_width"_a = 0, "dot_products"_a = true)
       .def("set_data", &set_data_borrowed, "input"_a, "data"_a, "dtype"_a)
       .def_prop_ro("source", &CpuRuntime::source)
       .def_prop_ro("source_path", &CpuRuntime::source_path)
@@ -72,13 +73,18 @@ void init_cpu(nb::module_& m) {
       .def("memory", &CpuRuntime::memory)
       .def_prop_ro("threads", [](const CpuRuntime& rt) { return rt.options().threads; })
       .def_prop_ro("vector_width", [](const CpuRuntime& rt) { return rt.options().vector_width; })
+      .def_prop_ro("dot_products", [](const CpuRuntime& rt) { return rt.options().dot_products; })
       .def("program_text", [](const CpuRuntime& rt) { return rt.program().to_string(); });
   m.def(
       "cpu_compile_flags",
-      [](int vector_width) { return cpu_compile_flags(cpu_vector_width(vector_width)); },
-      "vector_width"_a = 0);
-  m.def("cpu_render", &cpu_render, "graph"_a, "choice"_a = TuningChoice{}, "vector_width"_a = 0);
-  m.def("cpu_rewrite_rules", &cpu_rewrite_rules, "vector_width"_a);
+      [](int vector_width, bool dot_products) {
+        return cpu_compile_flags(cpu_vector_width(vector_width), dot_products);
+      },
+      "vector_width"_a = 0, "dot_products"_a = true);
+  m.def("cpu_render", &cpu_render, "graph"_a, "choice"_a = TuningChoice{}, "vector_width"_a = 0,
+        "dot_products"_a = true);
+  m.def("cpu_rewrite_rules", &cpu_rewrite_rules, "vector_width"_a, "dot_products"_a = true);
+  m.def("cpu_has_bf16_dot", &cpu_has_bf16_dot);
   m.def("cpu_native_vector_width", &cpu_native_vector_width);
   nb::class_<KernelWork>(m, "KernelWork")
       .def_ro("root", &KernelWork::root)

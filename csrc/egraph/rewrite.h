@@ -17,6 +17,7 @@ namespace luminal::egraph {
 //   (nonneg ?x)       every element of x is >= 0 or NaN
 //   (int ?x)          x is Int or Bool;  (float ?x): x is f32, f16 or bf16
 //   (half ?x)         x is f16 or bf16
+//   (bf16 ?x)         x is bf16, or its class holds a Cast of a bf16 class (bf16 values widened)
 //   (parameter ?x)    x's class holds a parameter input (ir/graph.h), or a Cast of one
 //   (uniform ?x)      every element of x is one known value
 //   (not-const ?x)    x's class holds no Constant (nor a broadcast Cast of one)

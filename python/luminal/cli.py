@@ -111,7 +111,7 @@ def cmd_run(args) -> int:
 
     if os.path.isfile(args.model_dir) and args.model_dir.endswith(".gguf"):
         model = LlamaForCausalLM.from_gguf(args.model_dir, max_context=args.max_context,
-                                           activations=args.activations)
+                                           activations=args.activations or "q8_0")
         if args.tokenizer:
             tokenizer = load_tokenizer(args.tokenizer)
         else:
@@ -123,7 +123,8 @@ def cmd_run(args) -> int:
                                f"takes the Llama family (model_type one of "
                                f"{', '.join(sorted(FAMILIES))})")
         tokenizer = load_tokenizer(args.tokenizer or args.model_dir)
-        model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context)
+        model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context,
+                                                 activations=args.activations or "f32")
     rt = chosen_runtime(args)
     with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
                   f"(search {args.search})"):
@@ -307,10 +308,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--temperature", type=float, default=0.0, help="0 is greedy (default)")
     run.add_argument("--top-p", type=float, default=1.0)
     run.add_argument("--seed", type=int, default=None)
-    run.add_argument("--activations", choices=["q8_0", "f32"], default="q8_0",
+    run.add_argument("--activations", choices=["q8_0", "bf16", "f32"], default=None,
                      help="a .gguf file's quantized matrices multiply the Q8_0 round trip of "
-                          "their inputs, as llama.cpp (q8_0, the default: int8 dot products on "
-                          "the CPU) or the f32 inputs as they are (f32)")
+                          "their inputs, as llama.cpp (q8_0, the default for .gguf: int8 dot "
+                          "products on the CPU); a model directory's bf16 matrices their inputs "
+                          "rounded to bf16, as transformers' bf16 model (bf16: bf16 dot "
+                          "products on a CPU with AVX512-BF16); or the f32 inputs as they are "
+                          "(f32, the default for a model directory)")
     run.add_argument("--max-context", type=int, default=4096,
                      help="longest prompt + generation the KV cache holds (default: 4096)")
     run.set_defaults(func=cmd_run)

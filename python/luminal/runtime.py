@@ -349,12 +349,15 @@ class CpuRuntime(Runtime):
     (a list or a string). ``compile_jobs``: compiler processes run at once (default: the
     number of online CPUs). ``vector_width``: floats per vector the kernels are built for, 8 or
     16 (default: $LUMINAL_CPU_VECTOR_WIDTH where it is 8 or 16, else the machine's: 16 with
-    AVX-512); the default matmul block and the tilings offered follow it. Inputs set from
-    C-contiguous arrays of the right dtype are used in place, not copied.
+    AVX-512); the default matmul block and the tilings offered follow it. ``dot_products``:
+    whether kernels may use the machine's dot-product instructions (AVX512-BF16's bf16 pairs,
+    VNNI's int8) where it has them (default: $LUMINAL_CPU_DOT_PRODUCTS, '0' for no, else yes);
+    without them the kernels take the paths of a machine that lacks them (AVX2). Inputs set
+    from C-contiguous arrays of the right dtype are used in place, not copied.
     """
 
     def __init__(self, threads=None, compiler=None, cache_dir=None, extra_flags=None,
-                 compile_jobs=None, vector_width=None):
+                 compile_jobs=None, vector_width=None, dot_products=None):
         import os
         import shlex
 
@@ -395,9 +398,14 @@ class CpuRuntime(Runtime):
             vector_width = int(forced) if forced in ("8", "16") else 0  # 0: the machine's
         elif isinstance(vector_width, bool) or vector_width not in (8, 16):
             raise ValueError(f"CpuRuntime: vector_width must be 8 or 16, got {vector_width!r}")
+        if dot_products is None:
+            dot_products = os.environ.get("LUMINAL_CPU_DOT_PRODUCTS", "1") != "0"
+        elif not isinstance(dot_products, bool):
+            raise ValueError(f"CpuRuntime: dot_products must be True or False, got "
+                             f"{dot_products!r}")
         super().__init__(_core.CpuRuntime(compiler, list(extra_flags or []),
                                           os.path.abspath(os.fspath(cache_dir)), threads,
-                                          compile_jobs or 0, vector_width))
+                                          compile_jobs or 0, vector_width, dot_products))
         self._scratch = scratch  # removed when the runtime is
 
     @property
@@ -410,9 +418,15 @@ class CpuRuntime(Runtime):
         """Floats per vector the kernels are built for: 8 or 16."""
         return self._rt.vector_width
 
+    @property
+    def dot_products(self) -> bool:
+        """Whether kernels may use the machine's dot-product instructions."""
+        return self._rt.dot_products
+
     def _runs_as(self, program, choice) -> str:
         """The C this runtime would compile for ``program`` under ``choice``."""
-        return _core.cpu_render(program.graph, choice, self._rt.vector_width)
+        return _core.cpu_render(program.graph, choice, self._rt.vector_width,
+                                self._rt.dot_products)
 
     def memory(self) -> dict:
         """The bytes this runtime holds, by kind: ``borrowed_input_bytes`` (inputs read in

@@ -90,7 +90,7 @@ CpuSchedule cpu_schedule(const Kernel& kernel, int64_t native) {
 }
 
 void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
-                        int64_t native) {
+                        int64_t native, bool dot_products) {
   const std::string prefix = "cpu runtime: ";
   for (const auto& [name, value] : params) {
     const Param* known = find_param(name);
@@ -120,9 +120,9 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
   }
   if (s.pack_b > 1) throw CompileError(prefix + "pack_b must be 0 or 1 in " + where);
   if (s.bf16_dot > 1) throw CompileError(prefix + "bf16_dot must be 0 or 1 in " + where);
-  if (s.bf16_dot == 1 && (width != 16 || !cpu_has_bf16_dot())) {
+  if (s.bf16_dot == 1 && (width != 16 || !cpu_has_bf16_dot() || !dot_products)) {
     throw CompileError(prefix + "bf16_dot 1 needs 16-wide vectors on a machine with " +
-                       "AVX512-BF16 in " + where);
+                       "AVX512-BF16, its dot products allowed (dot_products), in " + where);
   }
   if (width != 4 && width != 8 && width != 16) {
     throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);

@@ -66,8 +66,10 @@ constexpr int64_t kCpuParallelWork = 32768;
 CpuSchedule cpu_schedule(const Kernel& kernel, int64_t native);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
-// the CPU does not know or a value out of its range on a machine of `native`-float vectors.
+// the CPU does not know or a value out of its range on a machine of `native`-float vectors,
+// or one asking for dot-product instructions (bf16_dot) that it lacks or, without
+// `dot_products` (CpuOptions::dot_products), may not use.
 void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
-                        int64_t native);
+                        int64_t native, bool dot_products = true);
 
 }  // namespace luminal

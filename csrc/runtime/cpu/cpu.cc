@@ -40,12 +40,13 @@ CpuRuntime::~CpuRuntime() { unload_program(loaded_); }
 namespace {
 // The program CpuRuntime of `vector_width`-float vectors runs for `graph` under `choice`, its
 // schedules checked (codegen/c/schedule.h).
-Program lower_for_cpu(const Graph& graph, const TuningChoice& choice, int64_t vector_width) {
-  check_cpu_schedule(choice.params, choice.to_string(), vector_width);
+Program lower_for_cpu(const Graph& graph, const TuningChoice& choice, int64_t vector_width,
+                      bool dot_products) {
+  check_cpu_schedule(choice.params, choice.to_string(), vector_width, dot_products);
   for (NodeId id : graph.topo_order()) {
     const Node& n = graph.node(id);
     if (!n.schedule.empty()) {
-      check_cpu_schedule(n.schedule, "node %" + std::to_string(id), vector_width);
+      check_cpu_schedule(n.schedule, "node %" + std::to_string(id), vector_width, dot_products);
     }
   }
   Program program = lower_graph(graph, choice.params);
@@ -67,7 +68,7 @@ ScheduleParams priced_schedule(const Kernel& k, int64_t vector_width) {
 std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
                                         const DynMap& dims, int threads, int vector_width) {
   const int64_t width = cpu_vector_width(vector_width);
-  Program program = lower_for_cpu(graph, choice, width);
+  Program program = lower_for_cpu(graph, choice, width, true);
   std::vector<KernelWork> work = kernel_work(program, dims);
   for (size_t i = 0; i < work.size(); ++i) {
     const Kernel& k = program.kernels[i];
@@ -92,13 +93,14 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
   return work;
 }
 
-std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vector_width) {
+std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vector_width,
+                       bool dot_products) {
   const int64_t width = cpu_vector_width(vector_width);
-  return CRenderer(width).render_split(lower_for_cpu(graph, choice, width)).text();
+  return CRenderer(width).render_split(lower_for_cpu(graph, choice, width, dot_products)).text();
 }
 
 void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
-  Program program = lower_for_cpu(graph, choice, options_.vector_width);
+  Program program = lower_for_cpu(graph, choice, options_.vector_width, options_.dot_products);
   CSplitProgram units = CRenderer(options_.vector_width).render_split(program);
   LoadedProgram loaded = load_program(units, options_);
   std::string source = units.text();
@@ -119,14 +121,15 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   compiled_ = true;
 }
 
-std::string cpu_rewrite_rules(int64_t vector_width) {
+std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products) {
   return runtime_rules("cpu.rules") +
          runtime_rules(vector_width >= 16 ? "cpu_tiles_v16.rules" : "cpu_tiles_v8.rules") +
-         (vector_width >= 16 && cpu_has_bf16_dot() ? runtime_rules("cpu_bf16.rules") : "");
+         (vector_width >= 16 && dot_products && cpu_has_bf16_dot() ? runtime_rules("cpu_bf16.rules")
+                                                                   : "");
 }
 
 std::string CpuRuntime::rewrite_rules() const {
-  return cpu_rewrite_rules(options_.vector_width);
+  return cpu_rewrite_rules(options_.vector_width, options_.dot_products);
 }
 
 std::shared_ptr<const egraph::KernelCost> CpuRuntime::kernel_cost() const {

@@ -21,7 +21,8 @@ namespace luminal {
 // The C that CpuRuntime of `vector_width` (CpuOptions::vector_width; 0: the machine's) would
 // compile for `graph` under `choice`: every unit of the split program (CSplitProgram::text),
 // rendered without compiling (codegen checks and diffs).
-std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vector_width = 0);
+std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vector_width = 0,
+                       bool dot_products = true);
 
 // The work of each kernel CpuRuntime would run for `graph` under `choice` (kernel/kernel_work.h),
 // with `parallel` set where the kernel runs in an OpenMP region and `team` the threads it
@@ -35,8 +36,8 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
 // (CpuOptions::vector_width): rules/cpu.rules, and the matmul tilings of
 // that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules), and from
 // 16 on, on a machine with AVX512-BF16 (cpu_has_bf16_dot), the bf16 dot products
-// (rules/cpu_bf16.rules).
-std::string cpu_rewrite_rules(int64_t vector_width);
+// (rules/cpu_bf16.rules) unless `dot_products` is off (CpuOptions::dot_products).
+std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products = true);
 
 // The bytes a CpuRuntime holds, by kind. Each input is counted once, by the bytes it reads.
 struct CpuMemoryUse {

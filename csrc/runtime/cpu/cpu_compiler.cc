@@ -28,17 +28,23 @@ int64_t cpu_vector_width(int requested) {
   return requested > 0 ? requested : cpu_native_vector_width();
 }
 
-std::vector<std::string> cpu_compile_flags(int64_t vector_width) {
+std::vector<std::string> cpu_compile_flags(int64_t vector_width, bool dot_products) {
   // With AVX-512 the loops GCC vectorizes on its own (elementwise, reductions, row kernels)
   // take 512-bit vectors too, as the matmul blocks do (its default for -march=native is 256).
   std::vector<std::string> flags = {"-O3", "-march=native", "-fopenmp", "-fPIC",
                                     "-fno-math-errno", "-fno-trapping-math"};
   if (vector_width == 16) flags.push_back("-mprefer-vector-width=512");
+  // Without dot products the kernels take their AVX2 paths, as on a machine without them.
+  if (!dot_products) {
+    for (const char* f : {"-mno-avx512vnni", "-mno-avxvnni", "-mno-avx512bf16"}) {
+      flags.push_back(f);
+    }
+  }
   return flags;
 }
 
-std::vector<std::string> cpu_link_flags(int64_t vector_width) {
-  std::vector<std::string> flags = cpu_compile_flags(vector_width);
+std::vector<std::string> cpu_link_flags(int64_t vector_width, bool dot_products) {
+  std::vector<std::string> flags = cpu_compile_flags(vector_width, dot_products);
   std::replace(flags.begin(), flags.end(), std::string("-O3"), std::string("-O0"));
   return flags;
 }
@@ -218,9 +224,9 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
   const std::string& dir = options.cache_dir;
   if (dir.empty()) throw CompileError("cpu runtime: no cache directory given");
   const int64_t width = cpu_vector_width(options.vector_width);
-  std::vector<std::string> flags = cpu_compile_flags(width);
+  std::vector<std::string> flags = cpu_compile_flags(width, options.dot_products);
   flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
-  std::vector<std::string> link_flags = cpu_link_flags(width);
+  std::vector<std::string> link_flags = cpu_link_flags(width, options.dot_products);
   link_flags.insert(link_flags.end(), options.extra_flags.begin(), options.extra_flags.end());
   std::string toolchain = compiler_identity(options.compiler) + "\n";
   for (const std::string& f : flags) toolchain += f + " ";

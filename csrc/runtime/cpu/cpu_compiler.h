@@ -23,6 +23,8 @@ struct CpuOptions {
   int compile_jobs = 0;                   // compiler processes at once; 0: online CPUs
   int vector_width = 0;                   // floats per vector the kernels are built for, 8 or
                                           // 16; 0: the machine's (cpu_native_vector_width)
+  bool dot_products = true;  // the machine's dot-product instructions where it has them
+                             // (AVX512-BF16, VNNI); false: none, the kernels' AVX2 paths
 };
 
 // `requested` (CpuOptions::vector_width), or the machine's where it is 0.
@@ -30,11 +32,11 @@ int64_t cpu_vector_width(int requested);
 
 // The flags every compile and link uses (before CpuOptions::extra_flags) for kernels of
 // `vector_width`-float vectors (cpu_vector_width); an object's compile adds -c, the link -shared.
-std::vector<std::string> cpu_compile_flags(int64_t vector_width);
+std::vector<std::string> cpu_compile_flags(int64_t vector_width, bool dot_products = true);
 // The link's flags, which compile the driver: cpu_compile_flags at -O0. The driver only calls
 // the kernels in order, so optimizing it buys nothing, and its compile grows with the program
 // (a 16-layer model's driver took longer at -O3 than any of its kernels).
-std::vector<std::string> cpu_link_flags(int64_t vector_width);
+std::vector<std::string> cpu_link_flags(int64_t vector_width, bool dot_products = true);
 
 // What one load_program did.
 struct CompileStats {

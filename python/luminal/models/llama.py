@@ -97,17 +97,29 @@ class LlamaForCausalLM(Module):
         return logits if cap is None else (logits * (1.0 / cap)).tanh() * cap
 
     @classmethod
-    def from_pretrained(cls, model_dir, max_context: int | None = 4096, dtype=None):
+    def from_pretrained(cls, model_dir, max_context: int | None = 4096, dtype=None,
+                        activations: str = "f32"):
         """Config and lazily mapped weights of a Hugging Face directory of a Llama-family model
         (its model_type one of decoder_config.FAMILIES). Weights keep their file dtype (f32,
-        f16 or bf16) unless ``dtype`` says otherwise."""
+        f16 or bf16) unless ``dtype`` says otherwise. ``activations`` 'bf16' multiplies each
+        bf16 matrix with its input rounded to bf16, as a bf16 model does in transformers (the
+        CPU then multiplies bf16 pairs where the machine can); 'f32' (the default) with its
+        input as is."""
         model_dir, config, weights = open_pretrained(model_dir, DecoderConfig)
         if dtype is None:
             dtype = weights_dtype(weights, "model.embed_tokens.weight")
         model = cls(config, max_context, dt.to_dtype(dtype))
         model.weights = weights
         model.model_dir = model_dir
+        model._set_activations(activations, "from_pretrained")
         return model
+
+    def _set_activations(self, activations: str, where: str) -> None:
+        """Every Linear's ``activations`` (nn.layers.activations_for)."""
+        self.activations = check_activations(activations, where)
+        for _, module in self.named_modules():
+            if isinstance(module, Linear):
+                module.activations = activations
 
     @classmethod
     def from_gguf(cls, path, max_context: int | None = 4096, dtype=None,
@@ -137,10 +149,7 @@ class LlamaForCausalLM(Module):
             stored = model.weights.file_dtype(name)
             if dt.is_quantized(stored) or stored in (dt.float16, dt.bfloat16):
                 p.dtype = stored
-        model.activations = check_activations(activations, "from_gguf")
-        for _, module in model.named_modules():
-            if isinstance(module, Linear):
-                module.activations = activations
+        model._set_activations(activations, "from_gguf")
         model.model_dir = str(path)
         return model
 

@@ -180,7 +180,8 @@ def _path(cache_dir: str, runtime) -> str:
     key = hashlib.sha256(f"{FORMAT} {runtime._rt.name} {cache.device_name(runtime)} "
                          f"{cache.core_identity()} "
                          f"threads {threads_of(runtime)} "
-                         f"vector {vector_width_of(runtime)}".encode()).hexdigest()
+                         f"vector {vector_width_of(runtime)} "
+                         f"dots {getattr(runtime._rt, 'dot_products', True)}".encode()).hexdigest()
     return os.path.join(cache_dir, f"cost-model-{key[:24]}.json")
 
 

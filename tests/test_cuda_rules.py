@@ -8,7 +8,7 @@ import luminal as lm
 from luminal import _core, cuda
 
 from matmul_cases import scheduled
-from test_runtime_rules import matmul, saturate, schedule_of
+from test_runtime_rules import matmul, rewrites, saturate, schedule_of
 
 
 CUDA_RULES = _core.parse_rules(cuda.rewrite_rules("sm_90"), "cuda.rules")
@@ -44,18 +44,6 @@ def test_cuda_offers_reductions_and_matmuls_and_tensor_cores_from_sm_80():
     assert set(CUDA_RULE_NAMES) - set(older) == {"cuda-matmul-tensor-cores"}
     with pytest.raises(ValueError, match="sm_XX"):
         cuda.rewrite_rules("gfx90a")
-
-
-def rewrites(rules, this, schedule):
-    """Whether `rules` make `this` and `this` with `schedule` one class (never without them)."""
-    that = scheduled(this, schedule)
-    this.output()
-    that.output()
-    g, roots, _ = saturate(this.graph, [])
-    assert not g.equivalent(*roots)
-    g, roots, report = saturate(this.graph, rules)
-    assert report.rejected_merges == 0
-    return g.equivalent(*roots)
 
 
 @pytest.mark.parametrize("name", CUDA_RULE_NAMES)

@@ -18,7 +18,10 @@ CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules()
 CPU_RULE_NAMES = [r.name for r in CPU_RULES]
 MATMUL_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-matmul-")]
 INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
-STORE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-store-")]
+STORE_RULES = [r for r in CPU_RULES
+               if r.name.startswith("cpu-store-") and r.name != "cpu-store-rounded"]
+# The bf16 dot products (rules/cpu_bf16.rules), on machines with AVX512-BF16 only.
+BF16_RULES = [r for r in CPU_RULES if "bf16-dot" in r.name or r.name == "cpu-store-rounded"]
 THREAD_RULES = [r for r in CPU_RULES if r.name.startswith(("cpu-serial-", "cpu-two-threads-"))]
 REDUCTIONS = {"sum": lambda x: x.sum(-1), "max": lambda x: x.amax(-1)}
 WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
@@ -52,6 +55,18 @@ def saturate(cx, rules):
     return g, roots, report
 
 
+def rewrites(rules, this, schedule):
+    """Whether `rules` make `this` and `this` with `schedule` one class (never without them)."""
+    that = scheduled(this, schedule)
+    this.output()
+    that.output()
+    g, roots, _ = saturate(this.graph, [])
+    assert not g.equivalent(*roots)
+    g, roots, report = saturate(this.graph, rules)
+    assert report.rejected_merges == 0
+    return g.equivalent(*roots)
+
+
 def matmul(cx, m=5, k=7, n=9):
     a = cx.tensor((m, k), name="a")
     b = cx.tensor((k, n), name="b")
@@ -68,9 +83,11 @@ def test_cpu_offers_matmul_tilings_and_inlining():
                                                  "cpu-row-sum"]
     assert len(ATTENTION_RULES) == 1
     assert len(QUANT_DOT_RULES) == 1
-    assert len(MATMUL_RULES) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
-        len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) + len(QUANT_DOT_RULES) == \
-        len(CPU_RULES)
+    assert len(BF16_RULES) in (0, 6)
+    plain_matmul = [r for r in MATMUL_RULES if r not in BF16_RULES]
+    assert len(plain_matmul) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
+        len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) + len(QUANT_DOT_RULES) + \
+        len(BF16_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -92,6 +109,13 @@ def cpu_rule_case(cx, name):
     if name == "cpu-quant-int8":  # quantized activations times a Q4_0 weight
         w = cx.tensor((9, 64), lm.dtype.q4_0, parameter=True)
         return F.quantize_activations(cx.tensor((5, 64), name="x")) @ w.to(lm.float32).t()
+    if name.endswith("bf16-dot-half-product"):  # the f32 sum of a bf16 product
+        a, b = cx.tensor((5, 7), lm.bfloat16), cx.tensor((7, 9), lm.bfloat16)
+        return (a.unsqueeze(-1) * b.unsqueeze(-3)).to(lm.float32).sum(-2)
+    if "bf16-dot" in name:  # bf16 values widened to f32 (B a parameter for the panels)
+        a = cx.tensor((5, 7), lm.bfloat16, "a")
+        b = cx.tensor((7, 9), lm.bfloat16, "b", parameter="packed" in name)
+        return a.to(lm.float32) @ b.to(lm.float32)
     if "prologue" in name:  # a norm's rows times a weight (a parameter for the panels)
         x = F.rms_norm(cx.tensor((5, 16), name="x"), (16,))
         return x @ cx.tensor((16, 9), name="w", parameter="packed" in name)
@@ -103,9 +127,15 @@ def cpu_rule_case(cx, name):
 @pytest.mark.parametrize("name", CPU_RULE_CASES)
 def test_cpu_rule_this_gives_that(name):
     cx = lm.Graph()
-    this = cpu_rule_case(cx, name)
     rule = next(r for r in CPU_RULES if r.name == name.split(":")[0])
-    that = scheduled(this, schedule_of(rule))
+    if name == "cpu-store-rounded":  # the rounding stored, its Cast to f32 widened in readers
+        x = cx.tensor((5, 7), name="x")
+        this = x.to(lm.bfloat16).to(lm.float32)
+        that = scheduled(scheduled(x.to(lm.bfloat16), [("inline", 0)]).to(lm.float32),
+                         [("inline", 1)])
+    else:
+        this = cpu_rule_case(cx, name)
+        that = scheduled(this, schedule_of(rule))
     this.output()
     that.output()
     g, (r_this, r_that), _ = saturate(cx, [])
@@ -126,6 +156,9 @@ def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     (cx.tensor((6, 32)) @ q.to(lm.float32).t()).output()
     (F.quantize_activations(cx.tensor((6, 32))) @ q.to(lm.float32).t()).output()
     (F.rms_norm(cx.tensor((6, 32)), (32,)) @ cx.tensor((32, 5), parameter=True)).output()
+    # a bf16 model's Linear (x rounded to bf16) and a bf16 matmul (the f32 sum of its product)
+    (cx.tensor((6, 4)).to(lm.bfloat16).to(lm.float32) @ b[0].to(lm.float32).t()).output()
+    (cx.tensor((6, 4), lm.bfloat16) @ cx.tensor((4, 5), lm.bfloat16)).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied

@@ -28,6 +28,7 @@ constexpr CondName kConds[] = {
     {"pow2", CondKind::Pow2, 1},         {"attention", CondKind::Attention, 3},
     {"quant-dot", CondKind::QuantDot, 3}, {"prologue", CondKind::Prologue, 3},
     {"read-once", CondKind::ReadOnce, 1}, {"bf16", CondKind::Bf16, 1},
+    {"rounds-to-bf16", CondKind::RoundsToBf16, 1},
 };
 
 Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where) {
@@ -43,7 +44,7 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     int* slots[2] = {&cond.x, &cond.y};
     bool labelled = c.kind == CondKind::Matmul || c.kind == CondKind::Attention ||
                     c.kind == CondKind::QuantDot || c.kind == CondKind::Prologue;
-    if (c.kind == CondKind::ReadOnce) {  // (read-once r): a label, no variables
+    if (c.kind == CondKind::ReadOnce || c.kind == CondKind::RoundsToBf16) {  // a label only
       const SExpr& l = e.items[1];
       cond.label = l.is_list ? -1 : scope.label(l.atom, false);
       if (cond.label < 0) return fail("the operand is a label bound on the left");
@@ -269,6 +270,11 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
       case CondKind::ReadOnce:
         ok = read_only_by(g, x.cls, s.labels[c.label]);
         break;
+      case CondKind::RoundsToBf16: {
+        const AttrId a = s.labels[c.label];
+        ok = a >= 0 && g.attr(a).node.op == OpKind::Cast && g.attr(a).node.dtype == DType::BF16;
+        break;
+      }
       case CondKind::Pow2: {
         int exponent = 0;
         ok = d.uniform.has_value() && *d.uniform != 0 && std::isfinite(*d.uniform) &&

@@ -18,6 +18,7 @@ namespace luminal::egraph {
 //   (int ?x)          x is Int or Bool;  (float ?x): x is f32, f16 or bf16
 //   (half ?x)         x is f16 or bf16
 //   (bf16 ?x)         x is bf16, or its class holds a Cast of a bf16 class (bf16 values widened)
+//   (rounds-to-bf16 c)  the node labelled c on the left is a Cast to bf16
 //   (parameter ?x)    x's class holds a parameter input (ir/graph.h), or a Cast of one
 //   (uniform ?x)      every element of x is one known value
 //   (not-const ?x)    x's class holds no Constant (nor a broadcast Cast of one)
@@ -37,7 +38,7 @@ namespace luminal::egraph {
 //                     (kernel/prologue.h: the lowering checks the rest)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue, ReadOnce, Bf16
+  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue, ReadOnce, Bf16, RoundsToBf16
 };
 
 struct Condition {

@@ -20,7 +20,7 @@ from luminal.nn import Linear
 import cuda_emu
 from conftest import CPU_CACHE
 from matmul_cases import TORCH, scheduled
-from test_runtime_rules import rewrites, saturate, schedule_of
+from test_runtime_rules import cpu_rule_case, rewrites, saturate, schedule_of
 
 EPILOGUE = [("epilogue", 1)]
 CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(), "cpu.rules")
@@ -33,7 +33,9 @@ EPILOGUE_RULES = [r for r in list(CPU_RULES) + list(CUDA_RULES)
 
 def rule_case(cx, rule):
     """The matmul a rule rewrites: f32, a half matmul's f32 sum of its products, or one whose B
-    is a parameter."""
+    is a parameter; the bf16 dot products' (of bf16 values) as test_runtime_rules builds them."""
+    if "bf16-dot" in rule.name:
+        return cpu_rule_case(cx, rule.name)
     if "Cast" in rule.text.split("(schedule")[0]:
         a = cx.tensor((5, 7), lm.bfloat16)
         b = cx.tensor((7, 9), lm.bfloat16)

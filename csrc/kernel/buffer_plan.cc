@@ -51,8 +51,9 @@ class Planner {
         uses[e.node]++;
         readers[e.node].push_back(id);
         bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
-        // The 16-bit values a Cast widens in its readers are stored, computed or not.
-        if (widened_in_readers(id)) forced[e.node] = true;
+        // The computed 16-bit values a Cast widens in its readers are stored (rounding x to
+        // bf16 for a bf16 dot product: rules/cpu_bf16.rules), as an input is.
+        if (widened_in_readers(id) && g_.node(e.node).op != OpKind::Input) forced[e.node] = true;
         // A Gather's data is a buffer, or a widened Cast of one (an embedding table kept
         // quantized or in 16 bits: the Gather widens the rows it takes, lower.cc).
         if (n.op == OpKind::Gather && k == 0 && !widened_in_readers(e.node)) {

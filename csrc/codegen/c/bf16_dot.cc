@@ -101,28 +101,7 @@ std::string micro_kernel(int64_t mr, int64_t nr) {
   w.open("if (kc & 1)");  // the last k alone: its pair's high halves are 0 in A and B
   step("pairs", [](const std::string& a) { return "(uint32_t)" + a + "[2 * pairs * ak]"; });
   w.close();
-  w.open("if (rows == " + std::to_string(mr) + " && cols == " + std::to_string(nr) + ")");
-  for (int64_t r = 0; r < mr; ++r) {
-    for (int64_t j = 0; j < nv; ++j) {
-      const std::string at = "c + " + std::to_string(r) + " * ldc + " + std::to_string(j * kLanes);
-      w.line("if (first) *(" + kFloats + "u*)(" + at + ") = " + acc(r, j) + "; else *(" +
-             kFloats + "u*)(" + at + ") += " + acc(r, j) + ";");
-    }
-  }
-  w.line("return;");
-  w.close();
-  w.line("float t[" + std::to_string(mr) + "][" + std::to_string(nr) + "];");
-  for (int64_t r = 0; r < mr; ++r) {
-    for (int64_t j = 0; j < nv; ++j) {
-      w.line("*(" + kFloats + "u*)(t[" + std::to_string(r) + "] + " +
-             std::to_string(j * kLanes) + ") = " + acc(r, j) + ";");
-    }
-  }
-  w.open("for (int64_t r = 0; r < rows; r++)");
-  w.open("for (int64_t j = 0; j < cols; j++)");
-  w.line("c[r * ldc + j] = first ? t[r][j] : c[r * ldc + j] + t[r][j];");
-  w.close();
-  w.close();
+  emit_block_store(mr, nr, kLanes, "rows", "cols", w);
   w.close();
   return w.str();
 }

@@ -152,29 +152,7 @@ std::string micro_kernel(const Tiles& t, DType panel) {
       }
     }
   }
-  w.open("if (mr == " + std::to_string(t.mr) + " && nr == " + std::to_string(t.nr) + ")");
-  for (int64_t r = 0; r < t.mr; ++r) {
-    for (int64_t j = 0; j < nv; ++j) {
-      std::string acc = "c" + std::to_string(r) + "_" + std::to_string(j);
-      std::string p = "(" + v + "u*)(c + " + std::to_string(r) + " * ldc + " +
-                      std::to_string(j * t.vw) + ")";
-      w.line("if (first) *" + p + " = " + acc + "; else *" + p + " += " + acc + ";");
-    }
-  }
-  w.line("return;");
-  w.close();
-  w.line("float t[" + std::to_string(t.mr) + "][" + std::to_string(t.nr) + "];");
-  for (int64_t r = 0; r < t.mr; ++r) {
-    for (int64_t j = 0; j < nv; ++j) {
-      w.line("*(" + v + "u*)(t[" + std::to_string(r) + "] + " + std::to_string(j * t.vw) +
-             ") = c" + std::to_string(r) + "_" + std::to_string(j) + ";");
-    }
-  }
-  w.open("for (int64_t r = 0; r < mr; r++)");
-  w.open("for (int64_t j = 0; j < nr; j++)");
-  w.line("c[r * ldc + j] = first ? t[r][j] : c[r * ldc + j] + t[r][j];");
-  w.close();
-  w.close();
+  emit_block_store(t.mr, t.nr, t.vw, "mr", "nr", w);
   w.close();
   return w.str();
 }

@@ -74,6 +74,13 @@ std::string f16_load_function(int64_t width);
 // (Kernel::panels). A kernel that reads packed panels takes no GEMV path.
 std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native);
 
+// The end of a micro-kernel whose `mr` x `nr` block of f32 sums lies in vectors c<r>_<j> of
+// `vw` floats: stored into c (rows ldc apart; added to it unless `first`) whole where the
+// block's real `rows` x `cols` (C expressions) are all of it, else through a tile on the stack,
+// past them left alone.
+void emit_block_store(int64_t mr, int64_t nr, int64_t vw, const std::string& rows,
+                      const std::string& cols, CodeWriter& w);
+
 // Whether the GEMM of `k` multiplies bf16 pairs in hardware (c/bf16_dot.cc): its schedule has
 // bf16_dot 1 (checked against the machine by check_cpu_schedule), A and B are bf16 values (each
 // widened to f32, or their product widened), A is loaded, not computed or quantized, and the

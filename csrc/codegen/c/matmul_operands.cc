@@ -49,6 +49,35 @@ bool takes_gemm(const Kernel& k, int64_t native) {
   return true;
 }
 
+void emit_block_store(int64_t mr, int64_t nr, int64_t vw, const std::string& rows,
+                      const std::string& cols, CodeWriter& w) {
+  const std::string v = float_vector(vw) + "u";
+  auto acc = [](int64_t r, int64_t j) { return "c" + std::to_string(r) + "_" + std::to_string(j); };
+  w.open("if (" + rows + " == " + std::to_string(mr) + " && " + cols + " == " +
+         std::to_string(nr) + ")");
+  for (int64_t r = 0; r < mr; ++r) {
+    for (int64_t j = 0; j < nr / vw; ++j) {
+      const std::string p = "(" + v + "*)(c + " + std::to_string(r) + " * ldc + " +
+                            std::to_string(j * vw) + ")";
+      w.line("if (first) *" + p + " = " + acc(r, j) + "; else *" + p + " += " + acc(r, j) + ";");
+    }
+  }
+  w.line("return;");
+  w.close();
+  w.line("float t[" + std::to_string(mr) + "][" + std::to_string(nr) + "];");
+  for (int64_t r = 0; r < mr; ++r) {
+    for (int64_t j = 0; j < nr / vw; ++j) {
+      w.line("*(" + v + "*)(t[" + std::to_string(r) + "] + " + std::to_string(j * vw) +
+             ") = " + acc(r, j) + ";");
+    }
+  }
+  w.open("for (int64_t r = 0; r < " + rows + "; r++)");
+  w.open("for (int64_t j = 0; j < " + cols + "; j++)");
+  w.line("c[r * ldc + j] = first ? t[r][j] : c[r * ldc + j] + t[r][j];");
+  w.close();
+  w.close();
+}
+
 std::string float_vector(int64_t width) { return "lm_vf" + std::to_string(width); }
 
 std::string float_vector_typedefs(int64_t width) {

@@ -134,6 +134,10 @@ def test_graphs_rounding_computed_activations_are_told_apart():
     assert lm._core.rounds_computed_activations(graph(lambda x: quantize_activations(x.exp())))
     assert not lm._core.rounds_computed_activations(graph(quantize_activations))
     assert not lm._core.rounds_computed_activations(graph(lambda x: x.exp()))
+    # bf16 activations (Linear(activations="bf16")): of a computed value, not of an input
+    bf16 = lambda x: x.to(lm.bfloat16).to(lm.float32)  # noqa: E731
+    assert lm._core.rounds_computed_activations(graph(lambda x: bf16(x.exp())))
+    assert not lm._core.rounds_computed_activations(graph(bf16))
 
 
 def test_init_scaled_check_inputs_shrink_parameter_matrices_only():

@@ -263,6 +263,17 @@ bool rounds_computed_activations(const Graph& g) {
       std::optional<QaMatch> m = match_q8_0_activations(qa, e.node);
       if (m && g.node(static_cast<NodeId>(m->x.id)).op != OpKind::Input) return true;
     }
+    // A computed f32 value rounded to 16 bits and widened again (Linear(activations="bf16"));
+    // not the f16 scale inside a Q8_0 round trip.
+    if (match_q8_0_activations(qa, id)) continue;
+    for (const Edge& e : n.inputs) {
+      const Node& widened = g.node(e.node);
+      if (widened.op != OpKind::Cast || widened.dtype != DType::F32) continue;
+      const Node& rounded = g.node(widened.inputs[0].node);
+      if (rounded.op != OpKind::Cast || !is_half(rounded.dtype)) continue;
+      const Node& x = g.node(rounded.inputs[0].node);
+      if (x.op != OpKind::Input && x.dtype == DType::F32) return true;
+    }
   }
   return false;
 }

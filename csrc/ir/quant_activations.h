@@ -45,10 +45,11 @@ struct QaMatch {
 // Whether `out` (shape (..., K / 32, 32)) is the Q8_0 round trip of some x.
 std::optional<QaMatch> match_q8_0_activations(const QaGraph& g, int64_t out);
 
-// Whether `g` rounds a value it computes (not one of its inputs) to Q8_0 activations that a
-// Mul reads (a matmul's product): a rounding that moves by a whole quantization step wherever
-// a sum upstream is reassociated, so that equivalent programs of such a graph differ there by
-// more than rounding (python/luminal/search_check.py compares their outputs normwise).
+// Whether `g` rounds a value it computes (not one of its inputs) to Q8_0 activations, or to
+// f16/bf16 and back to f32, that a Mul reads (a matmul's product): a rounding that moves by a
+// whole step wherever a sum upstream is reassociated, so that equivalent programs of such a
+// graph differ there by more than rounding (python/luminal/search/check.py compares their
+// outputs normwise).
 bool rounds_computed_activations(const Graph& g);
 
 // The HLIR graph as a QaGraph (constants: Constant nodes, through same-dtype Casts).

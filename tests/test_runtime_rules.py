@@ -256,7 +256,7 @@ def test_the_vector_width_can_be_set_by_the_environment(width):
 
     code = ("import luminal as lm; from luminal import _core; rt = lm.CpuRuntime(); "
             "print(rt.vector_width); "
-            "print(rt.rewrite_rules() == _core.cpu_rewrite_rules(%s))" % width)
+            "print(rt.rewrite_rules() == _core.cpu_rewrite_rules(%s, rt.dot_products))" % width)
     env = dict(os.environ, LUMINAL_CPU_VECTOR_WIDTH=width)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout.split()
@@ -269,7 +269,7 @@ def test_the_vector_width_can_be_passed_in(width):
     the machine (C++ reads no environment: the width comes down in the runtime's options)."""
     rt = lm.CpuRuntime(cache_dir=CPU_CACHE, vector_width=width)
     assert rt.vector_width == width
-    assert rt.rewrite_rules() == _core.cpu_rewrite_rules(width)
+    assert rt.rewrite_rules() == _core.cpu_rewrite_rules(width, rt.dot_products)
     cx = lm.Graph()
     a, b, y = matmul(cx, 13, 11, 40)
     y.output()

@@ -15,8 +15,8 @@ from luminal.nn import Linear
 from conftest import CpuRuntime
 from matmul_cases import scheduled
 
-HAS_DOT = lm.CpuRuntime(cache_dir="").vector_width == 16 and \
-    "cpu-matmul-bf16-dot" in lm.CpuRuntime(cache_dir="").rewrite_rules()
+_MACHINE = lm.CpuRuntime(cache_dir="")
+HAS_DOT = _MACHINE.vector_width == 16 and "cpu-matmul-bf16-dot" in _MACHINE.rewrite_rules()
 needs_dot = pytest.mark.skipif(not HAS_DOT, reason="no AVX512-BF16 on this machine")
 SHAPES = [(1, 37, 45), (7, 64, 64), (13, 31, 130), (128, 100, 67), (513, 258, 70)]
 

@@ -46,14 +46,15 @@ class Planner {
       const Node& n = g_.node(id);
       row_kind_[id] = row_kind(id);
       index_arithmetic_[id] = index_arithmetic(id);
+      // The computed 16-bit values a Cast widens in its readers are stored (rounding x to
+      // bf16 for a bf16 dot product: rules/cpu_bf16.rules), as an input is.
+      const bool widens = widened_in_readers(id);
       for (size_t k = 0; k < n.inputs.size(); ++k) {
         const Edge& e = n.inputs[k];
         uses[e.node]++;
         readers[e.node].push_back(id);
         bool in_readers = widened_in_readers(e.node) || row_kind_[e.node] == RowKind::kRow;
-        // The computed 16-bit values a Cast widens in its readers are stored (rounding x to
-        // bf16 for a bf16 dot product: rules/cpu_bf16.rules), as an input is.
-        if (widened_in_readers(id) && g_.node(e.node).op != OpKind::Input) forced[e.node] = true;
+        if (widens && g_.node(e.node).op != OpKind::Input) forced[e.node] = true;
         // A Gather's data is a buffer, or a widened Cast of one (an embedding table kept
         // quantized or in 16 bits: the Gather widens the rows it takes, lower.cc).
         if (n.op == OpKind::Gather && k == 0 && !widened_in_readers(e.node)) {

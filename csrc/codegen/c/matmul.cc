@@ -227,8 +227,9 @@ std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
   if (!offset || !depth || !columns || !b_k || !b_n) return std::nullopt;
   PackedPanels p;
   p.stored = mm.b_stored;
-  p.width = tiles_of(k, native).nr;
-  p.depth = tiles_of(k, native).kc;
+  const Tiles t = tiles_of(k, native);
+  p.width = t.nr;
+  p.depth = t.kc;
   p.k = *depth;
   p.n = *columns;
   p.offset = *offset;

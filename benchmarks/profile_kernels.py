@@ -84,16 +84,19 @@ class Rows:
 class LlamaStep:
     """A step of a Llama directory's CausalLMSession: ``tokens`` new after ``past`` cached."""
 
-    def __init__(self, threads, path, past, tokens, search, activations=None):
+    def __init__(self, threads, path, past, tokens, search, activations=None,
+                 search_tokens=None):
         from luminal.models import AutoModelForCausalLM, CausalLMSession, LlamaForCausalLM
 
+        extra = {"activations": activations} if activations else {}
         if path.endswith(".gguf"):
-            model = LlamaForCausalLM.from_gguf(path, max_context=past + tokens + 1,
-                                               **({"activations": activations} if activations
-                                                  else {}))
+            model = LlamaForCausalLM.from_gguf(path, max_context=past + tokens + 1, **extra)
         else:
-            model = AutoModelForCausalLM.from_pretrained(path, max_context=past + tokens + 1)
-        session = CausalLMSession(model, lm.CpuRuntime(threads=threads), search=search)
+            model = AutoModelForCausalLM.from_pretrained(path, max_context=past + tokens + 1,
+                                                         **extra)
+        dims = None if search_tokens is None else {"s": search_tokens, "p": 0}
+        session = CausalLMSession(model, lm.CpuRuntime(threads=threads), search=search,
+                                  search_dims=dims)
         rng = np.random.default_rng(0)
         vocab = model.config.vocab_size
         if past:
@@ -146,7 +149,7 @@ def workload(args):
         return YOLOStep(args.threads, args.yolo, args.imgsz)
     if args.llama:
         return LlamaStep(args.threads, args.llama, args.past, args.tokens, args.search,
-                         args.activations)
+                         args.activations, args.search_tokens)
     if args.model == "minilm":
         return MiniLM(args.threads, args.texts)
     return Rows(args.threads, args.model)
@@ -161,10 +164,12 @@ def main():
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--llama", metavar="DIR", help="a Llama directory (config, safetensors) or "
                    "a llama.cpp .gguf file")
-    p.add_argument("--activations", help="a .gguf model's activations (from_gguf's)")
+    p.add_argument("--activations", help="the activations (from_gguf's, from_pretrained's)")
     p.add_argument("--past", type=int, default=1000)
     p.add_argument("--tokens", type=int, default=1)
     p.add_argument("--search", type=int, default=1)
+    p.add_argument("--search-tokens", type=int, help="search at a prefill of this many tokens "
+                   "(default: at a decode step)")
     p.add_argument("--yolo", metavar="SCALE", help="YOLOv8 of this scale (n, s, m, ...)")
     p.add_argument("--imgsz", type=int, default=640)
     p.add_argument("--gpt", action="store_true", help="a train step of the character GPT")

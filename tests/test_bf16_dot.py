@@ -117,6 +117,27 @@ def test_the_search_times_the_bf16_dot_and_keeps_a_correct_program():
     close(rt.get(y), expected(xt.to(torch.bfloat16), wt.T))
 
 
+@needs_dot
+def test_the_cost_models_pick_stores_the_rounding_the_bf16_dot_reads():
+    """Untimed (budget 1), a bf16 Linear at prefill (x rounded to bf16) takes the bf16 dot
+    products on the rounding stored as bf16 words (inline 0): the model prices that rounding's
+    pass below the default's, which recomputes it in the matmul's every load of A."""
+    cx = lm.Graph()
+    x = cx.tensor((130, 192), name="x")
+    lin = Linear(192, 96, bias=False, dtype=lm.bfloat16, activations="bf16")
+    y = lin(x).output()
+    rt = cx.search(CpuRuntime(), 1, cache=False, progress=False)
+    winner = cx.last_search_report.winner_program
+    assert "(bf16_dot 1)" in winner and "(Cast bf16" in winner, winner
+    rounding = next(line for line in winner.splitlines() if "(Cast bf16" in line)
+    assert "(inline 0)" in rounding, winner
+    xt, wt = torch.randn(130, 192), bf16((96, 192), 9)
+    rt.set_data(x, xt)
+    rt.set_data(lin.weight.tensor(cx), wt)
+    rt.execute({})
+    close(rt.get(y), expected(xt.to(torch.bfloat16), wt.T))
+
+
 def test_the_rule_is_offered_only_where_the_machine_multiplies_bf16_pairs():
     rules = lm.CpuRuntime(cache_dir="", vector_width=8).rewrite_rules()
     assert "cpu-matmul-bf16-dot" not in rules

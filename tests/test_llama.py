@@ -101,6 +101,13 @@ def test_session_searches_at_a_decode_step_and_serves_the_prefill_too(tmp_path):
     assert CausalLMSession(long).graph.dyn_map == {"s": 1, "p": min(DECODE_CONTEXT, 127)}
     chosen = CausalLMSession(model, search_dims={"s": 9, "p": 3})
     assert chosen.graph.dyn_map == {"s": 9, "p": 3}
+    # a bf16 model rounding its activations to bf16 is searched at a prefill (its GEMMs of
+    # bf16 dot products are found there), capped by its context; an f32 one at decode
+    rounding = LlamaForCausalLM.from_pretrained(tmp_path, max_context=32, dtype="bfloat16",
+                                                activations="bf16")
+    assert CausalLMSession(rounding).graph.dyn_map == {"s": 32, "p": 0}
+    f32 = LlamaForCausalLM.from_pretrained(tmp_path, max_context=32, activations="bf16")
+    assert CausalLMSession(f32).graph.dyn_map == {"s": 1, "p": 31}
 
 
 def test_decode_logits_match_transformers_step_by_step(tmp_path):

@@ -1,7 +1,7 @@
 // CostModel::node_cost: per-op weights (transcendentals cost more than adds) times elements,
 // plus reads priced by their view: contiguous 1, strided 1.5, padded 2, a broadcast scalar 0.1.
-// An f32 matmul and a Cast widening a 16-bit float are priced by the runtime's KernelCost
-// where one is given (the CPU's: runtime/cpu/cpu_kernel_cost.cc).
+// An f32 matmul and a Cast widening a 16-bit float or rounding to one are priced by the
+// runtime's KernelCost where one is given (the CPU's: runtime/cpu/cpu_kernel_cost.cc).
 #include "egraph/cost.h"
 
 #include <algorithm>
@@ -97,6 +97,13 @@ double CostModel::plain_cost(const EGraph& g, const ENode& n) const {
       g.attr(n.attr).node.dtype == DType::F32) {
     double count = elements(g.view(n.children[0].view).dims);
     if (double c = kernel_cost->widen(count, g.attr(n.attr).node.schedule); c >= 0) return c;
+  }
+  if (n.op == OpKind::Cast && kernel_cost && g.data(n.children[0].cls).dtype == DType::F32 &&
+      is_half(g.attr(n.attr).node.dtype)) {
+    double count = elements(g.view(n.children[0].view).dims);
+    if (double c = kernel_cost->narrow(count, g.attr(n.attr).node.schedule); c >= 0) {
+      return launch + c;
+    }
   }
   if (is_reduce(n.op)) {
     return launch + elements(g.view(n.children[0].view).dims) * (1 + read(n.children[0]));

@@ -3,8 +3,8 @@
 // broadcast reads priced differently. Sizes are evaluated with representative symbol values.
 // A matmul (egraph/matmul_shape.h) is priced by the runtime's KernelCost when it has one (an
 // estimate of its kernel under the node's schedule, which ranks tilings the search then
-// times), and so is a Cast widening a 16-bit float (stored as an f32 copy or widened in its
-// readers). A reduction computed in its readers, once per row (schedule row 1 or 2), costs no
+// times), and so are a Cast widening a 16-bit float (stored as an f32 copy or widened in its
+// readers) and one rounding to it (stored in 16 bits or recomputed in its readers). A reduction computed in its readers, once per row (schedule row 1 or 2), costs no
 // launch of its own. The model knows no runtime: a runtime hands its KernelCost in
 // (Runtime::kernel_cost).
 #pragma once
@@ -40,6 +40,13 @@ struct KernelCost {
   // A Cast of `elements` from f16/bf16 to f32 built with the node's own `schedule`, launch
   // included; < 0 (the default): priced as any other node.
   virtual double widen(double elements, const ScheduleParams& schedule) const {
+    (void)elements;
+    (void)schedule;
+    return -1;
+  }
+  // A Cast of `elements` from f32 to f16/bf16 (a rounding) built with the node's own
+  // `schedule`, launch excluded; < 0 (the default): priced as any other node.
+  virtual double narrow(double elements, const ScheduleParams& schedule) const {
     (void)elements;
     (void)schedule;
     return -1;

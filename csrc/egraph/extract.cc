@@ -60,6 +60,13 @@ bool differs_only_in_inline(const EGraph& g, const ENode& a, const ENode& b) {
   return schedule_without_inline(g, a) == schedule_without_inline(g, b);
 }
 
+// The own cost of node `node` of class `cls` and of its children's current picks.
+double near(const Table& t, size_t cls, size_t node) {
+  double c = t.local[cls][node];
+  for (int k : t.kids[cls][node]) c += t.pick[k] >= 0 ? t.local[k][t.pick[k]] : kInf;
+  return c;
+}
+
 Table make_table(const EGraph& g, const CostModel& model) {
   Table t;
   t.ids = g.classes();
@@ -98,9 +105,11 @@ Table make_table(const EGraph& g, const CostModel& model) {
         for (int k : t.kids[i][j]) c += t.best[k];
         // Tree costs count a shared subgraph once per path to it, so deep in a many-layer
         // model they dwarf any one node's cost: within the rounding margin of the total, the
-        // node of lower own cost wins (a kernel alternative over the same children).
+        // node of lower own cost plus its children's picks' own costs wins (a kernel
+        // alternative over the same children, or one over a differently scheduled child:
+        // a rounding stored in 16 bits rather than recomputed in its reader).
         bool tie = t.pick[i] >= 0 && c <= t.best[i] * (1 + 1e-12) &&
-                   t.local[i][j] < t.local[i][t.pick[i]] * (1 - 1e-9);
+                   near(t, i, j) < near(t, i, t.pick[i]) * (1 - 1e-9);
         if (c < t.best[i] * (1 - 1e-12) || tie || (t.pick[i] < 0 && c < kInf)) {
           t.best[i] = c;
           t.pick[i] = static_cast<int>(j);

@@ -21,7 +21,8 @@ from .errors import LuminalError
 # --runtime choice -> the class name luminal exports for it (when the build has it)
 _RUNTIMES = {"native": "NativeRuntime", "cpu": "CpuRuntime", "cuda": "CudaRuntime"}
 # run's default --search: the cost model's pick, two alternatives and the combination of the
-# fastest kernels, timed at a decode step (models.generation.decode_dims). On a Llama with 2
+# fastest kernels, timed at the model's step (models.generation.search_dims_of: a decode
+# step, or a prefill for a bf16 model with bf16 activations). On a Llama with 2
 # of the 1B's 16 layers it adds about 10 s to a 22 s cold compile on 2 cores; a cached
 # choice costs nothing.
 RUN_SEARCH = 4

@@ -17,6 +17,7 @@ namespace {
 constexpr double kPackCycles = 2.0;    // GEMM: B read (strided where b_n != 1) into panels
 constexpr double kStreamCycles = 0.5;  // GEMV: B read once, in order (4 bytes of f32)
 constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's registers
+constexpr double kNarrowCycles = 1.0;  // an f32 element rounded and stored in 16 bits
 }  // namespace
 
 // In cycles, on a machine whose vectors hold `native` floats (CpuOptions::vector_width): an
@@ -73,6 +74,19 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
 double CpuKernelCost::widen(double elements, const ScheduleParams& schedule) const {
   if (schedule_param(schedule, kInlineParam) != std::optional<int64_t>(1)) return -1;
   return elements * kWidenCycles;
+}
+
+// Stored in its own dtype (inline 0: rules/cpu_bf16.rules' cpu-store-rounded): one pass
+// reading 4 bytes an element and writing 2 (two thirds of the generic pass's price, which
+// counts a Cast's work and its read), after which every reader reads 2 bytes an element
+// and a matmul of bf16 dot products (bf16_dot 1) its words directly. The default (no inline 0,
+// the generic price of a pass) recomputes the rounding in each reader, which stores it as f32
+// or, for such a matmul, rounds its A on every load. So the model's pick stores a rounding that
+// is widened again (a bf16 model's activations) and feeds its matmuls bf16 words; timing
+// decides.
+double CpuKernelCost::narrow(double elements, const ScheduleParams& schedule) const {
+  if (schedule_param(schedule, kInlineParam) != std::optional<int64_t>(0)) return -1;
+  return elements * kNarrowCycles;
 }
 
 }  // namespace luminal

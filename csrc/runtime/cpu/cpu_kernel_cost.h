@@ -1,5 +1,5 @@
 // CpuKernelCost: what CpuRuntime hands the search's cost model (Runtime::kernel_cost): its
-// prices of a matmul under a tile and of a 16-bit widening, for a machine of a given vector
+// prices of a matmul under a tile and of a 16-bit widening and rounding, for a machine of a given vector
 // width. The runtime's, not the renderer's: codegen knows no cost model.
 #pragma once
 
@@ -15,6 +15,7 @@ class CpuKernelCost final : public egraph::KernelCost {
   explicit CpuKernelCost(int64_t native) : native_(native) {}
   double matmul(const egraph::MatmulSize& size, const ScheduleParams& schedule) const override;
   double widen(double elements, const ScheduleParams& schedule) const override;
+  double narrow(double elements, const ScheduleParams& schedule) const override;
 
  private:
   int64_t native_;

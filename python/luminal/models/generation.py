@@ -24,6 +24,10 @@ from ..runtime import NativeRuntime
 DECODE_CONTEXT = 256
 
 
+# The prompt a session's search is timed at when its model asks for a prefill (search_step).
+PREFILL_TOKENS = 128
+
+
 def decode_dims(model) -> dict:
     """The dims of a typical decode step of ``model``: one new token (s = 1) after
     DECODE_CONTEXT cached ones (p), or fewer where the model's context is shorter."""
@@ -32,13 +36,34 @@ def decode_dims(model) -> dict:
     return {"s": 1, "p": past}
 
 
+def prefill_dims(model) -> dict:
+    """The dims of a prompt of PREFILL_TOKENS (fewer where the context is shorter), none
+    cached."""
+    limit = getattr(model, "max_context", None)
+    return {"s": PREFILL_TOKENS if limit is None else max(1, min(PREFILL_TOKENS, limit)),
+            "p": 0}
+
+
+def search_dims_of(model) -> dict:
+    """Where a session's search times ``model``: its ``search_step`` ("decode", the default,
+    or "prefill"). One program serves both steps, and the search times one of them. A decode
+    step is most of generation's time, and its kernels also serve a prompt where the
+    matrices are streamed either way (f32 and quantized weights: on a 2-layer Llama-1B shape,
+    the program searched at a prefill decodes 2-11% slower and prefills no faster). A bf16
+    model whose activations are rounded to bf16 has GEMMs of bf16 dot products on packed
+    weights that decode as fast as its GEMVs but prefill ten times faster than them, which a
+    search at decode never sees: it asks for the prefill (llama.py's _set_activations)."""
+    step = getattr(model, "search_step", "decode")
+    return prefill_dims(model) if step == "prefill" else decode_dims(model)
+
+
 class CausalLMSession:
     """``model`` (a Module taking ids and caches, with ``make_caches``) compiled on
     ``runtime``, its weights set once. ``step(ids)`` runs a chunk and returns its logits.
 
     One program serves the prefill and every decode step; its search (``search``: the
-    candidates timed) binds the symbols to ``search_dims``, by default a decode step
-    (decode_dims): decode is most of generation's time."""
+    candidates timed) binds the symbols to ``search_dims``, by default the model's step
+    (search_dims_of: a decode step unless the model asks for a prefill)."""
 
     def __init__(self, model, runtime=None, search: int = 1, batch: int = 1,
                  all_logits: bool = False, weights=None, search_dims: dict | None = None):
@@ -49,7 +74,7 @@ class CausalLMSession:
         self.ids = cx.tensor((batch, "s"), dt.int32, "input_ids")
         self.caches = model.make_caches(cx, batch, "p")
         self.logits = model(self.ids, self.caches, last_only=not all_logits).output()
-        for name, value in (decode_dims(model) if search_dims is None else search_dims).items():
+        for name, value in (search_dims_of(model) if search_dims is None else search_dims).items():
             cx.set_dim(name, value)
         runtime = runtime if runtime is not None else NativeRuntime()
         self.runtime = cx.search(runtime, search)

@@ -78,6 +78,8 @@ class LlamaForCausalLM(Module):
             self.lm_head = Linear(config.hidden_size, config.vocab_size, False, dtype)
         self.weights = None
         self.activations = "f32"  # of a tied head (activations_for), as its Linears'
+        self.dtype = dt.to_dtype(dtype)
+        self.search_step = "decode"  # where a session's search times it (_set_activations)
 
     def make_caches(self, graph, batch=1, past="p"):
         c = self.config
@@ -115,8 +117,12 @@ class LlamaForCausalLM(Module):
         return model
 
     def _set_activations(self, activations: str, where: str) -> None:
-        """Every Linear's ``activations`` (nn.layers.activations_for)."""
+        """Every Linear's ``activations`` (nn.layers.activations_for). bf16 activations of a
+        bf16 model make the search time a prefill (generation.search_dims_of): its GEMMs of bf16 dot products
+        decode as fast as the GEMVs a decode step would pick, and prefill far faster."""
         self.activations = check_activations(activations, where)
+        rounds = activations == "bf16" and self.dtype == dt.bfloat16
+        self.search_step = "prefill" if rounds else "decode"
         for _, module in self.named_modules():
             if isinstance(module, Linear):
                 module.activations = activations

@@ -93,16 +93,15 @@ double CostModel::plain_cost(const EGraph& g, const ENode& n) const {
   if (n.op == OpKind::SumReduce && g.data(n.children[0].cls).dtype == DType::F32) {
     if (double c = matmul_cost(g, n); c >= 0) return c;
   }
-  if (n.op == OpKind::Cast && kernel_cost && is_narrow_storage(g.data(n.children[0].cls).dtype) &&
-      g.attr(n.attr).node.dtype == DType::F32) {
+  if (n.op == OpKind::Cast && kernel_cost) {  // a widening or a rounding, as the runtime prices
+    DType from = g.data(n.children[0].cls).dtype;
+    DType to = g.attr(n.attr).node.dtype;
+    const ScheduleParams& schedule = g.attr(n.attr).node.schedule;
     double count = elements(g.view(n.children[0].view).dims);
-    if (double c = kernel_cost->widen(count, g.attr(n.attr).node.schedule); c >= 0) return c;
-  }
-  if (n.op == OpKind::Cast && kernel_cost && g.data(n.children[0].cls).dtype == DType::F32 &&
-      is_half(g.attr(n.attr).node.dtype)) {
-    double count = elements(g.view(n.children[0].view).dims);
-    if (double c = kernel_cost->narrow(count, g.attr(n.attr).node.schedule); c >= 0) {
-      return launch + c;
+    if (is_narrow_storage(from) && to == DType::F32) {
+      if (double c = kernel_cost->widen(count, schedule); c >= 0) return c;
+    } else if (from == DType::F32 && is_half(to)) {
+      if (double c = kernel_cost->narrow(count, schedule); c >= 0) return launch + c;
     }
   }
   if (is_reduce(n.op)) {

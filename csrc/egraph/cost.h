@@ -4,8 +4,9 @@
 // A matmul (egraph/matmul_shape.h) is priced by the runtime's KernelCost when it has one (an
 // estimate of its kernel under the node's schedule, which ranks tilings the search then
 // times), and so are a Cast widening a 16-bit float (stored as an f32 copy or widened in its
-// readers) and one rounding to it (stored in 16 bits or recomputed in its readers). A reduction computed in its readers, once per row (schedule row 1 or 2), costs no
-// launch of its own. The model knows no runtime: a runtime hands its KernelCost in
+// readers) and one rounding to it (stored in 16 bits or recomputed in its readers). A
+// reduction computed in its readers, once per row (schedule row 1 or 2), costs no launch of
+// its own. The model knows no runtime: a runtime hands its KernelCost in
 // (Runtime::kernel_cost).
 #pragma once
 

@@ -1,6 +1,6 @@
 // CpuKernelCost: what CpuRuntime hands the search's cost model (Runtime::kernel_cost): its
-// prices of a matmul under a tile and of a 16-bit widening and rounding, for a machine of a given vector
-// width. The runtime's, not the renderer's: codegen knows no cost model.
+// prices of a matmul under a tile and of a 16-bit widening and rounding, for a machine of a
+// given vector width. The runtime's, not the renderer's: codegen knows no cost model.
 #pragma once
 
 #include <cstdint>

@@ -412,3 +412,73 @@ def test_int8_dot_products_on_vnni_avx2_and_plain_c(march, tmp_path):
     subprocess.run([cc, "-O2", f"-march={march}", "-Wno-psabi", str(tmp_path / "dot.c"), "-o",
                     str(exe)], check=True)
     assert subprocess.run([str(exe)], capture_output=True, text=True).stdout.strip() == "ok"
+
+
+# ---- the int8 GEMM (rule cpu-quant-int8-gemm: quant_dot 1 with int8_gemm 1) --------------------
+
+int8_gemm = pytest.mark.skipif(not (_core.cpu_has_int8_dot() and CpuRuntime().vector_width == 16
+                                    and CpuRuntime().dot_products),
+                               reason="needs AVX512-VNNI and 16-wide vectors")
+
+
+def int8_gemm_linear(dtype, k, n, batch=None, silu=False):
+    """quant_linear's product scheduled quant_dot 1 with int8_gemm 1 (and its SiLU, where
+    asked)."""
+    cx = lm.Graph()
+    x = cx.tensor(("m", k) if batch is None else (batch, "m", k), name="x")
+    w = cx.tensor((n, k), dtype, name="w", parameter=True)
+    wf = scheduled(w.to(lm.float32), [("inline", 1)])
+    y = scheduled(quantize_activations(x) @ wf.t(), [("quant_dot", 1), ("int8_gemm", 1)])
+    return cx, x, w, (lm.nn.functional.silu(y) if silu else y).output()
+
+
+@int8_gemm
+@pytest.mark.parametrize("dtype", KERNEL_TYPES, ids=str)
+@pytest.mark.parametrize("blocks,n", [(1, 7), (3, 45), (5, 33)])
+def test_int8_gemm_matches_gguf_for_every_m(dtype, blocks, n):
+    """Odd N (not a multiple of the 32-column panel), K of 1, 3 and 5 blocks (past one k block
+    of 256 for the 32-value types), M of one row, the GEMV's last, and past it: 9, a partial
+    block of 4 rows (13), 128 and 513."""
+    k = blocks * max(lm._core.block_values(dtype), 128)
+    cx, x, w, y = int8_gemm_linear(dtype, k, n)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_qmm_{lm.dtype.name(dtype)}_" in rt.source
+    raw = random_weight(dtype, n, k, seed=blocks)
+    rt.set_storage(w, raw)
+    for m in (1, 7, 8, 9, 13, 128, 513):
+        xs = scaled_rows(m, k, seed=m)
+        rt.set_data(x, xs)
+        rt.execute({"m": m})
+        check_product(rt.get(y), xs, raw, dtype)
+
+
+@int8_gemm
+@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q4_k], ids=str)
+def test_int8_gemm_of_a_batch_of_one_matches_torch(dtype):
+    """A model's (1, s, k) input (its batch loop folds into the rows) and the SiLU of the
+    product, against torch on gguf-py's round trip and dequantized weight."""
+    torch = pytest.importorskip("torch")
+    k, n, m = 512, 70, 37
+    cx, x, w, y = int8_gemm_linear(dtype, k, n, batch=1, silu=True)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_qmm_{lm.dtype.name(dtype)}_" in rt.source
+    raw = random_weight(dtype, n, k, seed=9)
+    rt.set_storage(w, raw)
+    xs = scaled_rows(m, k, seed=2).reshape(1, m, k)
+    rt.set_data(x, xs)
+    rt.execute({"m": m})
+    xq = torch.from_numpy(gguf_round_trip(xs.reshape(m, k))).double()
+    wd = torch.from_numpy(dequantize(raw, dtype)).double()
+    want = torch.nn.functional.silu(xq @ wd.T)
+    got = torch.from_numpy(np.asarray(rt.get(y), np.float64).reshape(m, n))
+    # check_product's bound on the product, times SiLU's steepest slope (1.1)
+    bound = 1.1e-5 * (xq.abs() @ wd.abs().T) + 1e-30
+    assert torch.all((got - want).abs() <= bound), (got - want).abs().max()
+
+
+def test_int8_gemm_is_refused_without_vnni_or_dot_products():
+    cx, x, w, y = int8_gemm_linear(lm.dtype.q8_0, 64, 5)
+    with pytest.raises(lm.CompileError, match="int8_gemm 1 needs"):
+        CpuRuntime(dot_products=False)._load(cx)

@@ -299,6 +299,39 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string
 
 }  // namespace
 
+void emit_gemm_tasks(int64_t mr, int64_t nr, int64_t ncmax, CodeWriter& w) {
+  const std::string m = std::to_string(mr);
+  const std::string n = std::to_string(nr);
+  w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
+  w.line("nc = (nc + " + n + " - 1) / " + n + " * " + n + ";");
+  w.line("if (nc > " + std::to_string(ncmax) + ") nc = " + std::to_string(ncmax) + ";");
+  w.line("const int64_t lm_nblocks = nc > 0 ? (N + nc - 1) / nc : 0;  /* N == 0: no work */");
+  w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
+  w.line("const int64_t lm_mtiles = (M + " + m + " - 1) / " + m + ";");
+  w.line("int64_t lm_mchunks = 1;");
+  // Split rows only when the (batch, n block) tasks do not already share out evenly: each
+  // task of a split packs the same B panels again.
+  w.line("if (lm_outer > 0 && lm_outer % lm_threads != 0 && lm_outer < 2 * lm_threads) "
+         "lm_mchunks = (2 * lm_threads + lm_outer - 1) / lm_outer;");
+  w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
+  w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + m + ";");
+}
+
+void open_gemm_task_loop(CodeWriter& w) {
+  w.line("#pragma omp for schedule(static)");
+  w.open("for (int64_t lm_task = 0; lm_task < lm_outer * lm_mchunks; lm_task++)");
+  w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
+  w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
+  w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
+}
+
+void emit_gemm_task_bounds(CodeWriter& w) {
+  w.line("const int64_t n0 = lm_jb * nc;");
+  w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");
+  w.line("const int64_t m0 = lm_mc * lm_mrows;");
+  w.line("const int64_t m1 = m0 + lm_mrows < M ? m0 + lm_mrows : M;");
+}
+
 void CRenderer::emit_matmul_epilogue(const Kernel& k, int outer, const std::string& rows_from,
                                      const std::string& rows_to, const std::string& cols_from,
                                      const std::string& cols_to, CodeWriter& w) const {
@@ -344,19 +377,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   std::string b_type = storage_type(mm.b_stored);
   const bool quantized = renders_quant_gemv(k, vector_width_);
   const bool dot = takes_bf16_dot(k, vector_width_);
-  w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
-  w.line("nc = (nc + " + nr + " - 1) / " + nr + " * " + nr + ";");
-  w.line("if (nc > " + ncmax + ") nc = " + ncmax + ";");
-  w.line("const int64_t lm_nblocks = nc > 0 ? (N + nc - 1) / nc : 0;  /* N == 0: no work */");
-  w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
-  w.line("const int64_t lm_mtiles = (M + " + mr + " - 1) / " + mr + ";");
-  w.line("int64_t lm_mchunks = 1;");
-  // Split rows only when the (batch, n block) tasks do not already share out evenly: each
-  // task of a split packs the same B panels again.
-  w.line("if (lm_outer > 0 && lm_outer % lm_threads != 0 && lm_outer < 2 * lm_threads) "
-         "lm_mchunks = (2 * lm_threads + lm_outer - 1) / lm_outer;");
-  w.line("if (lm_mchunks > lm_mtiles) lm_mchunks = lm_mtiles > 0 ? lm_mtiles : 1;");
-  w.line("const int64_t lm_mrows = (lm_mtiles + lm_mchunks - 1) / lm_mchunks * " + mr + ";");
+  emit_gemm_tasks(t.mr, t.nr, t.nc, w);
   std::string team = omp_team(k, "M * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
@@ -371,11 +392,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
     w.line("float* lm_ap = (float*)malloc(sizeof(float) * " + mr + " * " + kc + ");");
     w.line("float* lm_rs = (float*)malloc(sizeof(float) * (lm_mrows * " + stats + " + 1));");
   }
-  w.line("#pragma omp for schedule(static)");
-  w.open("for (int64_t lm_task = 0; lm_task < lm_outer * lm_mchunks; lm_task++)");
-  w.line("const int64_t lm_mc = lm_task % lm_mchunks;");
-  w.line("const int64_t lm_jb = (lm_task / lm_mchunks) % lm_nblocks;");
-  w.line("const int64_t lm_bt = lm_task / lm_mchunks / lm_nblocks;");
+  open_gemm_task_loop(w);
   emit_batch_bases(k, outer, b_type, w, a_base);
   if (panels) {
     if (dot) {  // words of two bf16 (c/bf16_dot.cc)
@@ -388,10 +405,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
     w.line("(void)B;");
     w.line("const int64_t lm_padded_n = (N + " + nr + " - 1) / " + nr + " * " + nr + ";");
   }
-  w.line("const int64_t n0 = lm_jb * nc;");
-  w.line("const int64_t ncols = N - n0 < nc ? N - n0 : nc;");
-  w.line("const int64_t m0 = lm_mc * lm_mrows;");
-  w.line("const int64_t m1 = m0 + lm_mrows < M ? m0 + lm_mrows : M;");
+  emit_gemm_task_bounds(w);
   if (mm.a_computed && !mm.a_rows.empty()) {
     w.open("for (int64_t lm_er = m0; lm_er < m1; lm_er++)");
     emit_row_vars(k, outer, "lm_er", w);

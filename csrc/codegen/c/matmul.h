@@ -94,6 +94,15 @@ std::string bf16_dot_name(int64_t rows, int64_t nr);
 // 0), zero-padded to nr columns, at lm_bp32 + (jr / nr) * ((kcur + 1) / 2) * nr.
 void emit_bf16_pack_panel(int64_t nr, CodeWriter& w);
 
+// The GEMMs' split of the work into tasks (c/matmul.cc, c/quant_int8_gemm.cc), after the
+// matmul's sizes and lm_threads: (batch, n block of nc columns, a multiple of `nr` up to
+// `ncmax`, m chunk of whole blocks of `mr` rows). open_gemm_task_loop opens the loop over them
+// (threads take whole tasks; lm_bt the batch), emit_gemm_task_bounds names a task's columns
+// [n0, n0 + ncols) and rows [m0, m1).
+void emit_gemm_tasks(int64_t mr, int64_t nr, int64_t ncmax, CodeWriter& w);
+void open_gemm_task_loop(CodeWriter& w);
+void emit_gemm_task_bounds(CodeWriter& w);
+
 // Whether `k`, a matmul the C renderer takes, also gets the f32 GEMV path: its schedule sets
 // gemv_rows, B is contiguous along k and not in blocks (those take c/quant.cc's GEMV), and M
 // is not known to be above gemv_rows.

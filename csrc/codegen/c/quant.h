@@ -52,6 +52,13 @@ std::string quant_tile_name(DType dtype, int64_t width);
 std::string quant_tile_function(DType dtype, int64_t width);
 void emit_quant_pack_panel(DType stored, int64_t width, int64_t nr, CodeWriter& w);
 
+// Whether quantized-activation kernel `k` (MatmulInfo::a_q8_0) multiplies the rows past the
+// int8 GEMV's in int8 too (c/quant_int8_gemm.cc): its schedule has int8_gemm 1 (checked
+// against the machine by check_cpu_schedule) and it has no batch loops but those that fold
+// into its rows. Its micro-kernels and panel packing, those `seen` lacks.
+bool takes_int8_gemm(const Kernel& k, int64_t native);
+std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen);
+
 // Whether the C renderer runs matmul kernel `k` by its quantized GEMV path: an f32 matmul
 // whose B is a quantized buffer widened by a Cast (a Linear's weight W(N, K) in blocks), read
 // in whole blocks along k (b_k == 1, K, b_n and B's offset multiples of the block), A f32 and

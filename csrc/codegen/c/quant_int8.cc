@@ -297,6 +297,7 @@ std::string CRenderer::quant_int8_prelude(const Kernel& k, std::set<std::string>
   if (seen.insert("lm_dot_us").second) s += kDotHelpers;
   if (seen.insert("lm_q8_0_quantize_row").second) s += kQuantizeRow;
   if (seen.insert(block_name(w)).second) s += block_function(w) + dot4_function(w);
+  if (takes_int8_gemm(k, vector_width_)) s += int8_gemm_prelude(k, seen);
   return s;
 }
 
@@ -319,7 +320,8 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   const bool wide = outer == 0;  // the GEMM path takes rows am apart, no batch loops
   const int64_t most = schedule_of(k).gemv_rows > 0 ? schedule_of(k).gemv_rows : kInt8Rows;
   w.line(std::string("const int lm_wide = ") + (wide ? "M > " + str(most) : "0") + ";");
-  w.line("float* lm_xf = lm_wide ? (float*)malloc(sizeof(float) * M * am + 64) : 0;");
+  const bool int8 = takes_int8_gemm(k, vector_width_);  // past `most` rows (c/quant_int8_gemm.cc)
+  if (!int8) w.line("float* lm_xf = lm_wide ? (float*)malloc(sizeof(float) * M * am + 64) : 0;");
   std::string team = omp_team(k, "lm_batches * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
@@ -333,9 +335,13 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("lm_q8_0_quantize_row(A + lm_task % M * am, K, (signed char*)lm_row, "
          "(float*)(lm_row + K), (float*)(lm_row + K + K / 32 * 4));");
   w.open("if (lm_wide)");
-  w.line("const float* restrict lm_d = (const float*)(lm_row + K);");
-  w.line("for (int64_t j = 0; j < K; j++) lm_xf[lm_task * am + j] = "
-         "(float)((signed char*)lm_row)[j] * lm_d[j / 32];");
+  if (int8) {  // q + 128, the int8 GEMM's unsigned bytes
+    w.line("for (int64_t j = 0; j < K; j++) lm_row[j] = (char)((unsigned char)lm_row[j] ^ 0x80);");
+  } else {
+    w.line("const float* restrict lm_d = (const float*)(lm_row + K);");
+    w.line("for (int64_t j = 0; j < K; j++) lm_xf[lm_task * am + j] = "
+           "(float)((signed char*)lm_row)[j] * lm_d[j / 32];");
+  }
   w.close();
   w.close();
   w.open("if (!lm_wide)");
@@ -349,13 +355,17 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.close();
   w.close();
   w.close();
-  w.line("free(lm_raw);");
   if (wide) {
     w.open("if (lm_wide)");
-    emit_gemm(k, outer, "lm_xf", w);
-    w.line("free(lm_xf);");
+    if (int8) {
+      emit_int8_gemm(k, w);
+    } else {
+      emit_gemm(k, outer, "lm_xf", w);
+      w.line("free(lm_xf);");
+    }
     w.close();
   }
+  w.line("free(lm_raw);");
   return true;
 }
 

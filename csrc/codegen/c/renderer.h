@@ -88,6 +88,9 @@ class CRenderer : public CLikeRenderer {
   // The integer dot products of a kernel with quantized activations (MatmulInfo::a_q8_0,
   // c/quant_int8.cc): the helpers whose names `seen` lacks, and the kernel.
   std::string quant_int8_prelude(const Kernel& k, std::set<std::string>& seen) const;
+  // The int8 GEMM of a kernel that takes_int8_gemm (c/quant_int8_gemm.cc), inside its wide
+  // path: x's rows quantized at lm_xq (lm_xbytes apart, bytes q + 128), M, N, K and lm_ldw set.
+  void emit_int8_gemm(const Kernel& k, CodeWriter& w) const;
   // The GEMM of matmul kernel `k` that takes_gemm, after render_matmul's sizes: threads over
   // (batch, n block, m chunk) tasks, B packed (or dequantized) into panels; A read from
   // `a_base` where given (emit_batch_bases).

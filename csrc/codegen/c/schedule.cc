@@ -26,6 +26,7 @@ constexpr Param kParams[] = {
     {"gemv_rows", &CpuSchedule::gemv_rows, 0},
     {"pack_b", &CpuSchedule::pack_b, 0},
     {"bf16_dot", &CpuSchedule::bf16_dot, 0},
+    {"int8_gemm", &CpuSchedule::int8_gemm, 0},
     {kInlineParam, nullptr, 0},
     {kEpilogueParam, nullptr, 0},
     {kPrologueParam, nullptr, 0},
@@ -66,6 +67,14 @@ int64_t cpu_native_vector_width() {
 bool cpu_has_bf16_dot() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_int8_dot() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx512vnni");
 #else
   return false;
 #endif
@@ -123,6 +132,11 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
   if (s.bf16_dot == 1 && (width != 16 || !cpu_has_bf16_dot() || !dot_products)) {
     throw CompileError(prefix + "bf16_dot 1 needs 16-wide vectors on a machine with " +
                        "AVX512-BF16, its dot products allowed (dot_products), in " + where);
+  }
+  if (s.int8_gemm > 1) throw CompileError(prefix + "int8_gemm must be 0 or 1 in " + where);
+  if (s.int8_gemm == 1 && (width != 16 || !cpu_has_int8_dot() || !dot_products)) {
+    throw CompileError(prefix + "int8_gemm 1 needs 16-wide vectors on a machine with " +
+                       "AVX512-VNNI, its dot products allowed (dot_products), in " + where);
   }
   if (width != 4 && width != 8 && width != 16) {
     throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);

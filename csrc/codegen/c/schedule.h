@@ -12,7 +12,7 @@ namespace luminal {
 
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
 // renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width", "threads" and
-// "gemv_rows", "pack_b", "bf16_dot" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
+// "gemv_rows", "pack_b", "bf16_dot", "int8_gemm" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
 // and kEpilogueParam (kernel/epilogue.h) are CPU parameters too, checked here, but no fields:
 // the lowering reads them from the node.
 struct CpuSchedule {
@@ -35,6 +35,12 @@ struct CpuSchedule {
                              // product): 1 multiplies bf16 pairs in hardware (AVX512-BF16
                              // vdpbf16ps, c/bf16_dot.cc), needing 16-wide vectors and a
                              // machine that has it (cpu_has_bf16_dot); 0 (the default): widened
+  int64_t int8_gemm = 0;     // matmul of quantized activations (quant_dot 1): 1 multiplies
+                             // the rows past the int8 GEMV's (a prefill) in int8 too, on
+                             // panels of the weight's integers (AVX512-VNNI vpdpbusd,
+                             // c/quant_int8_gemm.cc), needing 16-wide vectors and a machine
+                             // that has it (cpu_has_int8_dot); 0 (the default): those rows'
+                             // round trip dequantized into the f32 GEMM
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
@@ -55,6 +61,9 @@ int64_t cpu_native_vector_width();
 // Whether this machine multiplies bf16 pairs in hardware (AVX512-BF16): where the bf16_dot
 // schedule may be offered and rendered.
 bool cpu_has_bf16_dot();
+// Whether this machine multiplies int8 in hardware at 512 bits (AVX512-VNNI): where the
+// int8_gemm schedule may be offered and rendered.
+bool cpu_has_int8_dot();
 
 // Loop iterations (output elements times reduction steps) from which a kernel under the
 // default `threads` runs in parallel: below it a parallel region costs more than it saves.
@@ -62,12 +71,12 @@ constexpr int64_t kCpuParallelWork = 32768;
 
 // What the C renderer builds `kernel` with on a machine of `native`-float vectors: its
 // schedule (the program-wide choice's params, then its root node's; kernel/kernel.h) over the
-// defaults. No field is 0 but threads, gemv_rows, pack_b and bf16_dot, whose defaults are 0.
+// defaults. No field is 0 but threads, gemv_rows, pack_b, bf16_dot and int8_gemm, whose defaults are 0.
 CpuSchedule cpu_schedule(const Kernel& kernel, int64_t native);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name
 // the CPU does not know or a value out of its range on a machine of `native`-float vectors,
-// or one asking for dot-product instructions (bf16_dot) that it lacks or, without
+// or one asking for dot-product instructions (bf16_dot, int8_gemm) that it lacks or, without
 // `dot_products` (CpuOptions::dot_products), may not use.
 void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
                         int64_t native, bool dot_products = true);

@@ -125,6 +125,8 @@ std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products) {
   return runtime_rules("cpu.rules") +
          runtime_rules(vector_width >= 16 ? "cpu_tiles_v16.rules" : "cpu_tiles_v8.rules") +
          (vector_width >= 16 && dot_products && cpu_has_bf16_dot() ? runtime_rules("cpu_bf16.rules")
+                                                                   : "") +
+         (vector_width >= 16 && dot_products && cpu_has_int8_dot() ? runtime_rules("cpu_int8.rules")
                                                                    : "");
 }
 

@@ -1,0 +1,313 @@
+// The int8 GEMM of quantized activations and a quantized weight (schedule quant_dot 1 with
+// int8_gemm 1, rules/cpu_int8.rules), for the rows past the int8 GEMV's (c/quant_int8.cc): x's
+// rows are quantized once (bytes shifted to unsigned, q + 128), then threads take (n block,
+// m chunk) tasks as the f32 GEMM does (c/matmul.cc). A task lays its columns of W out, one k
+// block at a time, as panels of their integers: per group of 4 k and column 4 signed bytes
+// (a 512-bit vector holds 16 columns' groups), and per sub-block (32 k; Q6_K's 16) and column
+// the scale, -128 times the sum of its integers (so that the unsigned x's sums come out
+// exact) and, for Q4_K and Q5_K, the minimum. The micro-kernel holds a block of mr rows x nr
+// columns as int32 sums of a sub-block, 64 products a vpdpbusd (AVX512-VNNI), each sub-block's
+// sum then times its two scales into f32 sums, less the minimum times x's sum. The same
+// products as the int8 GEMV, summed in another order. Not the GEMV nor x's quantization.
+#include <set>
+#include <string>
+
+#include "codegen/c/matmul.h"
+#include "codegen/c/quant.h"
+#include "codegen/c/renderer.h"
+#include "codegen/c/schedule.h"
+#include "core/errors.h"
+
+namespace luminal {
+
+namespace {
+
+constexpr int64_t kRows = 4;    // rows of x in the register block (mr)
+constexpr int64_t kVecs = 2;    // 16-column vectors in it (nr = 16 * kVecs)
+constexpr int64_t kLanes = 16;  // int32 sums a vector
+constexpr int64_t kNr = kVecs * kLanes;
+constexpr int64_t kNcMax = 256;  // columns of a task's n block
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// k of a sub-block: one scale (and minimum) per column.
+int64_t sub_block(DType w) { return w == DType::Q6_K ? 16 : 32; }
+bool has_minimum(DType w) { return w == DType::Q4_K || w == DType::Q5_K; }
+
+std::string pack_name(DType w) { return std::string("lm_qpack_") + dtype_name(w); }
+std::string micro_name(DType w) {
+  return std::string("lm_qmm_") + dtype_name(w) + "_" + str(kRows) + "x" + str(kNr);
+}
+
+// The integers q[0, block), scales d[0, block / sub_block) and minimums m[0, block / 32) of
+// weight block b, so that its value j is d[j / sub_block] * q[j] - m[j / 32].
+void emit_unpack_block(DType w, CodeWriter& c) {
+  switch (w) {
+    case DType::Q8_0:
+      c.line("d[0] = lm_block_scale(b);");
+      c.line("for (int j = 0; j < 32; j++) q[j] = (signed char)b[2 + j];");
+      break;
+    case DType::Q4_0:
+      c.line("d[0] = lm_block_scale(b);");
+      c.open("for (int j = 0; j < 16; j++)");
+      c.line("q[j] = (signed char)((b[2 + j] & 15) - 8);");
+      c.line("q[j + 16] = (signed char)((b[2 + j] >> 4) - 8);");
+      c.close();
+      break;
+    case DType::Q4_K:
+    case DType::Q5_K: {
+      // 6-bit scales and minimums of the 8 sub-blocks (GGUF's get_scale_min_k4)
+      const bool five = w == DType::Q5_K;
+      c.line("const float dd = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
+      c.line("const uint8_t* restrict s = b + 4;");
+      c.open("for (int j = 0; j < 8; j++)");
+      c.line("const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);");
+      c.line("const int mn = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);");
+      c.line("d[j] = dd * (float)sc;");
+      c.line("m[j] = dmin * (float)mn;");
+      c.close();
+      c.line(std::string("const uint8_t* restrict qs = b + ") + (five ? "48" : "16") + ";");
+      if (five) c.line("const uint8_t* restrict qh = b + 16;");
+      c.open("for (int p = 0; p < 4; p++)");
+      c.open("for (int l = 0; l < 32; l++)");
+      std::string lo = "qs[32 * p + l] & 15";
+      std::string hi = "qs[32 * p + l] >> 4";
+      if (five) {
+        lo = "(" + lo + ") | (((qh[l] >> (2 * p)) & 1) << 4)";
+        hi = "(" + hi + ") | (((qh[l] >> (2 * p + 1)) & 1) << 4)";
+      }
+      c.line("q[64 * p + l] = (signed char)(" + lo + ");");
+      c.line("q[64 * p + 32 + l] = (signed char)(" + hi + ");");
+      c.close();
+      c.close();
+      break;
+    }
+    case DType::Q6_K:
+      // ql (128 bytes), qh (64), 16 int8 scales, d; element 128h + 32r + l from a nibble of
+      // ql and bits 2r of qh, less 32
+      c.line("const float dd = lm_block_scale(b + 208);");
+      c.line("for (int j = 0; j < 16; j++) d[j] = dd * (float)(signed char)b[192 + j];");
+      c.open("for (int h = 0; h < 2; h++)");
+      c.line("const uint8_t* restrict ql = b + 64 * h;");
+      c.line("const uint8_t* restrict qh = b + 128 + 32 * h;");
+      c.open("for (int l = 0; l < 32; l++)");
+      c.line("signed char* restrict o = q + 128 * h + l;");
+      c.line("o[0] = (signed char)(((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32);");
+      c.line("o[32] = (signed char)(((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32);");
+      c.line("o[64] = (signed char)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);");
+      c.line("o[96] = (signed char)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);");
+      c.close();
+      c.close();
+      break;
+    default:
+      throw InternalError(std::string("int8 gemm: ") + dtype_name(w) + " has no integers");
+  }
+}
+
+// static void lm_qpack_q4_0(const uint8_t* w, int64_t ldw, int64_t pc, int64_t kc,
+// int64_t cols, signed char* wp, int* ws, float* wd, float* wm): rows 0 .. cols of W (ldw
+// bytes apart; a panel's columns) over k [pc, pc + kc) into one panel of kNr columns: the
+// integers of k and column j at wp[((k / 4) * kNr + j) * 4 + k % 4], per sub-block g the
+// scale wd[g * kNr + j], -128 times the integers' sum ws[g * kNr + j], the minimum
+// wm[(k / 32) * kNr + j]; columns past cols are 0.
+std::string pack_function(DType w) {
+  const int64_t bv = block_values(w);
+  const int64_t g = sub_block(w);
+  const std::string nr = str(kNr);
+  CodeWriter c;
+  c.open("static void " + pack_name(w) +
+         "(const uint8_t* restrict w, int64_t ldw, int64_t pc, int64_t kc, int64_t cols, "
+         "signed char* restrict wp, int* restrict ws, float* restrict wd, float* restrict wm)");
+  c.open("for (int64_t j = 0; j < " + nr + "; j++)");
+  c.open("if (j >= cols)");
+  c.line("for (int64_t k = 0; k < kc; k++) wp[((k / 4) * " + nr + " + j) * 4 + k % 4] = 0;");
+  c.open("for (int64_t s = 0; s < kc / " + str(g) + "; s++)");
+  c.line("ws[s * " + nr + " + j] = 0;");
+  c.line("wd[s * " + nr + " + j] = 0.0f;");
+  c.close();
+  if (has_minimum(w)) c.line("for (int64_t s = 0; s < kc / 32; s++) wm[s * " + nr + " + j] = 0.0f;");
+  c.line("continue;");
+  c.close();
+  c.open("for (int64_t kb = 0; kb < kc / " + str(bv) + "; kb++)");
+  c.line("const uint8_t* restrict b = w + j * ldw + (pc / " + str(bv) + " + kb) * " +
+         str(block_bytes(w)) + ";");
+  c.line("signed char q[" + str(bv) + "];");
+  c.line("float d[" + str(bv / g) + "];");
+  c.line(has_minimum(w) ? "float m[" + str(bv / 32) + "];" : "(void)wm;");
+  emit_unpack_block(w, c);
+  c.line("const int64_t k0 = kb * " + str(bv) + ";");
+  c.open("for (int64_t s = 0; s < " + str(bv / g) + "; s++)");
+  c.line("int sum = 0;");
+  c.line("for (int l = 0; l < " + str(g) + "; l++) sum += q[s * " + str(g) + " + l];");
+  c.line("const int64_t at = (k0 / " + str(g) + " + s) * " + nr + " + j;");
+  c.line("ws[at] = -128 * sum;");
+  c.line("wd[at] = d[s];");
+  c.close();
+  if (has_minimum(w)) {
+    c.line("for (int64_t s = 0; s < " + str(bv / 32) + "; s++) wm[(k0 / 32 + s) * " + nr +
+           " + j] = m[s];");
+  }
+  c.line("for (int64_t k = 0; k < " + str(bv) + "; k += 4) __builtin_memcpy(wp + (((k0 + k) / 4) * " +
+         nr + " + j) * 4, q + k, 4);");
+  c.close();
+  c.close();
+  c.close();
+  return c.str();
+}
+
+// static inline void lm_qmm_q4_0_4x32(int64_t kc, const unsigned char* x, int64_t xs,
+// const float* dx, const float* sx, int64_t fs, const signed char* wp, const int* ws,
+// const float* wd, const float* wm, float* c, int64_t ldc, int64_t rows, int64_t cols,
+// int first): c[0:rows, 0:cols] (+)= the k block's products of rows of x (unsigned bytes xs
+// apart; their scales per 32 at dx and sums per 16 times the scale at sx, fs floats apart)
+// and the panel. Rows past `rows` read the last real one and are not stored.
+std::string micro_kernel(DType w) {
+  const int64_t g = sub_block(w);
+  const std::string nr = str(kNr);
+  CodeWriter c;
+  c.open("static inline void " + micro_name(w) +
+         "(int64_t kc, const unsigned char* restrict x, int64_t xs, const float* restrict dx, "
+         "const float* restrict sx, int64_t fs, const signed char* restrict wp, "
+         "const int* restrict ws, const float* restrict wd, const float* restrict wm, "
+         "float* restrict c, int64_t ldc, int64_t rows, int64_t cols, int first)");
+  if (!has_minimum(w)) c.line("(void)wm;");
+  if (!has_minimum(w)) c.line("(void)sx;");
+  for (int64_t r = 0; r < kRows; ++r) {
+    const std::string R = str(r);
+    c.line("const int64_t r" + R + " = " + R + " < rows ? " + R + " : rows - 1;");
+    c.line("const unsigned char* restrict x" + R + " = x + r" + R + " * xs;");
+    c.line("const float* restrict dx" + R + " = dx + r" + R + " * fs;");
+    if (has_minimum(w)) c.line("const float* restrict sx" + R + " = sx + r" + R + " * fs;");
+  }
+  auto rj = [](int64_t r, int64_t j) { return str(r) + "_" + str(j); };
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t j = 0; j < kVecs; ++j) c.line("lm_vf16 c" + rj(r, j) + " = {0};");
+  }
+  c.open("for (int64_t s = 0; s < kc / " + str(g) + "; s++)");
+  for (int64_t j = 0; j < kVecs; ++j) {
+    const std::string J = str(j);
+    c.line("const lm_vi16 o" + J + " = *(const lm_vi16*)(ws + s * " + nr + " + " +
+           str(j * kLanes) + ");");
+    for (int64_t r = 0; r < kRows; ++r) c.line("lm_vi16 i" + rj(r, j) + " = o" + J + ";");
+  }
+  open_unrolled(c, "for (int q = 0; q < " + str(g / 4) + "; q++)");
+  c.line("const signed char* restrict p = wp + (s * " + str(g / 4) + " + q) * " + str(kNr * 4) +
+         ";");
+  for (int64_t j = 0; j < kVecs; ++j) {
+    c.line("const lm_vi16 b" + str(j) + " = *(const lm_vi16*)(p + " + str(j * kLanes * 4) + ");");
+  }
+  for (int64_t r = 0; r < kRows; ++r) {
+    const std::string R = str(r);
+    c.line("const lm_vi16 a" + R + " = (lm_vi16){0} + *(const lm_int_word*)(x" + R + " + s * " +
+           str(g) + " + q * 4);");
+    for (int64_t j = 0; j < kVecs; ++j) {
+      c.line("i" + rj(r, j) + " = lm_dpbusd(i" + rj(r, j) + ", a" + R + ", b" + str(j) + ");");
+    }
+  }
+  c.close();
+  const std::string xscale = g == 32 ? "s" : "s / 2";
+  for (int64_t j = 0; j < kVecs; ++j) {
+    const std::string J = str(j);
+    c.line("const lm_vf16 d" + J + " = *(const lm_vf16*)(wd + s * " + nr + " + " +
+           str(j * kLanes) + ");");
+    if (has_minimum(w)) {
+      c.line("const lm_vf16 m" + J + " = *(const lm_vf16*)(wm + s * " + nr + " + " +
+             str(j * kLanes) + ");");
+    }
+    for (int64_t r = 0; r < kRows; ++r) {
+      const std::string R = str(r);
+      c.line("c" + rj(r, j) + " += __builtin_convertvector(i" + rj(r, j) + ", lm_vf16) * (d" +
+             J + " * dx" + R + "[" + xscale + "]);");
+      if (has_minimum(w)) {
+        c.line("c" + rj(r, j) + " -= m" + J + " * (sx" + R + "[2 * s] + sx" + R +
+               "[2 * s + 1]);");
+      }
+    }
+  }
+  c.close();
+  emit_block_store(kRows, kNr, kLanes, "rows", "cols", c);
+  c.close();
+  return c.str();
+}
+
+// acc + the products of x's unsigned bytes and b's signed ones, four a lane: inline assembly,
+// so that the generated C needs no intrinsics header and builds with GCC and Clang alike.
+const char* kDpbusd =
+    "typedef int lm_vi16 __attribute__((vector_size(64)));\n"
+    "typedef int lm_int_word __attribute__((aligned(1), may_alias));\n"
+    "static inline lm_vi16 lm_dpbusd(lm_vi16 acc, lm_vi16 x, lm_vi16 b) {\n"
+    "  __asm__(\"vpdpbusd %2, %1, %0\" : \"+v\"(acc) : \"v\"(x), \"v\"(b));\n"
+    "  return acc;\n"
+    "}\n";
+
+}  // namespace
+
+bool takes_int8_gemm(const Kernel& k, int64_t native) {
+  return k.matmul.present && k.matmul.a_q8_0 && cpu_schedule(k, native).int8_gemm == 1 &&
+         folded_batch_loops(k) == k.matmul.m_loop;
+}
+
+std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen) {
+  const DType w = k.matmul.b_stored;
+  std::string s;
+  if (seen.insert(float_vector(kLanes)).second) s += float_vector_typedefs(kLanes);
+  if (seen.insert("lm_dpbusd").second) s += kDpbusd;
+  if (seen.insert(micro_name(w)).second) s += pack_function(w) + micro_kernel(w);
+  return s;
+}
+
+void CRenderer::emit_int8_gemm(const Kernel& k, CodeWriter& w) const {
+  const DType stored = k.matmul.b_stored;
+  const int64_t bv = block_values(stored);
+  const int64_t g = sub_block(stored);
+  const int64_t kc = (cpu_schedule(k, vector_width_).tile_k + bv - 1) / bv * bv;
+  const std::string KC = str(kc);
+  const std::string NC = str(kNcMax);
+  emit_gemm_tasks(kRows, kNr, kNcMax, w);
+  std::string team = omp_team(k, "M * N * K");
+  if (!team.empty()) w.line("#pragma omp parallel" + team);
+  w.open("");
+  // the task's panels of one k block: integers, then per sub-block sums, scales, minimums
+  w.line("char* lm_praw = (char*)malloc(" + KC + " * " + NC + " + 3 * 4 * " + str(kc / g) +
+         " * " + NC + " + 64);");
+  w.line("signed char* lm_wp = (signed char*)(((unsigned long)lm_praw + 63) & ~63ul);");
+  w.line("int* lm_ws = (int*)(lm_wp + " + KC + " * " + NC + ");");
+  w.line("float* lm_wd = (float*)(lm_ws + " + str(kc / g) + " * " + NC + ");");
+  w.line("float* lm_wm = lm_wd + " + str(kc / g) + " * " + NC + ";");
+  open_gemm_task_loop(w);
+  emit_batch_bases(k, 0, "uint8_t", w);
+  w.line("(void)A;");
+  emit_gemm_task_bounds(w);
+  w.open("for (int64_t pc = 0; pc < K; pc += " + KC + ")");
+  w.line("const int64_t kcur = K - pc < " + KC + " ? K - pc : " + KC + ";");
+  const std::string panel_at = "jr * kcur";
+  const std::string sums_at = "jr * (kcur / " + str(g) + ")";
+  const std::string mins_at = "jr * (kcur / 32)";
+  w.open("for (int64_t jr = 0; jr < ncols; jr += " + str(kNr) + ")");
+  w.line(pack_name(stored) + "(B + (n0 + jr) * lm_ldw, lm_ldw, pc, kcur, ncols - jr, lm_wp + " +
+         panel_at + ", lm_ws + " + sums_at + ", lm_wd + " + sums_at + ", lm_wm + " + mins_at +
+         ");");
+  w.close();
+  w.open("for (int64_t i = m0; i < m1; i += " + str(kRows) + ")");
+  w.line("const int64_t rows = m1 - i < " + str(kRows) + " ? m1 - i : " + str(kRows) + ";");
+  w.line("const char* restrict lm_x = lm_xq + i * lm_xbytes;");
+  w.open("for (int64_t jr = 0; jr < ncols; jr += " + str(kNr) + ")");
+  w.line(micro_name(stored) + "(kcur, (const unsigned char*)lm_x + pc, lm_xbytes, "
+         "(const float*)(lm_x + K) + pc / 32, (const float*)(lm_x + K + K / 32 * 4) + pc / 16, "
+         "lm_xbytes / 4, lm_wp + " + panel_at + ", lm_ws + " + sums_at + ", lm_wd + " + sums_at +
+         ", lm_wm + " + mins_at + ", C + i * N + n0 + jr, N, rows, ncols - jr < " + str(kNr) +
+         " ? ncols - jr : " + str(kNr) + ", pc == 0);");
+  w.close();
+  if (k.matmul.epilogue_from >= 0) {
+    w.open("if (pc + kcur == K)");
+    emit_matmul_epilogue(k, 0, "i", "i + rows", "n0", "n0 + ncols", w);
+    w.close();
+  }
+  w.close();
+  w.close();
+  w.close();
+  w.line("free(lm_praw);");
+  w.close();
+}
+
+}  // namespace luminal

@@ -28,6 +28,8 @@ WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
 ROW_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-row-")]
 ATTENTION_RULES = [r for r in CPU_RULES if r.name == "cpu-attention"]
 QUANT_DOT_RULES = [r for r in CPU_RULES if r.name == "cpu-quant-int8"]
+# The int8 GEMM (rules/cpu_int8.rules), on machines with AVX512-VNNI only.
+INT8_GEMM_RULES = [r for r in CPU_RULES if r.name == "cpu-quant-int8-gemm"]
 # The ops the inlining rules name: every unary op through one op-class rule ("(Unary:f ?x)"),
 # Add and Mul by name. A class rule has a case per op of its class, named "rule:Op".
 UNARY_OPS = [op for op in _core.OpKind.__members__.values()
@@ -83,11 +85,12 @@ def test_cpu_offers_matmul_tilings_and_inlining():
                                                  "cpu-row-sum"]
     assert len(ATTENTION_RULES) == 1
     assert len(QUANT_DOT_RULES) == 1
+    assert len(INT8_GEMM_RULES) in (0, 1)
     assert len(BF16_RULES) in (0, 6)
     plain_matmul = [r for r in MATMUL_RULES if r not in BF16_RULES]
     assert len(plain_matmul) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
         len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) + len(QUANT_DOT_RULES) + \
-        len(BF16_RULES) == len(CPU_RULES)
+        len(INT8_GEMM_RULES) + len(BF16_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -106,7 +109,7 @@ def cpu_rule_case(cx, name):
         return cx.tensor((9, 32), lm.dtype.q8_0).to(lm.float32)
     if name == "cpu-attention":  # softmax weights times values
         return cx.tensor((5, 7), name="s").softmax(-1) @ cx.tensor((7, 9), name="v")
-    if name == "cpu-quant-int8":  # quantized activations times a Q4_0 weight
+    if name.startswith("cpu-quant-int8"):  # quantized activations times a Q4_0 weight
         w = cx.tensor((9, 64), lm.dtype.q4_0, parameter=True)
         return F.quantize_activations(cx.tensor((5, 64), name="x")) @ w.to(lm.float32).t()
     if name.endswith("bf16-dot-half-product"):  # the f32 sum of a bf16 product

@@ -52,6 +52,11 @@ std::string quant_tile_name(DType dtype, int64_t width);
 std::string quant_tile_function(DType dtype, int64_t width);
 void emit_quant_pack_panel(DType stored, int64_t width, int64_t nr, CodeWriter& w);
 
+// Rows of x above which (without batch loops, and without a gemv_rows schedule) a kernel of
+// quantized activations leaves its int8 GEMV (c/quant_int8.cc), which widens each weight block
+// again for every row of x, for a GEMM that unpacks each block once: the f32 GEMM on x's
+// round trip dequantized (c/matmul.cc emit_gemm), or the int8 GEMM (int8_gemm 1).
+constexpr int64_t kInt8GemvRows = 8;
 // Whether quantized-activation kernel `k` (MatmulInfo::a_q8_0) multiplies the rows past the
 // int8 GEMV's in int8 too (c/quant_int8_gemm.cc): its schedule has int8_gemm 1 (checked
 // against the machine by check_cpu_schedule) and it has no batch loops but those that fold

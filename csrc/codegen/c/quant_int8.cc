@@ -5,9 +5,10 @@
 // rows of W per task, each weight block's integers meet x's in int8 dot products (AVX-512
 // VNNI vpdpbusd, else AVX2 pmaddubsw + pmaddwd, else plain C), times d_x * d_w summed in f32.
 // Offsets of unsigned weights (Q4_0's 8, a K-quant's minimum, Q6_K's 32) are taken off with
-// x's block sums. Past kInt8Rows rows (prefill) x's round trip is dequantized into an f32 copy
-// for the f32 GEMM, which widens each weight block once for all rows. Not the f32 quantized
-// GEMV (c/quant.cc) nor the formula's recognition (ir/quant_activations.h).
+// x's block sums. Past kInt8GemvRows rows (prefill) x's round trip is dequantized into an f32
+// copy for the f32 GEMM, which widens each weight block once for all rows, or, under
+// int8_gemm 1, multiplied in the int8 GEMM (c/quant_int8_gemm.cc). Not the f32 quantized GEMV
+// (c/quant.cc) nor the formula's recognition (ir/quant_activations.h).
 #include <set>
 #include <string>
 
@@ -23,10 +24,6 @@ namespace {
 
 constexpr int64_t kWRows = 4;  // rows of W per task
 constexpr int kParts = 4;      // accumulators a row of W deals its blocks round
-// Rows of x above which (without batch loops) the kernel multiplies x's round trip, dequantized
-// into an f32 copy, in the f32 GEMM with B's panels dequantized (c/matmul.cc emit_gemm): the
-// int8 path widens each weight block again for every row of x, the GEMM packs it once.
-constexpr int64_t kInt8Rows = 8;
 
 std::string str(int64_t v) { return std::to_string(v); }
 
@@ -318,7 +315,7 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
   const bool wide = outer == 0;  // the GEMM path takes rows am apart, no batch loops
-  const int64_t most = schedule_of(k).gemv_rows > 0 ? schedule_of(k).gemv_rows : kInt8Rows;
+  const int64_t most = schedule_of(k).gemv_rows > 0 ? schedule_of(k).gemv_rows : kInt8GemvRows;
   w.line(std::string("const int lm_wide = ") + (wide ? "M > " + str(most) : "0") + ";");
   const bool int8 = takes_int8_gemm(k, vector_width_);  // past `most` rows (c/quant_int8_gemm.cc)
   if (!int8) w.line("float* lm_xf = lm_wide ? (float*)malloc(sizeof(float) * M * am + 64) : 0;");

@@ -40,19 +40,33 @@ std::string micro_name(DType w) {
 }
 
 // The integers q[0, block), scales d[0, block / sub_block) and minimums m[0, block / 32) of
-// weight block b, so that its value j is d[j / sub_block] * q[j] - m[j / 32].
+// weight block b, so that its value j is d[j / sub_block] * q[j] - m[j / 32]. Bytes a vector
+// of 32 (16 for Q4_0) at a time: lm_vb32 / lm_vb16 (kPackTypes), loaded and stored unaligned
+// by memcpy.
 void emit_unpack_block(DType w, CodeWriter& c) {
+  // the 32 bytes at `at` as vector `name`, and vector `v` stored into q + `at`
+  auto load = [&](const std::string& name, const std::string& at) {
+    c.line("lm_vb32 " + name + ";");
+    c.line("__builtin_memcpy(&" + name + ", " + at + ", 32);");
+  };
+  auto store = [&](const std::string& at, const std::string& v) {
+    c.open("");
+    c.line("const lm_vb32 t = " + v + ";");
+    c.line("__builtin_memcpy(q + " + at + ", &t, 32);");
+    c.close();
+  };
   switch (w) {
     case DType::Q8_0:
       c.line("d[0] = lm_block_scale(b);");
-      c.line("for (int j = 0; j < 32; j++) q[j] = (signed char)b[2 + j];");
+      c.line("__builtin_memcpy(q, b + 2, 32);");
       break;
     case DType::Q4_0:
       c.line("d[0] = lm_block_scale(b);");
-      c.open("for (int j = 0; j < 16; j++)");
-      c.line("q[j] = (signed char)((b[2 + j] & 15) - 8);");
-      c.line("q[j + 16] = (signed char)((b[2 + j] >> 4) - 8);");
-      c.close();
+      c.line("lm_vb16 raw;");
+      c.line("__builtin_memcpy(&raw, b + 2, 16);");
+      c.line("const lm_vb16 lo = (raw & 15) - 8, hi = (raw >> 4) - 8;");
+      c.line("__builtin_memcpy(q, &lo, 16);");
+      c.line("__builtin_memcpy(q + 16, &hi, 16);");
       break;
     case DType::Q4_K:
     case DType::Q5_K: {
@@ -60,49 +74,52 @@ void emit_unpack_block(DType w, CodeWriter& c) {
       const bool five = w == DType::Q5_K;
       c.line("const float dd = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
       c.line("const uint8_t* restrict s = b + 4;");
-      c.open("for (int j = 0; j < 8; j++)");
-      c.line("const int sc = j < 4 ? s[j] & 63 : (s[j + 4] & 15) | ((s[j - 4] >> 6) << 4);");
-      c.line("const int mn = j < 4 ? s[j + 4] & 63 : (s[j + 4] >> 4) | ((s[j] >> 6) << 4);");
-      c.line("d[j] = dd * (float)sc;");
-      c.line("m[j] = dmin * (float)mn;");
+      c.open("for (int l = 0; l < 8; l++)");
+      c.line("const int sc = l < 4 ? s[l] & 63 : (s[l + 4] & 15) | ((s[l - 4] >> 6) << 4);");
+      c.line("const int mn = l < 4 ? s[l + 4] & 63 : (s[l + 4] >> 4) | ((s[l] >> 6) << 4);");
+      c.line("d[l] = dd * (float)sc;");
+      c.line("m[l] = dmin * (float)mn;");
       c.close();
-      c.line(std::string("const uint8_t* restrict qs = b + ") + (five ? "48" : "16") + ";");
-      if (five) c.line("const uint8_t* restrict qh = b + 16;");
-      c.open("for (int p = 0; p < 4; p++)");
-      c.open("for (int l = 0; l < 32; l++)");
-      std::string lo = "qs[32 * p + l] & 15";
-      std::string hi = "qs[32 * p + l] >> 4";
-      if (five) {
-        lo = "(" + lo + ") | (((qh[l] >> (2 * p)) & 1) << 4)";
-        hi = "(" + hi + ") | (((qh[l] >> (2 * p + 1)) & 1) << 4)";
+      if (five) load("qh", "b + 16");
+      for (int p = 0; p < 4; ++p) {
+        const std::string P = str(p);
+        load("raw" + P, std::string("b + ") + (five ? "48" : "16") + " + " + str(32 * p));
+        std::string lo = "raw" + P + " & 15";
+        std::string hi = "raw" + P + " >> 4";
+        if (five) {
+          lo += " | (((qh >> " + str(2 * p) + ") & 1) << 4)";
+          hi += " | (((qh >> " + str(2 * p + 1) + ") & 1) << 4)";
+        }
+        store(str(64 * p), lo);
+        store(str(64 * p + 32), hi);
       }
-      c.line("q[64 * p + l] = (signed char)(" + lo + ");");
-      c.line("q[64 * p + 32 + l] = (signed char)(" + hi + ");");
-      c.close();
-      c.close();
       break;
     }
     case DType::Q6_K:
       // ql (128 bytes), qh (64), 16 int8 scales, d; element 128h + 32r + l from a nibble of
       // ql and bits 2r of qh, less 32
       c.line("const float dd = lm_block_scale(b + 208);");
-      c.line("for (int j = 0; j < 16; j++) d[j] = dd * (float)(signed char)b[192 + j];");
-      c.open("for (int h = 0; h < 2; h++)");
-      c.line("const uint8_t* restrict ql = b + 64 * h;");
-      c.line("const uint8_t* restrict qh = b + 128 + 32 * h;");
-      c.open("for (int l = 0; l < 32; l++)");
-      c.line("signed char* restrict o = q + 128 * h + l;");
-      c.line("o[0] = (signed char)(((ql[l] & 15) | ((qh[l] & 3) << 4)) - 32);");
-      c.line("o[32] = (signed char)(((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32);");
-      c.line("o[64] = (signed char)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);");
-      c.line("o[96] = (signed char)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);");
-      c.close();
-      c.close();
+      c.line("for (int l = 0; l < 16; l++) d[l] = dd * (float)(signed char)b[192 + l];");
+      for (int h = 0; h < 2; ++h) {
+        const std::string H = str(h);
+        load("ql" + H + "a", "b + " + str(64 * h));
+        load("ql" + H + "b", "b + " + str(64 * h + 32));
+        load("qh" + H, "b + " + str(128 + 32 * h));
+        const std::string qh = "qh" + H;
+        store(str(128 * h), "((ql" + H + "a & 15) | ((" + qh + " & 3) << 4)) - 32");
+        store(str(128 * h + 32), "((ql" + H + "b & 15) | (((" + qh + " >> 2) & 3) << 4)) - 32");
+        store(str(128 * h + 64), "((ql" + H + "a >> 4) | (((" + qh + " >> 4) & 3) << 4)) - 32");
+        store(str(128 * h + 96), "((ql" + H + "b >> 4) | (((" + qh + " >> 6) & 3) << 4)) - 32");
+      }
       break;
     default:
       throw InternalError(std::string("int8 gemm: ") + dtype_name(w) + " has no integers");
   }
 }
+
+const char* kPackTypes =
+    "typedef unsigned char lm_vb32 __attribute__((vector_size(32)));\n"
+    "typedef unsigned char lm_vb16 __attribute__((vector_size(16)));\n";
 
 // static void lm_qpack_q4_0(const uint8_t* w, int64_t ldw, int64_t pc, int64_t kc,
 // int64_t cols, signed char* wp, int* ws, float* wd, float* wm): rows 0 .. cols of W (ldw
@@ -128,6 +145,14 @@ std::string pack_function(DType w) {
   if (has_minimum(w)) c.line("for (int64_t s = 0; s < kc / 32; s++) wm[s * " + nr + " + j] = 0.0f;");
   c.line("continue;");
   c.close();
+  // The column's next k block, fetched while this one is unpacked: a column's blocks of one k
+  // block are a few cache lines, each next column's ldw bytes on, which the hardware's
+  // prefetchers do not see coming (a Q4_0 weight was read at 2 GB/s without this). A
+  // prefetch past the weight's end does not fault.
+  const std::string bytes = str(block_bytes(w));
+  c.line("const uint8_t* restrict lm_next = w + j * ldw + (pc + kc) / " + str(bv) + " * " + bytes + ";");
+  c.line("for (int64_t o = 0; o < kc / " + str(bv) + " * " + bytes + "; o += 64) "
+         "__builtin_prefetch(lm_next + o);");
   c.open("for (int64_t kb = 0; kb < kc / " + str(bv) + "; kb++)");
   c.line("const uint8_t* restrict b = w + j * ldw + (pc / " + str(bv) + " + kb) * " +
          str(block_bytes(w)) + ";");
@@ -251,7 +276,7 @@ std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen) {
   const DType w = k.matmul.b_stored;
   std::string s;
   if (seen.insert(float_vector(kLanes)).second) s += float_vector_typedefs(kLanes);
-  if (seen.insert("lm_dpbusd").second) s += kDpbusd;
+  if (seen.insert("lm_dpbusd").second) s += std::string(kDpbusd) + kPackTypes;
   if (seen.insert(micro_name(w)).second) s += pack_function(w) + micro_kernel(w);
   return s;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "codegen/c/quant.h"
 #include "codegen/c/schedule.h"
 #include "ir/graph.h"
 
@@ -18,6 +19,7 @@ constexpr double kPackCycles = 2.0;    // GEMM: B read (strided where b_n != 1) 
 constexpr double kStreamCycles = 0.5;  // GEMV: B read once, in order (4 bytes of f32)
 constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's registers
 constexpr double kNarrowCycles = 1.0;  // an f32 element rounded and stored in 16 bits
+constexpr double kInt8PackCycles = 1.0;  // int8 GEMM: a block's integers into its panels
 }  // namespace
 
 // In cycles, on a machine whose vectors hold `native` floats (CpuOptions::vector_width): an
@@ -44,10 +46,20 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   const double lanes = std::min(w, native);
   const double registers = native >= 16 ? 32 : 16;
   double b_elements = size.batch * size.k * size.n;
-  // Integer dot products of quantized activations (c/quant_int8.cc): B's blocks streamed per
-  // row of x, four int8 products an int32 lane where the f32 GEMV has one.
+  // Integer dot products of quantized activations (c/quant_int8.cc): up to its rows, B's
+  // blocks streamed per row of x, four int8 products an int32 lane where the f32 GEMV has one.
+  // Past them the f32 GEMM below on x's round trip, or (int8_gemm 1, c/quant_int8_gemm.cc)
+  // B's blocks unpacked once into integer panels and 64 products a vpdpbusd, with three f32
+  // instructions for every eight of them (a sub-block's scales). Up to the GEMV's rows the
+  // two run the same code, and one program serves a decode and a prompt: a search timed at
+  // the decode cannot tell them apart, so int8_gemm is priced a shade below there.
   if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
-    return b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
+    const double rows = static_cast<double>(tile.gemv_rows > 0 ? tile.gemv_rows : kInt8GemvRows);
+    if (size.m <= rows) {
+      const double gemv = b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
+      return tile.int8_gemm == 1 ? gemv * 0.99 : gemv;
+    }
+    if (tile.int8_gemm == 1) return b_elements * (kInt8PackCycles + size.m * 11 / (64 * 8));
   }
   if (size.m <= static_cast<double>(tile.gemv_rows)) {
     return b_elements * std::max(kStreamCycles, size.m / (2 * lanes));

@@ -25,8 +25,8 @@ import torch.nn.functional as F
 
 import luminal as lm
 from bandwidth import read_bandwidth
-from cpu_matmul import (bench_gemm, bench_gemm_bf16, bench_gemv, bench_matmul, bench_qgemv,
-                        numpy_gemm_rates)
+from cpu_matmul import (bench_gemm, bench_gemm_bf16, bench_gemv, bench_matmul, bench_qgemm,
+                        bench_qgemv, numpy_gemm_rates)
 from cpu_timing import NAN, compile_best, timeit, time_compiled, try_compile
 
 # ---- luminal graphs written from primitives / hl_ops ----------------------------------------
@@ -451,6 +451,8 @@ def main():
         benches.append(("gemm", lambda m=m, k=k, n=n: bench_gemm(m, k, n, ctx)))
     for m, k, n in [(128, 2048, 8192), (512, 2048, 8192), (512, 8192, 2048)]:
         benches.append(("gemm_bf16", lambda m=m, k=k, n=n: bench_gemm_bf16(m, k, n, ctx)))
+    for kind in ("q8_0", "q4_0", "q4_k"):
+        benches.append(("gemm_q", lambda kind=kind: bench_qgemm(512, 2048, 8192, kind, ctx)))
     for wdtype in ("f32", "bf16"):
         benches.append(("gemv", lambda wdtype=wdtype: bench_gemv(8192, 2048, wdtype, ctx)))
     for kind in ("q8_0", "q4_0", "q4_k", "q5_k", "q6_k"):

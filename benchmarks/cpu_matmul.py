@@ -176,12 +176,11 @@ def bench_gemv(n, k, wdtype, ctx):
                      f"{choice}", target=("numpy", 1.0), pct=pct, pct_target=90)
 
 
-def bench_qgemv(n, k, kind, acts, ctx):
-    """bench_gemv's decode Linear with W in a GGUF block type (weights/quantize.py from random
-    normals), read from its blocks in the kernel, times x as it is (acts "f32": the f32
-    quantized GEMV) or x's Q8_0 round trip (acts "q8": the int8 dot products, as GGUF models
-    run by default). Rates are the quantized bytes per call, so every ratio is one of times;
-    numpy and torch multiply W dequantized to f32 by x."""
+def _quantized_linear(m, k, n, kind, acts, ctx):
+    """x (m, k) times W (n, k) in GGUF block type `kind` (weights/quantize.py from random
+    normals), read from its blocks in the kernel, times x as it is (acts "f32") or x's Q8_0
+    round trip (acts "q8"), searched (budget 4) at m rows and checked against float64 numpy
+    on the dequantized W: (runtime, raw W, W dequantized, x)."""
     from luminal.weights.gguf import dequantize
     from luminal.weights.quantize import quantize
 
@@ -191,11 +190,11 @@ def bench_qgemv(n, k, kind, acts, ctx):
     w = cx.tensor((n, k), qtype, name="w", parameter=True)
     a = quantize_activations(x) if acts == "q8" else x
     y = (a @ w.to(lm.float32).t()).output()
-    cx.set_dim("s", 1)
+    cx.set_dim("s", m)
     rng = np.random.default_rng(0)
     raw = quantize(rng.standard_normal((n, k), dtype=np.float32) / math.sqrt(k), qtype)
     wn = dequantize(raw, qtype)
-    xn = rng.standard_normal((1, k), dtype=np.float32)
+    xn = rng.standard_normal((m, k), dtype=np.float32)
     rt = cx.search(lm.CpuRuntime(threads=ctx.threads, cache_dir=ctx.cache), 4, cache=False,
                    progress=False)
     rt.set_storage(w, raw)
@@ -203,7 +202,16 @@ def bench_qgemv(n, k, kind, acts, ctx):
     rt.execute(cx.dyn_map)
     ref = xn.astype(np.float64) @ wn.astype(np.float64).T
     err = np.abs(rt.get(y) - ref).max() / np.abs(ref).max()
-    assert err < (2e-2 if acts == "q8" else 1e-4), f"gemv {n}x{k} {kind}: relative error {err}"
+    assert err < (2e-2 if acts == "q8" else 1e-4), f"{m}x{k}@{k}x{n} {kind}: relative error {err}"
+    return cx, rt, raw, wn, xn
+
+
+def bench_qgemv(n, k, kind, acts, ctx):
+    """bench_gemv's decode Linear with W in a GGUF block type (_quantized_linear), times x as
+    it is (acts "f32": the f32 quantized GEMV) or x's Q8_0 round trip (acts "q8": the int8 dot
+    products, as GGUF models run by default). Rates are the quantized bytes per call, so every
+    ratio is one of times; numpy and torch multiply W dequantized to f32 by x."""
+    cx, rt, raw, wn, xn = _quantized_linear(1, k, n, kind, acts, ctx)
     gb = raw.nbytes / 1e9
     reps = max(5, ctx.repeats)
     lum = gb / timeit(lambda: rt.execute(cx.dyn_map), reps)
@@ -219,3 +227,26 @@ def bench_qgemv(n, k, kind, acts, ctx):
                 compile=NAN, note=f"{pct:.0f}% of {ctx.read_bandwidth:.1f} GB/s read; "
                 f"{raw.nbytes / 1e6:.1f} MB; {winner} of {len(report.candidates)} candidates; "
                 f"torch and numpy read f32", target=("numpy", 1.0), pct=pct, pct_target=80)
+
+
+def bench_qgemm(m, k, n, kind, ctx):
+    """A GGUF model's Linear at prefill: x (m, k)'s Q8_0 round trip times W (n, k) in a GGUF
+    block type (_quantized_linear), which the search may multiply in the int8 GEMM (int8_gemm,
+    on a machine with AVX512-VNNI) or in the f32 GEMM on x's round trip dequantized. GFLOP/s
+    against torch's f32 and bf16 F.linear of the dequantized W (what a torch user runs), and
+    numpy's f32."""
+    cx, rt, raw, wn, xn = _quantized_linear(m, k, n, kind, "q8", ctx)
+    flop = 2.0 * m * k * n / 1e9
+    reps = max(2, ctx.repeats)
+    lum = flop / timeit(lambda: rt.execute(cx.dyn_map), reps)
+    wt, xt = torch.from_numpy(wn), torch.from_numpy(xn)
+    wb, xb = wt.bfloat16(), xt.bfloat16()
+    with torch.no_grad():
+        tor = flop / timeit(lambda: F.linear(xt, wt), reps)
+        bf = flop / timeit(lambda: F.linear(xb, wb), reps)
+    nump = flop / timeit(lambda: xn @ wn.T, reps)
+    winner = "int8 GEMM" if "lm_qmm_" in rt.source else "f32 GEMM"
+    return dict(name=f"gemm {m}x{k}x{n} {kind} q8", unit="GFLOP/s", lm=lum, torch=tor,
+                numpy=nump, compile=NAN, note=f"{winner}; torch bf16 {bf:.0f} GFLOP/s "
+                f"({lum / bf:.2f}x); torch and numpy multiply W dequantized",
+                target=("torch", 1.2))

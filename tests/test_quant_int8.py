@@ -421,14 +421,14 @@ int8_gemm = pytest.mark.skipif(not (_core.cpu_has_int8_dot() and CpuRuntime().ve
                                reason="needs AVX512-VNNI and 16-wide vectors")
 
 
-def int8_gemm_linear(dtype, k, n, batch=None, silu=False):
-    """quant_linear's product scheduled quant_dot 1 with int8_gemm 1 (and its SiLU, where
-    asked)."""
+def int8_gemm_linear(dtype, k, n, batch=None, silu=False, params=(("int8_gemm", 1),)):
+    """quant_linear's product scheduled quant_dot 1 with `params` (int8_gemm 1), and its SiLU
+    where asked."""
     cx = lm.Graph()
     x = cx.tensor(("m", k) if batch is None else (batch, "m", k), name="x")
     w = cx.tensor((n, k), dtype, name="w", parameter=True)
     wf = scheduled(w.to(lm.float32), [("inline", 1)])
-    y = scheduled(quantize_activations(x) @ wf.t(), [("quant_dot", 1), ("int8_gemm", 1)])
+    y = scheduled(quantize_activations(x) @ wf.t(), [("quant_dot", 1), *params])
     return cx, x, w, (lm.nn.functional.silu(y) if silu else y).output()
 
 
@@ -453,29 +453,49 @@ def test_int8_gemm_matches_gguf_for_every_m(dtype, blocks, n):
         check_product(rt.get(y), xs, raw, dtype)
 
 
-@int8_gemm
-@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q4_k], ids=str)
-def test_int8_gemm_of_a_batch_of_one_matches_torch(dtype):
-    """A model's (1, s, k) input (its batch loop folds into the rows) and the SiLU of the
-    product, against torch on gguf-py's round trip and dequantized weight."""
+def check_silu_product(rt, x, w, y, dtype, k, n, ms):
+    """rt's SiLU of the product at each m of `ms` against torch on gguf-py's round trip and
+    dequantized weight, within check_product's bound times SiLU's steepest slope (1.1)."""
     torch = pytest.importorskip("torch")
-    k, n, m = 512, 70, 37
-    cx, x, w, y = int8_gemm_linear(dtype, k, n, batch=1, silu=True)
+    raw = random_weight(dtype, n, k, seed=9)
+    rt.set_storage(w, raw)
+    wd = torch.from_numpy(dequantize(raw, dtype)).double()
+    for m in ms:
+        xs = scaled_rows(m, k, seed=m).reshape(1, m, k)
+        rt.set_data(x, xs)
+        rt.execute({"m": m})
+        xq = torch.from_numpy(gguf_round_trip(xs.reshape(m, k))).double()
+        want = torch.nn.functional.silu(xq @ wd.T)
+        got = torch.from_numpy(np.asarray(rt.get(y), np.float64).reshape(m, n))
+        bound = 1.1e-5 * (xq.abs() @ wd.abs().T) + 1e-30
+        assert torch.all((got - want).abs() <= bound), (got - want).abs().max()
+
+
+@int8_gemm
+@pytest.mark.parametrize("epilogue", [False, True], ids=["own-kernel", "epilogue"])
+@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q4_k], ids=str)
+def test_int8_gemm_of_a_batch_of_one_matches_torch(dtype, epilogue):
+    """A model's (1, s, k) input (its batch loop folds into the rows) and the SiLU of the
+    product, in a kernel of its own or in the int8 GEMM's store (epilogue 1)."""
+    k, n = 512, 70
+    params = (("int8_gemm", 1),) + ((("epilogue", 1),) if epilogue else ())
+    cx, x, w, y = int8_gemm_linear(dtype, k, n, batch=1, silu=True, params=params)
     rt = CpuRuntime()
     rt._load(cx)
     assert f"lm_qmm_{lm.dtype.name(dtype)}_" in rt.source
-    raw = random_weight(dtype, n, k, seed=9)
-    rt.set_storage(w, raw)
-    xs = scaled_rows(m, k, seed=2).reshape(1, m, k)
-    rt.set_data(x, xs)
-    rt.execute({"m": m})
-    xq = torch.from_numpy(gguf_round_trip(xs.reshape(m, k))).double()
-    wd = torch.from_numpy(dequantize(raw, dtype)).double()
-    want = torch.nn.functional.silu(xq @ wd.T)
-    got = torch.from_numpy(np.asarray(rt.get(y), np.float64).reshape(m, n))
-    # check_product's bound on the product, times SiLU's steepest slope (1.1)
-    bound = 1.1e-5 * (xq.abs() @ wd.abs().T) + 1e-30
-    assert torch.all((got - want).abs() <= bound), (got - want).abs().max()
+    check_silu_product(rt, x, w, y, dtype, k, n, (3, 37))
+
+
+def test_int8_kernel_with_an_epilogue_matches_torch():
+    """quant_dot 1 with epilogue 1: the SiLU in the int8 kernel's store. Its lowering used to
+    inline x's round trip into the sum, once per path through the formula (it never ended)."""
+    k, n = 256, 9
+    params = (("epilogue", 1),)
+    cx, x, w, y = int8_gemm_linear(lm.dtype.q8_0, k, n, batch=1, silu=True, params=params)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_qdot4_q8_0(K, " in rt.source
+    check_silu_product(rt, x, w, y, lm.dtype.q8_0, k, n, (2, 20))
 
 
 def test_int8_gemm_is_refused_without_vnni_or_dot_products():

@@ -348,6 +348,12 @@ class Lowerer {
     // elements (a piece of a cat reads it shifted, outside it for the other pieces' elements):
     // a condition of idx alone, so every reader at idx shares the one loop.
     var_extent_[var] = v.dims[axis];
+    // An epilogue's matmul of quantized activations (kernel/quant_dot.h) reads x as a root's
+    // would; inlined, the round trip's formula was emitted once per path through its nodes.
+    if (auto quant = quant_dots_.find(id); id != k_.root && epilogue && quant != quant_dots_.end()) {
+      quant_out_ = quant->second.first;
+      quant_x_ = quant->second.second;
+    }
     ValueId x = read_edge(n.inputs[0], full, inside(idx, rn(n.shape)));
     if (!keys) k_.reduce.push_back(Loop{var, v.dims[axis]});
     Value r;

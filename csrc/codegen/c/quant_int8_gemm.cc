@@ -142,15 +142,18 @@ std::string pack_function(DType w) {
   c.line("ws[s * " + nr + " + j] = 0;");
   c.line("wd[s * " + nr + " + j] = 0.0f;");
   c.close();
-  if (has_minimum(w)) c.line("for (int64_t s = 0; s < kc / 32; s++) wm[s * " + nr + " + j] = 0.0f;");
+  if (has_minimum(w)) {
+    c.line("for (int64_t s = 0; s < kc / 32; s++) wm[s * " + nr + " + j] = 0.0f;");
+  }
   c.line("continue;");
   c.close();
   // The column's next k block, fetched while this one is unpacked: a column's blocks of one k
   // block are a few cache lines, each next column's ldw bytes on, which the hardware's
-  // prefetchers do not see coming (a Q4_0 weight was read at 2 GB/s without this). A
-  // prefetch past the weight's end does not fault.
+  // prefetchers do not see coming (a 2048 x 8192 Q4_0 weight's unpack, 9 rows, took 6.8 ms
+  // without it, 4.9 with it). A prefetch past the weight's end does not fault.
   const std::string bytes = str(block_bytes(w));
-  c.line("const uint8_t* restrict lm_next = w + j * ldw + (pc + kc) / " + str(bv) + " * " + bytes + ";");
+  c.line("const uint8_t* restrict lm_next = w + j * ldw + (pc + kc) / " + str(bv) + " * " +
+         bytes + ";");
   c.line("for (int64_t o = 0; o < kc / " + str(bv) + " * " + bytes + "; o += 64) "
          "__builtin_prefetch(lm_next + o);");
   c.open("for (int64_t kb = 0; kb < kc / " + str(bv) + "; kb++)");
@@ -172,7 +175,8 @@ std::string pack_function(DType w) {
     c.line("for (int64_t s = 0; s < " + str(bv / 32) + "; s++) wm[(k0 / 32 + s) * " + nr +
            " + j] = m[s];");
   }
-  c.line("for (int64_t k = 0; k < " + str(bv) + "; k += 4) __builtin_memcpy(wp + (((k0 + k) / 4) * " +
+  c.line("for (int64_t k = 0; k < " + str(bv) +
+         "; k += 4) __builtin_memcpy(wp + (((k0 + k) / 4) * " +
          nr + " + j) * 4, q + k, 4);");
   c.close();
   c.close();

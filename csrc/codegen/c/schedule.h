@@ -71,7 +71,8 @@ constexpr int64_t kCpuParallelWork = 32768;
 
 // What the C renderer builds `kernel` with on a machine of `native`-float vectors: its
 // schedule (the program-wide choice's params, then its root node's; kernel/kernel.h) over the
-// defaults. No field is 0 but threads, gemv_rows, pack_b, bf16_dot and int8_gemm, whose defaults are 0.
+// defaults. No field is 0 but threads, gemv_rows, pack_b, bf16_dot and int8_gemm, whose
+// defaults are 0.
 CpuSchedule cpu_schedule(const Kernel& kernel, int64_t native);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name

@@ -136,8 +136,15 @@ std::string block_function(DType w) {
       c.line("const lm_vu32 u = __builtin_shufflevector(raw & 15, raw >> 4, 0, 1, 2, 3, 4, 5, 6, "
              "7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, "
              "28, 29, 30, 31);");
-      c.line("*acc += __builtin_convertvector(lm_dot_us(u, " + xs("0") + "), lm_vg8) * d;");
-      c.line("(*corr)[0] -= 8.0f * w * " + sum32("0") + ";");
+      // The offset 8 taken off in the integers, by a second dot product of x with 8s: a
+      // vector instruction, where x's sum times the scale off one lane of corr was several
+      // scalar ones (a lane's extract and insert).
+      c.line("const lm_vq8 lm_p = lm_dot_us(u, " + xs("0") + ") - lm_dot_us((lm_vu32){8, 8, 8, "
+             "8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, "
+             "8, 8}, " + xs("0") + ");");
+      c.line("*acc += __builtin_convertvector(lm_p, lm_vg8) * d;");
+      c.line("(void)corr;");
+      c.line("(void)sx;");
       break;
     case DType::Q4_K:
     case DType::Q5_K: {

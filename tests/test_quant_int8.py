@@ -116,17 +116,18 @@ def test_quantize_activations_refuses_bad_inputs():
 KERNEL_TYPES = [lm.dtype.q8_0, lm.dtype.q4_0, lm.dtype.q4_k, lm.dtype.q5_k, lm.dtype.q6_k]
 
 
-def quant_linear(dtype, k, n, fused=True, batch=None):
+def quant_linear(dtype, k, n, fused=True, batch=None, params=(), silu=False):
     """x (m, k) or (batch, m, k), m symbolic, times W (n, k) in `dtype` read from its blocks,
-    through quantize_activations; `fused` schedules the product quant_dot 1."""
+    through quantize_activations; `fused` schedules the product quant_dot 1, with `params`
+    (int8_gemm 1, epilogue 1), and `silu` takes the product's SiLU."""
     cx = lm.Graph()
     x = cx.tensor(("m", k) if batch is None else (batch, "m", k), name="x")
     w = cx.tensor((n, k), dtype, name="w", parameter=True)
     wf = scheduled(w.to(lm.float32), [("inline", 1)])
     y = quantize_activations(x) @ wf.t()
     if fused:
-        y = scheduled(y, [("quant_dot", 1)])
-    return cx, x, w, y.output()
+        y = scheduled(y, [("quant_dot", 1), *params])
+    return cx, x, w, (lm.nn.functional.silu(y) if silu else y).output()
 
 
 def check_product(got, x, raw, dtype):
@@ -140,6 +141,17 @@ def check_product(got, x, raw, dtype):
     assert np.all(np.abs(got - want) <= bound), np.abs(got - want).max()
 
 
+def check_every_m(rt, x, w, y, dtype, k, n, seed, ms):
+    """rt's product with a random W (n, k) at each m of `ms` against gguf-py (check_product)."""
+    raw = random_weight(dtype, n, k, seed=seed)
+    rt.set_storage(w, raw)
+    for m in ms:
+        xs = scaled_rows(m, k, seed=m)
+        rt.set_data(x, xs)
+        rt.execute({"m": m})
+        check_product(rt.get(y), xs, raw, dtype)
+
+
 @pytest.mark.parametrize("dtype", KERNEL_TYPES, ids=str)
 @pytest.mark.parametrize("blocks,n", [(1, 1), (2, 7), (3, 13)])
 def test_int8_kernel_matches_gguf_for_every_m(dtype, blocks, n):
@@ -148,13 +160,8 @@ def test_int8_kernel_matches_gguf_for_every_m(dtype, blocks, n):
     rt = CpuRuntime()
     rt._load(cx)
     assert f"lm_qdot4_{lm.dtype.name(dtype)}(K, " in rt.source
-    raw = random_weight(dtype, n, k, seed=blocks)
-    rt.set_storage(w, raw)
-    for m in (1, 2, 3, 7, 9, 20):  # past 8 rows: the round trip in the f32 GEMM
-        xs = scaled_rows(m, k, seed=m)
-        rt.set_data(x, xs)
-        rt.execute({"m": m})
-        check_product(rt.get(y), xs, raw, dtype)
+    # past 8 rows: the round trip in the f32 GEMM
+    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 2, 3, 7, 9, 20))
 
 
 @pytest.mark.parametrize("dtype", [lm.dtype.q8_0, lm.dtype.q4_k], ids=str)
@@ -421,15 +428,7 @@ int8_gemm = pytest.mark.skipif(not (_core.cpu_has_int8_dot() and CpuRuntime().ve
                                reason="needs AVX512-VNNI and 16-wide vectors")
 
 
-def int8_gemm_linear(dtype, k, n, batch=None, silu=False, params=(("int8_gemm", 1),)):
-    """quant_linear's product scheduled quant_dot 1 with `params` (int8_gemm 1), and its SiLU
-    where asked."""
-    cx = lm.Graph()
-    x = cx.tensor(("m", k) if batch is None else (batch, "m", k), name="x")
-    w = cx.tensor((n, k), dtype, name="w", parameter=True)
-    wf = scheduled(w.to(lm.float32), [("inline", 1)])
-    y = scheduled(quantize_activations(x) @ wf.t(), [("quant_dot", 1), *params])
-    return cx, x, w, (lm.nn.functional.silu(y) if silu else y).output()
+INT8_GEMM = (("int8_gemm", 1),)
 
 
 @int8_gemm
@@ -440,17 +439,11 @@ def test_int8_gemm_matches_gguf_for_every_m(dtype, blocks, n):
     of 256 for the 32-value types), M of one row, the GEMV's last, and past it: 9, a partial
     block of 4 rows (13), 128 and 513."""
     k = blocks * max(lm._core.block_values(dtype), 128)
-    cx, x, w, y = int8_gemm_linear(dtype, k, n)
+    cx, x, w, y = quant_linear(dtype, k, n, params=INT8_GEMM)
     rt = CpuRuntime()
     rt._load(cx)
     assert f"lm_qmm_{lm.dtype.name(dtype)}_" in rt.source
-    raw = random_weight(dtype, n, k, seed=blocks)
-    rt.set_storage(w, raw)
-    for m in (1, 7, 8, 9, 13, 128, 513):
-        xs = scaled_rows(m, k, seed=m)
-        rt.set_data(x, xs)
-        rt.execute({"m": m})
-        check_product(rt.get(y), xs, raw, dtype)
+    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 128, 513))
 
 
 def check_silu_product(rt, x, w, y, dtype, k, n, ms):
@@ -478,8 +471,8 @@ def test_int8_gemm_of_a_batch_of_one_matches_torch(dtype, epilogue):
     """A model's (1, s, k) input (its batch loop folds into the rows) and the SiLU of the
     product, in a kernel of its own or in the int8 GEMM's store (epilogue 1)."""
     k, n = 512, 70
-    params = (("int8_gemm", 1),) + ((("epilogue", 1),) if epilogue else ())
-    cx, x, w, y = int8_gemm_linear(dtype, k, n, batch=1, silu=True, params=params)
+    params = INT8_GEMM + ((("epilogue", 1),) if epilogue else ())
+    cx, x, w, y = quant_linear(dtype, k, n, batch=1, params=params, silu=True)
     rt = CpuRuntime()
     rt._load(cx)
     assert f"lm_qmm_{lm.dtype.name(dtype)}_" in rt.source
@@ -490,8 +483,7 @@ def test_int8_kernel_with_an_epilogue_matches_torch():
     """quant_dot 1 with epilogue 1: the SiLU in the int8 kernel's store. Its lowering used to
     inline x's round trip into the sum, once per path through the formula (it never ended)."""
     k, n = 256, 9
-    params = (("epilogue", 1),)
-    cx, x, w, y = int8_gemm_linear(lm.dtype.q8_0, k, n, batch=1, silu=True, params=params)
+    cx, x, w, y = quant_linear(lm.dtype.q8_0, k, n, batch=1, params=(("epilogue", 1),), silu=True)
     rt = CpuRuntime()
     rt._load(cx)
     assert "lm_qdot4_q8_0(K, " in rt.source
@@ -499,6 +491,6 @@ def test_int8_kernel_with_an_epilogue_matches_torch():
 
 
 def test_int8_gemm_is_refused_without_vnni_or_dot_products():
-    cx, x, w, y = int8_gemm_linear(lm.dtype.q8_0, 64, 5)
+    cx, x, w, y = quant_linear(lm.dtype.q8_0, 64, 5, params=INT8_GEMM)
     with pytest.raises(lm.CompileError, match="int8_gemm 1 needs"):
         CpuRuntime(dot_products=False)._load(cx)

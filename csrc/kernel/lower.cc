@@ -350,7 +350,8 @@ class Lowerer {
     var_extent_[var] = v.dims[axis];
     // An epilogue's matmul of quantized activations (kernel/quant_dot.h) reads x as a root's
     // would; inlined, the round trip's formula was emitted once per path through its nodes.
-    if (auto quant = quant_dots_.find(id); id != k_.root && epilogue && quant != quant_dots_.end()) {
+    auto quant = quant_dots_.find(id);
+    if (id != k_.root && epilogue && quant != quant_dots_.end()) {
       quant_out_ = quant->second.first;
       quant_x_ = quant->second.second;
     }

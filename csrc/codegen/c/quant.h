@@ -57,6 +57,10 @@ void emit_quant_pack_panel(DType stored, int64_t width, int64_t nr, CodeWriter& 
 // again for every row of x, for a GEMM that unpacks each block once: the f32 GEMM on x's
 // round trip dequantized (c/matmul.cc emit_gemm), or the int8 GEMM (int8_gemm 1).
 constexpr int64_t kInt8GemvRows = 8;
+// The rows that take the int8 GEMV under a schedule's `gemv_rows` (0: kInt8GemvRows).
+inline int64_t int8_gemv_rows(int64_t gemv_rows) {
+  return gemv_rows > 0 ? gemv_rows : kInt8GemvRows;
+}
 // Whether quantized-activation kernel `k` (MatmulInfo::a_q8_0) multiplies the rows past the
 // int8 GEMV's in int8 too (c/quant_int8_gemm.cc): its schedule has int8_gemm 1 (checked
 // against the machine by check_cpu_schedule) and it has no batch loops but those that fold

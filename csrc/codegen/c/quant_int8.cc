@@ -4,11 +4,11 @@
 // hl_ops/quant_activations.py's formula) and their sums per 16 times the scale; then, threads split over N, four
 // rows of W per task, each weight block's integers meet x's in int8 dot products (AVX-512
 // VNNI vpdpbusd, else AVX2 pmaddubsw + pmaddwd, else plain C), times d_x * d_w summed in f32.
-// Offsets of unsigned weights (Q4_0's 8, a K-quant's minimum, Q6_K's 32) are taken off with
-// x's block sums. Past kInt8GemvRows rows (prefill) x's round trip is dequantized into an f32
-// copy for the f32 GEMM, which widens each weight block once for all rows, or, under
-// int8_gemm 1, multiplied in the int8 GEMM (c/quant_int8_gemm.cc). Not the f32 quantized GEMV
-// (c/quant.cc) nor the formula's recognition (ir/quant_activations.h).
+// Offsets of unsigned weights (a K-quant's minimum, Q6_K's 32) are taken off with x's block
+// sums, Q4_0's 8 in the integers. Past kInt8GemvRows rows (prefill) x's round trip is
+// dequantized into an f32 copy for the f32 GEMM, which widens each weight block once for all
+// rows, or, under int8_gemm 1, multiplied in the int8 GEMM (c/quant_int8_gemm.cc). Not the
+// f32 quantized GEMV (c/quant.cc) nor the formula's recognition (ir/quant_activations.h).
 #include <set>
 #include <string>
 
@@ -121,9 +121,6 @@ std::string block_function(DType w) {
          "(const uint8_t* restrict b, const signed char* restrict qx, const float* restrict dx, "
          "const float* restrict sx, lm_vg8* restrict acc, lm_vg8* restrict corr)");
   auto xs = [](const std::string& at) { return "*(const lm_vs32u*)(qx + " + at + ")"; };
-  auto sum32 = [](const std::string& at) {
-    return "(sx[2 * (" + at + ")] + sx[2 * (" + at + ") + 1])";
-  };
   switch (w) {
     case DType::Q8_0:
       c.line("const float d = lm_block_scale(b) * dx[0];");
@@ -139,9 +136,8 @@ std::string block_function(DType w) {
       // The offset 8 taken off in the integers, by a second dot product of x with 8s: a
       // vector instruction, where x's sum times the scale off one lane of corr was several
       // scalar ones (a lane's extract and insert).
-      c.line("const lm_vq8 lm_p = lm_dot_us(u, " + xs("0") + ") - lm_dot_us((lm_vu32){8, 8, 8, "
-             "8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, "
-             "8, 8}, " + xs("0") + ");");
+      c.line("const lm_vq8 lm_p = lm_dot_us(u, " + xs("0") + ") - lm_dot_us((lm_vu32){0} + 8, " +
+             xs("0") + ");");
       c.line("*acc += __builtin_convertvector(lm_p, lm_vg8) * d;");
       c.line("(void)corr;");
       c.line("(void)sx;");
@@ -322,7 +318,7 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
   const bool wide = outer == 0;  // the GEMM path takes rows am apart, no batch loops
-  const int64_t most = schedule_of(k).gemv_rows > 0 ? schedule_of(k).gemv_rows : kInt8GemvRows;
+  const int64_t most = int8_gemv_rows(schedule_of(k).gemv_rows);
   w.line(std::string("const int lm_wide = ") + (wide ? "M > " + str(most) : "0") + ";");
   const bool int8 = takes_int8_gemm(k, vector_width_);  // past `most` rows (c/quant_int8_gemm.cc)
   if (!int8) w.line("float* lm_xf = lm_wide ? (float*)malloc(sizeof(float) * M * am + 64) : 0;");

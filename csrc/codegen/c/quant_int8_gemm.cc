@@ -39,8 +39,8 @@ std::string micro_name(DType w) {
   return std::string("lm_qmm_") + dtype_name(w) + "_" + str(kRows) + "x" + str(kNr);
 }
 
-// The integers q[0, block), scales d[0, block / sub_block) and minimums m[0, block / 32) of
-// weight block b, so that its value j is d[j / sub_block] * q[j] - m[j / 32]. Bytes a vector
+// The integers q[0, block), scales qd[0, block / sub_block) and minimums qm[0, block / 32) of
+// weight block b, so that its value j is qd[j / sub_block] * q[j] - qm[j / 32]. Bytes a vector
 // of 32 (16 for Q4_0) at a time: lm_vb32 / lm_vb16 (kPackTypes), loaded and stored unaligned
 // by memcpy.
 void emit_unpack_block(DType w, CodeWriter& c) {
@@ -57,11 +57,11 @@ void emit_unpack_block(DType w, CodeWriter& c) {
   };
   switch (w) {
     case DType::Q8_0:
-      c.line("d[0] = lm_block_scale(b);");
+      c.line("qd[0] = lm_block_scale(b);");
       c.line("__builtin_memcpy(q, b + 2, 32);");
       break;
     case DType::Q4_0:
-      c.line("d[0] = lm_block_scale(b);");
+      c.line("qd[0] = lm_block_scale(b);");
       c.line("lm_vb16 raw;");
       c.line("__builtin_memcpy(&raw, b + 2, 16);");
       c.line("const lm_vb16 lo = (raw & 15) - 8, hi = (raw >> 4) - 8;");
@@ -70,15 +70,13 @@ void emit_unpack_block(DType w, CodeWriter& c) {
       break;
     case DType::Q4_K:
     case DType::Q5_K: {
-      // 6-bit scales and minimums of the 8 sub-blocks (GGUF's get_scale_min_k4)
+      // 6-bit scales and minimums of the 8 sub-blocks (GGUF's get_scale_min_k4, c/quant.cc)
       const bool five = w == DType::Q5_K;
-      c.line("const float dd = lm_block_scale(b), dmin = lm_block_scale(b + 2);");
-      c.line("const uint8_t* restrict s = b + 4;");
-      c.open("for (int l = 0; l < 8; l++)");
-      c.line("const int sc = l < 4 ? s[l] & 63 : (s[l + 4] & 15) | ((s[l - 4] >> 6) << 4);");
-      c.line("const int mn = l < 4 ? s[l + 4] & 63 : (s[l + 4] >> 4) | ((s[l] >> 6) << 4);");
-      c.line("d[l] = dd * (float)sc;");
-      c.line("m[l] = dmin * (float)mn;");
+      open_k_quant_sub_blocks(c);
+      c.line("qd[sub] = s0;");
+      c.line("qd[sub + 1] = s1;");
+      c.line("qm[sub] = m0;");
+      c.line("qm[sub + 1] = m1;");
       c.close();
       if (five) load("qh", "b + 16");
       for (int p = 0; p < 4; ++p) {
@@ -99,7 +97,7 @@ void emit_unpack_block(DType w, CodeWriter& c) {
       // ql (128 bytes), qh (64), 16 int8 scales, d; element 128h + 32r + l from a nibble of
       // ql and bits 2r of qh, less 32
       c.line("const float dd = lm_block_scale(b + 208);");
-      c.line("for (int l = 0; l < 16; l++) d[l] = dd * (float)(signed char)b[192 + l];");
+      c.line("for (int l = 0; l < 16; l++) qd[l] = dd * (float)(signed char)b[192 + l];");
       for (int h = 0; h < 2; ++h) {
         const std::string H = str(h);
         load("ql" + H + "a", "b + " + str(64 * h));
@@ -160,8 +158,8 @@ std::string pack_function(DType w) {
   c.line("const uint8_t* restrict b = w + j * ldw + (pc / " + str(bv) + " + kb) * " +
          str(block_bytes(w)) + ";");
   c.line("signed char q[" + str(bv) + "];");
-  c.line("float d[" + str(bv / g) + "];");
-  c.line(has_minimum(w) ? "float m[" + str(bv / 32) + "];" : "(void)wm;");
+  c.line("float qd[" + str(bv / g) + "];");
+  c.line(has_minimum(w) ? "float qm[" + str(bv / 32) + "];" : "(void)wm;");
   emit_unpack_block(w, c);
   c.line("const int64_t k0 = kb * " + str(bv) + ";");
   c.open("for (int64_t s = 0; s < " + str(bv / g) + "; s++)");
@@ -169,11 +167,11 @@ std::string pack_function(DType w) {
   c.line("for (int l = 0; l < " + str(g) + "; l++) sum += q[s * " + str(g) + " + l];");
   c.line("const int64_t at = (k0 / " + str(g) + " + s) * " + nr + " + j;");
   c.line("ws[at] = -128 * sum;");
-  c.line("wd[at] = d[s];");
+  c.line("wd[at] = qd[s];");
   c.close();
   if (has_minimum(w)) {
     c.line("for (int64_t s = 0; s < " + str(bv / 32) + "; s++) wm[(k0 / 32 + s) * " + nr +
-           " + j] = m[s];");
+           " + j] = qm[s];");
   }
   c.line("for (int64_t k = 0; k < " + str(bv) +
          "; k += 4) __builtin_memcpy(wp + (((k0 + k) / 4) * " +

@@ -54,7 +54,7 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   // two run the same code, and one program serves a decode and a prompt: a search timed at
   // the decode cannot tell them apart, so int8_gemm is priced a shade below there.
   if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
-    const double rows = static_cast<double>(tile.gemv_rows > 0 ? tile.gemv_rows : kInt8GemvRows);
+    const double rows = static_cast<double>(int8_gemv_rows(tile.gemv_rows));
     if (size.m <= rows) {
       const double gemv = b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
       return tile.int8_gemm == 1 ? gemv * 0.99 : gemv;

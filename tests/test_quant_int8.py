@@ -200,6 +200,30 @@ def test_int8_kernel_agrees_with_the_interpreter_batched(dtype):
     check_product(got[1], xs, raw, dtype)
 
 
+@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q8_0], ids=str)
+def test_the_last_row_of_a_slice_takes_the_int8_kernel(dtype):
+    """A model's head reads its last position only (h[:, -1:], a view at offset (s - 1) * k):
+    the round trip of that slice is recognised and multiplied in int8 (it used to be computed
+    by its own kernels and the product widened to f32: a tied 1B head at a third of the
+    bandwidth)."""
+    k, n = 128, 45
+    cx = lm.Graph()
+    x = cx.tensor((1, "m", k), name="x")
+    w = cx.tensor((n, k), dtype, name="w", parameter=True)
+    wf = scheduled(w.to(lm.float32), [("inline", 1)])
+    y = scheduled(quantize_activations(x[:, -1:]) @ wf.t(), [("quant_dot", 1)]).output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_qdot4_{lm.dtype.name(dtype)}(K, " in rt.source
+    raw = random_weight(dtype, n, k, seed=9)
+    rt.set_storage(w, raw)
+    for m in (1, 4, 11):
+        xs = scaled_rows(m, k, seed=m).reshape(1, m, k)
+        rt.set_data(x, xs)
+        rt.execute({"m": m})
+        check_product(rt.get(y), xs[:, -1:], raw, dtype)
+
+
 def test_unfused_program_quantizes_in_its_own_kernels():
     cx, x, w, y = quant_linear(lm.dtype.q8_0, 64, 5, fused=False)
     rt = CpuRuntime()

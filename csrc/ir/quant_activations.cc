@@ -128,10 +128,23 @@ class Matcher {
     };
   }
 
-  // x, read as (..., blocks, 32) through a contiguous view: the same read every time.
+  // Row-major strides (an axis of extent 1 may have any), no mask, any offset.
+  static bool dense(const ShapeTracker& v) {
+    if (v.has_mask()) return false;
+    Expr stride = 1;
+    for (size_t k = v.dims.size(); k-- > 0;) {
+      if (!(v.strides[k] == stride || is_one(v.dims[k]))) return false;
+      stride = stride * v.dims[k];
+    }
+    return true;
+  }
+
+  // x, read as (..., blocks, 32) through a dense view (row-major strides, no mask; any
+  // offset: a slice of whole rows, such as a model's last position before its head, whose
+  // whole blocks the lowering checks, kernel/quant_dot.h): the same read every time.
   EdgeTest x() {
     return [this](const QaEdge& e) {
-      if (!e.view->is_contiguous()) return false;
+      if (!dense(*e.view)) return false;
       if (s_.x.id >= 0) return s_.x.id == e.id && s_.x.view->same_as(*e.view);
       s_.x = e;
       return true;

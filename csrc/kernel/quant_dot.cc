@@ -26,7 +26,8 @@ bool reads_whole_blocks(const Kernel& k, const Value& v, int64_t block) {
     std::optional<Expr> stride = affine_stride(v.index, l.var);
     if (!stride || (!is_zero(*stride) && !whole_blocks(*stride, block))) return false;
   }
-  return whole_blocks(v.index.substitute(zero), block);
+  // where it starts: a constant, or a symbolic offset in whole blocks (a slice of rows)
+  return is_zero(v.index.substitute(zero) % Expr(block));
 }
 
 }  // namespace

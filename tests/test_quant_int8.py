@@ -514,6 +514,67 @@ def test_int8_kernel_with_an_epilogue_matches_torch():
     check_silu_product(rt, x, w, y, lm.dtype.q8_0, k, n, (2, 20))
 
 
+ROW_GROUPS = INT8_GEMM + (("quant_rows", 4),)
+
+
+@int8_gemm
+@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q8_0], ids=str)
+@pytest.mark.parametrize("blocks,n", [(1, 7), (3, 45), (9, 33), (16, 64)])
+def test_row_groups_match_gguf_for_every_m(dtype, blocks, n):
+    """W laid out in groups of 4 rows when its data is set (quant_rows 4): N of a partial last
+    group (7, 45, 33), K of 1 and 3 blocks (part of a chunk of 8), 9 (a chunk and one) and 16;
+    M of the group GEMV (1, 7, 8) and of the GEMM that packs from the groups."""
+    k = blocks * 32
+    cx, x, w, y = quant_linear(dtype, k, n, params=ROW_GROUPS)
+    rt = CpuRuntime()
+    rt._load(cx)
+    name = lm.dtype.name(dtype)
+    assert f"lm_qdotg_{name}(K, " in rt.source and f"lm_qpackg_{name}(" in rt.source
+    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 128, 513))
+    assert rt._rt.memory().packed_input_bytes > 0
+
+
+@int8_gemm
+def test_row_groups_of_a_batch_of_one_with_silu_match_torch():
+    k, n = 512, 70
+    cx, x, w, y = quant_linear(lm.dtype.q4_0, k, n, batch=1, params=ROW_GROUPS, silu=True)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_qdotg_q4_0(K, " in rt.source
+    check_silu_product(rt, x, w, y, lm.dtype.q4_0, k, n, (1, 3, 37))
+
+
+@int8_gemm
+def test_a_weight_another_kernel_reads_stays_in_its_blocks():
+    """A tied embedding: the head's weight is gathered too, so it keeps GGUF's blocks (one
+    resident layout a parameter) and its GEMV reads them as stored."""
+    k, n = 128, 45
+    cx = lm.Graph()
+    x = cx.tensor(("m", k), name="x")
+    ids = cx.tensor(("m",), lm.int32, name="ids")
+    w = cx.tensor((n, k), lm.dtype.q4_0, name="w", parameter=True)
+    wf = scheduled(w.to(lm.float32), [("inline", 1)])
+    h = x + w.to(lm.float32)[ids]
+    y = scheduled(quantize_activations(h) @ wf.t(), [("quant_dot", 1), *ROW_GROUPS]).output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_qdotg_" not in rt.source and "lm_qdot4_q4_0(K, " in rt.source
+    raw = random_weight(lm.dtype.q4_0, n, k, seed=2)
+    rt.set_storage(w, raw)
+    xs = scaled_rows(3, k, seed=3)
+    index = np.array([0, 44, 7], np.int32)
+    rt.set_data(x, xs)
+    rt.set_data(ids, index)
+    rt.execute({"m": 3})
+    check_product(rt.get(y), xs + dequantize(raw, lm.dtype.q4_0)[index], raw, lm.dtype.q4_0)
+
+
+def test_row_groups_need_the_int8_gemm():
+    cx, x, w, y = quant_linear(lm.dtype.q4_0, 64, 5, params=(("quant_rows", 4),))
+    with pytest.raises(lm.CompileError, match="quant_rows must be 0, or 4 with int8_gemm 1"):
+        CpuRuntime()._load(cx)
+
+
 def test_int8_gemm_is_refused_without_vnni_or_dot_products():
     cx, x, w, y = quant_linear(lm.dtype.q8_0, 64, 5, params=INT8_GEMM)
     with pytest.raises(lm.CompileError, match="int8_gemm 1 needs"):

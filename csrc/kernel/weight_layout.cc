@@ -7,6 +7,7 @@
 
 #include "ir/graph.h"
 #include "kernel/kernel.h"
+#include "kernel/quant_row_groups.h"
 
 namespace luminal {
 
@@ -15,9 +16,15 @@ int64_t PackedPanels::last_read() const {
   return offset + (k - 1) * b_k + (n - 1) * b_n;
 }
 
+int64_t PackedPanels::bytes() const {
+  if (row_groups) return padded_n() / width * group_bytes(stored, k);
+  return elements() * static_cast<int64_t>(dtype_size(stored));
+}
+
 bool PackedPanels::operator==(const PackedPanels& o) const {
   return stored == o.stored && width == o.width && depth == o.depth && k == o.k && n == o.n &&
-         offset == o.offset && b_k == o.b_k && b_n == o.b_n && pairs == o.pairs;
+         offset == o.offset && b_k == o.b_k && b_n == o.b_n && pairs == o.pairs &&
+         row_groups == o.row_groups;
 }
 
 void settle_weight_layout(const Graph& graph, Program& program,

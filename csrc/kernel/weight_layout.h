@@ -28,6 +28,9 @@ struct Program;
 // width 32-bit words (B[k, n], B[k + 1, n]), the k block's rows rounded up to even (the last
 // pair of an odd block 0 in its high half), so every offset above counts in those words, with
 // rows / 2 in place of rows and k / 2 in place of k.
+// With `row_groups` (a quantized weight read by the 512-bit int8 GEMV, schedule quant_rows)
+// B's blocks lie in kernel/quant_row_groups.h's layout instead, width its rows a group and
+// depth 0.
 struct PackedPanels {
   DType stored = DType::F32;
   int64_t width = 0;  // columns a panel: the kernel's tile_n
@@ -38,10 +41,13 @@ struct PackedPanels {
   int64_t b_k = 0;
   int64_t b_n = 0;
   bool pairs = false;
+  bool row_groups = false;
 
   int64_t padded_n() const { return (n + width - 1) / width * width; }
   // In B's elements (a pair's word holds two).
   int64_t elements() const { return padded_n() * (pairs ? k + k % 2 : k); }
+  // The bytes they take.
+  int64_t bytes() const;
   // The largest element of the parameter's data the panels read, -1 when they read none.
   int64_t last_read() const;
   bool operator==(const PackedPanels& o) const;

@@ -16,6 +16,7 @@
 #include "codegen/c/matmul.h"
 #include "codegen/c/quant.h"
 #include "codegen/c/schedule.h"
+#include "kernel/quant_row_groups.h"
 
 namespace luminal {
 
@@ -180,7 +181,7 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
       continue;
     }
     const std::optional<PackedPanels>& panels = k.panels;
-    if (!panels) {
+    if (!panels || panels->row_groups) {  // row groups: the int8 kernels' (quant_int8_prelude)
       if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
       if (renders_gemv(k)) s += gemv_prelude(k, seen);
       continue;
@@ -207,9 +208,13 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
 }
 
 std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
-  if (cpu_schedule(k, native).pack_b != 1 || !takes_gemm(k, native)) return std::nullopt;
-  if (is_quantized(k.matmul.b_stored)) return std::nullopt;  // packed as the GEMM runs
+  const CpuSchedule schedule = cpu_schedule(k, native);
   const MatmulInfo& mm = k.matmul;
+  // a quantized weight: in row groups (quant_rows), else packed as the GEMM runs
+  const bool groups = schedule.quant_rows == kGroupRows && takes_int8_gemm(k, native) &&
+                      has_row_groups(mm.b_stored) && is_one(mm.b_k);
+  if (is_quantized(mm.b_stored) && !groups) return std::nullopt;
+  if ((!groups && schedule.pack_b != 1) || !takes_gemm(k, native)) return std::nullopt;
   const Value& b = k.values[mm.b];
   if (b.buffer == k.values[mm.a].buffer) return std::nullopt;
   for (int i = 0; i < mm.m_loop; ++i) {
@@ -227,14 +232,19 @@ std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
   if (!offset || !depth || !columns || !b_k || !b_n) return std::nullopt;
   PackedPanels p;
   p.stored = mm.b_stored;
-  const Tiles t = tiles_of(k, native);
-  p.width = t.nr;
-  p.depth = t.kc;
   p.k = *depth;
   p.n = *columns;
   p.offset = *offset;
   p.b_k = *b_k;
   p.b_n = *b_n;
+  if (groups) {
+    p.width = kGroupRows;
+    p.row_groups = true;
+    return p;
+  }
+  const Tiles t = tiles_of(k, native);
+  p.width = t.nr;
+  p.depth = t.kc;
   p.pairs = takes_bf16_dot(k, native);  // the bf16 dot products' panels of k pairs
   return p;
 }

@@ -68,6 +68,15 @@ inline int64_t int8_gemv_rows(int64_t gemv_rows) {
 bool takes_int8_gemm(const Kernel& k, int64_t native);
 std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen);
 
+// The int8 GEMV on a weight of `w` in row groups (c/quant_int8_groups.cc, quant_rows 4):
+// "lm_qdotg_q4_0", its definition and helpers (those `seen` lacks; int8_gemm_prelude's
+// lm_dpbusd before them), and what x's per-block offsets are its sums times (Q4_0 2, Q8_0 32:
+// the weight's offset over a row's 4 lanes).
+std::string group_gemv_name(DType w);
+std::string group_gemv_function(DType w);
+std::string group_gemv_prelude(DType w, std::set<std::string>& seen);
+int64_t group_x_offset(DType w);
+
 // Whether the C renderer runs matmul kernel `k` by its quantized GEMV path: an f32 matmul
 // whose B is a quantized buffer widened by a Cast (a Linear's weight W(N, K) in blocks), read
 // in whole blocks along k (b_k == 1, K, b_n and B's offset multiples of the block), A f32 and

@@ -17,12 +17,14 @@
 #include "codegen/c/quant.h"
 #include "codegen/c/schedule.h"
 #include "core/errors.h"
+#include "kernel/quant_row_groups.h"
 
 namespace luminal {
 
 namespace {
 
-constexpr int64_t kWRows = 4;  // rows of W per task
+constexpr int64_t kWRows = 4;  // rows of W per task (a row group, kernel/quant_row_groups.h)
+static_assert(kWRows == kGroupRows);
 constexpr int kParts = 4;      // accumulators a row of W deals its blocks round
 
 std::string str(int64_t v) { return std::to_string(v); }
@@ -311,8 +313,13 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   emit_matmul_sizes(k, outer, w);
   w.line("const int64_t lm_ldw = bn / " + str(block_values(stored)) + " * " +
          str(block_bytes(stored)) + ";");
-  // Per row of x: K int8, K / 32 f32 scales, K / 16 f32 sums, rounded up to 64 bytes.
-  w.line("const int64_t lm_xbytes = (K + K / 32 * 4 + K / 16 * 4 + 63) / 64 * 64;");
+  // W in row groups (quant_rows 4, kernel/quant_row_groups.h): the bytes of a group
+  const bool groups = k.panels && k.panels->row_groups;
+  if (groups) w.line("const int64_t lm_gbytes = " + str(group_bytes(stored, k.panels->k)) + ";");
+  // Per row of x: K int8, K / 32 f32 scales, K / 16 f32 sums (and in row groups K / 32 int32
+  // offsets), rounded up to 64 bytes.
+  w.line(std::string("const int64_t lm_xbytes = (K + K / 32 * 4 + K / 16 * 4") +
+         (groups ? " + K / 32 * 4" : "") + " + 63) / 64 * 64;");
   w.line("const int64_t lm_xrows = lm_batches * M;");
   w.line("char* lm_raw = (char*)malloc(lm_xrows * lm_xbytes + 64);");
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
@@ -343,13 +350,28 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
            "(float)((signed char*)lm_row)[j] * lm_d[j / 32];");
   }
   w.close();
+  if (groups) {  // each block's sum times minus the groups' weight offset (group_x_offset)
+    w.open("else");
+    w.line("int* restrict lm_o = (int*)(lm_row + K + K / 32 * 4 + K / 16 * 4);");
+    w.open("for (int64_t b = 0; b < K / 32; b++)");
+    w.line("int sum = 0;");
+    w.line("for (int j = 0; j < 32; j++) sum += ((const signed char*)lm_row)[b * 32 + j];");
+    w.line("lm_o[b] = sum * " + str(-group_x_offset(stored)) + ";");
+    w.close();
+    w.close();
+  }
   w.close();
   w.open("if (!lm_wide)");
   open_weight_row_tasks(k, outer, kWRows, w);
   w.line("(void)A;");
   w.open("for (int64_t lm_i = 0; lm_i < M; lm_i++)");
-  w.line(dot4_name(stored) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, B + n0 * lm_ldw, "
-         "lm_ldw, C + lm_i * N + n0, rows);");
+  if (groups) {
+    w.line(group_gemv_name(stored) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, B + n0 / " +
+           wrows + " * lm_gbytes, C + lm_i * N + n0, rows);");
+  } else {
+    w.line(dot4_name(stored) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, B + n0 * lm_ldw, "
+           "lm_ldw, C + lm_i * N + n0, rows);");
+  }
   w.close();
   emit_matmul_epilogue(k, outer, "0", "M", "n0", "n0 + rows", w);
   w.close();

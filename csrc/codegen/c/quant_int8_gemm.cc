@@ -17,6 +17,7 @@
 #include "codegen/c/renderer.h"
 #include "codegen/c/schedule.h"
 #include "core/errors.h"
+#include "kernel/quant_row_groups.h"
 
 namespace luminal {
 
@@ -34,7 +35,10 @@ std::string str(int64_t v) { return std::to_string(v); }
 int64_t sub_block(DType w) { return w == DType::Q6_K ? 16 : 32; }
 bool has_minimum(DType w) { return w == DType::Q4_K || w == DType::Q5_K; }
 
-std::string pack_name(DType w) { return std::string("lm_qpack_") + dtype_name(w); }
+// `groups`: the pack of a weight in row groups (kernel/quant_row_groups.h).
+std::string pack_name(DType w, bool groups) {
+  return std::string(groups ? "lm_qpackg_" : "lm_qpack_") + dtype_name(w);
+}
 std::string micro_name(DType w) {
   return std::string("lm_qmm_") + dtype_name(w) + "_" + str(kRows) + "x" + str(kNr);
 }
@@ -42,8 +46,9 @@ std::string micro_name(DType w) {
 // The integers q[0, block), scales qd[0, block / sub_block) and minimums qm[0, block / 32) of
 // weight block b, so that its value j is qd[j / sub_block] * q[j] - qm[j / 32]. Bytes a vector
 // of 32 (16 for Q4_0) at a time: lm_vb32 / lm_vb16 (kPackTypes), loaded and stored unaligned
-// by memcpy.
-void emit_unpack_block(DType w, CodeWriter& c) {
+// by memcpy. In row groups (`groups`: Q4_0, Q8_0) the block's scale is at sp and its row's
+// first 16 bytes of integers at qp (Q8_0's next 16 a vector of the group on, stored q + 128).
+void emit_unpack_block(DType w, bool groups, CodeWriter& c) {
   // the 32 bytes at `at` as vector `name`, and vector `v` stored into q + `at`
   auto load = [&](const std::string& name, const std::string& at) {
     c.line("lm_vb32 " + name + ";");
@@ -57,13 +62,24 @@ void emit_unpack_block(DType w, CodeWriter& c) {
   };
   switch (w) {
     case DType::Q8_0:
-      c.line("qd[0] = lm_block_scale(b);");
-      c.line("__builtin_memcpy(q, b + 2, 32);");
+      c.line(groups ? "qd[0] = lm_block_scale(sp);" : "qd[0] = lm_block_scale(b);");
+      if (!groups) {
+        c.line("__builtin_memcpy(q, b + 2, 32);");
+        break;
+      }
+      for (int h = 0; h < 2; ++h) {
+        c.open("");
+        c.line("lm_vb16 t;");
+        c.line("__builtin_memcpy(&t, qp + " + str(64 * h) + ", 16);");
+        c.line("t ^= 0x80;");
+        c.line("__builtin_memcpy(q + " + str(16 * h) + ", &t, 16);");
+        c.close();
+      }
       break;
     case DType::Q4_0:
-      c.line("qd[0] = lm_block_scale(b);");
+      c.line(groups ? "qd[0] = lm_block_scale(sp);" : "qd[0] = lm_block_scale(b);");
       c.line("lm_vb16 raw;");
-      c.line("__builtin_memcpy(&raw, b + 2, 16);");
+      c.line(groups ? "__builtin_memcpy(&raw, qp, 16);" : "__builtin_memcpy(&raw, b + 2, 16);");
       c.line("const lm_vb16 lo = (raw & 15) - 8, hi = (raw >> 4) - 8;");
       c.line("__builtin_memcpy(q, &lo, 16);");
       c.line("__builtin_memcpy(q + 16, &hi, 16);");
@@ -125,12 +141,13 @@ const char* kPackTypes =
 // integers of k and column j at wp[((k / 4) * kNr + j) * 4 + k % 4], per sub-block g the
 // scale wd[g * kNr + j], -128 times the integers' sum ws[g * kNr + j], the minimum
 // wm[(k / 32) * kNr + j]; columns past cols are 0.
-std::string pack_function(DType w) {
+// In row groups (`groups`) ldw is the bytes between groups of rows.
+std::string pack_function(DType w, bool groups) {
   const int64_t bv = block_values(w);
   const int64_t g = sub_block(w);
   const std::string nr = str(kNr);
   CodeWriter c;
-  c.open("static void " + pack_name(w) +
+  c.open("static void " + pack_name(w, groups) +
          "(const uint8_t* restrict w, int64_t ldw, int64_t pc, int64_t kc, int64_t cols, "
          "signed char* restrict wp, int* restrict ws, float* restrict wd, float* restrict wm)");
   c.open("for (int64_t j = 0; j < " + nr + "; j++)");
@@ -150,17 +167,38 @@ std::string pack_function(DType w) {
   // prefetchers do not see coming (a 2048 x 8192 Q4_0 weight's unpack, 9 rows, took 6.8 ms
   // without it, 4.9 with it). A prefetch past the weight's end does not fault.
   const std::string bytes = str(block_bytes(w));
-  c.line("const uint8_t* restrict lm_next = w + j * ldw + (pc + kc) / " + str(bv) + " * " +
-         bytes + ";");
-  c.line("for (int64_t o = 0; o < kc / " + str(bv) + " * " + bytes + "; o += 64) "
-         "__builtin_prefetch(lm_next + o);");
+  if (groups) {  // the group's chunks, once a group
+    const std::string chunk = str(group_chunk_bytes(w));
+    const std::string per = str(kChunkBlocks * bv);
+    c.line("const uint8_t* restrict lm_next = w + j / " + str(kGroupRows) + " * ldw + (pc + kc) / " +
+           per + " * " + chunk + ";");
+    c.line("if (j % " + str(kGroupRows) + " == 0) for (int64_t o = 0; o < (kc + " + per +
+           " - 1) / " + per + " * " + chunk + "; o += 64) __builtin_prefetch(lm_next + o);");
+  } else {
+    c.line("const uint8_t* restrict lm_next = w + j * ldw + (pc + kc) / " + str(bv) + " * " +
+           bytes + ";");
+    c.line("for (int64_t o = 0; o < kc / " + str(bv) + " * " + bytes + "; o += 64) "
+           "__builtin_prefetch(lm_next + o);");
+  }
   c.open("for (int64_t kb = 0; kb < kc / " + str(bv) + "; kb++)");
-  c.line("const uint8_t* restrict b = w + j * ldw + (pc / " + str(bv) + " + kb) * " +
-         str(block_bytes(w)) + ";");
+  if (groups) {
+    const int64_t slot = group_slot_bytes(w);
+    c.line("const int64_t lm_kb = pc / " + str(bv) + " + kb;");
+    c.line("const uint8_t* restrict ch = w + j / " + str(kGroupRows) + " * ldw + lm_kb / " +
+           str(kChunkBlocks) + " * " + str(group_chunk_bytes(w)) + ";");
+    c.line("const uint8_t* restrict qp = ch + lm_kb % " + str(kChunkBlocks) + " * " + str(slot) +
+           " + j % " + str(kGroupRows) + " * 16;");
+    c.line("const uint8_t* restrict sp = ch + " + str(kChunkBlocks * slot) + " + (lm_kb % " +
+           str(kChunkBlocks) + " * " + str(kGroupRows) + " + j % " + str(kGroupRows) +
+           ") * 2;");
+  } else {
+    c.line("const uint8_t* restrict b = w + j * ldw + (pc / " + str(bv) + " + kb) * " +
+           str(block_bytes(w)) + ";");
+  }
   c.line("signed char q[" + str(bv) + "];");
   c.line("float qd[" + str(bv / g) + "];");
   c.line(has_minimum(w) ? "float qm[" + str(bv / 32) + "];" : "(void)wm;");
-  emit_unpack_block(w, c);
+  emit_unpack_block(w, groups, c);
   c.line("const int64_t k0 = kb * " + str(bv) + ";");
   c.open("for (int64_t s = 0; s < " + str(bv / g) + "; s++)");
   c.line("int sum = 0;");
@@ -279,7 +317,10 @@ std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen) {
   std::string s;
   if (seen.insert(float_vector(kLanes)).second) s += float_vector_typedefs(kLanes);
   if (seen.insert("lm_dpbusd").second) s += std::string(kDpbusd) + kPackTypes;
-  if (seen.insert(micro_name(w)).second) s += pack_function(w) + micro_kernel(w);
+  if (seen.insert(micro_name(w)).second) s += micro_kernel(w);
+  const bool groups = k.panels && k.panels->row_groups;
+  if (seen.insert(pack_name(w, groups)).second) s += pack_function(w, groups);
+  if (groups) s += group_gemv_prelude(w, seen);
   return s;
 }
 
@@ -311,7 +352,10 @@ void CRenderer::emit_int8_gemm(const Kernel& k, CodeWriter& w) const {
   const std::string sums_at = "jr * (kcur / " + str(g) + ")";
   const std::string mins_at = "jr * (kcur / 32)";
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + str(kNr) + ")");
-  w.line(pack_name(stored) + "(B + (n0 + jr) * lm_ldw, lm_ldw, pc, kcur, ncols - jr, lm_wp + " +
+  const bool groups = k.panels && k.panels->row_groups;
+  const std::string wb = groups ? "B + (n0 + jr) / " + str(kGroupRows) + " * lm_gbytes, lm_gbytes"
+                                : "B + (n0 + jr) * lm_ldw, lm_ldw";
+  w.line(pack_name(stored, groups) + "(" + wb + ", pc, kcur, ncols - jr, lm_wp + " +
          panel_at + ", lm_ws + " + sums_at + ", lm_wd + " + sums_at + ", lm_wm + " + mins_at +
          ");");
   w.close();

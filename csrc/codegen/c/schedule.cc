@@ -7,6 +7,7 @@
 #include "core/errors.h"
 #include "kernel/epilogue.h"
 #include "kernel/prologue.h"
+#include "kernel/quant_row_groups.h"
 #include "kernel/row_kernel.h"
 
 namespace luminal {
@@ -27,6 +28,7 @@ constexpr Param kParams[] = {
     {"pack_b", &CpuSchedule::pack_b, 0},
     {"bf16_dot", &CpuSchedule::bf16_dot, 0},
     {"int8_gemm", &CpuSchedule::int8_gemm, 0},
+    {"quant_rows", &CpuSchedule::quant_rows, 0},
     {kInlineParam, nullptr, 0},
     {kEpilogueParam, nullptr, 0},
     {kPrologueParam, nullptr, 0},
@@ -137,6 +139,10 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
   if (s.int8_gemm == 1 && (width != 16 || !cpu_has_int8_dot() || !dot_products)) {
     throw CompileError(prefix + "int8_gemm 1 needs 16-wide vectors on a machine with " +
                        "AVX512-VNNI, its dot products allowed (dot_products), in " + where);
+  }
+  if (s.quant_rows != 0 && (s.quant_rows != kGroupRows || s.int8_gemm != 1)) {
+    throw CompileError(prefix + "quant_rows must be 0, or " + std::to_string(kGroupRows) +
+                       " with int8_gemm 1, in " + where);
   }
   if (width != 4 && width != 8 && width != 16) {
     throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);

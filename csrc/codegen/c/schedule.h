@@ -12,7 +12,7 @@ namespace luminal {
 
 // The C renderer's typed view of a ScheduleParams (ir/graph.h), as CudaSchedule is the CUDA
 // renderer's: parameters "tile_m", "tile_n", "tile_k", "vector_width", "threads" and
-// "gemv_rows", "pack_b", "bf16_dot", "int8_gemm" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
+// "gemv_rows", "pack_b", "bf16_dot", "int8_gemm", "quant_rows" as fields, 0 for the default. The lowering's own kInlineParam (ir/graph.h)
 // and kEpilogueParam (kernel/epilogue.h) are CPU parameters too, checked here, but no fields:
 // the lowering reads them from the node.
 struct CpuSchedule {
@@ -41,6 +41,11 @@ struct CpuSchedule {
                              // c/quant_int8_gemm.cc), needing 16-wide vectors and a machine
                              // that has it (cpu_has_int8_dot); 0 (the default): those rows'
                              // round trip dequantized into the f32 GEMM
+  int64_t quant_rows = 0;    // matmul of quantized activations with int8_gemm 1 and a
+                             // Q4_0/Q8_0 parameter weight: 4 lays the weight out once, when
+                             // its data is set, in groups of 4 rows (kernel/quant_row_groups.h)
+                             // that its GEMV multiplies 4 rows a 512-bit vpdpbusd and its GEMM
+                             // packs from; 0 (the default): the weight read as stored
 
   // This schedule with the entries of `params` in place of its fields, in order (a later entry
   // of a name wins). Names that are not fields are left alone; check_cpu_schedule refuses
@@ -71,8 +76,8 @@ constexpr int64_t kCpuParallelWork = 32768;
 
 // What the C renderer builds `kernel` with on a machine of `native`-float vectors: its
 // schedule (the program-wide choice's params, then its root node's; kernel/kernel.h) over the
-// defaults. No field is 0 but threads, gemv_rows, pack_b, bf16_dot and int8_gemm, whose
-// defaults are 0.
+// defaults. No field is 0 but threads, gemv_rows, pack_b, bf16_dot, int8_gemm and
+// quant_rows, whose defaults are 0.
 CpuSchedule cpu_schedule(const Kernel& kernel, int64_t native);
 
 // Throws CompileError, naming `where` (a node, a tuning choice), when `params` holds a name

@@ -14,6 +14,7 @@
 #include "core/sizes.h"
 #include "kernel/kernel_work.h"
 #include "kernel/lower.h"
+#include "kernel/quant_row_groups.h"
 #include "runtime/cpu/cpu_kernel_cost.h"
 #include "runtime/runtime_rules.h"
 
@@ -57,10 +58,14 @@ Program lower_for_cpu(const Graph& graph, const TuningChoice& choice, int64_t ve
 }
 
 // The schedule kernel `k` is priced under: its own, with packing off where the GEMM would read
-// panels that the weight layout did not keep (B not a parameter: the kernel packs B itself).
+// panels that the weight layout did not keep (B not a parameter, or read by another kernel:
+// the kernel packs B itself, or reads a quantized B as stored).
 ScheduleParams priced_schedule(const Kernel& k, int64_t vector_width) {
   ScheduleParams schedule = k.schedule;
-  if (!k.panels && gemm_panels(k, vector_width)) schedule.push_back({"pack_b", 0});
+  if (!k.panels && gemm_panels(k, vector_width)) {
+    schedule.push_back({"pack_b", 0});
+    schedule.push_back({"quant_rows", 0});
+  }
   return schedule;
 }
 }  // namespace
@@ -209,24 +214,27 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
   d.count = count;
   auto panels = packed_.find(input);
   if (panels != packed_.end()) {
-    const size_t element = dtype_size(dtype);
     if (panels->second.last_read() >= count) {
       throw ShapeError("set_data: " + input_desc(graph_, input) + " got " +
                        std::to_string(count) + " elements, fewer than its matmul reads");
     }
-    d.bytes = panels->second.elements() * static_cast<int64_t>(element);
-    d.panels.reset(new uint8_t[static_cast<size_t>(d.bytes) + 1]);
-    if (panels->second.pairs) {
+    d.bytes = panels->second.bytes();
+    d.panels.reset(new uint8_t[static_cast<size_t>(d.bytes) + kArenaAlign]);
+    uintptr_t at = reinterpret_cast<uintptr_t>(d.panels.get());
+    uint8_t* out = reinterpret_cast<uint8_t*>((at + kArenaAlign - 1) / kArenaAlign * kArenaAlign);
+    if (panels->second.row_groups) {
+      pack_row_groups(panels->second, static_cast<const uint8_t*>(data), out);
+    } else if (panels->second.pairs) {
       pack_panel_pairs(panels->second, static_cast<const uint16_t*>(data),
-                       reinterpret_cast<uint32_t*>(d.panels.get()));
-    } else if (element == 4) {
+                       reinterpret_cast<uint32_t*>(out));
+    } else if (dtype_size(dtype) == 4) {
       pack_panels(panels->second, static_cast<const uint32_t*>(data),
-                  reinterpret_cast<uint32_t*>(d.panels.get()));
+                  reinterpret_cast<uint32_t*>(out));
     } else {
       pack_panels(panels->second, static_cast<const uint16_t*>(data),
-                  reinterpret_cast<uint16_t*>(d.panels.get()));
+                  reinterpret_cast<uint16_t*>(out));
     }
-    d.data = d.panels.get();
+    d.data = out;
     inputs_[input] = std::move(d);
     return;
   }

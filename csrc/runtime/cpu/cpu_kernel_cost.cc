@@ -52,11 +52,14 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   // B's blocks unpacked once into integer panels and 64 products a vpdpbusd, with three f32
   // instructions for every eight of them (a sub-block's scales). Up to the GEMV's rows the
   // two run the same code, and one program serves a decode and a prompt: a search timed at
-  // the decode cannot tell them apart, so int8_gemm is priced a shade below there.
+  // the decode cannot tell them apart, so int8_gemm is priced a shade below there. A weight in
+  // row groups (quant_rows 4, c/quant_int8_groups.cc) meets x four rows a 512-bit instruction
+  // where the GEMV on GGUF's blocks takes one a 256-bit one: half the price there.
   if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
     const double rows = static_cast<double>(int8_gemv_rows(tile.gemv_rows));
     if (size.m <= rows) {
       const double gemv = b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
+      if (tile.quant_rows > 0) return gemv * 0.5;
       return tile.int8_gemm == 1 ? gemv * 0.99 : gemv;
     }
     if (tile.int8_gemm == 1) return b_elements * (kInt8PackCycles + size.m * 11 / (64 * 8));

@@ -1,0 +1,129 @@
+// The int8 GEMV on a weight in row groups (schedule quant_rows 4, kernel/quant_row_groups.h):
+// a task's 4 rows of W are one group, one stream of chunks; each 64-byte vector of a block's
+// slot holds the same 16 bytes of its 4 rows, which meet x's 16 bytes at that k broadcast to
+// the four 128-bit lanes in one 512-bit vpdpbusd (c/quant_int8_gemm.cc's lm_dpbusd). A block's
+// sums start at minus its weight offset times x's sum (Q4_0's 8, Q8_0's stored 128, over the
+// four lanes of a row: x's precomputed per-block offsets), and go to f32 times the block's
+// scales, row r's in lanes 4r .. 4r + 3. Against the GEMV on GGUF's blocks (c/quant_int8.cc),
+// which spends a 256-bit vector on one row's block, a quarter of the instructions a block.
+// Not the GEMM of the same layout (its pack, c/quant_int8_gemm.cc) nor x's quantization.
+#include <set>
+#include <string>
+
+#include "codegen/c/matmul.h"
+#include "codegen/c/quant.h"
+#include "core/errors.h"
+#include "kernel/quant_row_groups.h"
+
+namespace luminal {
+
+namespace {
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+// The integers' sums of block `i` (a C expression: its index in the chunk at `ch`, and the
+// block's index `kb`) against x, into lm_vi16 `p`.
+void emit_group_block(DType w, const std::string& i, const std::string& kb, CodeWriter& c) {
+  const int64_t slot = group_slot_bytes(w);
+  c.line("const signed char* restrict xb = qx + (" + kb + ") * 32;");
+  c.line("lm_vi16 p = (lm_vi16){0} + ox[" + kb + "];");
+  c.line("const lm_vi16 xl = lm_bcast16(xb), xh = lm_bcast16(xb + 16);");
+  const std::string at = "ch + (" + i + ") * " + str(slot);
+  if (w == DType::Q4_0) {
+    c.line("const lm_vi16 q = *(const lm_vi16*)(" + at + ");");
+    c.line("p = lm_dpbusd(p, q & 0x0f0f0f0f, xl);");
+    c.line("p = lm_dpbusd(p, (q >> 4) & 0x0f0f0f0f, xh);");
+  } else {
+    c.line("p = lm_dpbusd(p, *(const lm_vi16*)(" + at + "), xl);");
+    c.line("p = lm_dpbusd(p, *(const lm_vi16*)(" + at + " + 64), xh);");
+  }
+}
+
+}  // namespace
+
+std::string group_gemv_name(DType w) { return std::string("lm_qdotg_") + dtype_name(w); }
+
+int64_t group_x_offset(DType w) {
+  if (w == DType::Q4_0) return 8 / 4;
+  if (w == DType::Q8_0) return 128 / 4;
+  throw InternalError(std::string("row groups: ") + dtype_name(w) + " has none");
+}
+
+namespace {
+const char* kGroupHelpers =
+    "typedef unsigned char lm_vb16g __attribute__((vector_size(16), aligned(1), may_alias));\n"
+    "typedef short lm_vh16g __attribute__((vector_size(32), aligned(2), may_alias));\n"
+    "static inline lm_vi16 lm_bcast16(const signed char* p) {\n"
+    "  lm_vi16 r;\n"
+    "  __asm__(\"vbroadcasti32x4 %1, %0\" : \"=v\"(r) : \"m\"(*(const lm_vb16g*)p));\n"
+    "  return r;\n"
+    "}\n"
+    "static inline lm_vf16 lm_f16x16(const uint8_t* p) {\n"
+    "  lm_vf16 r;\n"
+    "  __asm__(\"vcvtph2ps %1, %0\" : \"=v\"(r) : \"m\"(*(const lm_vh16g*)p));\n"
+    "  return r;\n"
+    "}\n";
+}  // namespace
+
+std::string group_gemv_prelude(DType w, std::set<std::string>& seen) {
+  std::string s;
+  if (seen.insert("lm_bcast16").second) s += kGroupHelpers;
+  if (seen.insert(group_gemv_name(w)).second) s += group_gemv_function(w);
+  return s;
+}
+
+// static void lm_qdotg_q4_0(int64_t K, const char* xq, const uint8_t* w, float* c,
+// int64_t rows): c[r] = row r (r < rows) of the group at w times the quantized row xq (K int8,
+// K / 32 f32 scales, K / 16 f32 sums, K / 32 int32 offsets: -group_x_offset times a block's
+// sum).
+std::string group_gemv_function(DType w) {
+  const int64_t slot = group_slot_bytes(w);
+  const std::string chunk = str(group_chunk_bytes(w));
+  const std::string scales = str(kChunkBlocks * slot);
+  CodeWriter c;
+  c.open("static void " + group_gemv_name(w) +
+         "(int64_t K, const char* restrict xq, const uint8_t* restrict w, float* restrict c, "
+         "int64_t rows)");
+  c.line("const signed char* restrict qx = (const signed char*)xq;");
+  c.line("const float* restrict dx = (const float*)(xq + K);");
+  c.line("const int* restrict ox = (const int*)(xq + K + K / 32 * 4 + K / 16 * 4);");
+  c.line("const int64_t nb = K / 32;");
+  c.line("lm_vf16 a0 = {0}, a1 = {0};");
+  c.line("int64_t c0 = 0;");
+  c.open("for (; c0 + " + str(kChunkBlocks) + " <= nb; c0 += " + str(kChunkBlocks) + ")");
+  c.line("const uint8_t* restrict ch = w + c0 / " + str(kChunkBlocks) + " * " + chunk + ";");
+  emit_gemv_prefetch("ch", group_chunk_bytes(w), c);
+  c.line("const lm_vf16 s0 = lm_f16x16(ch + " + scales + "), s1 = lm_f16x16(ch + " + scales +
+         " + 32);");
+  for (int64_t i = 0; i < kChunkBlocks; ++i) {
+    c.open("");
+    emit_group_block(w, str(i), "c0 + " + str(i), c);
+    const std::string s = i < 4 ? "s0" : "s1";
+    std::string lanes;
+    for (int l = 0; l < 16; ++l) lanes += ", " + str(i % 4 * 4 + l / 4);
+    c.line("a" + str(i % 2) + " += __builtin_convertvector(p, lm_vf16) * (__builtin_shufflevector(" +
+           s + ", " + s + lanes + ") * dx[c0 + " + str(i) + "]);");
+    c.close();
+  }
+  c.close();
+  // the last chunk's blocks, fewer than a chunk: their scales one by one
+  c.open("for (int64_t i = 0; c0 + i < nb; i++)");
+  c.line("const uint8_t* restrict ch = w + c0 / " + str(kChunkBlocks) + " * " + chunk + ";");
+  emit_group_block(w, "i", "c0 + i", c);
+  c.line("const uint8_t* restrict sp = ch + " + scales + " + i * 8;");
+  c.line("const lm_vf16 sc = {lm_block_scale(sp), lm_block_scale(sp), lm_block_scale(sp), "
+         "lm_block_scale(sp), lm_block_scale(sp + 2), lm_block_scale(sp + 2), "
+         "lm_block_scale(sp + 2), lm_block_scale(sp + 2), lm_block_scale(sp + 4), "
+         "lm_block_scale(sp + 4), lm_block_scale(sp + 4), lm_block_scale(sp + 4), "
+         "lm_block_scale(sp + 6), lm_block_scale(sp + 6), lm_block_scale(sp + 6), "
+         "lm_block_scale(sp + 6)};");
+  c.line("a0 += __builtin_convertvector(p, lm_vf16) * (sc * dx[c0 + i]);");
+  c.close();
+  c.line("const lm_vf16 a = a0 + a1;");
+  c.line("for (int64_t r = 0; r < rows; r++) c[r] = (a[4 * r] + a[4 * r + 1]) + (a[4 * r + 2] + "
+         "a[4 * r + 3]);");
+  c.close();
+  return c.str();
+}
+
+}  // namespace luminal

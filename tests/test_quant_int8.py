@@ -517,14 +517,22 @@ def test_int8_kernel_with_an_epilogue_matches_torch():
 ROW_GROUPS = INT8_GEMM + (("quant_rows", 4),)
 
 
+# Block values of the types with row groups, and K in blocks: part of a chunk (8 blocks; Q4_K's
+# 4), a chunk and one, two chunks.
+GROUP_TYPES = {lm.dtype.q4_0: (32, (1, 3, 9, 16)), lm.dtype.q8_0: (32, (1, 3, 9, 16)),
+               lm.dtype.q4_k: (256, (1, 3, 5, 8))}
+
+
 @int8_gemm
-@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q8_0], ids=str)
-@pytest.mark.parametrize("blocks,n", [(1, 7), (3, 45), (9, 33), (16, 64)])
-def test_row_groups_match_gguf_for_every_m(dtype, blocks, n):
+@pytest.mark.parametrize("dtype", list(GROUP_TYPES), ids=str)
+@pytest.mark.parametrize("case,n", [(0, 7), (1, 45), (2, 33), (3, 64)])
+def test_row_groups_match_gguf_for_every_m(dtype, case, n):
     """W laid out in groups of 4 rows when its data is set (quant_rows 4): N of a partial last
-    group (7, 45, 33), K of 1 and 3 blocks (part of a chunk of 8), 9 (a chunk and one) and 16;
-    M of the group GEMV (1, 7, 8) and of the GEMM that packs from the groups."""
-    k = blocks * 32
+    group (7, 45, 33), K of part of a chunk, a chunk and one block, and two chunks; M of the
+    group GEMV (1, 7, 8) and of the GEMM that packs from the groups."""
+    values, cases = GROUP_TYPES[dtype]
+    blocks = cases[case]
+    k = blocks * values
     cx, x, w, y = quant_linear(dtype, k, n, params=ROW_GROUPS)
     rt = CpuRuntime()
     rt._load(cx)
@@ -535,13 +543,24 @@ def test_row_groups_match_gguf_for_every_m(dtype, blocks, n):
 
 
 @int8_gemm
-def test_row_groups_of_a_batch_of_one_with_silu_match_torch():
+@pytest.mark.parametrize("dtype", [lm.dtype.q4_0, lm.dtype.q4_k], ids=str)
+def test_row_groups_of_a_batch_of_one_with_silu_match_torch(dtype):
     k, n = 512, 70
-    cx, x, w, y = quant_linear(lm.dtype.q4_0, k, n, batch=1, params=ROW_GROUPS, silu=True)
+    cx, x, w, y = quant_linear(dtype, k, n, batch=1, params=ROW_GROUPS, silu=True)
     rt = CpuRuntime()
     rt._load(cx)
-    assert "lm_qdotg_q4_0(K, " in rt.source
-    check_silu_product(rt, x, w, y, lm.dtype.q4_0, k, n, (1, 3, 37))
+    assert f"lm_qdotg_{lm.dtype.name(dtype)}(K, " in rt.source
+    check_silu_product(rt, x, w, y, dtype, k, n, (1, 3, 37))
+
+
+@int8_gemm
+def test_a_type_without_row_groups_reads_its_blocks():
+    """Q6_K has no row-group layout: quant_rows 4 leaves its weight as stored."""
+    cx, x, w, y = quant_linear(lm.dtype.q6_k, 256, 9, params=ROW_GROUPS)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_qdotg_" not in rt.source and "lm_qdot4_q6_k(K, " in rt.source
+    check_every_m(rt, x, w, y, lm.dtype.q6_k, 256, 9, 1, (1, 9))
 
 
 @int8_gemm

@@ -29,21 +29,29 @@ float q4_0(const uint8_t* block, int64_t j) {
   return f16_at(block) * static_cast<float>(q);
 }
 
+}  // namespace
+
+void k_quant_scale_min(const uint8_t* block, int64_t sub, int* sc, int* m) {
+  const uint8_t* scales = block + 4;
+  if (sub < 4) {
+    *sc = scales[sub] & 0x3F;
+    *m = scales[sub + 4] & 0x3F;
+  } else {
+    *sc = (scales[sub + 4] & 0x0F) | ((scales[sub - 4] >> 2) & 0x30);
+    *m = (scales[sub + 4] >> 4) | ((scales[sub] >> 2) & 0x30);
+  }
+}
+
+namespace {
+
 // Q4_K and Q5_K: eight sub-blocks of 32 with 6-bit scale and min each (packed in 12 bytes);
 // sub-blocks 2c and 2c + 1 are the low and high nibbles of bytes [32c, 32c + 32) of the
 // nibbles (at byte 16 in Q4_K, 48 in Q5_K); Q5_K's fifth bit of element 32s + r is bit s of
 // byte r of the 32 at byte 16. (d * sc) * q - dmin * m.
 float k_quant(const uint8_t* block, int64_t j, bool fifth_bit) {
-  const uint8_t* scales = block + 4;
   const int64_t sub = j / 32;
   int sc, m;
-  if (sub < 4) {
-    sc = scales[sub] & 0x3F;
-    m = scales[sub + 4] & 0x3F;
-  } else {
-    sc = (scales[sub + 4] & 0x0F) | ((scales[sub - 4] >> 2) & 0x30);
-    m = (scales[sub + 4] >> 4) | ((scales[sub] >> 2) & 0x30);
-  }
+  k_quant_scale_min(block, sub, &sc, &m);
   const uint8_t byte = block[(fifth_bit ? 48 : 16) + (sub / 2) * 32 + j % 32];
   int q = (sub % 2 == 0 ? byte : byte >> 4) & 0x0F;
   if (fifth_bit) q |= ((block[16 + j % 32] >> sub) & 1) << 4;

@@ -14,4 +14,8 @@ namespace luminal {
 // the first block). InternalError for a dtype that is not quantized.
 float dequantize_element(DType dtype, const uint8_t* data, int64_t i);
 
+// The 6-bit scale and minimum of sub-block `sub` (< 8) of Q4_K or Q5_K block `block` (GGUF's
+// get_scale_min_k4).
+void k_quant_scale_min(const uint8_t* block, int64_t sub, int* sc, int* m);
+
 }  // namespace luminal

@@ -315,11 +315,12 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
          str(block_bytes(stored)) + ";");
   // W in row groups (quant_rows 4, kernel/quant_row_groups.h): the bytes of a group
   const bool groups = k.panels && k.panels->row_groups;
+  const bool offsets = groups && group_x_offset(stored) != 0;
   if (groups) w.line("const int64_t lm_gbytes = " + str(group_bytes(stored, k.panels->k)) + ";");
-  // Per row of x: K int8, K / 32 f32 scales, K / 16 f32 sums (and in row groups K / 32 int32
-  // offsets), rounded up to 64 bytes.
+  // Per row of x: K int8, K / 32 f32 scales, K / 16 f32 sums (and in Q4_0's and Q8_0's row
+  // groups K / 32 int32 offsets), rounded up to 64 bytes.
   w.line(std::string("const int64_t lm_xbytes = (K + K / 32 * 4 + K / 16 * 4") +
-         (groups ? " + K / 32 * 4" : "") + " + 63) / 64 * 64;");
+         (offsets ? " + K / 32 * 4" : "") + " + 63) / 64 * 64;");
   w.line("const int64_t lm_xrows = lm_batches * M;");
   w.line("char* lm_raw = (char*)malloc(lm_xrows * lm_xbytes + 64);");
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
@@ -350,7 +351,7 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
            "(float)((signed char*)lm_row)[j] * lm_d[j / 32];");
   }
   w.close();
-  if (groups) {  // each block's sum times minus the groups' weight offset (group_x_offset)
+  if (offsets) {  // each block's sum times minus the groups' weight offset (group_x_offset)
     w.open("else");
     w.line("int* restrict lm_o = (int*)(lm_row + K + K / 32 * 4 + K / 16 * 4);");
     w.open("for (int64_t b = 0; b < K / 32; b++)");

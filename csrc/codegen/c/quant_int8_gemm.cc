@@ -46,8 +46,9 @@ std::string micro_name(DType w) {
 // The integers q[0, block), scales qd[0, block / sub_block) and minimums qm[0, block / 32) of
 // weight block b, so that its value j is qd[j / sub_block] * q[j] - qm[j / 32]. Bytes a vector
 // of 32 (16 for Q4_0) at a time: lm_vb32 / lm_vb16 (kPackTypes), loaded and stored unaligned
-// by memcpy. In row groups (`groups`: Q4_0, Q8_0) the block's scale is at sp and its row's
-// first 16 bytes of integers at qp (Q8_0's next 16 a vector of the group on, stored q + 128).
+// by memcpy. In row groups (`groups`, kernel/quant_row_groups.h) the block's scales of the
+// group's rows are at sp (row lm_r's) and its row's first 16 bytes of integers at qp, each next
+// 16 a vector of the group on (Q8_0's stored q + 128).
 void emit_unpack_block(DType w, bool groups, CodeWriter& c) {
   // the 32 bytes at `at` as vector `name`, and vector `v` stored into q + `at`
   auto load = [&](const std::string& name, const std::string& at) {
@@ -62,7 +63,7 @@ void emit_unpack_block(DType w, bool groups, CodeWriter& c) {
   };
   switch (w) {
     case DType::Q8_0:
-      c.line(groups ? "qd[0] = lm_block_scale(sp);" : "qd[0] = lm_block_scale(b);");
+      c.line(groups ? "qd[0] = lm_block_scale(sp + lm_r * 2);" : "qd[0] = lm_block_scale(b);");
       if (!groups) {
         c.line("__builtin_memcpy(q, b + 2, 32);");
         break;
@@ -77,7 +78,7 @@ void emit_unpack_block(DType w, bool groups, CodeWriter& c) {
       }
       break;
     case DType::Q4_0:
-      c.line(groups ? "qd[0] = lm_block_scale(sp);" : "qd[0] = lm_block_scale(b);");
+      c.line(groups ? "qd[0] = lm_block_scale(sp + lm_r * 2);" : "qd[0] = lm_block_scale(b);");
       c.line("lm_vb16 raw;");
       c.line(groups ? "__builtin_memcpy(&raw, qp, 16);" : "__builtin_memcpy(&raw, b + 2, 16);");
       c.line("const lm_vb16 lo = (raw & 15) - 8, hi = (raw >> 4) - 8;");
@@ -86,8 +87,27 @@ void emit_unpack_block(DType w, bool groups, CodeWriter& c) {
       break;
     case DType::Q4_K:
     case DType::Q5_K: {
-      // 6-bit scales and minimums of the 8 sub-blocks (GGUF's get_scale_min_k4, c/quant.cc)
       const bool five = w == DType::Q5_K;
+      if (groups) {  // the scales laid out as bytes, and 16 bytes of nibbles a vector of 64 on
+        c.line("const float lm_d = lm_block_scale(sp + 64 + lm_r * 2), "
+               "lm_dm = lm_block_scale(sp + 72 + lm_r * 2);");
+        c.open("for (int s = 0; s < 8; s++)");
+        c.line("qd[s] = lm_d * (float)sp[s * 4 + lm_r];");
+        c.line("qm[s] = lm_dm * (float)sp[32 + s * 4 + lm_r];");
+        c.close();
+        for (int h = 0; h < 8; ++h) {  // bytes 16h .. 16h + 15: sub-blocks h / 2 * 2 and + 1
+          c.open("");
+          c.line("lm_vb16 t;");
+          c.line("__builtin_memcpy(&t, qp + " + str(64 * h) + ", 16);");
+          c.line("const lm_vb16 lo = t & 15, hi = t >> 4;");
+          const int at = h / 2 * 64 + h % 2 * 16;
+          c.line("__builtin_memcpy(q + " + str(at) + ", &lo, 16);");
+          c.line("__builtin_memcpy(q + " + str(at + 32) + ", &hi, 16);");
+          c.close();
+        }
+        break;
+      }
+      // 6-bit scales and minimums of the 8 sub-blocks (GGUF's get_scale_min_k4, c/quant.cc)
       open_k_quant_sub_blocks(c);
       c.line("qd[sub] = s0;");
       c.line("qd[sub + 1] = s1;");
@@ -169,7 +189,7 @@ std::string pack_function(DType w, bool groups) {
   const std::string bytes = str(block_bytes(w));
   if (groups) {  // the group's chunks, once a group
     const std::string chunk = str(group_chunk_bytes(w));
-    const std::string per = str(kChunkBlocks * bv);
+    const std::string per = str(group_chunk_blocks(w) * bv);
     c.line("const uint8_t* restrict lm_next = w + j / " + str(kGroupRows) + " * ldw + (pc + kc) / " +
            per + " * " + chunk + ";");
     c.line("if (j % " + str(kGroupRows) + " == 0) for (int64_t o = 0; o < (kc + " + per +
@@ -181,16 +201,17 @@ std::string pack_function(DType w, bool groups) {
            "__builtin_prefetch(lm_next + o);");
   }
   c.open("for (int64_t kb = 0; kb < kc / " + str(bv) + "; kb++)");
-  if (groups) {
-    const int64_t slot = group_slot_bytes(w);
-    c.line("const int64_t lm_kb = pc / " + str(bv) + " + kb;");
-    c.line("const uint8_t* restrict ch = w + j / " + str(kGroupRows) + " * ldw + lm_kb / " +
-           str(kChunkBlocks) + " * " + str(group_chunk_bytes(w)) + ";");
-    c.line("const uint8_t* restrict qp = ch + lm_kb % " + str(kChunkBlocks) + " * " + str(slot) +
-           " + j % " + str(kGroupRows) + " * 16;");
-    c.line("const uint8_t* restrict sp = ch + " + str(kChunkBlocks * slot) + " + (lm_kb % " +
-           str(kChunkBlocks) + " * " + str(kGroupRows) + " + j % " + str(kGroupRows) +
-           ") * 2;");
+  if (groups) {  // the block's integers of row lm_r at qp, its scales (all 4 rows') at sp
+    const std::string per = str(group_chunk_blocks(w));
+    c.line("const int64_t lm_kb = pc / " + str(bv) + " + kb, lm_r = j % " + str(kGroupRows) +
+           ";");
+    c.line("const uint8_t* restrict ch = w + j / " + str(kGroupRows) + " * ldw + lm_kb / " + per +
+           " * " + str(group_chunk_bytes(w)) + ";");
+    c.line("const uint8_t* restrict qp = ch + lm_kb % " + per + " * " +
+           str(group_slot_bytes(w)) + " + lm_r * 16;");
+    c.line("const uint8_t* restrict sp = ch + " +
+           str(group_chunk_blocks(w) * group_slot_bytes(w)) + " + lm_kb % " + per + " * " +
+           str(group_meta_bytes(w)) + ";");
   } else {
     c.line("const uint8_t* restrict b = w + j * ldw + (pc / " + str(bv) + " + kb) * " +
            str(block_bytes(w)) + ";");

@@ -71,7 +71,7 @@ std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen);
 // The int8 GEMV on a weight of `w` in row groups (c/quant_int8_groups.cc, quant_rows 4):
 // "lm_qdotg_q4_0", its definition and helpers (those `seen` lacks; int8_gemm_prelude's
 // lm_dpbusd before them), and what x's per-block offsets are its sums times (Q4_0 2, Q8_0 32:
-// the weight's offset over a row's 4 lanes).
+// the weight's offset over a row's 4 lanes; Q4_K 0, none: its minimums are taken off in f32).
 std::string group_gemv_name(DType w);
 std::string group_gemv_function(DType w);
 std::string group_gemv_prelude(DType w, std::set<std::string>& seen);

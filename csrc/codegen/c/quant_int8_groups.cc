@@ -184,14 +184,9 @@ void emit_block_group_gemv(DType w, CodeWriter& c) {
   c.open("for (int64_t i = 0; c0 + i < nb; i++)");
   c.line("const uint8_t* restrict ch = w + c0 / " + str(per) + " * " + chunk + ";");
   emit_group_block(w, "i", "c0 + i", c);
-  c.line("const uint8_t* restrict sp = ch + " + scales + " + i * 8;");
-  c.line("const lm_vf16 sc = {lm_block_scale(sp), lm_block_scale(sp), lm_block_scale(sp), "
-         "lm_block_scale(sp), lm_block_scale(sp + 2), lm_block_scale(sp + 2), "
-         "lm_block_scale(sp + 2), lm_block_scale(sp + 2), lm_block_scale(sp + 4), "
-         "lm_block_scale(sp + 4), lm_block_scale(sp + 4), lm_block_scale(sp + 4), "
-         "lm_block_scale(sp + 6), lm_block_scale(sp + 6), lm_block_scale(sp + 6), "
-         "lm_block_scale(sp + 6)};");
-  c.line("a0 += __builtin_convertvector(p, lm_vf16) * (sc * dx[c0 + i]);");
+  c.line("const lm_vf16 sc = lm_f16x4r(ch + " + scales + " + i * " + str(group_meta_bytes(w)) +
+         ");");
+  c.line("a0 += __builtin_convertvector(p, lm_vf16) * (" + spread("sc", 0) + " * dx[c0 + i]);");
   c.close();
   c.line("const lm_vf16 a = a0 + a1;");
   c.line("for (int64_t r = 0; r < rows; r++) c[r] = (a[4 * r] + a[4 * r + 1]) + (a[4 * r + 2] + "

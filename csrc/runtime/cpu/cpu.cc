@@ -58,14 +58,13 @@ Program lower_for_cpu(const Graph& graph, const TuningChoice& choice, int64_t ve
 }
 
 // The schedule kernel `k` is priced under: its own, with packing off where the GEMM would read
-// panels that the weight layout did not keep (B not a parameter, or read by another kernel:
-// the kernel packs B itself, or reads a quantized B as stored).
+// panels that the weight layout did not keep (B not a parameter: the kernel packs B itself),
+// and row groups off where B is not in them (a type without them, or a weight another kernel
+// reads too: B read as stored).
 ScheduleParams priced_schedule(const Kernel& k, int64_t vector_width) {
   ScheduleParams schedule = k.schedule;
-  if (!k.panels && gemm_panels(k, vector_width)) {
-    schedule.push_back({"pack_b", 0});
-    schedule.push_back({"quant_rows", 0});
-  }
+  if (!k.panels && gemm_panels(k, vector_width)) schedule.push_back({"pack_b", 0});
+  if (!k.panels || !k.panels->row_groups) schedule.push_back({"quant_rows", 0});
   return schedule;
 }
 }  // namespace

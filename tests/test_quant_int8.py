@@ -564,9 +564,11 @@ def test_a_type_without_row_groups_reads_its_blocks():
 
 
 @int8_gemm
-def test_a_weight_another_kernel_reads_stays_in_its_blocks():
-    """A tied embedding: the head's weight is gathered too, so it keeps GGUF's blocks (one
-    resident layout a parameter) and its GEMV reads them as stored."""
+@pytest.mark.parametrize("rows", [0, 4], ids=["blocks", "row_groups"])
+def test_a_tied_weight_is_gathered_as_stored_and_multiplied_in_its_layout(rows):
+    """A tied embedding: the head's weight is gathered too. With quant_rows 4 the GEMV reads its
+    row groups, laid out beside GGUF's blocks, which the gather reads; with 0 both read the
+    blocks."""
     k, n = 128, 45
     cx = lm.Graph()
     x = cx.tensor(("m", k), name="x")
@@ -574,18 +576,26 @@ def test_a_weight_another_kernel_reads_stays_in_its_blocks():
     w = cx.tensor((n, k), lm.dtype.q4_0, name="w", parameter=True)
     wf = scheduled(w.to(lm.float32), [("inline", 1)])
     h = x + w.to(lm.float32)[ids]
-    y = scheduled(quantize_activations(h) @ wf.t(), [("quant_dot", 1), *ROW_GROUPS]).output()
+    params = [("quant_dot", 1), ("int8_gemm", 1), ("quant_rows", rows)]
+    y = scheduled(quantize_activations(h) @ wf.t(), params).output()
     rt = CpuRuntime()
     rt._load(cx)
-    assert "lm_qdotg_" not in rt.source and "lm_qdot4_q4_0(K, " in rt.source
+    if rows:
+        assert "lm_qdotg_q4_0(K, " in rt.source
+    else:
+        assert "lm_qdotg_" not in rt.source and "lm_qdot4_q4_0(K, " in rt.source
     raw = random_weight(lm.dtype.q4_0, n, k, seed=2)
     rt.set_storage(w, raw)
-    xs = scaled_rows(3, k, seed=3)
-    index = np.array([0, 44, 7], np.int32)
-    rt.set_data(x, xs)
-    rt.set_data(ids, index)
-    rt.execute({"m": 3})
-    check_product(rt.get(y), xs + dequantize(raw, lm.dtype.q4_0)[index], raw, lm.dtype.q4_0)
+    use = rt._rt.memory()
+    assert use.owned_input_bytes + use.borrowed_input_bytes == raw.nbytes
+    assert (use.packed_input_bytes > 0) == bool(rows)
+    for m in (1, 3):
+        xs = scaled_rows(m, k, seed=3)
+        index = np.array([0, 44, 7][:m], np.int32)
+        rt.set_data(x, xs)
+        rt.set_data(ids, index)
+        rt.execute({"m": m})
+        check_product(rt.get(y), xs + dequantize(raw, lm.dtype.q4_0)[index], raw, lm.dtype.q4_0)
 
 
 def test_row_groups_need_the_int8_gemm():

@@ -35,6 +35,9 @@ struct Buffer {
   DType dtype = DType::F32;  // storage: f16/bf16 are 16-bit words
   Expr numel;                // elements, over the program's dims (renamed, see Program::dims)
   NodeId node = -1;          // the HLIR node whose value it holds
+  bool panels = false;       // an input's data as its GEMMs' panels (Kernel::panels), set
+                             // when its data is: a second buffer of the node where other
+                             // kernels read the data as stored (kernel/weight_layout.h)
 };
 
 // A symbol of a load's index bound to a value read at run time (Gather): the load is valid

@@ -3,7 +3,6 @@
 #include "kernel/weight_layout.h"
 
 #include <map>
-#include <set>
 
 #include "ir/graph.h"
 #include "kernel/kernel.h"
@@ -29,26 +28,30 @@ bool PackedPanels::operator==(const PackedPanels& o) const {
 
 void settle_weight_layout(const Graph& graph, Program& program,
                           const std::vector<std::optional<PackedPanels>>& wanted) {
-  // Per buffer: the kernels that would read it as panels, and whether anything reads it else.
+  // Per buffer: the kernels that would read it as panels.
   std::map<BufferId, std::vector<size_t>> packing;
-  std::set<BufferId> read_raw;
   for (size_t i = 0; i < program.kernels.size(); ++i) {
     Kernel& k = program.kernels[i];
     k.panels.reset();
-    const bool wants = i < wanted.size() && wanted[i].has_value();
-    BufferId b = wants ? k.values[k.matmul.b].buffer : -1;
-    if (wants) packing[b].push_back(i);
-    for (BufferId r : k.reads()) {
-      if (r != b) read_raw.insert(r);
-    }
+    if (i < wanted.size() && wanted[i]) packing[k.values[k.matmul.b].buffer].push_back(i);
   }
   for (const auto& [b, readers] : packing) {
-    const Buffer& buffer = program.buffers[b];
-    bool keep = buffer.role == BufferRole::kInput && graph.node(buffer.node).parameter &&
-                !read_raw.count(b);
+    const Buffer buffer = program.buffers[b];  // a copy: the push_back below may move it
+    bool keep = buffer.role == BufferRole::kInput && graph.node(buffer.node).parameter;
     for (size_t i : readers) keep = keep && wanted[i] == wanted[readers[0]];
     if (!keep) continue;
-    for (size_t i : readers) program.kernels[i].panels = wanted[i];
+    // The panels are a buffer of their own, beside the data where other kernels read it.
+    Buffer panels = buffer;
+    panels.id = static_cast<BufferId>(program.buffers.size());
+    panels.panels = true;
+    program.buffers.push_back(panels);
+    for (size_t i : readers) {
+      Kernel& k = program.kernels[i];
+      k.panels = wanted[i];
+      for (Value& v : k.values) {
+        if (v.kind == ValueKind::kLoad && v.buffer == b) v.buffer = panels.id;
+      }
+    }
   }
 }
 

@@ -1,7 +1,7 @@
 // Weight layout: which parameters a runtime lays out once, when their data is set, as the
-// panels its GEMMs read (PackedPanels), in place of their data. Decided once per program after
-// lowering, from the panels each kernel's renderer would read, and recorded on the kernels
-// (Kernel::panels) for the renderer and set_data to read alike. Not which kernels would read
+// panels its GEMMs read (PackedPanels), in place of their data or beside it. Decided once per
+// program after lowering, from the panels each kernel's renderer would read, and recorded on
+// the kernels (Kernel::panels) for the renderer and set_data to read alike. Not which kernels would read
 // panels (a renderer's: codegen/c/matmul.h gemm_panels) nor the packing itself (the runtime).
 #pragma once
 
@@ -55,9 +55,11 @@ struct PackedPanels {
 
 // Sets Kernel::panels in the kernels of `program` (lowered from `graph`) whose `wanted` panels
 // (per kernel, in order: those its renderer would read B from, were B laid out ahead) are kept:
-// those whose B is a parameter of `graph` that only such kernels read, all in the same panels.
-// A parameter has one resident layout, and an input that changes per call is never packed
-// ahead; every other kernel reads B as stored (Kernel::panels empty).
+// those whose B is a parameter of `graph` that all such kernels want in the same panels. They
+// then read a buffer of their own (Buffer::panels, the node's); a kernel that reads the
+// parameter otherwise (a tied embedding's gather) reads its data as stored, kept beside the
+// panels. An input that changes per call is never packed ahead; every other kernel reads B as
+// stored (Kernel::panels empty).
 void settle_weight_layout(const Graph& graph, Program& program,
                           const std::vector<std::optional<PackedPanels>>& wanted);
 

@@ -116,7 +116,13 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   liveness_ = buffer_liveness(program_);
   packed_.clear();
   for (const Kernel& k : program_.kernels) {
-    if (k.panels) packed_[program_.buffers[k.values[k.matmul.b].buffer].node] = *k.panels;
+    if (k.panels) packed_[program_.buffers[k.values[k.matmul.b].buffer].node].panels = *k.panels;
+  }
+  for (const Kernel& k : program_.kernels) {
+    for (BufferId b : k.reads()) {
+      auto it = program_.buffers[b].panels ? packed_.end() : packed_.find(program_.buffers[b].node);
+      if (it != packed_.end()) it->second.as_stored = true;
+    }
   }
   inputs_.clear();
   outputs_.clear();
@@ -159,6 +165,18 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
 }
 
 namespace {
+// `bytes` for the panels of `input`, 64-byte aligned.
+std::unique_ptr<uint8_t, void (*)(void*)> allocate_panels(int64_t bytes, const std::string& input) {
+  const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  const size_t align = static_cast<size_t>(kArenaAlign);
+  void* p = nullptr;
+  if (posix_memalign(&p, align, (size + align - 1) / align * align) != 0) {
+    throw ShapeError("set_data: the panels of " + input + ": " + std::to_string(bytes) +
+                     " bytes could not be allocated on this machine");
+  }
+  return {static_cast<uint8_t*>(p), std::free};
+}
+
 // Lays `data` (a parameter's elements, of T: 4 or 2 bytes) out as `panels` in `out`
 // (PackedPanels' layout, kernel/weight_layout.h): k block by k block, panel by panel, row by row.
 template <typename T>
@@ -211,31 +229,31 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
                             std::shared_ptr<const void> owner) {
   InputData d;
   d.count = count;
-  auto panels = packed_.find(input);
-  if (panels != packed_.end()) {
-    if (panels->second.last_read() >= count) {
+  auto layout = packed_.find(input);
+  if (layout != packed_.end()) {
+    const PackedPanels& panels = layout->second.panels;
+    if (panels.last_read() >= count) {
       throw ShapeError("set_data: " + input_desc(graph_, input) + " got " +
                        std::to_string(count) + " elements, fewer than its matmul reads");
     }
-    d.bytes = panels->second.bytes();
-    d.panels.reset(new uint8_t[static_cast<size_t>(d.bytes) + kArenaAlign]);
-    uintptr_t at = reinterpret_cast<uintptr_t>(d.panels.get());
-    uint8_t* out = reinterpret_cast<uint8_t*>((at + kArenaAlign - 1) / kArenaAlign * kArenaAlign);
-    if (panels->second.row_groups) {
-      pack_row_groups(panels->second, static_cast<const uint8_t*>(data), out);
-    } else if (panels->second.pairs) {
-      pack_panel_pairs(panels->second, static_cast<const uint16_t*>(data),
+    d.panel_bytes = panels.bytes();
+    d.panels = allocate_panels(d.panel_bytes, input_desc(graph_, input));
+    uint8_t* out = d.panels.get();
+    if (panels.row_groups) {
+      pack_row_groups(panels, static_cast<const uint8_t*>(data), out);
+    } else if (panels.pairs) {
+      pack_panel_pairs(panels, static_cast<const uint16_t*>(data),
                        reinterpret_cast<uint32_t*>(out));
     } else if (dtype_size(dtype) == 4) {
-      pack_panels(panels->second, static_cast<const uint32_t*>(data),
-                  reinterpret_cast<uint32_t*>(out));
+      pack_panels(panels, static_cast<const uint32_t*>(data), reinterpret_cast<uint32_t*>(out));
     } else {
-      pack_panels(panels->second, static_cast<const uint16_t*>(data),
-                  reinterpret_cast<uint16_t*>(out));
+      pack_panels(panels, static_cast<const uint16_t*>(data), reinterpret_cast<uint16_t*>(out));
     }
-    d.data = out;
-    inputs_[input] = std::move(d);
-    return;
+    d.packed = out;
+    if (!layout->second.as_stored) {
+      inputs_[input] = std::move(d);
+      return;
+    }
   }
   d.bytes = storage_bytes(dtype, count);
   if (owner) {
@@ -277,7 +295,7 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
     if (b.role != BufferRole::kInput) continue;
     auto it = inputs_.find(b.node);
     check_input_count(graph_, b.node, it == inputs_.end() ? -1 : it->second.count, numel[b.id]);
-    pointers[b.id] = const_cast<void*>(it->second.data);
+    pointers[b.id] = const_cast<void*>(b.panels ? it->second.packed : it->second.data);
   }
   if (!plan_valid_ || dims != plan_dims_) {
     plan_valid_ = false;
@@ -312,9 +330,8 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
 CpuMemoryUse CpuRuntime::memory() const {
   CpuMemoryUse use;
   for (const auto& [node, d] : inputs_) {
-    if (d.panels) {
-      use.packed_input_bytes += d.bytes;
-    } else if (d.owner) {
+    use.packed_input_bytes += d.panel_bytes;
+    if (d.owner) {
       use.borrowed_input_bytes += d.bytes;
     } else {
       use.owned_input_bytes += d.bytes;

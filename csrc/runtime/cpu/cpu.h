@@ -6,6 +6,7 @@
 // Gather with an out-of-range index reads 0 (NativeRuntime raises instead).
 #pragma once
 
+#include <cstdlib>
 #include <map>
 #include <memory>
 
@@ -40,13 +41,15 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
 // (rules/cpu_int8.rules), unless `dot_products` is off (CpuOptions::dot_products).
 std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products = true);
 
-// The bytes a CpuRuntime holds, by kind. Each input is counted once, by the bytes it reads.
+// The bytes a CpuRuntime holds, by kind. Each input is counted by the bytes it reads: as
+// stored, as panels, or both.
 struct CpuMemoryUse {
   int64_t borrowed_input_bytes = 0;  // inputs read in place from the caller's memory (mapped
                                      // weight files, numpy arrays), owned by the caller
   int64_t owned_input_bytes = 0;     // inputs the runtime copied (set_data)
   int64_t packed_input_bytes = 0;    // parameters laid out as a GEMM's panels (set_data of a
                                      // parameter a pack_b kernel reads), in place of their data
+                                     // or, where other kernels read that, beside it
   int64_t arena_bytes = 0;           // the temporaries' arena as allocated (its largest plan)
   int64_t output_bytes = 0;          // the outputs of the last execute
 };
@@ -87,16 +90,23 @@ class CpuRuntime : public Runtime {
 
  private:
   struct InputData {
-    const void* data = nullptr;
+    const void* data = nullptr;          // as stored; null where only panels are read
     int64_t count = 0;
-    int64_t bytes = 0;                   // held: count elements of the input's dtype, or panels
+    int64_t bytes = 0;                   // held as stored: count elements of its dtype, or 0
     std::vector<uint8_t> copy;           // owned data (set_data)
     std::shared_ptr<const void> owner;   // borrowed data (set_data_borrowed)
-    std::unique_ptr<uint8_t[]> panels;   // the panels of packed_ in place of the data (each
-                                         // element written by the packing: not zeroed first)
+    const void* packed = nullptr;        // the panels of packed_ (`panels`)
+    int64_t panel_bytes = 0;
+    std::unique_ptr<uint8_t, void (*)(void*)> panels{nullptr, std::free};  // (each element
+                                         // written by the packing: not zeroed first)
   };
-  // Keeps `data` (count elements of `dtype`) as `input`'s, borrowed where `owner` is set, or
-  // lays it out as its panels, where packed_ has them, and lets it go.
+  struct Layout {
+    PackedPanels panels;
+    bool as_stored = false;  // another kernel reads the data as stored too
+  };
+  // Keeps `data` (count elements of `dtype`) as `input`'s, borrowed where `owner` is set, and
+  // lays it out as its panels, where packed_ has them, letting the data go unless a kernel
+  // reads it as stored too.
   void keep_input(NodeId input, const void* data, int64_t count, DType dtype,
                   std::shared_ptr<const void> owner);
   void run(const DynMap& dyn_map, double* seconds);  // execute; seconds as in kernel_times
@@ -109,7 +119,7 @@ class CpuRuntime : public Runtime {
   std::string source_;
   LoadedProgram loaded_;
   std::map<NodeId, InputData> inputs_;
-  std::map<NodeId, PackedPanels> packed_;  // parameters read only as panels (Kernel::panels)
+  std::map<NodeId, Layout> packed_;  // parameters read as panels (Kernel::panels)
   std::map<NodeId, HostBuffer> outputs_;
   // Cached plan for the last dim values.
   std::vector<int64_t> plan_dims_;

@@ -608,3 +608,27 @@ def test_int8_gemm_is_refused_without_vnni_or_dot_products():
     cx, x, w, y = quant_linear(lm.dtype.q8_0, 64, 5, params=INT8_GEMM)
     with pytest.raises(lm.CompileError, match="int8_gemm 1 needs"):
         CpuRuntime(dot_products=False)._load(cx)
+
+
+@int8_gemm
+def test_a_q4_k_m_model_multiplies_its_q4_k_weights_in_int8(tmp_path):
+    """A Q4_K_M file (Q6_K for the tied head and some attn_v/ffn_down) searched at a decode
+    step: every Q4_K matmul reads its blocks in its own kernel, none widened to f32 first.
+    (A pricing change once made the 1B shape's search widen them all; at this size it does
+    not, so this checks the program, not that change.)"""
+    from test_llama import make_hf_llama
+
+    from luminal.models import CausalLMSession
+    from luminal.models.llama import LlamaForCausalLM
+    from luminal.models.llama_to_gguf import write_llama_gguf
+
+    make_hf_llama(tmp_path / "hf", hidden_size=256, intermediate_size=512, num_hidden_layers=8,
+                  num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True,
+                  vocab_size=512)
+    write_llama_gguf(str(tmp_path / "hf"), str(tmp_path / "m.gguf"), "q4_k")
+    model = LlamaForCausalLM.from_gguf(str(tmp_path / "m.gguf"), max_context=32)
+    session = CausalLMSession(model, CpuRuntime(threads=2), search=1)
+    kernels = session.runtime._rt.program_text().split("(kernel ")[1:]
+    widened = [k for k in kernels if "(cast f32 from q4_k" in k and "(matmul" not in k]
+    # 56 matrices, 8 of them Q6_K (attn_v and ffn_down of layers 0, 3, 6 and 7)
+    assert not widened and sum("(load q4_k" in k for k in kernels) == 48

@@ -3,6 +3,7 @@
 #include "kernel/weight_layout.h"
 
 #include <map>
+#include <set>
 
 #include "ir/graph.h"
 #include "kernel/kernel.h"
@@ -28,17 +29,26 @@ bool PackedPanels::operator==(const PackedPanels& o) const {
 
 void settle_weight_layout(const Graph& graph, Program& program,
                           const std::vector<std::optional<PackedPanels>>& wanted) {
-  // Per buffer: the kernels that would read it as panels.
+  // Per buffer: the kernels that would read it as panels, and whether anything reads it else.
   std::map<BufferId, std::vector<size_t>> packing;
+  std::set<BufferId> read_raw;
   for (size_t i = 0; i < program.kernels.size(); ++i) {
     Kernel& k = program.kernels[i];
     k.panels.reset();
-    if (i < wanted.size() && wanted[i]) packing[k.values[k.matmul.b].buffer].push_back(i);
+    const bool wants = i < wanted.size() && wanted[i].has_value();
+    const BufferId b = wants ? k.values[k.matmul.b].buffer : -1;
+    if (wants) packing[b].push_back(i);
+    for (BufferId r : k.reads()) {
+      if (r != b) read_raw.insert(r);
+    }
   }
   for (const auto& [b, readers] : packing) {
     const Buffer buffer = program.buffers[b];  // a copy: the push_back below may move it
     bool keep = buffer.role == BufferRole::kInput && graph.node(buffer.node).parameter;
     for (size_t i : readers) keep = keep && wanted[i] == wanted[readers[0]];
+    // Both layouts only for row groups (a tied quantized embedding's head): a float weight
+    // read as stored too stays one layout, its GEMM packing per call, not twice the memory.
+    keep = keep && (!read_raw.count(b) || wanted[readers[0]]->row_groups);
     if (!keep) continue;
     // The panels are a buffer of their own, beside the data where other kernels read it.
     Buffer panels = buffer;

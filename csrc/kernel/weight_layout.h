@@ -56,10 +56,11 @@ struct PackedPanels {
 // Sets Kernel::panels in the kernels of `program` (lowered from `graph`) whose `wanted` panels
 // (per kernel, in order: those its renderer would read B from, were B laid out ahead) are kept:
 // those whose B is a parameter of `graph` that all such kernels want in the same panels. They
-// then read a buffer of their own (Buffer::panels, the node's); a kernel that reads the
-// parameter otherwise (a tied embedding's gather) reads its data as stored, kept beside the
-// panels. An input that changes per call is never packed ahead; every other kernel reads B as
-// stored (Kernel::panels empty).
+// then read a buffer of their own (Buffer::panels, the node's). Where a kernel reads the
+// parameter otherwise too, only row groups are kept, beside the data as stored (a tied
+// quantized embedding: its gather reads the blocks); float panels are not (one layout, the
+// GEMM packs per call). An input that changes per call is never packed ahead; every other
+// kernel reads B as stored (Kernel::panels empty).
 void settle_weight_layout(const Graph& graph, Program& program,
                           const std::vector<std::optional<PackedPanels>>& wanted);
 

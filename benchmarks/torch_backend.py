@@ -1,6 +1,6 @@
 """torch.compile backends side by side on PyTorch models with random weights: eager, inductor
 and luminal, at batch 1 and 8 — a BERT-base-shaped encoder and a GPT-2-small-shaped LM from
-transformers, and a ResNet-style CNN written in torch. Prints latency (median of --iters
+transformers, a ResNet-style CNN written in torch and ResNet-18 at 224x224 (resnet.py). Prints latency (median of --iters
 calls under torch.no_grad), each backend's first-call (compile) time, and luminal's ratio to
 inductor; then train steps (forward, backward, SGD update) of an MLP and the CNN, the forward
 and backward graphs compiled by each backend. Not a test.
@@ -19,6 +19,7 @@ import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def models(small: bool):
@@ -34,11 +35,15 @@ def models(small: bool):
         intermediate_size=4 * hidden)).eval()
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
         n_embd=hidden, n_layer=layers, n_head=hidden // 64)).eval()
+    from resnet import resnet18
+
     seq = 32 if small else 128
+    side = 64 if small else 224
     return {
         "bert": (bert, lambda b: (torch.randint(0, 1000, (b, seq)),)),
         "gpt2": (gpt2, lambda b: (torch.randint(0, 1000, (b, seq)),)),
         "cnn": (resnet().eval(), lambda b: (torch.randn(b, 3, 64, 64),)),
+        "rn18": (resnet18(), lambda b: (torch.randn(b, 3, side, side),)),
     }
 
 
@@ -107,7 +112,7 @@ def main() -> None:
     import luminal.fx
 
     print(f"{'model':6} {'batch':>5} {'eager ms':>9} {'inductor ms':>12} {'luminal ms':>11} "
-          f"{'lm/inductor':>12} {'compile s (ind / lm)':>21}")
+          f"{'lm/eager':>9} {'lm/inductor':>12} {'compile s (ind / lm)':>21}")
     for name, (model, make_inputs) in models(args.small).items():
         for batch in (1, 8):
             inputs = make_inputs(batch)
@@ -121,7 +126,7 @@ def main() -> None:
             note = "" if not luminal.fx.report.fallbacks else \
                 f"  ({len(luminal.fx.report.fallbacks)} graph(s) in PyTorch)"
             print(f"{name:6} {batch:>5} {eager * 1e3:9.2f} {ind * 1e3:12.2f} {lm * 1e3:11.2f} "
-                  f"{ind / lm:11.2f}x {ind_first:10.1f} / {lm_first:.1f}{note}")
+                  f"{eager / lm:8.2f}x {ind / lm:11.2f}x {ind_first:10.1f} / {lm_first:.1f}{note}")
     print(f"\ntrain step {'model':6} {'eager ms':>9} {'inductor ms':>12} {'luminal ms':>11} "
           f"{'lm/eager':>9} {'lm/inductor':>12} {'compile s (ind / lm)':>21}")
     for name, (model, make_input) in train_models(args.small).items():

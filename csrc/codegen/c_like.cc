@@ -460,6 +460,12 @@ void CLikeRenderer::close_output_loops(const Kernel& kernel, CodeWriter& w) cons
   for (size_t k = 0; k < kernel.loops.size(); ++k) w.close();
 }
 
+void CLikeRenderer::emit_loop_nest(const Kernel& kernel, CodeWriter& w) const {
+  open_output_loops(kernel, w);
+  emit_body(kernel, w);
+  close_output_loops(kernel, w);
+}
+
 std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& kernel) const {
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");
@@ -480,9 +486,7 @@ std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& k
     }
   } else if (!(kernel.matmul.present && !kernel.matmul.a_computed &&
                 render_matmul(program, kernel, w))) {
-    open_output_loops(kernel, w);
-    emit_body(kernel, w);
-    close_output_loops(kernel, w);
+    emit_loop_nest(kernel, w);
   }
   w.close();
   return w.str();

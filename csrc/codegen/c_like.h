@@ -63,6 +63,9 @@ class CLikeRenderer {
   // The CPU maps them to nested for loops with an OpenMP pragma; CUDA to grid/block ids.
   virtual void open_output_loops(const Kernel& kernel, CodeWriter& w) const;
   virtual void close_output_loops(const Kernel& kernel, CodeWriter& w) const;
+  // A generic kernel's whole loop nest: its output loops around emit_body. The CPU splits the
+  // innermost loop where its padding masks are decided (kernel/interior.h).
+  virtual void emit_loop_nest(const Kernel& kernel, CodeWriter& w) const;
   // The program entry point after the kernels ("" for none): the CPU's lm_run.
   virtual std::string program_entry(const Program&) const { return ""; }
   // A matmul-shaped kernel rendered specially; false = use the generic loop nest.

@@ -242,6 +242,26 @@ std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
   return stride;
 }
 
+static void collect_conjuncts(const Expr& e, std::vector<Expr>& out) {
+  if (is_one(e)) return;
+  if (kind_of(e) != Kind::kAnd) {
+    out.push_back(e);
+    return;
+  }
+  for (const Expr& a : e.node()->args) collect_conjuncts(a, out);
+}
+
+std::vector<Expr> conjuncts(const Expr& e) {
+  std::vector<Expr> out;
+  collect_conjuncts(e, out);
+  return out;
+}
+
+std::optional<std::pair<Expr, Expr>> less_than_sides(const Expr& e) {
+  if (kind_of(e) != Kind::kLt) return std::nullopt;
+  return std::make_pair(e.node()->args[0], e.node()->args[1]);
+}
+
 size_t Expr::hash() const { return node_->hash; }
 
 bool Expr::operator==(const Expr& other) const {

@@ -95,6 +95,11 @@ inline bool is_one(const Expr& e) { return is_const(e, 1); }
 // index over the loops are what the kernel renderers read a load by.
 std::optional<Expr> affine_stride(const Expr& e, const std::string& var);
 
+// The conditions whose conjunction `e` is (its `and` operands, flattened); {} for the
+// constant 1, {e} for anything that is not an `and`.
+std::vector<Expr> conjuncts(const Expr& e);
+// {a, b} when `e` is the comparison a < b (le, gt and ge are kept in that form), else nullopt.
+std::optional<std::pair<Expr, Expr>> less_than_sides(const Expr& e);
 // Parses Expr::to_string's syntax: ints, symbols, + - * // %, min/max, < == !=, and, or.
 // Throws CompileError naming the position of what it cannot read (core/symbolic_parse.cc).
 Expr parse_expr(const std::string& text);

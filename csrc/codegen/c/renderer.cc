@@ -8,6 +8,7 @@
 #include "codegen/c/schedule.h"
 #include "core/hash.h"
 #include "kernel/canonical.h"
+#include "kernel/interior.h"
 
 namespace luminal {
 
@@ -72,24 +73,63 @@ int CRenderer::lanes_of(const Kernel& kernel, const Value& red, const Loop& loop
   return static_cast<int>(schedule_of(kernel).vector_width);
 }
 
-void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
+std::string CRenderer::omp_loops_pragma(const Kernel& kernel, bool inner_apart) const {
   size_t rank = kernel.loops.size();
-  if (rank == 0) return;
   Expr work = 1;
   for (const Loop& l : kernel.loops) work = work * l.extent;
   for (const Loop& l : kernel.reduce) work = work * l.extent;
   size_t collapse = kernel.reduce.empty() ? (rank > 1 ? rank - 1 : 1) : rank;
-  if (kernel.reduce.empty() && rank > 1) {
+  if (kernel.reduce.empty() && rank > 1 && !inner_apart) {
     auto inner = kernel.loops.back().extent.try_const();
     if (inner && *inner < 16) collapse = rank;
   }
   std::string team = omp_team(kernel, work.to_c());
-  if (!team.empty()) {
-    std::string pragma = "#pragma omp parallel for" + team + " schedule(static)";
-    if (collapse > 1) pragma += " collapse(" + std::to_string(collapse) + ")";
-    w.line(pragma);
-  }
+  if (team.empty()) return "";
+  std::string pragma = "#pragma omp parallel for" + team + " schedule(static)";
+  if (collapse > 1) pragma += " collapse(" + std::to_string(collapse) + ")";
+  return pragma;
+}
+
+void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
+  if (kernel.loops.empty()) return;
+  std::string pragma = omp_loops_pragma(kernel, false);
+  if (!pragma.empty()) w.line(pragma);
   CLikeRenderer::open_output_loops(kernel, w);
+}
+
+void CRenderer::emit_loop_nest(const Kernel& kernel, CodeWriter& w) const {
+  size_t rank = kernel.loops.size();
+  auto split = rank > 1 ? interior_split(kernel) : std::nullopt;
+  if (!split) {
+    CLikeRenderer::emit_loop_nest(kernel, w);
+    return;
+  }
+  std::string pragma = omp_loops_pragma(kernel, true);  // the innermost loop is split
+  if (!pragma.empty()) w.line(pragma);
+  for (size_t k = 0; k + 1 < rank; ++k) {
+    const Loop& l = kernel.loops[k];
+    w.open("for (int64_t " + l.var + " = 0; " + l.var + " < " + l.extent.to_c() + "; " + l.var +
+           "++)");
+  }
+  const Loop& inner = kernel.loops.back();
+  std::string v = inner.var, n = inner.extent.to_c();
+  w.line("/* " + v + " in [" + v + "_lo, " + v + "_hi): every padding mask holds */");
+  w.line("int64_t " + v + "_lo = " + split->lo.to_c() + ";");
+  w.line("int64_t " + v + "_hi = " + split->hi.to_c() + ";");
+  w.line("if (" + v + "_lo > " + n + ") " + v + "_lo = " + n + ";");
+  w.line("if (" + v + "_hi < " + v + "_lo) " + v + "_hi = " + v + "_lo;");
+  if (!is_one(split->outer)) {
+    w.line("if (!(" + split->outer.to_c() + ")) " + v + "_lo = " + v + "_hi = " + n + ";");
+  }
+  auto part = [&](const std::string& from, const std::string& to, const Kernel& body) {
+    w.open("for (int64_t " + v + " = " + from + "; " + v + " < " + to + "; " + v + "++)");
+    emit_body(body, w);
+    w.close();
+  };
+  part("0", v + "_lo", kernel);
+  part(v + "_lo", v + "_hi", split->inside);
+  part(v + "_hi", n, kernel);
+  for (size_t k = 0; k + 1 < rank; ++k) w.close();
 }
 
 CpuSchedule CRenderer::schedule_of(const Kernel& kernel) const {

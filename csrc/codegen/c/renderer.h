@@ -47,6 +47,9 @@ class CRenderer : public CLikeRenderer {
   // The partial accumulators of reduction `red` over `loop` in `kernel` (reduce_lanes' rule).
   int lanes_of(const Kernel& kernel, const Value& red, const Loop& loop) const;
   void open_output_loops(const Kernel& kernel, CodeWriter& w) const override;
+  // The loop nest, its innermost loop in three parts where the kernel's padding masks are
+  // decided (kernel/interior.h): the middle part reads without them, so it vectorizes.
+  void emit_loop_nest(const Kernel& kernel, CodeWriter& w) const override;
   std::string program_entry(const Program& program) const override;
   bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
   // A row kernel (c/row.cc): OpenMP over the rows, each reduction a vectorized loop over the
@@ -68,6 +71,10 @@ class CRenderer : public CLikeRenderer {
   // iterations as C: " num_threads(...)" and, by default, " if(work >= ...)"; "" when the
   // kernel runs serially, with no parallel region.
   std::string omp_team(const Kernel& kernel, const std::string& work) const;
+  // The "#pragma omp parallel for" of `kernel`'s output loops ("" when it runs serially): it
+  // collapses all but the innermost, or all of them where that is short, unless
+  // `inner_apart` (a split innermost loop, emit_loop_nest).
+  std::string omp_loops_pragma(const Kernel& kernel, bool inner_apart) const;
   // What `kernel` is built with on this renderer's machine (c/schedule.h cpu_schedule).
   CpuSchedule schedule_of(const Kernel& kernel) const;
 

@@ -61,18 +61,25 @@ def _windows(input, nd: int, kernel_size, stride, padding, dilation, ceil_mode, 
 
 
 def _inside(graph, geometry, nd: int, lo_pad: bool):
-    """Int (*O, *K) tensor: 1 where the window place lies in the input (lo_pad=False) or in
-    the input plus its explicit padding (lo_pad=True), else 0."""
+    """Int (*K, *O) tensor: 1 where the window place lies in the input (lo_pad=False) or in
+    the input plus its explicit padding (lo_pad=True), else 0. Window place first, so that what
+    is computed from it is stored in that order, and a kernel that reads it along an output row
+    (viewed as (*O, *K) by _windows_view) reads it contiguously and vectorizes."""
     kernel, stride, padding, dilation, lengths, outs = geometry
-    sizes = list(outs) + list(kernel)
+    sizes = list(kernel) + list(outs)
     c = grid_coords(sizes)
     inside = Expr(1)
     for j in range(nd):
-        pos = c[j] * stride[j] + c[nd + j] * dilation[j]  # in padded coordinates
+        pos = c[nd + j] * stride[j] + c[j] * dilation[j]  # in padded coordinates
         lo, hi = (0, lengths[j] + 2 * padding[j]) if lo_pad else \
             (padding[j], lengths[j] + padding[j])
         inside = inside.logical_and(pos.ge(lo).logical_and(pos.lt(hi)))
     return iota_grid(graph, sizes, inside)
+
+
+def _windows_view(t, nd: int):
+    """A (*K, *O) tensor viewed as (*O, *K)."""
+    return t.permute(*range(nd, 2 * nd), *range(nd))
 
 
 def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, return_indices, op):
@@ -81,7 +88,7 @@ def _max_pool(input, nd, kernel_size, stride, padding, dilation, ceil_mode, retu
     windows, geometry = _windows(x, nd, kernel_size, stride, padding, dilation, ceil_mode, op)
     # Places outside the input must lose to every real value: add -inf there.
     outside = neg_inf_where_false(_inside(input.graph, geometry, nd, lo_pad=False))
-    windows = windows + outside.to(windows.dtype)
+    windows = windows + _windows_view(outside.to(windows.dtype), nd)
     axes = tuple(range(windows.ndim - nd, windows.ndim))
     out = windows.amax(axes).to(input.dtype)
     if not return_indices:
@@ -122,8 +129,7 @@ def _avg_pool(input, nd, kernel_size, stride, padding, ceil_mode, count_include_
     total = x.sum(axes)
     if divisor_override:
         return total / float(divisor_override)
-    count = _inside(input.graph, geometry, nd, lo_pad=count_include_pad).sum(
-        tuple(range(nd, 2 * nd)))
+    count = _inside(input.graph, geometry, nd, lo_pad=count_include_pad).sum(tuple(range(nd)))
     return total / count.to(x.dtype)
 
 

@@ -15,12 +15,10 @@ from conftest import CPU_CACHE, assert_close
 SPLIT = "every padding mask holds"
 
 
-def _run(cx, feeds, out, dims=None):
+def _run(cx, feeds, out):
     rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE))
     for t, v in feeds.items():
         rt.set_data(t, v)
-    for name, value in (dims or {}).items():
-        cx.set_dim(name, value)
     rt.execute(cx.dyn_map)
     return rt, rt.get(out)
 

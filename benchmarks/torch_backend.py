@@ -7,6 +7,7 @@ and backward graphs compiled by each backend. Not a test.
 
     python benchmarks/torch_backend.py                  # the real shapes
     python benchmarks/torch_backend.py --small          # a quick look
+    python benchmarks/torch_backend.py --models rn18    # some rows only
 """
 
 from __future__ import annotations
@@ -107,13 +108,19 @@ def main() -> None:
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--search", type=int, default=1, help="luminal's search budget")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--models", default="", help="comma-separated rows to run (inference: "
+                    "the models' names, training: mlp, cnn); default all")
     args = ap.parse_args()
+    chosen = set(filter(None, args.models.split(",")))
+
+    def picked(table: dict) -> dict:
+        return {k: v for k, v in table.items() if not chosen or k in chosen}
     torch.set_num_threads(args.threads)
     import luminal.fx
 
     print(f"{'model':6} {'batch':>5} {'eager ms':>9} {'inductor ms':>12} {'luminal ms':>11} "
           f"{'lm/eager':>9} {'lm/inductor':>12} {'compile s (ind / lm)':>21}")
-    for name, (model, make_inputs) in models(args.small).items():
+    for name, (model, make_inputs) in picked(models(args.small)).items():
         for batch in (1, 8):
             inputs = make_inputs(batch)
             _, eager = timed(model, inputs, args.iters)
@@ -129,7 +136,7 @@ def main() -> None:
                   f"{eager / lm:8.2f}x {ind / lm:11.2f}x {ind_first:10.1f} / {lm_first:.1f}{note}")
     print(f"\ntrain step {'model':6} {'eager ms':>9} {'inductor ms':>12} {'luminal ms':>11} "
           f"{'lm/eager':>9} {'lm/inductor':>12} {'compile s (ind / lm)':>21}")
-    for name, (model, make_input) in train_models(args.small).items():
+    for name, (model, make_input) in picked(train_models(args.small)).items():
         model.train()
         x = make_input()
         _, eager = timed_train(model, model, x, args.iters)

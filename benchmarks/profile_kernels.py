@@ -4,13 +4,14 @@ machine is one-sided) and prints the kernels, and the kernels grouped by loop ne
 time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences; --llama DIR profiles a
 step of a Llama directory's (or .gguf file's) session (--tokens new after --past cached positions); --yolo
 SCALE a YOLOv8 forward on one image; --gpt one train step (forward, backward, AdamW) of
-benchmarks/train.py's character GPT.
+benchmarks/train.py's character GPT; --resnet BATCH a ResNet-18 forward (benchmarks/resnet.py).
 
     python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
         [--repeats 20] [--top 25] [--threads N]
     python benchmarks/profile_kernels.py --llama DIR [--past 1000] [--tokens 1] [--search 1]
     python benchmarks/profile_kernels.py --yolo s [--imgsz 640]
     python benchmarks/profile_kernels.py --gpt
+    python benchmarks/profile_kernels.py --resnet 8 [--imgsz 224]
 """
 
 from __future__ import annotations
@@ -128,6 +129,29 @@ class YOLOStep:
         self.dims = {}
 
 
+class ResNetForward:
+    """ResNet-18 (benchmarks/resnet.py, random weights, eval) on a batch of 224x224 images,
+    through luminal.from_torch."""
+
+    def __init__(self, threads, batch, search, side=224):
+        import torch
+
+        sys.path.insert(0, os.path.dirname(__file__))
+        from resnet import resnet18
+
+        x = torch.randn(batch, 3, side, side)
+        program = lm.from_torch(resnet18(), (x,))
+        cx = program.graph
+        for t in program.outputs:
+            t.output()
+        self.rt = cx.search(lm.CpuRuntime(threads=threads), search)
+        program.load_weights(self.rt)
+        self.rt.set_data(program.inputs[0], x.numpy())
+        self.raw = self.rt._rt
+        self.label = f"ResNet-18 batch {batch} {side}x{side}"
+        self.dims = {}
+
+
 class GPTTrainStep:
     """One train step of benchmarks/train.py's character GPT (batch 16, seq 128)."""
 
@@ -143,10 +167,12 @@ class GPTTrainStep:
 
 
 def workload(args):
+    if args.resnet:
+        return ResNetForward(args.threads, args.resnet, args.search, args.imgsz or 224)
     if args.gpt:
         return GPTTrainStep(args.threads, args.search)
     if args.yolo:
-        return YOLOStep(args.threads, args.yolo, args.imgsz)
+        return YOLOStep(args.threads, args.yolo, args.imgsz or 640)
     if args.llama:
         return LlamaStep(args.threads, args.llama, args.past, args.tokens, args.search,
                          args.activations, args.search_tokens)
@@ -171,7 +197,9 @@ def main():
     p.add_argument("--search-tokens", type=int, help="search at a prefill of this many tokens "
                    "(default: at a decode step)")
     p.add_argument("--yolo", metavar="SCALE", help="YOLOv8 of this scale (n, s, m, ...)")
-    p.add_argument("--imgsz", type=int, default=640)
+    p.add_argument("--imgsz", type=int, default=None)
+    p.add_argument("--resnet", type=int, metavar="BATCH",
+                   help="ResNet-18 on a batch of --imgsz images (224 unless given)")
     p.add_argument("--gpt", action="store_true", help="a train step of the character GPT")
     args = p.parse_args()
     w = workload(args)

@@ -122,6 +122,9 @@ def cpu_rule_case(cx, name):
     if "prologue" in name:  # a norm's rows times a weight (a parameter for the panels)
         x = F.rms_norm(cx.tensor((5, 16), name="x"), (16,))
         return x @ cx.tensor((16, 9), name="w", parameter="packed" in name)
+    if "window" in name:  # a convolution: its weight times the windows of its input
+        return F.conv2d(cx.tensor((1, 3, 6, 6), name="x"), cx.tensor((4, 3, 3, 3), name="w"),
+                        padding=1)
     if name.startswith("cpu-matmul-packed-") or name == "cpu-matmul-packed":  # B a parameter
         return cx.tensor((5, 7), name="a") @ cx.tensor((7, 9), name="b", parameter=True)
     return matmul(cx)[2]
@@ -162,6 +165,7 @@ def test_every_cpu_rule_fires_on_a_batched_transposed_matmul_and_softmax():
     # a bf16 model's Linear (x rounded to bf16) and a bf16 matmul (the f32 sum of its product)
     (cx.tensor((6, 4)).to(lm.bfloat16).to(lm.float32) @ b[0].to(lm.float32).t()).output()
     (cx.tensor((6, 4), lm.bfloat16) @ cx.tensor((4, 5), lm.bfloat16)).output()
+    F.conv2d(cx.tensor((1, 3, 6, 6)), cx.tensor((4, 3, 3, 3)), padding=1).output()
     _, _, report = saturate(cx, CPU_RULES)
     applied = {r.name: r.applied for r in report.rules}
     assert all(applied[n] > 0 for n in CPU_RULE_NAMES), applied

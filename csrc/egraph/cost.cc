@@ -73,6 +73,11 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   // A matmul computing its A from its rows (kernel/prologue.h) saves the norm's pass and its
   // launch, which the model prices on other nodes: a shade above, and timing decides.
   if (schedule_param(s, kPrologueParam) == std::optional<int64_t>(1)) base *= 1.01;
+  // A matmul gathering its B as it packs it (kernel/window.h) saves the windows' pass, which
+  // the model prices on the Gather, but gathers each element at its index and mask in the
+  // pack (measured slower than the stored windows on most of ResNet-18's layers): a shade
+  // above, and timing decides.
+  if (schedule_param(s, kWindowParam) == std::optional<int64_t>(1)) base *= 1.01;
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);
   if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;

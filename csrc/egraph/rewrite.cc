@@ -27,7 +27,7 @@ constexpr CondName kConds[] = {
     {"parameter", CondKind::Parameter, 1}, {"broadcast", CondKind::Broadcast, 1},
     {"pow2", CondKind::Pow2, 1},         {"attention", CondKind::Attention, 3},
     {"quant-dot", CondKind::QuantDot, 3}, {"prologue", CondKind::Prologue, 3},
-    {"read-once", CondKind::ReadOnce, 1}, {"bf16", CondKind::Bf16, 1},
+    {"window", CondKind::Window, 3},      {"read-once", CondKind::ReadOnce, 1}, {"bf16", CondKind::Bf16, 1},
     {"rounds-to-bf16", CondKind::RoundsToBf16, 1},
 };
 
@@ -43,7 +43,8 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
     Condition cond{c.kind};
     int* slots[2] = {&cond.x, &cond.y};
     bool labelled = c.kind == CondKind::Matmul || c.kind == CondKind::Attention ||
-                    c.kind == CondKind::QuantDot || c.kind == CondKind::Prologue;
+                    c.kind == CondKind::QuantDot || c.kind == CondKind::Prologue ||
+                    c.kind == CondKind::Window;
     if (c.kind == CondKind::ReadOnce || c.kind == CondKind::RoundsToBf16) {  // a label only
       const SExpr& l = e.items[1];
       cond.label = l.is_list ? -1 : scope.label(l.atom, false);
@@ -179,6 +180,16 @@ class EGraphQa : public QaGraph {
   const EGraph& g_;
 };
 
+// Whether class `c` holds a Gather whose index is Int: a window of the data (a convolution's
+// columns, nn/_grid.gather_linear), which the lowering reads as a view where the index is
+// index arithmetic of its loops.
+bool holds_window(const EGraph& g, Id c) {
+  for (const ENode& n : g.nodes(c)) {
+    if (n.op == OpKind::Gather && g.data(n.children[1].cls).dtype == DType::Int) return true;
+  }
+  return false;
+}
+
 // Whether class `c` holds a Cast of a quantized class (a weight dequantized for a matmul).
 bool holds_dequantized(const EGraph& g, Id c) {
   for (const ENode& n : g.nodes(c)) {
@@ -287,7 +298,8 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
       case CondKind::Matmul:
       case CondKind::Attention:
       case CondKind::QuantDot:
-      case CondKind::Prologue: {
+      case CondKind::Prologue:
+      case CondKind::Window: {
         AttrId attr = s.labels[c.label];
         const EEdge& y = s.vars[c.y];
         std::optional<MatmulShape> shape;
@@ -301,6 +313,7 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
           std::set<Id> seen;
           ok = row_scaled(g, (shape->a_first ? x : y).cls, 3, seen);
         }
+        if (ok && c.kind == CondKind::Window) ok = holds_window(g, (shape->a_first ? y : x).cls);
         break;
       }
     }

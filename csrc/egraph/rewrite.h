@@ -36,16 +36,19 @@ namespace luminal::egraph {
 //   (prologue ?a ?b l)  that matmul's A (?a or ?b) is elementwise work reading a reduction's
 //                     result through a broadcast: a row statistic, as a norm's x * r
 //                     (kernel/prologue.h: the lowering checks the rest)
+//   (window ?a ?b l)  that matmul's B (?a or ?b) is a Gather whose index is Int (a
+//                     convolution's windows; kernel/window.h: the lowering checks the rest)
 enum class CondKind {
   Identity, Unmasked, Nonneg, Int, Float, Uniform, NotConst, SameDtype, Matmul, Half, Quantized,
-  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue, ReadOnce, Bf16, RoundsToBf16
+  Parameter, Broadcast, Pow2, Attention, QuantDot, Prologue, Window, ReadOnce, Bf16,
+  RoundsToBf16
 };
 
 struct Condition {
   CondKind kind = CondKind::Identity;
   int x = -1;
   int y = -1;
-  int label = -1;  // Matmul, Attention, QuantDot, Prologue, ReadOnce: the label of the SumReduce
+  int label = -1;  // Matmul, Attention, QuantDot, Prologue, Window, ReadOnce: the SumReduce's
 };
 
 struct Rewrite {

@@ -47,6 +47,11 @@ inline constexpr char kQuantDotParam[] = "quant_dot";
 // along the matmul's columns) in its kernel from A's rows, a row's statistics once per row: a
 // norm before a Linear is never stored (kernel/prologue.h).
 inline constexpr char kPrologueParam[] = "prologue";
+// "window" 1 on a SumReduce of a product whose B (the operand read through a broadcast along
+// the matmul's rows) is a Gather at index arithmetic of its loops (a convolution's windows,
+// nn/_grid.gather_linear) reads B through the Gather in its kernel: the windows are gathered
+// as the GEMM packs its panels of B, never stored (implicit GEMM; kernel/window.h).
+inline constexpr char kWindowParam[] = "window";
 
 // "(tile_m 4) (tile_n 16)"; "" when empty.
 std::string schedule_to_string(const ScheduleParams& schedule);

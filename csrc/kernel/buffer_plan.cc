@@ -10,6 +10,7 @@
 #include "kernel/quant_dot.h"
 #include "kernel/row_kernel.h"
 #include "kernel/view_index.h"
+#include "kernel/window.h"
 
 namespace luminal {
 
@@ -85,13 +86,14 @@ class Planner {
     plan_attention(order, readers);
     plan_quant_dots(order, readers, forced);
     plan_prologues(order, readers);
+    plan_windows(order);
     plan_epilogues(order, readers, forced);
     for (NodeId id : order) {
       const Node& n = g_.node(id);
       bool source = n.op == OpKind::Constant || n.op == OpKind::Iota;
       if (p_.skipped.count(id)) continue;
       if (epilogue_inner_.count(id) || attention_inner_.count(id) || quant_inner_.count(id) ||
-          prologue_inner_.count(id)) {
+          prologue_inner_.count(id) || window_inner_.count(id)) {
         depth_[id] = fused_depth(n);
         continue;
       }
@@ -241,6 +243,23 @@ class Planner {
         it = prologue_inner_.erase(it);
         changed = true;
       }
+    }
+  }
+
+  // The SumReduces scheduled `window 1` (kernel/window.h): each computes its B's Gather, read
+  // by it alone, at index arithmetic of its loops (a view of the data, lower.cc emit_gather).
+  void plan_windows(const std::vector<NodeId>& order) {
+    for (NodeId id : order) {
+      const Node& n = g_.node(id);
+      if (n.op != OpKind::SumReduce || unfused_.count(id) || attention_inner_.count(id) ||
+          quant_inner_.count(id) || prologue_inner_.count(id)) {
+        continue;
+      }
+      if (schedule_param(n.schedule, kWindowParam) != std::optional<int64_t>(1)) continue;
+      const NodeId gather = window_gather(g_, id, uses_);
+      if (gather < 0 || !index_arithmetic_[g_.node(gather).inputs[1].node]) continue;
+      p_.windows.insert(id);
+      window_inner_.insert(gather);
     }
   }
 
@@ -402,6 +421,7 @@ class Planner {
   std::set<NodeId> attention_roots_;  // the SumReduces whose regions those are
   std::set<NodeId> quant_inner_;  // quantized activations no kernel computes (quant_dot.h)
   std::set<NodeId> prologue_inner_;  // computed inline in the matmuls reading them (prologue.h)
+  std::set<NodeId> window_inner_;  // Gathers computed inline in the matmuls reading them (window.h)
   std::vector<RowKind> row_kind_;  // per node: row_kind, set in topological order
 };
 

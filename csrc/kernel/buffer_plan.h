@@ -11,7 +11,8 @@
 // computes its attention region (kernel/attention.h) inline. A SumReduce scheduled
 // kQuantDotParam reads x in place of its quantized activations (kernel/quant_dot.h): x is
 // stored, and the formula's nodes no other kernel reads are computed by none. A SumReduce
-// scheduled kPrologueParam computes its A's cone inline (kernel/prologue.h). Not the kernels
+// scheduled kPrologueParam computes its A's cone inline (kernel/prologue.h); one scheduled
+// kWindowParam its B's Gather (kernel/window.h). Not the kernels
 // themselves (lower.cc) nor where buffers live in memory (memory_plan.h).
 #pragma once
 
@@ -43,11 +44,13 @@ struct BufferPlan {
   std::map<NodeId, std::pair<NodeId, Edge>> quant_dots;
   // The SumReduces scheduled prologue whose A's cone (some of it) is computed in their kernel.
   std::set<NodeId> prologues;
+  // The SumReduces scheduled window whose B's Gather is computed in their kernel.
+  std::set<NodeId> windows;
 };
 
 // `unfused`: reductions stored whatever their `row` schedule says (lowering found that a
 // kernel reading them could not run as a row kernel), and SumReduces lowered as by default
-// whatever their `attention` (or `prologue`) schedule says (their kernel was not that shape).
+// whatever their `attention` (or `prologue`, `window`) schedule says (their kernel was not that shape).
 BufferPlan plan_buffers(const Graph& graph, const std::vector<NodeId>& order,
                         const std::set<NodeId>& unfused = {});
 

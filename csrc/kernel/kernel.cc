@@ -100,7 +100,8 @@ std::string Kernel::to_string() const {
   if (matmul.present) s += "\n  (matmul m=" + loops[matmul.m_loop].var + " n=" +
                            loops[matmul.n_loop].var +
                            (matmul.a_q8_0 ? " a=q8_0" : "") +
-                           (matmul.a_computed ? " a=computed" : "") + ")";
+                           (matmul.a_computed ? " a=computed" : "") +
+                           (matmul.b_window ? " b=window" : "") + ")";
   if (row.present) {
     std::string along = row.row_loop >= 0 ? loops[row.row_loop].var : "none";
     s += "\n  (row reductions=" + std::to_string(row.reductions.size()) + " along=" + along + ")";

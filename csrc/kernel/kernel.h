@@ -127,6 +127,11 @@ struct MatmulInfo {
   // (ir/quant_activations.h; schedule kQuantDotParam, kernel/quant_dot.h): a renderer that
   // cannot quantize x in blocks of 32 must refuse the kernel, never multiply x as it is.
   bool a_q8_0 = false;
+  // b is a load of the data of a Gather at index arithmetic of the loops, through its padding
+  // mask (a convolution's windows; schedule kWindowParam, kernel/window.h): its index and valid
+  // Exprs move with n and k in no fixed stride (b_k and b_n are 0), never with m. A renderer
+  // that cannot gather b as it reads it renders the generic loop nest.
+  bool b_window = false;
 };
 
 // A kernel's reductions over its rows and where each value runs (kernel/row_kernel.h).

@@ -43,17 +43,14 @@ class Lowerer {
     while (true) {
       Program p = lower(unfused);
       if (not_row_.empty() && not_attention_.empty() && not_quant_dot_.empty() &&
-          not_prologue_.empty()) {
+          not_prologue_.empty() && not_window_.empty()) {
         return p;
       }
-      for (const std::set<NodeId>* s : {&not_row_, &not_attention_, &not_quant_dot_,
-                                        &not_prologue_}) {
+      for (std::set<NodeId>* s : {&not_row_, &not_attention_, &not_quant_dot_, &not_prologue_,
+                                  &not_window_}) {
         unfused.insert(s->begin(), s->end());
+        s->clear();
       }
-      not_row_.clear();
-      not_attention_.clear();
-      not_quant_dot_.clear();
-      not_prologue_.clear();
     }
   }
 
@@ -108,6 +105,7 @@ class Lowerer {
     attention_roots_ = plan.attention_roots;
     quant_dots_ = plan.quant_dots;
     prologues_ = plan.prologues;
+    windows_ = plan.windows;
   }
 
   ValueId add(Value v) {
@@ -215,7 +213,22 @@ class Lowerer {
         env["z"] = idx[0];
         v.kind = ValueKind::kIndex;
         v.index = n.expr->substitute(env);
-        return add(std::move(v));
+        const ValueId at = add(std::move(v));
+        // An element read at a coordinate that is not a loop variable (a window's Iota read
+        // through a reshape: r0 // 9) also as an Expr of an atom of the Iota's extent, which
+        // emit_gather may unravel where the coordinate itself does not.
+        std::optional<int64_t> length = rn(n.shape[0]).try_const();
+        if (!idx[0].is_symbol() && !idx[0].is_const() && is_one(ctx) && length) {
+          auto [it, fresh] = atom_name_.emplace(idx[0].to_string(), "");
+          if (fresh) {
+            it->second = "lm_atom" + std::to_string(atom_of_.size());
+            atom_of_[it->second] = idx[0];
+            atom_extent_[it->second] = *length;
+          }
+          env["z"] = Expr::symbol(it->second);
+          atomized_[at] = n.expr->substitute(env);
+        }
+        return at;
       }
       case OpKind::Cast:
       case OpKind::Output: {
@@ -252,6 +265,14 @@ class Lowerer {
     if (std::optional<Expr> flat = index_expr(index)) {
       affine = unravel_affine(*flat, v.dims, var_extent_);
     }
+    if (std::optional<Expr> flat = index_expr(index, true); !affine && flat) {
+      std::map<std::string, Expr> extents = var_extent_;
+      extents.insert(atom_extent_.begin(), atom_extent_.end());
+      affine = unravel_affine(*flat, v.dims, extents);
+      if (affine) {
+        for (Expr& part : *affine) part = part.substitute(atom_of_);
+      }
+    }
     std::vector<Expr> didx = affine ? *affine : unravel(Expr::symbol(symbol), v.dims);
     NodeId data = n.inputs[0].node;
     Value load;
@@ -282,15 +303,21 @@ class Lowerer {
   // Value `id` as an Expr of the loop variables, where it is index arithmetic: an Iota's
   // element, an integral constant, a sum or product of such (Int: C's wrapping arithmetic
   // agrees with the Expr's wherever the result fits, which unravel_affine makes sure of).
-  std::optional<Expr> index_expr(ValueId id) const {
+  // `atoms`: each Iota element at its atom where it has one (atomized_), and nullopt where
+  // none has.
+  std::optional<Expr> index_expr(ValueId id, bool atoms = false) const {
     const Value& x = k_.values[static_cast<size_t>(id)];
     if (x.dtype != DType::Int) return std::nullopt;
+    if (x.kind == ValueKind::kIndex && atoms) {
+      auto it = atomized_.find(id);
+      return it == atomized_.end() ? x.index : it->second;
+    }
     if (x.kind == ValueKind::kIndex) return x.index;
     if (x.kind == ValueKind::kConst) return Expr(static_cast<int64_t>(x.number));
     if (x.kind != ValueKind::kBinary || (x.op != OpKind::Add && x.op != OpKind::Mul)) {
       return std::nullopt;
     }
-    std::optional<Expr> a = index_expr(x.args[0]), b = index_expr(x.args[1]);
+    std::optional<Expr> a = index_expr(x.args[0], atoms), b = index_expr(x.args[1], atoms);
     if (!a || !b) return std::nullopt;
     return x.op == OpKind::Add ? *a + *b : *a * *b;
   }
@@ -417,6 +444,10 @@ class Lowerer {
       quant_x_ = quant->second.second;
     }
     var_extent_.clear();
+    atomized_.clear();
+    atom_name_.clear();
+    atom_of_.clear();
+    atom_extent_.clear();
     k_.name = "k" + std::to_string(p_.kernels.size());
     k_.root = id;
     std::vector<Expr> shape = rn(n.shape);
@@ -457,6 +488,16 @@ class Lowerer {
       return;
     }
     const NodeId sum = epilogue_sum_.first >= 0 ? epilogue_sum_.first : id;
+    if (windows_.count(sum)) {
+      // an implicit GEMM (kernel/window.h): a matmul gathering its b; where it is not, the
+      // SumReduce is lowered as by default
+      if (!k_.matmul.present || !k_.matmul.b_window || !fused_.empty()) {
+        not_window_.insert(sum);
+        return;
+      }
+      p_.kernels.push_back(std::move(k_));
+      return;
+    }
     if (prologues_.count(sum)) {
       // a prologue kernel (kernel/prologue.h): a matmul computing its a, whose row reductions
       // (if any) also make a row kernel (the fallback of a renderer without prologues); where
@@ -519,12 +560,21 @@ class Lowerer {
   std::set<NodeId> not_quant_dot_;  // this lowering's quant_dot SumReduces not matmul-shaped
   std::set<NodeId> prologues_;  // the plan's: SumReduces computing their A (kernel/prologue.h)
   std::set<NodeId> not_prologue_;  // this lowering's prologue SumReduces not matmul-shaped
+  std::set<NodeId> windows_;  // the plan's: SumReduces gathering their B (kernel/window.h)
+  std::set<NodeId> not_window_;  // this lowering's window SumReduces not matmul-shaped
   NodeId quant_out_ = -1;  // the kernel's quantized activations, read as x; -1 for none
   Edge quant_x_{-1, ShapeTracker{}};
   std::string key_var_;  // the kernel's attention loop (its root's), "" for none
   Expr key_extent_;      // its extent
   int reduce_vars_ = 0;        // reduction loops named so far: r0, r1, ...
   std::map<std::string, Expr> var_extent_;  // the kernel's loop variables so far: extents
+  // Iota elements read at coordinates that are not loop variables, as Exprs of atoms: a fresh
+  // symbol per coordinate (its text: atom_name_), standing for the coordinate (atom_of_) and
+  // ranging over the Iota's extent (atom_extent_); emit_gather's unravel reads them.
+  std::map<ValueId, Expr> atomized_;
+  std::map<std::string, std::string> atom_name_;
+  std::map<std::string, Expr> atom_of_;
+  std::map<std::string, Expr> atom_extent_;
 };
 
 }  // namespace

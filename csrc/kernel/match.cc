@@ -1,6 +1,7 @@
 // The kernel pattern matchers of kernel/match.h, over the value graph of one kernel.
 #include "kernel/match.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <set>
@@ -122,6 +123,51 @@ bool scope_computed_a(const Kernel& kernel, ValueId a, size_t b_values, MatmulIn
   return outside_a == b_values + 2;
 }
 
+// A load of a Gather's data at index arithmetic of the loops (kernel/window.h): no run-time
+// symbol, and neither its index nor its mask moves along m.
+bool window_load(const Value& v, const std::string& m) {
+  if (v.kind != ValueKind::kLoad || !v.binds.empty() || v.dtype != DType::F32) return false;
+  for (const Expr* e : {&v.index, &v.valid}) {
+    for (const std::string& s : e->symbols()) {
+      if (s == m) return false;
+    }
+  }
+  return true;
+}
+
+// The matmul of a kernel scheduled window: a plain load a (not moving along n) times a window
+// load b, summed, the whole body of its one reduction loop (but the Gather's index arithmetic,
+// which its load's index Expr replaces: values no other reads).
+bool match_window(const Kernel& kernel, const Value& mul, MatmulInfo& info) {
+  const std::vector<Value>& values = kernel.values;
+  const std::string& m = kernel.loops[info.m_loop].var;
+  const std::string& n = kernel.loops[info.n_loop].var;
+  const std::string& k = kernel.reduce.back().var;
+  if (kernel.reduce.size() != 1) return false;
+  const std::vector<bool> in_sum = kernel.cone(kernel.reduce_at);
+  for (ValueId i = 0; i < kernel.reduce_at; ++i) {
+    if (!in_sum[i] && values[i].dtype != DType::Int) return false;
+  }
+  if (std::count(in_sum.begin(), in_sum.end(), true) != 4) return false;
+  for (int order = 0; order < 2; ++order) {
+    const ValueId a = mul.args[order], b = mul.args[1 - order];
+    if (!plain_load(values[a]) || values[a].dtype != DType::F32) continue;
+    if (!window_load(values[b], m)) continue;
+    if (plain_load(values[b]) && strides_of(values[b].index, m, n, k)) continue;  // no gather
+    std::optional<Strides> sa = strides_of(values[a].index, m, n, k);
+    if (!sa || !is_zero(sa->n)) continue;
+    info.a = a;
+    info.b = b;
+    info.a_m = sa->m;
+    info.a_k = sa->k;
+    info.b_k = 0;
+    info.b_n = 0;
+    info.b_window = true;
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 MatmulInfo match_matmul(const Kernel& kernel) {
@@ -139,12 +185,23 @@ MatmulInfo match_matmul(const Kernel& kernel) {
   }
   const Value& mul = values[product];
   if (mul.kind != ValueKind::kBinary || mul.op != OpKind::Mul) return none;
-  std::optional<Operand> x = operand_of(values, mul.args[0]);
-  std::optional<Operand> y = operand_of(values, mul.args[1]);
-  if (values[mul.args[0]].dtype != values[mul.args[1]].dtype) return none;
   MatmulInfo info;
   info.m_loop = static_cast<int>(kernel.loops.size()) - 2;
   info.n_loop = info.m_loop + 1;
+  if (schedule_param(kernel.schedule, kWindowParam) == std::optional<int64_t>(1) &&
+      !product_widened && affine_stride(kernel.out_index, kernel.loops[info.m_loop].var) &&
+      affine_stride(kernel.out_index, kernel.loops[info.n_loop].var) &&
+      match_window(kernel, mul, info)) {
+    info.present = true;
+    info.dtype = DType::F32;
+    if (static_cast<size_t>(kernel.reduce_at) + 1 < values.size()) {
+      info.epilogue_from = kernel.reduce_at + 1;
+    }
+    return info;
+  }
+  std::optional<Operand> x = operand_of(values, mul.args[0]);
+  std::optional<Operand> y = operand_of(values, mul.args[1]);
+  if (values[mul.args[0]].dtype != values[mul.args[1]].dtype) return none;
   const std::string& m = kernel.loops[info.m_loop].var;
   const std::string& n = kernel.loops[info.n_loop].var;
   const std::string& k = kernel.reduce.back().var;

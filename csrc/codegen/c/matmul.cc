@@ -213,7 +213,7 @@ std::optional<PackedPanels> gemm_panels(const Kernel& k, int64_t native) {
   // a quantized weight: in row groups (quant_rows), else packed as the GEMM runs
   const bool groups = schedule.quant_rows == kGroupRows && takes_int8_gemm(k, native) &&
                       has_row_groups(mm.b_stored) && is_one(mm.b_k);
-  if (is_quantized(mm.b_stored) && !groups) return std::nullopt;
+  if ((is_quantized(mm.b_stored) && !groups) || mm.b_window) return std::nullopt;
   if ((!groups && schedule.pack_b != 1) || !takes_gemm(k, native)) return std::nullopt;
   const Value& b = k.values[mm.b];
   if (b.buffer == k.values[mm.a].buffer) return std::nullopt;
@@ -435,6 +435,8 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
       emit_bf16_pack_panel(t.nr, w);
     } else if (quantized) {
       emit_quant_pack_panel(mm.b_stored, t.vw, t.nr, w);
+    } else if (mm.b_window) {
+      emit_window_pack_panel(k, outer, t.nr, w);
     } else {
       emit_pack_panel(t, b_type, to_compute(mm.b_stored, "src[j]"),
                       to_compute(mm.b_stored, "src[j * bn]"), w);

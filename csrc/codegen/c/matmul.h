@@ -103,6 +103,12 @@ void emit_gemm_tasks(int64_t mr, int64_t nr, int64_t ncmax, CodeWriter& w);
 void open_gemm_task_loop(CodeWriter& w);
 void emit_gemm_task_bounds(CodeWriter& w);
 
+// Packs the panel of a window B (MatmulInfo::b_window, c/window.cc) at columns n0 + jr of the
+// k block from pc, zero-padded to `nr` columns: each element gathered at B's load index where
+// its padding mask holds, else 0. The first `outer` loops are batches (their variables set);
+// the loops from `outer` to m fold into the rows.
+void emit_window_pack_panel(const Kernel& k, int outer, int64_t nr, CodeWriter& w);
+
 // Whether `k`, a matmul the C renderer takes, also gets the f32 GEMV path: its schedule sets
 // gemv_rows, B is contiguous along k and not in blocks (those take c/quant.cc's GEMV), and M
 // is not known to be above gemv_rows.

@@ -147,6 +147,7 @@ void emit_batch_bases(const Kernel& k, int outer, const std::string& b_type, Cod
            k.values[mm.a].index.substitute(zero).to_c() + ";");
   }
   std::string b_offset = k.values[mm.b].index.substitute(zero).to_c();
+  if (mm.b_window) b_offset = "0";  // gathered at its own index (c/window.cc)
   if (is_quantized(mm.b_stored)) {  // bytes: the offset is whole blocks (c/quant.h)
     b_offset = "(" + b_offset + ") / " + std::to_string(block_values(mm.b_stored)) + " * " +
                std::to_string(block_bytes(mm.b_stored));

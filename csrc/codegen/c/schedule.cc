@@ -32,6 +32,7 @@ constexpr Param kParams[] = {
     {kInlineParam, nullptr, 0},
     {kEpilogueParam, nullptr, 0},
     {kPrologueParam, nullptr, 0},
+    {kWindowParam, nullptr, 0},
     {kRowParam, nullptr, 0},
     {kAttentionParam, nullptr, 0},
     {kQuantDotParam, nullptr, 0},

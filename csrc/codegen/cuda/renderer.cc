@@ -283,8 +283,9 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
 CudaRenderer::Mapping CudaRenderer::choose(const Kernel& kernel) const {
   const CudaSchedule s = schedule_of(kernel);
   const MatmulInfo& mm = kernel.matmul;
-  // quantized B, or an A the kernel computes (kernel/prologue.h): the generic loop nest
-  if (mm.present && !is_quantized(mm.b_stored) && !mm.a_computed) {
+  // quantized B, an A the kernel computes (kernel/prologue.h) or a B it gathers
+  // (kernel/window.h): the generic loop nest
+  if (mm.present && !is_quantized(mm.b_stored) && !mm.a_computed && !mm.b_window) {
     const Expr& m = kernel.loops[mm.m_loop].extent;
     bool small_m = m.try_const() && *m.try_const() < 16;
     // Tensor cores take two half operands; one widened to f32 in the body makes an f32 product.

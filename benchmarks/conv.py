@@ -1,0 +1,89 @@
+"""ResNet-18's convolution shapes one at a time (random data, batch --batch): luminal's default
+program (the windows stored by an im2col kernel, then the GEMM) against the implicit GEMM
+(schedule window 1: each panel of windows gathered from the input as the GEMM packs it) and
+torch's conv2d, side by side in one run. Prints milliseconds (median of --iters) and GFLOP/s,
+and each luminal program's ratio to torch. Not a test.
+
+    python benchmarks/conv.py [--batch 8] [--iters 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+
+import luminal as lm  # noqa: E402
+from luminal.nn import functional as F  # noqa: E402
+from matmul_cases import scheduled  # noqa: E402
+
+# (channels in, channels out, input side, kernel, stride): the stem and each stage's 3x3 conv
+SHAPES = [(3, 64, 224, 7, 2), (64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1),
+          (512, 512, 7, 3, 1)]
+
+
+def median_ms(fn, iters):
+    fn()
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def luminal_conv(x_data, w_data, stride, schedule, iters):
+    cx = lm.Graph()
+    x = cx.tensor(tuple(x_data.shape))
+    w = cx.tensor(tuple(w_data.shape), parameter=True)
+    y = F.conv2d(x, w, stride=stride, padding=w_data.shape[-1] // 2)
+    out = (scheduled(y, schedule) if schedule else y).output()
+    rt = lm.CpuRuntime()
+    rt._load(cx, None)
+    rt.set_data(x, x_data)
+    rt.set_data(w, w_data)
+    ms = median_ms(lambda: rt.execute({}), iters)
+    return ms, np.asarray(rt.get(out)), "b=window" in rt._rt.program_text()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--iters", type=int, default=7)
+    args = ap.parse_args()
+    torch.set_num_threads(os.cpu_count() or 1)
+    print(f"batch {args.batch}, {torch.get_num_threads()} threads; ms (GFLOP/s)")
+    print(f"{'conv':>26} | {'luminal stored':>16} | {'luminal window':>16} | {'torch':>16} | "
+          f"stored/torch | window/torch")
+    for cin, cout, side, k, stride in SHAPES:
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(args.batch, cin, side, side, generator=gen)
+        w = torch.randn(cout, cin, k, k, generator=gen)
+        with torch.no_grad():
+            want = torch.nn.functional.conv2d(x, w, stride=stride, padding=k // 2)
+            torch_ms = median_ms(lambda: torch.nn.functional.conv2d(x, w, stride=stride,
+                                                                    padding=k // 2), args.iters)
+        flop = 2.0 * want.numel() * cin * k * k
+        row = []
+        for schedule in (None, [("window", 1)]):
+            ms, got, windowed = luminal_conv(x, w, stride, schedule, args.iters)
+            assert windowed == (schedule is not None)
+            err = np.abs(got - want.numpy()).max() / max(1.0, float(want.abs().max()))
+            assert err < 1e-4, f"luminal differs from torch by {err}"
+            row.append(ms)
+        label = f"{cin}->{cout} {side}x{side} k{k} s{stride}"
+        cells = " | ".join(f"{ms:7.2f} ({flop / ms / 1e6:5.0f})" for ms in row + [torch_ms])
+        print(f"{label:>26} | {cells} | {torch_ms / row[0]:11.2f}x | {torch_ms / row[1]:11.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

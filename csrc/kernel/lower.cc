@@ -303,8 +303,7 @@ class Lowerer {
   // Value `id` as an Expr of the loop variables, where it is index arithmetic: an Iota's
   // element, an integral constant, a sum or product of such (Int: C's wrapping arithmetic
   // agrees with the Expr's wherever the result fits, which unravel_affine makes sure of).
-  // `atoms`: each Iota element at its atom where it has one (atomized_), and nullopt where
-  // none has.
+  // `atoms`: each Iota element as an Expr of its atom where it has one (atomized_).
   std::optional<Expr> index_expr(ValueId id, bool atoms = false) const {
     const Value& x = k_.values[static_cast<size_t>(id)];
     if (x.dtype != DType::Int) return std::nullopt;

@@ -11,18 +11,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import luminal as lm  # noqa: E402
 from luminal.nn import functional as F  # noqa: E402
 from matmul_cases import scheduled  # noqa: E402
+from train import median_step  # noqa: E402
 
 # (channels in, channels out, input side, kernel, stride): the stem and each stage's 3x3 conv
 SHAPES = [(3, 64, 224, 7, 2), (64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 256, 14, 3, 1),
@@ -30,13 +30,7 @@ SHAPES = [(3, 64, 224, 7, 2), (64, 64, 56, 3, 1), (128, 128, 28, 3, 1), (256, 25
 
 
 def median_ms(fn, iters):
-    fn()
-    times = []
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+    return median_step(fn, iters) * 1e3
 
 
 def luminal_conv(x_data, w_data, stride, schedule, iters):

@@ -265,10 +265,12 @@ class Lowerer {
     if (std::optional<Expr> flat = index_expr(index)) {
       affine = unravel_affine(*flat, v.dims, var_extent_);
     }
-    if (std::optional<Expr> flat = index_expr(index, true); !affine && flat) {
+    std::optional<Expr> atomized;  // the index again, where some Iota of it has an atom
+    if (!affine && !atomized_.empty()) atomized = index_expr(index, true);
+    if (atomized) {
       std::map<std::string, Expr> extents = var_extent_;
       extents.insert(atom_extent_.begin(), atom_extent_.end());
-      affine = unravel_affine(*flat, v.dims, extents);
+      affine = unravel_affine(*atomized, v.dims, extents);
       if (affine) {
         for (Expr& part : *affine) part = part.substitute(atom_of_);
       }

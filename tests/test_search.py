@@ -111,15 +111,62 @@ def test_search_is_deterministic_for_a_seed(tmp_path):
     assert candidates() == candidates()
 
 
-def test_progress_bar_and_verbose_report(tmp_path, capsys):
+def test_progress_lines_and_verbose_report(tmp_path, capsys):
+    """Into a pipe: nothing unless asked, then a line per candidate (no carriage returns)."""
     cx = lm.Graph()
     small_net(cx)
     cx.search(lm.NativeRuntime(), 3, cache=False, progress=True, verbose=True)
     err = capsys.readouterr().err
-    assert "luminal search [" in err
+    done = len(cx.last_search_report.candidates)
+    lines = [line.split(" done")[0] for line in err.splitlines()
+             if line.startswith("luminal search:")]
+    assert lines == [f"luminal search: {i}/{done}" for i in range(1, done + 1)]
+    assert "\r" not in err
     assert "search on native, budget 3" in err
+    cx.search(lm.NativeRuntime(), 3, cache=False)  # progress None: nothing into a pipe
+    assert capsys.readouterr().err == ""
     cx.search(lm.NativeRuntime(), 3, cache=False, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_progress_on_a_terminal_names_each_step(monkeypatch):
+    """On a terminal the line is redrawn in place with the step under way and the candidate;
+    while a caller's display claims the line (the CLI's spinner), the search only publishes
+    its status there."""
+    import io
+
+    from luminal.search.report import StatusLine
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    term = Terminal()
+    monkeypatch.setattr(sys, "stderr", term)
+    cx = lm.Graph()
+    small_net(cx)
+    cx.search(lm.CpuRuntime(), 2, cache=False, progress=True)
+    out = term.getvalue()
+    frames = out.split("\r")[1:]
+    assert frames and all(f.startswith("luminal search: ") for f in frames)
+    steps = {f.split(": ", 1)[1].split(",")[0] for f in frames}
+    assert {"saturation", "extraction", "compile", "check", "timing"} <= steps, steps
+    assert any("candidate 2/2" in f for f in frames), frames
+    assert StatusLine.text == ""  # cleared once the search is over
+    from luminal.search import report
+
+    seen = []
+    step = report._Progress.step
+    monkeypatch.setattr(report._Progress, "step",
+                        lambda self, name: (step(self, name), seen.append(StatusLine.text)))
+    monkeypatch.setattr(StatusLine, "claimed", True)
+    term.seek(0)
+    term.truncate()
+    cx2 = lm.Graph()
+    small_net(cx2)
+    cx2.search(lm.CpuRuntime(), 2, cache=False, progress=True)
+    assert term.getvalue() == ""  # the claimed line is the caller's to draw
+    assert any(t.startswith("compile, candidate") for t in seen), seen
 
 
 def test_search_rejects_bad_arguments():

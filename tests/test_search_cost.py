@@ -151,7 +151,7 @@ def test_budget_one_takes_the_models_pick(calibrated, tmp_path):
     # budget 1's pool as the search forms it: programs times their tuning choices, in order
     choices = [list(rt._rt.tuning_space(p.graph)) or [_core.TuningChoice()] for p in pool]
     pairs = extract._order(pool, choices, sum(len(c) for c in choices))[:extract.RANK_POOL]
-    est = [model.program_seconds(pool[p], choice, dims, rt)
+    est = [model.program_seconds(rt._prepare(pool[p], choice), dims, rt)
            for p, choice in pairs]
     out = cx.search(rt, 1, cache_dir=str(tmp_path), cost_model=model)
     pick = cx.last_search_report.candidates[0]

@@ -215,21 +215,20 @@ def test_duplicate_candidates_are_skipped(tmp_path, make):
 
 
 def test_cuda_candidates_are_fingerprinted_by_their_cuda_source():
-    """CudaRuntime._runs_as renders without a GPU (the GPU's own search is in
-    test_cuda_gpu.py): the CUDA source, which another reduction strategy changes."""
-    from types import SimpleNamespace
-
+    """CudaRuntime::prepare's fingerprint renders without a GPU (the GPU's own search is in
+    test_cuda_gpu.py): a key of the CUDA source, which another reduction strategy changes,
+    and of the choice."""
     cx = lm.Graph()
     x = cx.tensor((8, 64), name="x")
     x.exp2().sum(-1).output()
-    fake = SimpleNamespace(arch="sm_80", _fixed=lm._core.TuningChoice())
-    program = lm._core.identity_program(cx._g)
-    plain = lm.CudaRuntime._runs_as(fake, program, lm._core.TuningChoice())
-    assert "__global__" in plain
+    graph = lm._core.identity_program(cx._g).graph
+    plain = lm._core.cuda_fingerprint(graph, "sm_80")
+    assert plain == lm._core.cuda_fingerprint(graph, "sm_80")
     choice = lm._core.TuningChoice()
     choice.params = [("cuda_reduce", 1)]
-    other = lm.CudaRuntime._runs_as(fake, program, choice)
-    assert other.split("\n")[:-1] != plain.split("\n")[:-1]
+    assert "__global__" in lm._core.cuda_render(graph, "sm_80")
+    assert lm._core.cuda_render(graph, "sm_80", choice) != lm._core.cuda_render(graph, "sm_80")
+    assert lm._core.cuda_fingerprint(graph, "sm_80", choice) != plain
 
 
 def test_extraction_offers_no_inline_flag_on_a_node_read_once():

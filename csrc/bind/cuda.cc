@@ -100,6 +100,8 @@ void init_cuda(nb::module_& m) {
       "graphs"_a, "arch"_a, "options"_a, "choice"_a = TuningChoice{});
   m.def("cuda_render", &cuda_render, "graph"_a, "arch"_a, "choice"_a = TuningChoice{},
         "fixed"_a = TuningChoice{});
+  m.def("cuda_fingerprint", &cuda_fingerprint, "graph"_a, "arch"_a, "choice"_a = TuningChoice{},
+        "fixed"_a = TuningChoice{});
   m.def("cuda_rewrite_rules", &cuda_rewrite_rules, "sm"_a);
   m.def("cuda_launch_dims", &launch_dims_py, "mode"_a, "block"_a, "items"_a, "m"_a, "n"_a,
         "batch"_a, "tile_m"_a, "tile_n"_a, "dims"_a, "multiprocessors"_a);

@@ -5,6 +5,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -66,12 +67,21 @@ void init_runtime(nb::module_& m) {
       .def_rw("params", &TuningChoice::params)
       .def("__str__", &TuningChoice::to_string)
       .def("__repr__", &TuningChoice::to_string);
+  nb::class_<Prepared>(m, "Prepared")
+      .def_ro("fingerprint", &Prepared::fingerprint)
+      .def_prop_ro("choice", [](const Prepared& p) { return p.choice; });
   nb::class_<Runtime>(m, "Runtime")
       .def_prop_ro("name", &Runtime::name)
       .def("compile", nb::overload_cast<const Graph&>(&Runtime::compile), "graph"_a,
            nb::call_guard<nb::gil_scoped_release>())
       .def("compile", nb::overload_cast<const Graph&, const TuningChoice&>(&Runtime::compile),
            "graph"_a, "choice"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("prepare", &Runtime::prepare, "graph"_a, "choice"_a,
+           nb::call_guard<nb::gil_scoped_release>())
+      .def("compile_prepared", nb::overload_cast<const Prepared&>(&Runtime::compile),
+           "prepared"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("kernel_work", &Runtime::kernel_work, "prepared"_a, "dims"_a)
+      .def("reports_kernel_work", &Runtime::reports_kernel_work)
       .def("tuning_space", &Runtime::tuning_space, "graph"_a)
       .def("rewrite_rules", &Runtime::rewrite_rules)
       .def("set_data", &set_data, "input"_a, "data"_a, "dtype"_a)

@@ -89,8 +89,7 @@ double CostModel::plain_cost(const EGraph& g, const ENode& n) const {
   auto read = [&](const EEdge& e) {
     const ClassData& d = g.data(e.cls);
     if (d.shape.empty()) return 0.1;  // a scalar, broadcast
-    const ShapeTracker& v = g.view(e.view);
-    if (v.has_mask()) return 2.0;
+    if (g.view_masked(e.view)) return 2.0;
     if (g.is_identity(e)) return 1.0;
     return 1.5;
   };

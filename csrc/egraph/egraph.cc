@@ -57,6 +57,7 @@ ViewId EGraph::intern_view(const ShapeTracker& view) {
   ViewId id = static_cast<ViewId>(views_.size());
   views_.push_back(view);
   view_contiguous_.push_back(view.is_contiguous());
+  view_masked_.push_back(view.has_mask());
   view_ids_.emplace(std::move(key), id);
   return id;
 }

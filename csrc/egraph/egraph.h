@@ -29,6 +29,7 @@ class EGraph {
 
   ViewId intern_view(const ShapeTracker& view);
   const ShapeTracker& view(ViewId id) const { return views_[id]; }
+  bool view_masked(ViewId id) const { return view_masked_[id]; }  // view(id).has_mask()
   // The identity view of class c: contiguous over its shape.
   ViewId identity_view(Id c);
   bool is_identity(const EEdge& e) const;
@@ -63,6 +64,7 @@ class EGraph {
   std::vector<ClassData> data_;   // by class id; meaningful at roots
   std::vector<ShapeTracker> views_;
   std::vector<bool> view_contiguous_;  // views_[i].is_contiguous(), computed once (symbolic)
+  std::vector<bool> view_masked_;      // views_[i].has_mask(), likewise (rule conditions ask)
   std::unordered_map<std::string, ViewId> view_ids_;  // to_string() -> id
   // By class id: its identity view once asked for, else -1. A class's shape never changes
   // (merges join equal shapes only), so an entry stays right through merges.

@@ -19,6 +19,11 @@ struct MatmulShape {
                           // the CPU's kernel then runs the batch as more rows of one matmul
 };
 
+// Whether a SumReduce over `axis` of a Mul of edges `a` and `b` reads a matmul: true where `a`
+// is A, false where `b` is, nullopt where neither (the stride test alone, no sizes built: rule
+// conditions ask it of every such Mul in every iteration).
+std::optional<bool> matmul_a_first(const EGraph& g, const EEdge& a, const EEdge& b, int axis);
+
 // The matmul read by a SumReduce over `axis` of a Mul of edges `a` and `b` (in either order).
 std::optional<MatmulShape> matmul_shape(const EGraph& g, const EEdge& a, const EEdge& b,
                                         int axis);

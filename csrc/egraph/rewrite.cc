@@ -246,7 +246,7 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         ok = g.is_identity(x);
         break;
       case CondKind::Unmasked:
-        ok = !g.view(x.view).has_mask();
+        ok = !g.view_masked(x.view);
         break;
       case CondKind::Nonneg:
         ok = d.nonneg;
@@ -258,7 +258,7 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
         ok = is_float(d.dtype);
         break;
       case CondKind::Uniform:
-        ok = d.uniform.has_value() && !g.view(x.view).has_mask();
+        ok = d.uniform.has_value() && !g.view_masked(x.view);
         break;
       case CondKind::NotConst:
         ok = !d.has_constant;
@@ -302,18 +302,18 @@ bool Rewrite::holds(const EGraph& g, const Subst& s) const {
       case CondKind::Window: {
         AttrId attr = s.labels[c.label];
         const EEdge& y = s.vars[c.y];
-        std::optional<MatmulShape> shape;
-        if (attr >= 0) shape = matmul_shape(g, x, y, g.attr(attr).node.axis);
-        ok = shape.has_value();
+        std::optional<bool> a_first;
+        if (attr >= 0) a_first = matmul_a_first(g, x, y, g.attr(attr).node.axis);
+        ok = a_first.has_value();
         if (ok && c.kind == CondKind::Attention) {
           ok = holds_exp2(g, x.cls, true) || holds_exp2(g, y.cls, true);
         }
         if (ok && c.kind == CondKind::QuantDot) ok = quant_dot(g, x, y);
         if (ok && c.kind == CondKind::Prologue) {
           std::set<Id> seen;
-          ok = row_scaled(g, (shape->a_first ? x : y).cls, 3, seen);
+          ok = row_scaled(g, (*a_first ? x : y).cls, 3, seen);
         }
-        if (ok && c.kind == CondKind::Window) ok = holds_window(g, (shape->a_first ? y : x).cls);
+        if (ok && c.kind == CondKind::Window) ok = holds_window(g, (*a_first ? y : x).cls);
         break;
       }
     }

@@ -34,7 +34,7 @@ ShapeTracker ShapeTracker::contiguous(const std::vector<Expr>& dims) {
 }
 
 bool ShapeTracker::axis_masked(size_t axis) const {
-  return mask_lo[axis] != Expr(0) || mask_hi[axis] != dims[axis];
+  return !is_zero(mask_lo[axis]) || mask_hi[axis] != dims[axis];
 }
 
 bool ShapeTracker::has_mask() const {

@@ -4,6 +4,7 @@
 
 #include "core/errors.h"
 #include "core/sizes.h"
+#include "runtime/disk_cache.h"
 
 namespace luminal {
 
@@ -13,6 +14,15 @@ int64_t HostBuffer::numel() const {
 
 std::string TuningChoice::to_string() const {
   return params.empty() ? "default" : schedule_to_string(params);
+}
+
+std::shared_ptr<const Prepared> Runtime::prepare(const Graph& graph,
+                                                 const TuningChoice& choice) const {
+  auto prepared = std::make_shared<Prepared>();
+  prepared->graph = graph;
+  prepared->choice = choice;
+  prepared->fingerprint = hex128(graph.to_string() + "\n" + choice.to_string());
+  return prepared;
 }
 
 void Runtime::execute_carrying(const DynMap& dyn_map,

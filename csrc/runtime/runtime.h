@@ -13,6 +13,7 @@
 #include "core/symbolic.h"
 #include "ir/graph.h"
 #include "kernel/kernel.h"
+#include "kernel/kernel_work.h"
 
 namespace luminal {
 
@@ -38,6 +39,17 @@ struct TuningChoice {
   std::string to_string() const;  // "(tile_m 4) (tile_n 16)", or "default"
 };
 
+// A search candidate lowered once (Runtime::prepare): the graph and choice, the fingerprint of
+// what the runtime would run for them (two candidates of one fingerprint run alike, so the
+// search tries one), and, in a runtime's own subclass, what it generated, which
+// compile(Prepared) then compiles without lowering again.
+struct Prepared {
+  virtual ~Prepared() = default;
+  Graph graph;
+  TuningChoice choice;
+  std::string fingerprint;  // hex; equal where the code run is equal
+};
+
 class Runtime {
  public:
   virtual ~Runtime() = default;
@@ -45,6 +57,21 @@ class Runtime {
   // Takes a snapshot of the graph; later edits of the graph need a new compile.
   virtual void compile(const Graph& graph) { compile(graph, TuningChoice{}); }
   virtual void compile(const Graph& graph, const TuningChoice& choice) = 0;
+  // `graph` under `choice`, lowered once for the search to fingerprint, price and compile.
+  // Here the graph's text and the choice are the fingerprint, and nothing is generated.
+  virtual std::shared_ptr<const Prepared> prepare(const Graph& graph,
+                                                  const TuningChoice& choice) const;
+  // Compiles what prepare() made (of this runtime: another runtime's is compiled afresh).
+  virtual void compile(const Prepared& prepared) { compile(prepared.graph, prepared.choice); }
+  // The work of each kernel a prepared program runs (kernel/kernel_work.h), for the search's
+  // cost model, with `dims` bound; empty where the runtime reports none (reports_kernel_work).
+  virtual std::vector<KernelWork> kernel_work(const Prepared& prepared,
+                                              const DynMap& dims) const {
+    (void)prepared;
+    (void)dims;
+    return {};
+  }
+  virtual bool reports_kernel_work() const { return false; }
   // The kernel-level choices worth timing for this graph; the search tries each.
   virtual std::vector<TuningChoice> tuning_space(const Graph& graph) const {
     (void)graph;

@@ -17,6 +17,7 @@ import time
 
 from . import runtime as runtime_module
 from .errors import LuminalError
+from .search.report import StatusLine
 
 # --runtime choice -> the class name luminal exports for it (when the build has it)
 _RUNTIMES = {"native": "NativeRuntime", "cpu": "CpuRuntime", "cuda": "CudaRuntime"}
@@ -64,7 +65,8 @@ def chosen_runtime(args):
 
 
 class Progress:
-    """A one-line status on stderr with elapsed seconds (a spinner on a terminal)."""
+    """A one-line status on stderr with elapsed seconds (on a terminal, a spinner with the step
+    of a search running inside: StatusLine)."""
 
     def __init__(self, label: str, stream=None):
         self.label = label
@@ -75,6 +77,7 @@ class Progress:
     def __enter__(self):
         self.start = time.perf_counter()
         if self.stream.isatty():
+            StatusLine.claimed = True  # a search inside shows its step on this line
             self._thread = threading.Thread(target=self._spin, daemon=True)
             self._thread.start()
         else:
@@ -86,14 +89,16 @@ class Progress:
         i = 0
         while not self._done.wait(0.1):
             elapsed = time.perf_counter() - self.start
-            print(f"\r{frames[i % 4]} {self.label} {elapsed:5.1f}s", end="", file=self.stream,
-                  flush=True)
+            step = f": search {StatusLine.text}" if StatusLine.text else ""
+            print(f"\r{frames[i % 4]} {self.label} {elapsed:5.1f}s{step}\033[K", end="",
+                  file=self.stream, flush=True)
             i += 1
 
     def __exit__(self, kind, value, tb):
         self._done.set()
         if self._thread is not None:
             self._thread.join()
+            StatusLine.claimed = False
             print("\r\033[K", end="", file=self.stream)  # clear the spinner line
         elapsed = time.perf_counter() - self.start
         status = "done" if kind is None else "failed"

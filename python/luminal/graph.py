@@ -305,7 +305,9 @@ class Graph(CreationOps):
         model's pick stays unless a challenger is faster by more than the measured spread.
         Budget 1 takes the cost model's pick untimed. The choice is cached on disk (``cache_dir``,
         default ~/.cache/luminal/search; ``cache=False`` to bypass). ``progress``: None shows
-        a bar on stderr for long searches, True always, False never. ``verbose`` prints the
+        the step under way and the candidates done on a terminal's stderr once a search runs
+        over a second (in place; nothing into a pipe or log), True always (into a pipe, a line
+        per candidate), False never. ``verbose`` prints the
         report, which is also kept as ``cx.last_search_report``. ``time_limit`` (seconds)
         stops checking and timing further candidates once spent (at least one is tried).
         ``reference``: what candidates are checked against: "native" (the interpreter),

@@ -96,12 +96,14 @@ class Runtime:
         runtime per thread)."""
         return self._guard.sequence()
 
-    def _load(self, graph, program=None, choice=None) -> None:
+    def _load(self, graph, program=None, choice=None, prepared=None) -> None:
         """Compiles ``program`` (a search result, default: the graph as written) for
-        ``graph`` and adopts it."""
+        ``graph`` and adopts it; ``prepared``: what _prepare made of it, compiled as is."""
         compiled = graph._g if program is None else program.graph
         with self._guard.lock:
-            if choice is None:
+            if prepared is not None:
+                self._rt.compile_prepared(prepared)
+            elif choice is None:
                 self._rt.compile(compiled)
             else:
                 self._rt.compile(compiled, choice)
@@ -157,11 +159,12 @@ class Runtime:
         """The rewrite rules this runtime adds to the search space (csrc/egraph rules)."""
         return self._rt.rewrite_rules()
 
-    def _runs_as(self, program, choice) -> str:
-        """What this runtime would run for search candidate ``program`` under tuning
-        ``choice``, as text: candidates with the same text are one (search's fingerprint).
-        Here the program itself; a runtime that generates code returns the code."""
-        return program.text() + "\n" + str(choice)
+    def _prepare(self, program, choice):
+        """Search candidate ``program`` under tuning ``choice``, lowered once by the C++
+        runtime (``_core.Prepared``): its ``fingerprint`` names what the runtime would run
+        (candidates of one fingerprint are one), and ``compile_prepared`` compiles it
+        without lowering it again. Raises LuminalError where it cannot be lowered."""
+        return self._rt.prepare(program.graph, choice)
 
     def _check_tensor(self, tensor, what: str):
         if self._graph is None:
@@ -423,11 +426,6 @@ class CpuRuntime(Runtime):
         """Whether kernels may use the machine's dot-product instructions."""
         return self._rt.dot_products
 
-    def _runs_as(self, program, choice) -> str:
-        """The C this runtime would compile for ``program`` under ``choice``."""
-        return _core.cpu_render(program.graph, choice, self._rt.vector_width,
-                                self._rt.dot_products)
-
     def memory(self) -> dict:
         """The bytes this runtime holds, by kind: ``borrowed_input_bytes`` (inputs read in
         place from the caller's arrays: memory-mapped weights stay in their file's pages),
@@ -463,13 +461,6 @@ class CudaRuntime(Runtime):
         if choice:  # fixed params: every compile (search's too) uses them, over node schedules
             self._fixed.params = sorted(dict(choice).items())
             self._rt.fix_choice(self._fixed)
-
-    def _runs_as(self, program, choice) -> str:
-        """The CUDA C this runtime would compile for ``program`` under ``choice``, and the
-        choice itself: a program-wide choice may change how kernels launch, not only their
-        text."""
-        return _core.cuda_render(program.graph, self.arch, choice, self._fixed) + \
-            f"\n{choice}"
 
     @property
     def device(self) -> str:

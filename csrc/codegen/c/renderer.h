@@ -51,6 +51,13 @@ class CRenderer : public CLikeRenderer {
   // decided (kernel/interior.h): the middle part reads without them, so it vectorizes.
   void emit_loop_nest(const Kernel& kernel, CodeWriter& w) const override;
   std::string program_entry(const Program& program) const override;
+  // render_split's lm_run: the calls as data (each kernel's entry and its buffer slots), run
+  // by one loop, so the driver's compile does not grow with the program (a 16-layer model's
+  // straight-line lm_run took 0.3 s to compile, once per candidate).
+  std::string split_entry(const Program& program) const;
+  // A kernel unit's entry of the one signature every entry shares (kKernelEntry), which
+  // unpacks the buffers by their slots and calls the kernel; `alone` in canonical form.
+  std::string kernel_entry(const Program& alone, const Kernel& kernel) const;
   bool render_matmul(const Program& program, const Kernel& kernel, CodeWriter& w) const override;
   // A row kernel (c/row.cc): OpenMP over the rows, each reduction a vectorized loop over the
   // row (as a generic kernel's), then the row's outputs in one vectorized loop.

@@ -16,6 +16,7 @@
 #include "kernel/lower.h"
 #include "kernel/quant_row_groups.h"
 #include "runtime/cpu/cpu_kernel_cost.h"
+#include "runtime/disk_cache.h"
 #include "runtime/runtime_rules.h"
 
 namespace luminal {
@@ -73,10 +74,10 @@ ScheduleParams priced_schedule(const Kernel& k, int64_t vector_width) {
 }
 }  // namespace
 
-std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
-                                        const DynMap& dims, int threads, int vector_width) {
-  const int64_t width = cpu_vector_width(vector_width);
-  Program program = lower_for_cpu(graph, choice, width, true);
+namespace {
+// kernel_work of `program` (lowered for `width`-float vectors) as CpuRuntime runs it.
+std::vector<KernelWork> program_kernel_work(const Program& program, const DynMap& dims,
+                                            int threads, int64_t width) {
   std::vector<KernelWork> work = kernel_work(program, dims);
   for (size_t i = 0; i < work.size(); ++i) {
     const Kernel& k = program.kernels[i];
@@ -100,6 +101,13 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
   }
   return work;
 }
+}  // namespace
+
+std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& choice,
+                                        const DynMap& dims, int threads, int vector_width) {
+  const int64_t width = cpu_vector_width(vector_width);
+  return program_kernel_work(lower_for_cpu(graph, choice, width, true), dims, threads, width);
+}
 
 std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vector_width,
                        bool dot_products) {
@@ -107,16 +115,46 @@ std::string cpu_render(const Graph& graph, const TuningChoice& choice, int vecto
   return CRenderer(width).render_split(lower_for_cpu(graph, choice, width, dot_products)).text();
 }
 
+std::shared_ptr<const Prepared> CpuRuntime::prepare(const Graph& graph,
+                                                    const TuningChoice& choice) const {
+  auto prepared = std::make_shared<CpuPrepared>();
+  prepared->graph = graph;
+  prepared->choice = choice;
+  prepared->vector_width = options_.vector_width;
+  prepared->dot_products = options_.dot_products;
+  prepared->program = lower_for_cpu(graph, choice, options_.vector_width, options_.dot_products);
+  prepared->units = CRenderer(options_.vector_width).render_split(prepared->program);
+  prepared->fingerprint = hex128(prepared->units.text());
+  return prepared;
+}
+
+std::vector<KernelWork> CpuRuntime::kernel_work(const Prepared& prepared,
+                                                const DynMap& dims) const {
+  auto* cpu = dynamic_cast<const CpuPrepared*>(&prepared);
+  if (cpu == nullptr || cpu->vector_width != options_.vector_width) {
+    return cpu_kernel_work(prepared.graph, prepared.choice, dims, options_.threads,
+                           options_.vector_width);
+  }
+  return program_kernel_work(cpu->program, dims, options_.threads, cpu->vector_width);
+}
+
 void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
-  Program program = lower_for_cpu(graph, choice, options_.vector_width, options_.dot_products);
-  CSplitProgram units = CRenderer(options_.vector_width).render_split(program);
-  LoadedProgram loaded = load_program(units, options_);
-  std::string source = units.text();
+  compile(*prepare(graph, choice));
+}
+
+void CpuRuntime::compile(const Prepared& prepared) {
+  auto* cpu = dynamic_cast<const CpuPrepared*>(&prepared);
+  if (cpu == nullptr || cpu->vector_width != options_.vector_width ||
+      cpu->dot_products != options_.dot_products) {
+    compile(prepared.graph, prepared.choice);  // another runtime's: lowered for this one
+    return;
+  }
+  LoadedProgram loaded = load_program(cpu->units, options_);
   unload_program(loaded_);
   loaded_ = loaded;
-  graph_ = graph;
-  program_ = std::move(program);
-  source_ = std::move(source);
+  graph_ = cpu->graph;
+  program_ = cpu->program;
+  source_ = cpu->units.text();
   liveness_ = buffer_liveness(program_);
   packed_.clear();
   for (const Kernel& k : program_.kernels) {

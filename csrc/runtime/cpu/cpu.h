@@ -33,6 +33,15 @@ std::vector<KernelWork> cpu_kernel_work(const Graph& graph, const TuningChoice& 
                                         const DynMap& dims, int threads = 1,
                                         int vector_width = 0);
 
+// What CpuRuntime::prepare makes: the program lowered for a vector width and dot-product
+// setting, and its C, split into units as load_program compiles them.
+struct CpuPrepared : Prepared {
+  int64_t vector_width = 0;
+  bool dot_products = true;
+  Program program;
+  CSplitProgram units;
+};
+
 // CpuRuntime's lowering rules on a machine whose vectors hold `vector_width` floats
 // (CpuOptions::vector_width): rules/cpu.rules, and the matmul tilings of
 // that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules), and from
@@ -64,6 +73,13 @@ class CpuRuntime : public Runtime {
   std::string name() const override { return "cpu"; }
   using Runtime::compile;
   void compile(const Graph& graph, const TuningChoice& choice) override;
+  // Lowers and renders once (CpuPrepared): the fingerprint is a key of the generated C.
+  std::shared_ptr<const Prepared> prepare(const Graph& graph,
+                                          const TuningChoice& choice) const override;
+  void compile(const Prepared& prepared) override;
+  std::vector<KernelWork> kernel_work(const Prepared& prepared,
+                                      const DynMap& dims) const override;
+  bool reports_kernel_work() const override { return true; }
   // The kernel-level alternatives (matmul tilings) come as rules, those of this machine's
   // vector width (cpu_rewrite_rules); the program-wide tuning space is the default only.
   std::string rewrite_rules() const override;

@@ -10,6 +10,7 @@
 #include "kernel/lower.h"
 #include "runtime/cuda/cuda_arena.h"
 #include "runtime/cuda/cuda_kernel_cost.h"
+#include "runtime/disk_cache.h"
 #include "runtime/runtime_rules.h"
 
 namespace luminal {
@@ -209,6 +210,20 @@ CUdeviceptr CudaRuntime::alloc(int64_t bytes) {
 
 // ---- compile ------------------------------------------------------------------------
 
+std::shared_ptr<const Prepared> CudaRuntime::prepare(const Graph& graph,
+                                                     const TuningChoice& choice) const {
+  auto prepared = std::make_shared<Prepared>();
+  prepared->graph = graph;
+  prepared->choice = choice;
+  prepared->fingerprint = cuda_fingerprint(graph, arch_, choice, fixed_);
+  return prepared;
+}
+
+std::string cuda_fingerprint(const Graph& graph, const std::string& arch,
+                             const TuningChoice& choice, const TuningChoice& fixed) {
+  return hex128(cuda_render(graph, arch, choice, fixed) + "\n" + choice.to_string());
+}
+
 void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   make_current();
   auto [program, src] = render_graph(graph, sm_, choice, fixed_);
@@ -291,7 +306,7 @@ DynMap CudaRuntime::program_dims(const DynMap& dyn_map) const {
   return out;
 }
 
-void CudaRuntime::prepare(const DynMap& dims) {
+void CudaRuntime::plan_run(const DynMap& dims) {
   if (captured_ && dims == captured_dims_) return;
   release_graph();
   size_t nb = program_.buffers.size();
@@ -362,7 +377,7 @@ void CudaRuntime::execute(const DynMap& dyn_map) {
     check_input_count(graph_, node, count, numel[buffer]);
   }
   make_current();
-  prepare(dims);
+  plan_run(dims);
   driver_->check(driver_->cuGraphLaunch(graph_exec_, stream_), "cuGraphLaunch");
   driver_->check(driver_->cuStreamSynchronize(stream_), "cuStreamSynchronize");
   last_dyn_map_ = dyn_map;

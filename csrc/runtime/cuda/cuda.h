@@ -48,6 +48,10 @@ std::string cuda_codegen_check(const Graph& graph, const std::string& arch,
 // CudaRuntime::fix_choice (over the nodes' schedules).
 std::string cuda_render(const Graph& graph, const std::string& arch, const TuningChoice& choice,
                         const TuningChoice& fixed = {});
+// CudaRuntime::prepare's fingerprint: a key of cuda_render's source and of the choice, which
+// may change how kernels launch, not only their text.
+std::string cuda_fingerprint(const Graph& graph, const std::string& arch,
+                             const TuningChoice& choice, const TuningChoice& fixed = {});
 
 // What the runtime would launch for `graph` under `dyn_map` on a device with `multiprocessors`:
 // per kernel its name, grid/block and parameter buffers; per buffer its role, node, dtype and
@@ -84,6 +88,9 @@ class CudaRuntime : public Runtime {
   std::string name() const override { return "cuda"; }
   using Runtime::compile;
   void compile(const Graph& graph, const TuningChoice& choice) override;
+  // Fingerprinted by cuda_fingerprint; compile(Prepared) renders again.
+  std::shared_ptr<const Prepared> prepare(const Graph& graph,
+                                          const TuningChoice& choice) const override;
   // The kernel-level alternatives (reduction strategies, matmul mappings) come as rules
   // (cuda_rewrite_rules); the program-wide tuning space is the fixed params (or the default).
   std::vector<TuningChoice> tuning_space(const Graph& graph) const override;
@@ -120,7 +127,7 @@ class CudaRuntime : public Runtime {
   void release_program();
   void release_graph();
   DynMap program_dims(const DynMap& dyn_map) const;
-  void prepare(const DynMap& dyn_map);  // plan memory and capture the graph if needed
+  void plan_run(const DynMap& dyn_map);  // plan memory and capture the graph if needed
   // After a run: a ShapeError if a Gather read an index out of range (the flag cleared).
   void check_index_fault(const DynMap& dyn_map);
   cuda::CUdeviceptr alloc(int64_t bytes);

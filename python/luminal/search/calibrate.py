@@ -68,13 +68,13 @@ def measure(runtime, cx, programs: int = 8, repeats: int = 15) -> list:
     rows, times = [], []
     inputs = random_inputs(cx._g, dims, 0)
     for program in space.extract(programs, dims):
-        choice = _core.TuningChoice()
-        runtime._rt.compile(program.graph, choice)
+        prepared = runtime._prepare(program, _core.TuningChoice())
+        runtime._rt.compile_prepared(prepared)
         for node, (dtype, data) in zip(program.inputs, inputs):
             runtime._rt.set_data(node, data, dtype)
         runtime._rt.execute(dims)
         runs = [runtime._rt.kernel_times(dims) for _ in range(repeats)]
-        work = kernel_work(program, choice, dims, runtime)
+        work = kernel_work(prepared, dims, runtime)
         for i, w in enumerate(work):
             rows.append(features([w])[0])
             times.append(min(run[i][1] for run in runs))

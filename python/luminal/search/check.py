@@ -165,10 +165,22 @@ def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False,
     drawn in its storage dtype, once (no wider copies: a model's weights are most of it); one
     this machine cannot hold is a ShapeError naming the input, not a MemoryError."""
     rng = np.random.default_rng(seed)
+    shapes = _input_shapes(g, dims)
+    scales = [init_scale(g, node, shape) if init_scaled else 1.0
+              for node, (_, _, _, shape) in zip(g.inputs(), shapes)]
+    pooled = _pooled_sizes(shapes, scales)
+    pools = {}  # float dtype -> [its pool, the inputs that took a window of it]
     out = []
-    for node, (dtype, count, name, shape) in zip(g.inputs(), _input_shapes(g, dims)):
-        scale = init_scale(g, node, shape) if init_scaled else 1.0
+    for (dtype, count, name, shape), scale in zip(shapes, scales):
         try:
+            if dtype in pooled and count > RANDOM_POOL and scale == 1.0:
+                if dtype not in pools:
+                    pools[dtype] = [random_floats(rng, pooled[dtype] + RANDOM_POOL, dtype), 0]
+                pool, taken = pools[dtype]
+                start = taken * POOL_STEP % RANDOM_POOL
+                pools[dtype][1] += 1
+                out.append((dtype, pool[start:start + count]))
+                continue
             if dt.is_float(dtype):
                 out.append((dtype, random_floats(rng, count, dtype, scale)))
                 continue
@@ -183,6 +195,24 @@ def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False,
                              f"inputs ({count} elements) do not fit in this machine's "
                              f"memory") from None
     return out
+
+
+# Where the inputs bigger than RANDOM_POOL of one float dtype start in their shared pool: the
+# k-th at k * POOL_STEP (mod RANDOM_POOL, a prime), so no two read the same values in step.
+POOL_STEP = 104729
+
+
+def _pooled_sizes(shapes: list, scales: list) -> dict:
+    """{float dtype: the biggest count}: of the inputs bigger than RANDOM_POOL at scale 1, which
+    share one pool of random_floats per dtype, of that count plus RANDOM_POOL, each reading a
+    window of it (random_inputs). Past RANDOM_POOL values repeat anyway, so a window is what
+    that input's own draw would be, shifted; a 1B model's weights then take one array of its
+    embedding's size instead of a copy of every weight (2.5 GB, a second of a cold compile)."""
+    biggest = {}
+    for (dtype, count, _, _), scale in zip(shapes, scales):
+        if dt.is_float(dtype) and count > RANDOM_POOL and scale == 1.0:
+            biggest[dtype] = max(biggest.get(dtype, 0), count)
+    return biggest
 
 
 def _map_floats(inputs: list, varied: list, fn) -> list:
@@ -345,6 +375,30 @@ def _set_inputs(core_rt, input_ids, inputs) -> None:
         core_rt.set_data(node, data, dtype)
 
 
+def start_reference(run: SearchRun, verify: bool, reference: str) -> None:
+    """Starts compiling the reference before the candidates are extracted, where it does not
+    depend on them: the runtime running the graph as written (a graph too big for the
+    interpreter, or ``reference`` "runtime"). Its compilers (processes, the GIL released)
+    then run beside the saturation and the extraction; run_reference waits for it
+    (run.reference_compile, None where nothing was started)."""
+    run.reference_compile = None
+    if not verify or isinstance(run.runtime, NativeRuntime):
+        return
+    if reference == "runtime" or (reference == "auto" and
+                                  _core.graph_work(run.g, run.dims) > AUTO_NATIVE_WORK):
+        pool = ThreadPoolExecutor(max_workers=1)
+        run.reference_compile = pool.submit(run.core_rt.compile, run.g)
+        pool.shutdown(wait=False)
+
+
+def finish_reference(run: SearchRun) -> None:
+    """Waits for a reference compile start_reference began and the search did not (a
+    search that failed before its reference): nothing compiles under the runtime after."""
+    future = getattr(run, "reference_compile", None)
+    if future is not None:
+        future.exception()  # waits; its error, if any, was the search's to report
+
+
 def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
     """Reference: the outputs every candidate must match on each check set, from the
     interpreter or from the runtime running the graph as written (``reference``; "auto"
@@ -365,6 +419,7 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
     if reference == "auto":
         reference = "native" if work <= AUTO_NATIVE_WORK or on_native else "runtime"
     if not run.need_check:
+        finish_reference(run)
         with _Phase(run.report, "reference"):
             run.inputs = random_inputs(g, run.dims, run.seed, run.normwise)
         return
@@ -376,7 +431,9 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
         # The compile (C++, GIL released: a runtime's compilers run as processes) and the
         # drawing of the inputs (numpy) overlap: at 1B parameters each takes seconds.
         with _Phase(run.report, "reference"), ThreadPoolExecutor(max_workers=1) as pool:
-            compiling = pool.submit(ref_rt.compile, g)
+            compiling = run.reference_compile if ref_rt is run.core_rt else None
+            run.reference_compile = None
+            compiling = compiling or pool.submit(ref_rt.compile, g)
             run.inputs = random_inputs(g, run.dims, run.seed, run.normwise)
             compiling.result()
         with _Phase(run.report, "reference run"):

@@ -27,14 +27,14 @@ TERMS = ("launch", "parallel", "bytes", "loads", "flops", "special", "matmul_flo
 
 
 def supported(runtime) -> bool:
-    return isinstance(runtime._rt, getattr(_core, "CpuRuntime", ()))
+    """Whether ``runtime`` reports its kernels' work (Runtime::reports_kernel_work)."""
+    return bool(runtime._rt.reports_kernel_work())
 
 
-def kernel_work(program, choice, dims: dict, runtime=None) -> list:
-    """The work of each kernel ``runtime`` (a CpuRuntime or its core object; None: one thread
-    at the machine's vector width) would run for ``program`` under ``choice``."""
-    return list(_core.cpu_kernel_work(program.graph, choice, dims, threads_of(runtime),
-                                      vector_width_of(runtime)))
+def kernel_work(prepared, dims: dict, runtime) -> list:
+    """The work of each kernel ``runtime`` (a Runtime or its core object) runs for
+    ``prepared`` (Runtime._prepare: a candidate lowered once)."""
+    return list(getattr(runtime, "_rt", runtime).kernel_work(prepared, dims))
 
 
 def threads_of(runtime) -> int:
@@ -90,8 +90,8 @@ class CostModel:
     def kernel_seconds(self, work) -> np.ndarray:
         return features(work) @ self.coef if work else np.zeros(0)
 
-    def program_seconds(self, program, choice, dims: dict, runtime=None) -> float:
-        return float(self.kernel_seconds(kernel_work(program, choice, dims, runtime)).sum())
+    def program_seconds(self, prepared, dims: dict, runtime) -> float:
+        return float(self.kernel_seconds(kernel_work(prepared, dims, runtime)).sum())
 
     @staticmethod
     def fit(rows: np.ndarray, seconds: np.ndarray) -> "CostModel":

@@ -2,9 +2,9 @@
 
 The C++ core (csrc/egraph) saturates an e-graph of the graph with the generic rules and the
 runtime's rules and extracts programs best-first by a cost model. Here each candidate (program
-x tuning choice) is fingerprinted by what the runtime would run (Runtime._runs_as: its
-generated code), and duplicates are skipped before anything is compiled: the budget counts
-distinct programs. Each is compiled, checked against the reference interpreter (NativeRuntime
+x tuning choice) is lowered once by the runtime (Runtime._prepare: fingerprinted by what it
+would run, its generated code, and kept for its estimate, compile and load), and duplicates are
+skipped before anything is compiled: the budget counts distinct programs. Each is compiled, checked against the reference interpreter (NativeRuntime
 on the graph as written; for graphs too big for the interpreter, the runtime itself on the
 graph as written, see AUTO_NATIVE_WORK) on several input sets (check.py: ordinary values,
 and for graphs up to EXTRA_SETS_WORK, large magnitudes, exp2's edge, large ints, zeros), and
@@ -42,9 +42,10 @@ from .. import _core
 from ..errors import LuminalError
 from . import cache as search_cache
 from . import cost as search_cost
-from .check import EXTRA_SETS_WORK, _run, check_candidate, recheck, run_reference
+from .check import (EXTRA_SETS_WORK, _run, check_candidate, finish_reference, recheck,
+                    run_reference, start_reference)
 from .descent import Descent
-from .extract import _fingerprint, estimate, extract, insert_combination
+from .extract import _prepare, estimate, extract, insert_combination, prepared_of
 from .report import (CandidateResult, SearchReport, _label, _Phase, _Progress, fill_report)
 from .timing import _best_time, pick as pick_fastest, retime, time_candidate
 
@@ -118,16 +119,26 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
                          f"got {reference!r}")
     run = SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats, cost_model)
     held = runtime._held_state(cx)
-    if not (cache and lookup_cache(run, verify)):
-        extract(run)
-        run_reference(run, verify, reference)
-        attempt_each(run, progress, time_limit)
-        descend(run, descent, descent_seconds)
-        retime(run)
-        pick(run)
-        fill_report(run)
-        if cache:
-            store(run)
+    run.report.progress = _Progress(progress)
+    try:
+        if not (cache and lookup_cache(run, verify)):
+            start_reference(run, verify, reference)
+            try:
+                extract(run)
+            except BaseException:
+                finish_reference(run)
+                raise
+            run_reference(run, verify, reference)
+            attempt_each(run, time_limit)
+            descend(run, descent, descent_seconds)
+            retime(run)
+            pick(run)
+            fill_report(run)
+            if cache:
+                store(run)
+    finally:
+        run.report.progress.close()
+        run.report.progress = None
     runtime._set_parameters(held)  # the weights and carried state set before it stay set
     return finish(run, verbose)
 
@@ -208,12 +219,13 @@ def lookup_cache(run: SearchRun, verify: bool) -> bool:
     return True
 
 
-def attempt_each(run: SearchRun, progress, time_limit: float | None) -> None:
-    """Attempt each candidate in order (attempt), showing ``progress``. Once
+def attempt_each(run: SearchRun, time_limit: float | None) -> None:
+    """Attempt each candidate in order (attempt), on the search's progress line. Once
     ``time_limit`` is spent the rest are skipped (at least one is tried). The combination
     of the fastest kernels joins the order after the cost model's pick and one program
     per schedule (the head of the extraction), before the model's next-best programs."""
-    bar = _Progress(progress, len(run.order) + run.combine)
+    bar = run.report.progress
+    bar.total = len(run.order) + run.combine
     run.results = []
     run.skipped = []
     run.compiled = None  # the index in results of the candidate the runtime holds
@@ -245,7 +257,6 @@ def attempt_each(run: SearchRun, progress, time_limit: float | None) -> None:
         if done == combine_after and not run.skipped and len(run.kernel_times) > 1:
             combined = insert_combination(run, done)
     bar.update(len(run.order), _best_time(run.results))
-    bar.close()
 
 
 def attempt(run: SearchRun, p: int, choice, res: CandidateResult) -> None:
@@ -257,7 +268,7 @@ def attempt(run: SearchRun, p: int, choice, res: CandidateResult) -> None:
     try:
         with _Phase(run.report, "compile"):
             run.compiled = len(run.results) - 1
-            core_rt.compile(prog.graph, choice)
+            core_rt.compile_prepared(prepared_of(run, p, choice))
         t_check = None
         with _Phase(run.report, "check"):
             if run.need_check:
@@ -307,12 +318,13 @@ def _attempt_program(run: SearchRun, program, label: str):
     """Attempts a program the descent extracted, unless it runs as a candidate already
     (then None): (seconds, spread, kernel times), seconds inf when it is wrong or fails."""
     choice = _core.TuningChoice()
-    mark = _fingerprint(run.runtime, program, choice)
+    mark, prepared = _prepare(run.runtime, program, choice)
     if mark in run.fingerprints:
         run.descent_duplicates += 1
         return None
     run.programs.append(program)
     p = len(run.programs) - 1
+    run.prepared[(p, str(choice))] = prepared
     run.fingerprints[mark] = len(run.order)
     run.order.append((p, choice))
     run.order_marks.append(mark)
@@ -356,7 +368,9 @@ def pick(run: SearchRun) -> None:
             run.runtime._rt.clear_data()  # the check inputs must not stand in for the user's
             run.runtime._adopt(run.cx, run.win_program)
         else:
-            run.runtime._load(run.cx, run.win_program, run.win_choice)
+            p, _ = run.order[run.report.winner] if run.report.winner is not None else (-1, None)
+            prepared = run.prepared.get((p, str(run.win_choice)))
+            run.runtime._load(run.cx, run.win_program, run.win_choice, prepared)
 
 
 def store(run: SearchRun) -> None:

@@ -1,6 +1,6 @@
 """The candidates of a search: programs extracted from the search space best-first, times the
 runtime's tuning choices, ordered (_order), told apart by what the runtime would run
-(_fingerprint), ranked by the calibrated cost model when there is one (estimate), and the
+(_prepare), ranked by the calibrated cost model when there is one (estimate), and the
 combination of the fastest kernels (_combine). Not their compiling, checking or timing."""
 
 from __future__ import annotations
@@ -67,20 +67,33 @@ class _Texts:
         return self.made[p]
 
 
-def _fingerprint(runtime, program, choice) -> str:
-    """A short hash of what ``runtime`` would run for ``program`` under ``choice``; a
-    program it cannot render is its own (the compile will say why)."""
+def _prepare(runtime, program, choice) -> tuple:
+    """(fingerprint, prepared): ``program`` under ``choice`` lowered once by ``runtime``
+    (Runtime._prepare), and the fingerprint of what it would run; a program it cannot
+    lower is its own, unprepared (None: the compile will say why)."""
     try:
-        text = runtime._runs_as(program, choice)
+        prepared = runtime._prepare(program, choice)
+        return prepared.fingerprint, prepared
     except LuminalError as e:
         text = f"unrendered {program.text()} {choice}: {e}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+        return hashlib.sha256(text.encode()).hexdigest()[:32], None
+
+
+def prepared_of(run: SearchRun, p: int, choice):
+    """Candidate ``p`` under ``choice`` as the runtime lowered it (_prepare), lowered now if
+    it was not yet (budget 1 fingerprints nothing); kept in run.prepared, so a candidate is
+    lowered once for its fingerprint, its estimate, its compile and its load. Raises
+    LuminalError where it cannot be lowered."""
+    key = (p, str(choice))
+    if run.prepared.get(key) is None:
+        run.prepared[key] = run.runtime._prepare(run.programs[p], choice)
+    return run.prepared[key]
 
 
 def extract(run: SearchRun) -> None:
     """Candidates: the search space's programs, best-first by the cost model, times the
     runtime's tuning choices, in the order they are tried (_order), skipping any that
-    runs as one before it (_fingerprint), at most the budget of distinct ones. With room
+    runs as one before it (_prepare), at most the budget of distinct ones. With room
     to spare, one slot of the budget goes to the combination of the fastest kernels (see
     _combine), when the runtime can time its kernels one by one."""
     with _Phase(run.report, "saturation"):
@@ -89,7 +102,8 @@ def extract(run: SearchRun) -> None:
     run.timing_kernels = run.budget > 1 and run.core_rt.can_time_kernels()
     run.combine = run.budget >= 3 and run.timing_kernels
     count = run.budget - 1 if run.combine else run.budget
-    marks = {}  # (program text, choice text) -> fingerprint, across extractions
+    marks = {}  # (program text, choice text) -> (fingerprint, prepared), across extractions
+    run.prepared = {}  # (program index, choice text) -> its Prepared (prepared_of)
     wanted = RANK_POOL if run.model is not None and run.budget == 1 else count
     while True:
         with _Phase(run.report, "extraction"):
@@ -123,8 +137,8 @@ def _take_distinct(run: SearchRun, pairs: list, count: int, marks: dict) -> None
         if count > 1:
             key = (run.programs[p].text(), str(choice))
             if key not in marks:
-                marks[key] = _fingerprint(run.runtime, run.programs[p], choice)
-            mark = marks[key]
+                marks[key] = _prepare(run.runtime, run.programs[p], choice)
+            mark, run.prepared[(p, str(choice))] = marks[key]
             if mark in run.fingerprints:
                 run.report.duplicates += 1
                 continue
@@ -139,7 +153,7 @@ def estimate(run: SearchRun, p: int, choice) -> float:
     key = (p, str(choice))
     if key not in run.kernel_estimates:
         try:
-            work = cost.kernel_work(run.programs[p], choice, run.dims, run.core_rt)
+            work = cost.kernel_work(prepared_of(run, p, choice), run.dims, run.core_rt)
             run.kernel_estimates[key] = run.model.kernel_seconds(work)
             run.kernel_roots[key] = [w.root for w in work]
         except LuminalError:
@@ -196,12 +210,13 @@ def insert_combination(run: SearchRun, position: int) -> int:
         program = run.space.extract_choosing(chosen, run.dims) if chosen else None
     if program is None:
         return -1
-    mark = _fingerprint(run.runtime, program, _core.TuningChoice())
+    mark, prepared = _prepare(run.runtime, program, _core.TuningChoice())
     if mark in run.fingerprints:
         run.report.duplicates += 1
         return -1
     run.programs.append(program)
     combined = len(run.programs) - 1
+    run.prepared[(combined, str(_core.TuningChoice()))] = prepared
     run.fingerprints[mark] = position
     run.order.insert(position, (combined, _core.TuningChoice()))
     run.order_marks.insert(position, mark)

@@ -1,6 +1,6 @@
 """What a search tells its user: each candidate's result (CandidateResult), the report left in
 ``cx.last_search_report`` (SearchReport, its text and plot), the seconds of each phase, the
-progress bar, and how a candidate and a kernel are described. Not the choosing itself
+progress line, and how a candidate and a kernel are described. Not the choosing itself
 (driver.py and timing.py)."""
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ class SearchReport:
     rank_correlation: float | None = None
     kernel_rank_correlation: float | None = None
     descent: str = ""  # what the descent (descent.py) tried and kept
+    # The progress line of the search under way (_Progress), whose step _Phase names.
+    progress: object = field(default=None, repr=False, compare=False)
 
     def __str__(self) -> str:
         found = f"{len(self.candidates)} distinct candidates ({self.duplicates} duplicates " \
@@ -111,7 +113,8 @@ class SearchReport:
 
 
 class _Phase:
-    """``with _Phase(report, name):`` adds the block's wall seconds to report.phases[name]."""
+    """``with _Phase(report, name):`` adds the block's wall seconds to report.phases[name], and
+    names the step on the search's progress line (report.progress), if it has one."""
 
     def __init__(self, report: SearchReport, name: str):
         self.report = report
@@ -119,35 +122,80 @@ class _Phase:
 
     def __enter__(self):
         self.t0 = time.perf_counter()
+        if self.report.progress is not None:
+            self.report.progress.step(self.name)
 
     def __exit__(self, *exc):
         seconds = time.perf_counter() - self.t0
         self.report.phases[self.name] = self.report.phases.get(self.name, 0.0) + seconds
 
 
-class _Progress:
-    """A one-line progress bar on stderr, shown when asked or once a search runs > 1 s."""
+class StatusLine:
+    """The running search's status ("compile, candidate 2/4, best 85.210 ms, 6.3 s"), for
+    whoever draws the terminal's line: a display of the caller's that claims it (the CLI's
+    spinner, cli.Progress, which shows it beside its own label) or else the search's
+    _Progress. "" while no search runs."""
 
-    def __init__(self, mode, total: int):
+    text = ""
+    claimed = False
+
+
+class _Progress:
+    """The search's progress line on stderr: its step (a phase) and how far it is through
+    its candidates. Drawn in place (a carriage return) on a terminal only, once the search
+    has run 1 s or when asked (``mode`` True); into a pipe or a log, nothing unless asked,
+    and then one line per candidate. ``mode`` False: never. While a caller's display claims
+    the line (StatusLine), it draws the status there instead."""
+
+    def __init__(self, mode, total: int | None = None):
         self.mode = mode
         self.total = total
         self.start = time.perf_counter()
         self.shown = False
+        self.tty = sys.stderr.isatty()
+        self.name = ""
+        self.done = 0
+        self.best = None
+        self.written = -1  # the candidates done at the last line written into a pipe
 
-    def update(self, done: int, best: float | None):
-        if self.mode is False:
+    def step(self, name: str) -> None:
+        self.name = name
+        self._draw(False)
+
+    def update(self, done: int, best: float | None) -> None:
+        self.done, self.best = done, best
+        self._draw(True)
+
+    def status(self) -> str:
+        text = self.name
+        if self.total:
+            text += f", candidate {min(self.done + 1, self.total)}/{self.total}"
+        if self.best is not None:
+            text += f", best {self.best * 1e3:.3f} ms"
+        return f"{text}, {time.perf_counter() - self.start:.1f} s"
+
+    def _draw(self, candidate_done: bool) -> None:
+        StatusLine.text = self.status()
+        if self.mode is False or StatusLine.claimed:
             return
-        if self.mode is None and time.perf_counter() - self.start < 1.0 and self.total < 16:
+        if not self.tty:
+            if self.mode is True and candidate_done and self.done != self.written:
+                self.written = self.done
+                sys.stderr.write(f"luminal search: {self.done}/{self.total} done"
+                                 f"{self._best_text()}\n")
+                sys.stderr.flush()
             return
-        width = 24
-        fill = int(width * done / max(self.total, 1))
-        best_text = f", best {best * 1e3:.3f} ms" if best is not None else ""
-        sys.stderr.write(f"\rluminal search [{'#' * fill}{'.' * (width - fill)}] "
-                         f"{done}/{self.total}{best_text}")
+        if self.mode is None and time.perf_counter() - self.start < 1.0:
+            return
+        sys.stderr.write(f"\rluminal search: {StatusLine.text}\033[K")
         sys.stderr.flush()
         self.shown = True
 
-    def close(self):
+    def _best_text(self) -> str:
+        return f", best {self.best * 1e3:.3f} ms" if self.best is not None else ""
+
+    def close(self) -> None:
+        StatusLine.text = ""
         if self.shown:
             sys.stderr.write("\n")
             sys.stderr.flush()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LuminalError
 from .check import _set_inputs
+from .extract import prepared_of
 from .report import CandidateResult, _Phase
 
 if TYPE_CHECKING:
@@ -23,6 +24,10 @@ SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed 
 # median so far: it cannot win, and a 16-layer model's slow candidates took seconds each.
 RACE_SAMPLES = 2
 RACE_MARGIN = 1.25
+# A candidate whose checking run took over LOST_MARGIN x the best median so far has lost
+# already: that run is its time, and its kernels are not timed one by one (at 1B parameters a
+# GEMM at one row took 1 s a run against 0.09 s for the GEMV).
+LOST_MARGIN = 2.0
 FINALISTS = 3         # the fastest candidates re-timed together (and the incumbent)
 RETIME_ROUNDS = 3     # rounds of re-timing; each runs every finalist in turn
 RETIME_RUNS = 3       # timed runs per finalist per round, after one warm-up
@@ -101,9 +106,14 @@ def time_candidate(run: SearchRun, p: int, res: CandidateResult, t_check: float 
     """Times candidate ``p``, just run once (checked: the first warm-up): its kernels one
     by one when the runtime can (their total is the first sample, or with more warm-ups
     asked for, the second warm-up), then repeats (timing.time_runs), unless its
-    check run took over SLOW_RUN, which then is its only sample."""
+    check run took over SLOW_RUN, which then is its only sample, or over LOST_MARGIN x the
+    best so far, which then is all of its timing."""
     samples = []
     warmups = run.warmup - 1
+    best = _best_time(run.results)
+    if t_check is not None and best is not None and t_check > LOST_MARGIN * best:
+        res.seconds, res.spread, res.status = t_check, 0.0, "ok"
+        return
     if run.timing_kernels:
         kernels = run.core_rt.kernel_times(run.dims)
         run.kernel_times.append((p, kernels))
@@ -115,7 +125,7 @@ def time_candidate(run: SearchRun, p: int, res: CandidateResult, t_check: float 
         samples = [t_check]
     else:
         samples = time_runs(run.core_rt, run.dims, warmups, run.repeats,
-                            _best_time(run.results), samples)
+                            best, samples)
     res.seconds = statistics.median(samples)
     res.spread = spread(samples)
     res.status = "ok"
@@ -162,7 +172,7 @@ def _retime_rounds(run: SearchRun, finalists: list) -> dict:
             p, choice = run.order[i]
             prog = run.programs[p]
             run.compiled = i
-            run.core_rt.compile(prog.graph, choice)
+            run.core_rt.compile_prepared(prepared_of(run, p, choice))
             _set_inputs(run.core_rt, prog.inputs, run.inputs)
             rounds[i].append(time_runs(run.core_rt, run.dims, 1, RETIME_RUNS))
     return rounds

@@ -5,8 +5,10 @@
 #include "codegen/c/renderer.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
+#include "codegen/c/outline.h"
 #include "codegen/c/schedule.h"
 #include "core/hash.h"
 #include "kernel/canonical.h"
@@ -249,6 +251,7 @@ std::string CRenderer::split_entry(const Program& program) const {
 std::string CSplitProgram::text() const {
   std::string s = "/* ---- " + driver.name + " ---- */\n" + driver.source;
   for (const CUnit& u : kernels) s += "\n/* ---- " + u.name + " ---- */\n" + u.source;
+  for (const CUnit& u : helpers) s += "\n/* ---- " + u.name + " ---- */\n" + u.source;
   return s;
 }
 
@@ -258,6 +261,7 @@ CSplitProgram CRenderer::render_split(const Program& program) const {
   CSplitProgram out;
   std::set<std::string> seen;  // names of the units made so far
   std::string prototypes;
+  std::map<std::string, std::string> helpers;  // name -> unit (outline_helpers)
   Program named = program;  // the kernels under their unit names, for lm_run
   for (Kernel& k : named.kernels) {
     // The name hashes the unit as rendered in the kernel's canonical form.
@@ -269,10 +273,11 @@ CSplitProgram CRenderer::render_split(const Program& program) const {
     alone.kernels[0].name = name;
     std::string text = unit.prelude(alone) + "\n" + unit.render_kernel(alone, alone.kernels[0]) +
                        "\n" + unit.kernel_entry(alone, alone.kernels[0]);
-    out.kernels.push_back({name, kHeader + text});
+    out.kernels.push_back({name, outline_helpers(kHeader + text, helpers)});
     prototypes += "__attribute__((visibility(\"hidden\"))) void " + name + "_entry" +
                   kEntryParams + ";\n";
   }
+  for (auto& [helper, source] : helpers) out.helpers.push_back({helper, source});
   out.driver.name = "lm_run";
   out.driver.source = kHeader + type_prelude() + "\n" + prototypes + "\n" + split_entry(named);
   return out;

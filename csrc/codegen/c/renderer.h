@@ -25,10 +25,12 @@ struct CUnit {
 // A program split for separate compilation. A kernel unit holds the prelude and one kernel in
 // its canonical form (kernel/canonical.h: buffers renumbered from 0, its output then its reads)
 // so that its text, and so its name, depends only on the kernel itself: the same kernel in two
-// programs (or twice in one) is one unit. The driver declares the kernels and defines lm_run,
-// which calls them.
+// programs (or twice in one) is one unit. Its big helpers (GEMM micro-kernels, GEMV row
+// kernels) are units of their own, declared in it (codegen/c/outline.h). The driver declares
+// the kernels and defines lm_run, which calls them.
 struct CSplitProgram {
   std::vector<CUnit> kernels;  // distinct, in the order of their first call
+  std::vector<CUnit> helpers;  // the kernels' big helpers, each in a unit of its own (outline.h)
   CUnit driver;                // name "lm_run"
   std::string text() const;    // the driver, then every kernel unit, for reading
 };

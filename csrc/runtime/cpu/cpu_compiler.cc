@@ -237,7 +237,11 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
   }
   std::vector<ObjectEntry> objects;
   std::string program_text = "program\n" + program.driver.source + "\n";
-  for (const CUnit& u : program.kernels) {
+  std::vector<const CUnit*> units;
+  for (const CUnit& u : program.kernels) units.push_back(&u);
+  for (const CUnit& u : program.helpers) units.push_back(&u);
+  for (const CUnit* unit : units) {
+    const CUnit& u = *unit;
     ObjectEntry e;
     e.unit = &u;
     e.key = hex128("object\n" + u.source + "\n" + toolchain);

@@ -40,7 +40,7 @@ std::vector<std::string> cpu_link_flags(int64_t vector_width, bool dot_products 
 
 // What one load_program did.
 struct CompileStats {
-  int kernels = 0;           // distinct kernel units of the program
+  int kernels = 0;           // distinct units of the program: kernels and their helpers
   int objects_compiled = 0;  // kernel objects compiled by this load (the others were cached)
   bool linked = false;       // false: the program's shared object came from the cache
   double seconds = 0;        // wall time of the load

@@ -379,7 +379,8 @@ def start_reference(run: SearchRun, verify: bool, reference: str) -> None:
     """Starts compiling the reference before the candidates are extracted, where it does not
     depend on them: the runtime running the graph as written (a graph too big for the
     interpreter, or ``reference`` "runtime"). Its compilers (processes, the GIL released)
-    then run beside the saturation and the extraction; run_reference waits for it
+    then run beside the extraction and the candidates' lowering (not beside the saturation,
+    whose time limit they would eat into on two cores); run_reference waits for it
     (run.reference_compile, None where nothing was started)."""
     run.reference_compile = None
     if not verify or isinstance(run.runtime, NativeRuntime):

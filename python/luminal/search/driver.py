@@ -45,7 +45,7 @@ from . import cost as search_cost
 from .check import (EXTRA_SETS_WORK, _run, check_candidate, finish_reference, recheck,
                     run_reference, start_reference)
 from .descent import Descent
-from .extract import _prepare, estimate, extract, insert_combination, prepared_of
+from .extract import _prepare, estimate, extract, insert_combination, prepared_of, saturate
 from .report import (CandidateResult, SearchReport, _label, _Phase, _Progress, fill_report)
 from .timing import _best_time, pick as pick_fastest, retime, time_candidate
 
@@ -109,8 +109,10 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
            repeats: int = 5, cost_model="auto", descent: int = 0,
            descent_seconds: float | None = None):
     """See Graph.search. The phases, in order, each a function of the SearchRun: look the graph
-    up in the cache (lookup_cache); extract the distinct candidates (extract.extract); run the
-    reference they are checked against (check.run_reference); attempt (compile, check, time)
+    up in the cache (lookup_cache); saturate the e-graph (extract.saturate); start compiling
+    the reference where it does not depend on the candidates (check.start_reference); extract
+    the distinct candidates (extract.extract); run the reference they are checked against
+    (check.run_reference); attempt (compile, check, time)
     each (attempt_each); the descent from the fastest (descend); re-time the finalists
     together (timing.retime); pick the winner, which the runtime adopts (pick); fill the
     report (report.fill_report); store the winner in the cache (store)."""
@@ -122,6 +124,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
     run.report.progress = _Progress(progress)
     try:
         if not (cache and lookup_cache(run, verify)):
+            saturate(run)
             start_reference(run, verify, reference)
             try:
                 extract(run)

@@ -90,15 +90,19 @@ def prepared_of(run: SearchRun, p: int, choice):
     return run.prepared[key]
 
 
-def extract(run: SearchRun) -> None:
-    """Candidates: the search space's programs, best-first by the cost model, times the
-    runtime's tuning choices, in the order they are tried (_order), skipping any that
-    runs as one before it (_prepare), at most the budget of distinct ones. With room
-    to spare, one slot of the budget goes to the combination of the fastest kernels (see
-    _combine), when the runtime can time its kernels one by one."""
+def saturate(run: SearchRun) -> None:
+    """The search space: the e-graph of the graph saturated with the rules (run.space)."""
     with _Phase(run.report, "saturation"):
         run.space = run.cx._search_space.build(run.cx, run.rules, run.core_rt)
     run.report.saturation = str(run.space.report)
+
+
+def extract(run: SearchRun) -> None:
+    """Candidates: the search space's programs (saturate), best-first by the cost model,
+    times the runtime's tuning choices, in the order they are tried (_order), skipping any
+    that runs as one before it (_prepare), at most the budget of distinct ones. With room
+    to spare, one slot of the budget goes to the combination of the fastest kernels (see
+    _combine), when the runtime can time its kernels one by one."""
     run.timing_kernels = run.budget > 1 and run.core_rt.can_time_kernels()
     run.combine = run.budget >= 3 and run.timing_kernels
     count = run.budget - 1 if run.combine else run.budget

@@ -1,6 +1,8 @@
 // The runner: applies rules to an e-graph until it saturates or a limit is hit (iterations,
 // e-nodes, wall time), and says which. A backoff scheduler bans a rule for a while when it
-// matches more than its (growing) match limit, so one explosive rule cannot starve the rest.
+// matches more than its (growing) match limit in the whole e-graph, so one explosive rule
+// cannot starve the rest. Matching is incremental (runner.cc) and gives the e-graph a search
+// of every class per iteration gives.
 #pragma once
 
 #include <string>
@@ -23,7 +25,8 @@ const char* stop_reason_name(StopReason reason);  // "saturated", "iteration lim
 
 struct RuleStats {
   std::string name;
-  size_t matches = 0;  // matches found (and not skipped by a ban)
+  size_t matches = 0;  // distinct bindings found where the rule searched (classes changed
+                       // since its last search), not skipped by a ban
   size_t applied = 0;  // matches whose merge changed the e-graph
   int bans = 0;
 };

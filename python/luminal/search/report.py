@@ -131,7 +131,7 @@ class _Phase:
 
 
 class StatusLine:
-    """The running search's status ("compile, candidate 2/4, best 85.210 ms, 6.3 s"), for
+    """The running search's status ("compile, candidate 2/4, best 85.210 ms"), for
     whoever draws the terminal's line: a display of the caller's that claims it (the CLI's
     spinner, cli.Progress, which shows it beside its own label) or else the search's
     _Progress. "" while no search runs."""
@@ -172,7 +172,7 @@ class _Progress:
             text += f", candidate {min(self.done + 1, self.total)}/{self.total}"
         if self.best is not None:
             text += f", best {self.best * 1e3:.3f} ms"
-        return f"{text}, {time.perf_counter() - self.start:.1f} s"
+        return text
 
     def _draw(self, candidate_done: bool) -> None:
         StatusLine.text = self.status()
@@ -187,7 +187,8 @@ class _Progress:
             return
         if self.mode is None and time.perf_counter() - self.start < 1.0:
             return
-        sys.stderr.write(f"\rluminal search: {StatusLine.text}\033[K")
+        sys.stderr.write(f"\rluminal search: {StatusLine.text}, "
+                         f"{time.perf_counter() - self.start:.1f} s\033[K")
         sys.stderr.flush()
         self.shown = True
 

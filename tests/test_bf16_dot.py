@@ -108,8 +108,12 @@ def test_the_search_times_the_bf16_dot_and_keeps_a_correct_program():
     rt = cx.search(runtime, 64, cache=False, progress=False)
     report = cx.last_search_report
     assert not [c for c in report.candidates if c.status == "wrong"], report
-    # the rounding stored as bf16 words, which the matmul reads and multiplies in pairs
-    assert "(inline 0)" in report.winner_program or "bf16_dot" not in report.winner_program
+    # Among those checked and timed: the rounding stored as bf16 words, which the matmul reads
+    # and multiplies in pairs. (Which candidate wins is the timer's: on a loaded machine any of
+    # a dozen within noise of each other, the rounding recomputed in A's loads among them; the
+    # untimed pick's preference is test_the_cost_models_pick_stores_the_rounding_...)
+    assert any("bf16_dot=1" in c.choice and "inline=0" in c.choice and c.status == "ok"
+               for c in report.candidates), report
     xt, wt = torch.randn(96, 256), bf16((192, 256), 6)
     rt.set_data(x, xt)
     rt.set_data(lin.weight.tensor(cx), wt)

@@ -12,7 +12,7 @@ namespace luminal {
 namespace {
 
 constexpr const char* kDefinition = "static inline void ";
-constexpr const char* kOutlined[] = {"lm_mm_", "lm_mmbf_", "lm_gemv_"};
+constexpr const char* kOutlined[] = {"lm_mm_", "lm_gemv_"};
 constexpr const char* kHidden = "__attribute__((visibility(\"hidden\"))) void ";
 
 // The name of the big helper `line` opens, or "" where it opens none.

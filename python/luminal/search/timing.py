@@ -24,9 +24,10 @@ SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed 
 # median so far: it cannot win, and a 16-layer model's slow candidates took seconds each.
 RACE_SAMPLES = 2
 RACE_MARGIN = 1.25
-# A candidate whose checking run took over LOST_MARGIN x the best median so far has lost
-# already: that run is its time, and its kernels are not timed one by one (at 1B parameters a
-# GEMM at one row took 1 s a run against 0.09 s for the GEMV).
+# A candidate whose checking run took over SLOW_RUN and LOST_MARGIN x the best median so far
+# has lost already: that run is its time, and its kernels are not timed one by one (at 1B
+# parameters a GEMM at one row took 1 s a run against 0.09 s for the GEMV). Faster ones are
+# still timed kernel by kernel: the combination of the fastest kernels reads their times.
 LOST_MARGIN = 2.0
 FINALISTS = 3         # the fastest candidates re-timed together (and the incumbent)
 RETIME_ROUNDS = 3     # rounds of re-timing; each runs every finalist in turn
@@ -106,12 +107,12 @@ def time_candidate(run: SearchRun, p: int, res: CandidateResult, t_check: float 
     """Times candidate ``p``, just run once (checked: the first warm-up): its kernels one
     by one when the runtime can (their total is the first sample, or with more warm-ups
     asked for, the second warm-up), then repeats (timing.time_runs), unless its
-    check run took over SLOW_RUN, which then is its only sample, or over LOST_MARGIN x the
-    best so far, which then is all of its timing."""
+    check run took over SLOW_RUN, which then is its only sample, and all of its timing where
+    it is also over LOST_MARGIN x the best so far."""
     samples = []
     warmups = run.warmup - 1
     best = _best_time(run.results)
-    if t_check is not None and best is not None and t_check > LOST_MARGIN * best:
+    if t_check is not None and best is not None and t_check > max(SLOW_RUN, LOST_MARGIN * best):
         res.seconds, res.spread, res.status = t_check, 0.0, "ok"
         return
     if run.timing_kernels:

@@ -124,14 +124,24 @@ std::shared_ptr<const Prepared> CpuRuntime::prepare(const Graph& graph,
   prepared->dot_products = options_.dot_products;
   prepared->program = lower_for_cpu(graph, choice, options_.vector_width, options_.dot_products);
   prepared->units = CRenderer(options_.vector_width).render_split(prepared->program);
-  prepared->fingerprint = hex128(prepared->units.text());
+  prepared->source = prepared->units.text();
+  prepared->fingerprint = hex128(prepared->source);
   return prepared;
+}
+
+const CpuPrepared* CpuRuntime::made_here(const Prepared& prepared) const {
+  auto* cpu = dynamic_cast<const CpuPrepared*>(&prepared);
+  if (cpu == nullptr || cpu->vector_width != options_.vector_width ||
+      cpu->dot_products != options_.dot_products) {
+    return nullptr;
+  }
+  return cpu;
 }
 
 std::vector<KernelWork> CpuRuntime::kernel_work(const Prepared& prepared,
                                                 const DynMap& dims) const {
-  auto* cpu = dynamic_cast<const CpuPrepared*>(&prepared);
-  if (cpu == nullptr || cpu->vector_width != options_.vector_width) {
+  const CpuPrepared* cpu = made_here(prepared);
+  if (cpu == nullptr) {
     return cpu_kernel_work(prepared.graph, prepared.choice, dims, options_.threads,
                            options_.vector_width);
   }
@@ -143,9 +153,8 @@ void CpuRuntime::compile(const Graph& graph, const TuningChoice& choice) {
 }
 
 void CpuRuntime::compile(const Prepared& prepared) {
-  auto* cpu = dynamic_cast<const CpuPrepared*>(&prepared);
-  if (cpu == nullptr || cpu->vector_width != options_.vector_width ||
-      cpu->dot_products != options_.dot_products) {
+  const CpuPrepared* cpu = made_here(prepared);
+  if (cpu == nullptr) {
     compile(prepared.graph, prepared.choice);  // another runtime's: lowered for this one
     return;
   }
@@ -154,7 +163,7 @@ void CpuRuntime::compile(const Prepared& prepared) {
   loaded_ = loaded;
   graph_ = cpu->graph;
   program_ = cpu->program;
-  source_ = cpu->units.text();
+  source_ = cpu->source;
   liveness_ = buffer_liveness(program_);
   packed_.clear();
   for (const Kernel& k : program_.kernels) {

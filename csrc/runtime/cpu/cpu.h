@@ -40,6 +40,7 @@ struct CpuPrepared : Prepared {
   bool dot_products = true;
   Program program;
   CSplitProgram units;
+  std::string source;  // units.text(): what the fingerprint keys, and CpuRuntime::source()
 };
 
 // CpuRuntime's lowering rules on a machine whose vectors hold `vector_width` floats
@@ -126,6 +127,9 @@ class CpuRuntime : public Runtime {
   void keep_input(NodeId input, const void* data, int64_t count, DType dtype,
                   std::shared_ptr<const void> owner);
   void run(const DynMap& dyn_map, double* seconds);  // execute; seconds as in kernel_times
+  // `prepared` as this runtime's CpuPrepared (lowered for its vector width and dot-product
+  // setting), or null: another runtime's, which is lowered again.
+  const CpuPrepared* made_here(const Prepared& prepared) const;
 
   CpuOptions options_;
   Graph graph_;

@@ -102,6 +102,7 @@ def test_every_windowed_conv_matches_torch(name):
     got, program, source = run_cpu(cx, feeds, out)
     assert "b=window" in program, program
     assert "const int64_t r0 = pc + kk;" in source  # the panel gathered as it is packed
+    assert "lm_wrun[lm_wruns++] = j;" in source  # as runs of copies (c/window.cc)
     check(got, want)
     # the default program stores the windows in a kernel of their own
     cx, feeds, y, _ = conv_case(**CASES[name])

@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "kernel/window.h"
+
 namespace luminal {
 
 namespace {
@@ -153,6 +155,7 @@ bool match_window(const Kernel& kernel, const Value& mul, MatmulInfo& info) {
     const ValueId a = mul.args[order], b = mul.args[1 - order];
     if (!plain_load(values[a]) || values[a].dtype != DType::F32) continue;
     if (!window_load(values[b], m)) continue;
+    if (!window_parts(values[b].index, values[b].valid, n, k)) continue;
     if (plain_load(values[b]) && strides_of(values[b].index, m, n, k)) continue;  // no gather
     std::optional<Strides> sa = strides_of(values[a].index, m, n, k);
     if (!sa || !is_zero(sa->n)) continue;

@@ -32,6 +32,10 @@ struct Tiles {
   int64_t sets = 1;  // sets of accumulators that alternate k steps: 2 for a block of few
                      // vectors (a few rows of the runtime's panels), whose FMA chains would
                      // otherwise wait out the FMA latency
+  int64_t cols = 0;  // columns the micro-kernel computes, a multiple of vw below nr (the last
+                     // panel of a block narrower than nr: its columns past them are padding);
+                     // 0: all nr
+  int64_t computed() const { return cols > 0 ? cols : nr; }
 };
 
 Tiles tiles_of(const Kernel& k, int64_t native) {
@@ -56,7 +60,15 @@ std::string micro_name(const Tiles& t, DType panel) {
   std::string name = "lm_mm_" + std::to_string(t.mr) + "x" + std::to_string(t.nr) + "_v" +
                      std::to_string(t.vw);
   if (t.sets > 1) name += "_s" + std::to_string(t.sets);
+  if (t.computed() < t.nr) name += "_c" + std::to_string(t.computed());
   return panel == DType::F32 ? name : name + "_" + dtype_name(panel);
+}
+
+// The tiles of the micro-kernel that computes the first `cols` columns of `t`'s panels.
+Tiles panel_cols(const Tiles& t, int64_t cols) {
+  Tiles part = t;
+  part.cols = cols;
+  return part;
 }
 
 // The tiles of the micro-kernel that runs `rows` rows of the runtime's panels under `t`.
@@ -91,7 +103,7 @@ std::string vec_type(const Tiles& t) { return float_vector(t.vw); }
 std::string micro_kernel(const Tiles& t, DType panel) {
   CodeWriter w;
   std::string v = vec_type(t);
-  int64_t nv = t.nr / t.vw;
+  int64_t nv = t.computed() / t.vw;
   std::string panel_type = panel == DType::F32 ? "float" : "uint16_t";
   w.open("static inline void " + micro_name(t, panel) +
          "(int64_t kc, const float* restrict a, int64_t am, int64_t ak, const " + panel_type +
@@ -153,7 +165,7 @@ std::string micro_kernel(const Tiles& t, DType panel) {
       }
     }
   }
-  emit_block_store(t.mr, t.nr, t.vw, "mr", "nr", w);
+  emit_block_store(t.mr, t.computed(), t.vw, "mr", "nr", w);
   w.close();
   return w.str();
 }
@@ -182,7 +194,10 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
     }
     const std::optional<PackedPanels>& panels = k.panels;
     if (!panels || panels->row_groups) {  // row groups: the int8 kernels' (quant_int8_prelude)
-      if (seen.insert(micro_name(t, DType::F32)).second) s += micro_kernel(t, DType::F32);
+      for (int64_t cols = t.vw; cols <= t.nr; cols += t.vw) {  // the last panel's columns
+        const Tiles part = panel_cols(t, cols);
+        if (seen.insert(micro_name(part, DType::F32)).second) s += micro_kernel(part, DType::F32);
+      }
       if (renders_gemv(k)) s += gemv_prelude(k, seen);
       continue;
     }
@@ -295,7 +310,19 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string
     }
     w.line(std::string(t.mr > 1 ? "else " : "") + bf16_dot_name(1, t.nr) + args);
   } else if (!panel) {
-    w.line(micro_name(t, DType::F32) + args);
+    // a panel's vectors that hold columns of C: the last panel of a block may need fewer
+    w.line("const int64_t lm_vecs = ncols - jr < " + nr + " ? (ncols - jr + " +
+           std::to_string(t.vw - 1) + ") / " + std::to_string(t.vw) + " : " +
+           std::to_string(t.nr / t.vw) + ";");
+    for (int64_t vecs = t.nr / t.vw; vecs >= 1; --vecs) {
+      const std::string name = micro_name(panel_cols(t, vecs * t.vw), DType::F32);
+      if (vecs == 1) {
+        w.line(std::string(t.nr > t.vw ? "else " : "") + name + args);
+      } else {
+        w.line(std::string(vecs == t.nr / t.vw ? "if" : "else if") + " (lm_vecs == " +
+               std::to_string(vecs) + ") " + name + args);
+      }
+    }
   } else {
     for (int64_t rows = t.mr; rows > 1; --rows) {
       std::string test = rows == t.mr ? "if" : "else if";

@@ -336,12 +336,19 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string
 
 }  // namespace
 
-void emit_gemm_tasks(int64_t mr, int64_t nr, int64_t ncmax, CodeWriter& w) {
+void emit_gemm_tasks(int64_t mr, int64_t nr, int64_t ncmax, int64_t align, CodeWriter& w) {
   const std::string m = std::to_string(mr);
   const std::string n = std::to_string(nr);
-  w.line("int64_t nc = (N + lm_threads - 1) / lm_threads;");
-  w.line("nc = (nc + " + n + " - 1) / " + n + " * " + n + ";");
-  w.line("if (nc > " + std::to_string(ncmax) + ") nc = " + std::to_string(ncmax) + ";");
+  const std::string a = std::to_string(align);
+  // As few blocks as ncmax allows, as many as the threads where each is still 2 panels wide
+  // (784 columns over 2 threads: 4 blocks of 208, not 3 of 256 and one of 16); each block a
+  // multiple of `align` columns.
+  w.line("int64_t lm_nb = (N + " + std::to_string(ncmax - 1) + ") / " + std::to_string(ncmax) +
+         ";");
+  w.line("const int64_t lm_nbt = (lm_nb + lm_threads - 1) / lm_threads * lm_threads;");
+  w.line("if (lm_nbt > 0 && (N + lm_nbt - 1) / lm_nbt >= 2 * " + n + ") lm_nb = lm_nbt;");
+  w.line("int64_t nc = lm_nb > 0 ? (N + lm_nb - 1) / lm_nb : 0;");
+  w.line("nc = (nc + " + a + " - 1) / " + a + " * " + a + ";");
   w.line("const int64_t lm_nblocks = nc > 0 ? (N + nc - 1) / nc : 0;  /* N == 0: no work */");
   w.line("const int64_t lm_outer = lm_batches * lm_nblocks;");
   w.line("const int64_t lm_mtiles = (M + " + m + " - 1) / " + m + ";");
@@ -414,7 +421,8 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   std::string b_type = storage_type(mm.b_stored);
   const bool quantized = renders_quant_gemv(k, vector_width_);
   const bool dot = takes_bf16_dot(k, vector_width_);
-  emit_gemm_tasks(t.mr, t.nr, t.nc, w);
+  // a block starts on a panel of the runtime's (panels), else on a vector
+  emit_gemm_tasks(t.mr, t.nr, t.nc, panels || dot || quantized ? t.nr : t.vw, w);
   std::string team = omp_team(k, "M * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");

@@ -95,11 +95,11 @@ std::string bf16_dot_name(int64_t rows, int64_t nr);
 void emit_bf16_pack_panel(int64_t nr, CodeWriter& w);
 
 // The GEMMs' split of the work into tasks (c/matmul.cc, c/quant_int8_gemm.cc), after the
-// matmul's sizes and lm_threads: (batch, n block of nc columns, a multiple of `nr` up to
+// matmul's sizes and lm_threads: (batch, n block of nc columns, a multiple of `align` up to
 // `ncmax`, m chunk of whole blocks of `mr` rows). open_gemm_task_loop opens the loop over them
 // (threads take whole tasks; lm_bt the batch), emit_gemm_task_bounds names a task's columns
 // [n0, n0 + ncols) and rows [m0, m1).
-void emit_gemm_tasks(int64_t mr, int64_t nr, int64_t ncmax, CodeWriter& w);
+void emit_gemm_tasks(int64_t mr, int64_t nr, int64_t ncmax, int64_t align, CodeWriter& w);
 void open_gemm_task_loop(CodeWriter& w);
 void emit_gemm_task_bounds(CodeWriter& w);
 

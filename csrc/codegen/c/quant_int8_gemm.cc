@@ -352,7 +352,7 @@ void CRenderer::emit_int8_gemm(const Kernel& k, CodeWriter& w) const {
   const int64_t kc = (cpu_schedule(k, vector_width_).tile_k + bv - 1) / bv * bv;
   const std::string KC = str(kc);
   const std::string NC = str(kNcMax);
-  emit_gemm_tasks(kRows, kNr, kNcMax, w);
+  emit_gemm_tasks(kRows, kNr, kNcMax, kNr, w);
   std::string team = omp_team(k, "M * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");

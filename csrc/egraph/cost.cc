@@ -31,6 +31,7 @@ double CostModel::matmul_cost(const EGraph& g, const ENode& n) const {
   }
   sized.n = size(shape->n);
   sized.k = size(shape->k);
+  sized.b_parameter = shape->b_parameter;
   double priced = kernel_cost->matmul(sized, g.attr(n.attr).node.schedule);
   return priced < 0 ? -1 : launch + priced;
 }
@@ -73,11 +74,17 @@ double CostModel::node_cost(const EGraph& g, const ENode& n, Id cls) const {
   // A matmul computing its A from its rows (kernel/prologue.h) saves the norm's pass and its
   // launch, which the model prices on other nodes: a shade above, and timing decides.
   if (schedule_param(s, kPrologueParam) == std::optional<int64_t>(1)) base *= 1.01;
-  // A matmul gathering its B as it packs it (kernel/window.h) saves the windows' pass, which
-  // the model prices on the Gather, but gathers each element at its index and mask in the
-  // pack (measured slower than the stored windows on most of ResNet-18's layers): a shade
-  // above, and timing decides.
-  if (schedule_param(s, kWindowParam) == std::optional<int64_t>(1)) base *= 1.01;
+  // A matmul gathering its B as it packs it (kernel/window.h) saves the windows' store and
+  // reload and their buffer (k*k times the input), which the model prices on the Gather
+  // either way; its pack copies runs of the input (c/window.cc) about as fast as the stored
+  // windows' (measured at or below the stored windows' time on every ResNet-18 layer shape):
+  // priced a pass over B below the stored windows' matmul, and timing decides.
+  if (schedule_param(s, kWindowParam) == std::optional<int64_t>(1)) {
+    if (auto shape = matmul_shape(g, n)) {
+      base -= size(shape->batch) * size(shape->k) * size(shape->n);
+    }
+    base *= 0.99;
+  }
   if (!prefer.empty() && s == prefer) return base / 100;
   auto it = prefer_in_class.find(cls);
   if (it != prefer_in_class.end() && schedule_to_string(s) == it->second) return base / 100;

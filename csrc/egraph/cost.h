@@ -25,6 +25,7 @@ struct MatmulSize {
   double m = 1;
   double n = 1;
   double k = 1;
+  bool b_parameter = true;  // B a parameter, which a runtime may lay out once (pack_b)
 };
 
 // A runtime's prices for the kernels whose cost depends on its schedule parameters, in the

@@ -48,7 +48,18 @@ std::optional<MatmulShape> matmul_shape(const EGraph& g, const EEdge& a, const E
   s.n = va.dims[out.back()];
   s.k = va.dims[axis];
   s.a_first = *a_first;
+  s.b_parameter = holds_parameter(g, (*a_first ? b : a).cls, true);
   return s;
+}
+
+bool holds_parameter(const EGraph& g, Id c, bool through_cast) {
+  for (const ENode& n : g.nodes(c)) {
+    if (n.op == OpKind::Input && n.attr >= 0 && g.attr(n.attr).node.parameter) return true;
+    if (through_cast && n.op == OpKind::Cast && holds_parameter(g, n.children[0].cls, false)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::optional<MatmulShape> matmul_shape(const EGraph& g, const ENode& reduce) {

@@ -17,7 +17,13 @@ struct MatmulShape {
   bool a_first = true;  // the first edge given is A (broadcast along n), else the second is
   bool b_shared = false;  // B the same for every batch (a Linear's weight over (batch, s, k)):
                           // the CPU's kernel then runs the batch as more rows of one matmul
+  bool b_parameter = false;  // B a parameter (or its widening): what a runtime may lay out
+                             // once (the CPU's pack_b); else its kernel packs B after all
 };
+
+// Whether class `c` holds a parameter Input or, `through_cast`, a Cast of a class that does (a
+// 16-bit weight widened for an f32 matmul).
+bool holds_parameter(const EGraph& g, Id c, bool through_cast);
 
 // Whether a SumReduce over `axis` of a Mul of edges `a` and `b` reads a matmul: true where `a`
 // is A, false where `b` is, nullopt where neither (the stride test alone, no sizes built: rule

@@ -68,8 +68,6 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
   return fail("unknown condition '" + e.items[0].atom + "'");
 }
 
-// Whether class `c` holds a parameter Input or, `through_cast`, a Cast of a class that does (a
-// 16-bit weight widened for an f32 matmul).
 bool repeats_elements(const ShapeTracker& v) {
   if (v.has_mask()) return false;
   for (size_t k = 0; k < v.dims.size(); ++k) {
@@ -78,15 +76,6 @@ bool repeats_elements(const ShapeTracker& v) {
   return false;
 }
 
-bool holds_parameter(const EGraph& g, Id c, bool through_cast) {
-  for (const ENode& n : g.nodes(c)) {
-    if (n.op == OpKind::Input && n.attr >= 0 && g.attr(n.attr).node.parameter) return true;
-    if (through_cast && n.op == OpKind::Cast && holds_parameter(g, n.children[0].cls, false)) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // Whether class `c` is bf16 or holds a Cast of a bf16 class (a bf16 value widened to f32).
 bool holds_bf16(const EGraph& g, Id c) {

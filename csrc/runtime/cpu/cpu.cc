@@ -97,6 +97,7 @@ std::vector<KernelWork> program_kernel_work(const Program& program, const DynMap
     size.n = static_cast<double>(k.loops[k.matmul.n_loop].extent.eval(env));
     size.k = static_cast<double>(k.reduce.back().extent.eval(env));
     size.batch = work[i].outputs / std::max(size.m * size.n, 1.0);
+    size.b_parameter = k.panels.has_value();
     work[i].matmul_cycles = CpuKernelCost(width).matmul(size, priced_schedule(k, width));
   }
   return work;

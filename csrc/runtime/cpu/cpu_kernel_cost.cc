@@ -31,9 +31,9 @@ constexpr double kInt8PackCycles = 1.0;  // int8 GEMM: a block's integers into i
 // issues tile_m * tile_n / lanes FMAs and tile_n / lanes + tile_m loads; it takes
 // max(FMAs / 2, loads / 2, 4) cycles (two ports each; each accumulator waits out the FMA
 // latency), half again when the block needs more registers than there are. Edge blocks cost a
-// whole block. Packing B costs its elements once more; B packed once by the runtime (pack_b) is
-// only streamed, on top of the FMAs (no overlap assumed: the price is not told whether B is a
-// parameter, and where it is not the kernel packs after all). An unscheduled matmul has the
+// whole block. Packing B costs its elements once more; B packed once by the runtime (pack_b, a
+// parameter B: where B is not one the kernel packs after all) is only streamed, on top of the
+// FMAs (no overlap assumed). An unscheduled matmul has the
 // default tile. So a decode-shaped matmul (M = 1) prices the GEMV at about a fifth of the GEMM,
 // whose cost there is its packing, and below the GEMM of packed panels; timing decides between
 // those two. An 8-wide block on an AVX-512 machine prices at twice the 16-wide one; the bf16
@@ -76,7 +76,7 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
   // bf16 dot products (c/bf16_dot.cc): two k a step.
   double depth = tile.bf16_dot == 1 ? std::ceil(size.k / 2) : size.k;
-  double b_cycles = tile.pack_b == 1 ? kStreamCycles : kPackCycles;
+  double b_cycles = tile.pack_b == 1 && size.b_parameter ? kStreamCycles : kPackCycles;
   return blocks * depth * cycles + b_elements * b_cycles;
 }
 

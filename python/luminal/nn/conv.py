@@ -1,8 +1,9 @@
 """Convolutions with torch.nn.functional's names and arguments: conv1d/2d/3d and
 conv_transpose1d/2d/3d (stride, padding incl. 'same'/'valid', output_padding, dilation,
 groups). The input's windows are gathered in one Iota+Gather (im2col, no copy of the input
-beyond the columns), then one batched matmul with the weight gives the output; a pointwise
-conv (kernel 1, stride 1, no padding) is that matmul on the input itself."""
+beyond the columns; every image's beside each other), then one matmul per group with the
+weight gives the output; a pointwise conv (kernel 1, stride 1, no padding) is a batched matmul
+on the input itself."""
 
 from __future__ import annotations
 
@@ -32,11 +33,15 @@ def _finish(cols, wmat, bias, n, groups, out_per_group, out_sizes, unbatched, op
     """cols (N, G, Cg*K, P) and wmat (G, Og, Cg*K) to the output (N, G*Og, *out_sizes)."""
     out = wmat.matmul(cols)  # (N, G, Og, P), contiguous
     out = out.reshape([n, Expr(groups * out_per_group)] + list(out_sizes))
+    return _finish_bias(out, bias, groups * out_per_group, len(out_sizes), unbatched, op)
+
+
+def _finish_bias(out, bias, channels, nd, unbatched, op):
+    """out (N, channels, *spatial) plus the bias per channel, unbatched again."""
     if bias is not None:
-        if bias.ndim != 1 or as_expr(bias.st.dims[0]) != Expr(groups * out_per_group):
-            raise ShapeError(f"{op}: bias has shape {bias.shape}, expected "
-                             f"({groups * out_per_group},)")
-        out = out + bias.reshape([groups * out_per_group] + [1] * len(out_sizes))
+        if bias.ndim != 1 or as_expr(bias.st.dims[0]) != Expr(channels):
+            raise ShapeError(f"{op}: bias has shape {bias.shape}, expected ({channels},)")
+        out = out + bias.reshape([channels] + [1] * nd)
     return out.squeeze(0) if unbatched else out
 
 
@@ -94,15 +99,22 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
                              f"smaller than the kernel span {span} (input shape {input.shape}, "
                              f"weight shape {weight.shape})")
         out_sizes.append((length - span) // stride[j] + 1)
-    sizes = [n, g, per_group] + kernel + out_sizes
+    # The batch beside the positions: windows (G, Cg*K, N*P), so each group's matmul runs over
+    # every image's positions at once (one pass over the weight; few positions, as in a late
+    # layer's 7x7, fill the GEMM's blocks), its result (G, Og, N*P) read as (N, G*Og, *out).
+    sizes = [g, per_group] + kernel + [n] + out_sizes
     # Source coordinates: n; group * per_group + channel; out * stride + tap * dilation.
-    src = [[(0, 1)], [(1, per_group), (2, 1)]]
+    src = [[(2 + nd, 1)], [(0, per_group), (1, 1)]]
     for j in range(nd):
-        src.append([(3 + nd + j, stride[j]), (3 + j, dilation[j])])
+        src.append([(3 + nd + j, stride[j]), (2 + j, dilation[j])])
     cols = gather_linear(xp, sizes, src)
-    cols = cols.reshape([n, Expr(g), Expr(per_group) * product(kernel), product(out_sizes)])
+    cols = cols.reshape([Expr(g), Expr(per_group) * product(kernel),
+                         as_expr(n) * product(out_sizes)])
     wmat = weight.reshape([g, out_channels // g, per_group * product(kernel).as_const()])
-    return _finish(cols, wmat, bias, n, g, out_channels // g, out_sizes, unbatched, op)
+    out = wmat.matmul(cols).reshape([Expr(g), Expr(out_channels // g), n] + list(out_sizes))
+    out = out.permute([2, 0, 1] + list(range(3, 3 + nd)))
+    out = out.reshape([n, Expr(out_channels)] + list(out_sizes))
+    return _finish_bias(out, bias, out_channels, nd, unbatched, op)
 
 
 def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation,

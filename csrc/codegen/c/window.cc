@@ -35,10 +35,11 @@ void emit_runs_pack(const Kernel& k, const WindowParts& s, const std::string& wi
     w.line("lm_wcol[" + std::to_string(p) + "][j] = " + s.parts[p].first.to_c() + ";");
   }
   w.close();
+  // The runs, and each part's step along its run.
   w.line("int64_t lm_wrun[" + width + " + 1];");
+  w.line("int64_t lm_wstep[" + parts + "][" + width + "];");
   w.line("int64_t lm_wruns = 0;");
   w.open("for (int64_t j = 0; j < wcols;)");
-  w.line("lm_wrun[lm_wruns++] = j;");
   w.line("int64_t e = j + 2 < wcols ? j + 2 : wcols;");
   w.open("for (; e < wcols; e++)");
   w.line("int lm_same = 1;");
@@ -46,28 +47,34 @@ void emit_runs_pack(const Kernel& k, const WindowParts& s, const std::string& wi
          "lm_wcol[p][e - 1] == lm_wcol[p][j + 1] - lm_wcol[p][j];");
   w.line("if (!lm_same) break;");
   w.close();
+  w.line("for (int64_t p = 0; p < " + parts + "; p++) lm_wstep[p][lm_wruns] = e - j > 1 ? "
+         "lm_wcol[p][j + 1] - lm_wcol[p][j] : 0;");
+  w.line("lm_wrun[lm_wruns++] = j;");
   w.line("j = e;");
   w.close();
   w.line("lm_wrun[lm_wruns] = wcols;");
   w.open("for (int64_t kk = 0; kk < kcur; kk++)");
   w.line("const int64_t " + r + " = pc + kk;");
   w.line("float* restrict dst = panel + kk * " + width + ";");
-  w.line("for (int64_t j = 0; j < " + width + "; j++) dst[j] = 0.0f;");
   for (size_t p = 0; p < s.parts.size(); ++p) {
     w.line("const int64_t lm_wrow" + std::to_string(p) + " = " + s.parts[p].second.to_c() + ";");
   }
+  // Each element written once: per run zeros, the copy where every condition holds, zeros.
   w.open("for (int64_t q = 0; q < lm_wruns; q++)");
   w.line("const int64_t j0 = lm_wrun[q], len = lm_wrun[q + 1] - j0;");
   w.line("int64_t lo = 0, hi = len;");
   for (size_t p = 1; p < s.parts.size(); ++p) {
-    // the run's columns jj in [0, len) where base + d * jj > 0
+    // the run's columns jj in [0, len) where base + d * jj > 0 (d of +-1: a stride-1 row)
     const std::string ps = std::to_string(p);
     w.open("");
     w.line("const int64_t base = lm_wcol[" + ps + "][j0] + lm_wrow" + ps + ";");
-    w.line("const int64_t d = len > 1 ? lm_wcol[" + ps + "][j0 + 1] - lm_wcol[" + ps +
-           "][j0] : 0;");
+    w.line("const int64_t d = lm_wstep[" + ps + "][q];");
     w.open("if (d == 0)");
     w.line("if (base <= 0) hi = 0;");
+    w.middle("} else if (d == 1) {");
+    w.line("if (1 - base > lo) lo = 1 - base;");
+    w.middle("} else if (d == -1) {");
+    w.line("if (base < hi) hi = base;");
     w.middle("} else if (d > 0) {");
     w.line("const int64_t from = (base >= 0 ? -((base + d - 1) / d) : (-base) / d) + 1;");
     w.line("if (from > lo) lo = from;");
@@ -77,12 +84,17 @@ void emit_runs_pack(const Kernel& k, const WindowParts& s, const std::string& wi
     w.close();
     w.close();
   }
-  w.line("const int64_t step = len > 1 ? lm_wcol[0][j0 + 1] - lm_wcol[0][j0] : 1;");
+  w.line("if (lo > len) lo = len;");
+  w.line("if (hi < lo) hi = lo;");
+  w.line("const int64_t step = lm_wstep[0][q];");
   w.line("const float* restrict src = " + input + " + lm_wcol[0][j0] + lm_wrow0;");
   w.line("float* restrict out = dst + j0;");
+  w.line("for (int64_t jj = 0; jj < lo; jj++) out[jj] = 0.0f;");
   w.line("if (step == 1) for (int64_t jj = lo; jj < hi; jj++) out[jj] = src[jj];");
   w.line("else for (int64_t jj = lo; jj < hi; jj++) out[jj] = src[jj * step];");
+  w.line("for (int64_t jj = hi; jj < len; jj++) out[jj] = 0.0f;");
   w.close();
+  w.line("for (int64_t j = wcols; j < " + width + "; j++) dst[j] = 0.0f;");
   w.close();
 }
 

@@ -1,8 +1,9 @@
-"""ResNet-18's convolution shapes one at a time (random data, batch --batch): luminal's default
-program (the windows stored by an im2col kernel, then the GEMM) against the implicit GEMM
-(schedule window 1: each panel of windows gathered from the input as the GEMM packs it) and
-torch's conv2d, side by side in one run. Prints milliseconds (median of --iters) and GFLOP/s,
-and each luminal program's ratio to torch. Not a test.
+"""ResNet-18's convolution shapes one at a time (random data, batch --batch): luminal's program
+as the graph is written (the windows stored by an im2col kernel, then the GEMM) against the
+implicit GEMM (schedule window 1, the cost model's pick: each panel of windows copied from the
+input in runs as the GEMM packs it) and torch's conv2d, side by side in one run. Prints
+milliseconds (median of --iters) and GFLOP/s, and each luminal program's ratio to torch. Not
+a test.
 
     python benchmarks/conv.py [--batch 8] [--iters 7]
 """

@@ -68,6 +68,7 @@ Condition parse_condition(const SExpr& e, Scope& scope, const std::string& where
   return fail("unknown condition '" + e.items[0].atom + "'");
 }
 
+// Whether view `v` reads some element more than once (a stride 0 along an axis longer than 1).
 bool repeats_elements(const ShapeTracker& v) {
   if (v.has_mask()) return false;
   for (size_t k = 0; k < v.dims.size(); ++k) {
@@ -75,7 +76,6 @@ bool repeats_elements(const ShapeTracker& v) {
   }
   return false;
 }
-
 
 // Whether class `c` is bf16 or holds a Cast of a bf16 class (a bf16 value widened to f32).
 bool holds_bf16(const EGraph& g, Id c) {

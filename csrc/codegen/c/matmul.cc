@@ -8,6 +8,7 @@
 // c/gemv.cc instead, unless it reads packed panels. A matmul's epilogue (kernel/epilogue.h)
 // runs over each block of rows once its last k block is summed, while the block is in cache,
 // writing its result over the sum in C (so the result is f32, as C).
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -285,6 +286,18 @@ void emit_pack_panel(const Tiles& t, const std::string& b_type, const std::strin
   w.close();
 }
 
+// Calls the function `name(c)` names, with `args`, for the run-time value c of `var`, from
+// `most` down to 1: an if / else-if chain whose last case (1) is not tested.
+void emit_dispatch(const std::string& var, int64_t most,
+                   const std::function<std::string(int64_t)>& name, const std::string& args,
+                   CodeWriter& w) {
+  for (int64_t c = most; c > 1; --c) {
+    w.line(std::string(c == most ? "if" : "else if") + " (" + var + " == " + std::to_string(c) +
+           ") " + name(c) + args);
+  }
+  w.line(std::string(most > 1 ? "else " : "") + name(1) + args);
+}
+
 // Runs the micro-kernel over rows [i, i + rows) and every panel of the n block: the panel
 // this task packed, or (`panel` set) the runtime's panels of that dtype, through the
 // micro-kernel of exactly `rows` rows. `a_args`: the micro-kernel's a, am and ak.
@@ -304,32 +317,20 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string
   std::string args = "(kcur, " + a_args + ", " + bp + ", C + i * N + n0 + jr, N, rows, " +
                      "ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
   if (dot) {
-    for (int64_t rows = t.mr; rows > 1; --rows) {
-      w.line(std::string(rows == t.mr ? "if" : "else if") + " (rows == " +
-             std::to_string(rows) + ") " + bf16_dot_name(rows, t.nr) + args);
-    }
-    w.line(std::string(t.mr > 1 ? "else " : "") + bf16_dot_name(1, t.nr) + args);
+    emit_dispatch("rows", t.mr, [&](int64_t rows) { return bf16_dot_name(rows, t.nr); }, args,
+                  w);
   } else if (!panel) {
     // a panel's vectors that hold columns of C: the last panel of a block may need fewer
     w.line("const int64_t lm_vecs = ncols - jr < " + nr + " ? (ncols - jr + " +
            std::to_string(t.vw - 1) + ") / " + std::to_string(t.vw) + " : " +
            std::to_string(t.nr / t.vw) + ";");
-    for (int64_t vecs = t.nr / t.vw; vecs >= 1; --vecs) {
-      const std::string name = micro_name(panel_cols(t, vecs * t.vw), DType::F32);
-      if (vecs == 1) {
-        w.line(std::string(t.nr > t.vw ? "else " : "") + name + args);
-      } else {
-        w.line(std::string(vecs == t.nr / t.vw ? "if" : "else if") + " (lm_vecs == " +
-               std::to_string(vecs) + ") " + name + args);
-      }
-    }
+    emit_dispatch("lm_vecs", t.nr / t.vw, [&](int64_t vecs) {
+      return micro_name(panel_cols(t, vecs * t.vw), DType::F32);
+    }, args, w);
   } else {
-    for (int64_t rows = t.mr; rows > 1; --rows) {
-      std::string test = rows == t.mr ? "if" : "else if";
-      w.line(test + " (rows == " + std::to_string(rows) + ") " +
-             micro_name(panel_rows(t, rows), *panel) + args);
-    }
-    w.line(std::string(t.mr > 1 ? "else " : "") + micro_name(panel_rows(t, 1), *panel) + args);
+    emit_dispatch("rows", t.mr, [&](int64_t rows) {
+      return micro_name(panel_rows(t, rows), *panel);
+    }, args, w);
   }
   w.close();
 }

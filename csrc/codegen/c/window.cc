@@ -21,10 +21,10 @@ namespace luminal {
 
 namespace {
 
-void emit_runs_pack(const Kernel& k, const WindowParts& s, const std::string& width,
-                    const std::string& input, CodeWriter& w) {
-  const std::string& n = k.loops[k.matmul.n_loop].var;
-  const std::string& r = k.reduce.back().var;
+// The pack of a panel `width` columns wide from `input`, its column variable `n` and its k
+// variable `r` (the loop variables the parts are written in).
+void emit_runs_pack(const WindowParts& s, const std::string& n, const std::string& r,
+                    const std::string& width, const std::string& input, CodeWriter& w) {
   const std::string parts = std::to_string(s.parts.size());
   // The columns' parts, then the runs: lm_wrun[q] to lm_wrun[q + 1], along which each part
   // steps by a constant.
@@ -116,7 +116,7 @@ void emit_window_pack_panel(const Kernel& k, int outer, int64_t nr, CodeWriter& 
   const std::string& r = k.reduce.back().var;
   std::optional<WindowParts> parts = window_parts(index, valid, n, r);
   if (!parts) throw InternalError("a window B whose index or mask does not split");
-  emit_runs_pack(k, *parts, width, input, w);
+  emit_runs_pack(*parts, n, r, width, input, w);
 }
 
 }  // namespace luminal

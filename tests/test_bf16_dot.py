@@ -4,6 +4,8 @@ graph takes (bf16 tensors widened to f32; the f32 sum of a bf16 product), with a
 epilogue and a strided B; offered as a rule only where the machine has it; refused by hand
 where it does not; and Linear(activations="bf16") rounding x as a bf16 model does."""
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -132,7 +134,8 @@ def test_the_cost_models_pick_stores_the_rounding_the_bf16_dot_reads():
     y = lin(x).output()
     rt = cx.search(CpuRuntime(), 1, cache=False, progress=False)
     winner = cx.last_search_report.winner_program
-    assert "(bf16_dot 1)" in winner and "(Cast bf16" in winner, winner
+    # bf16_dot 1, or 2 (AMX tiles, tests/test_amx.py) where the machine has them
+    assert re.search(r"\(bf16_dot [12]\)", winner) and "(Cast bf16" in winner, winner
     rounding = next(line for line in winner.splitlines() if "(Cast bf16" in line)
     assert "(inline 0)" in rounding, winner
     xt, wt = torch.randn(130, 192), bf16((96, 192), 9)

@@ -20,8 +20,10 @@ MATMUL_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-matmul-")]
 INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
 STORE_RULES = [r for r in CPU_RULES
                if r.name.startswith("cpu-store-") and r.name != "cpu-store-rounded"]
-# The bf16 dot products (rules/cpu_bf16.rules), on machines with AVX512-BF16 only.
-BF16_RULES = [r for r in CPU_RULES if "bf16-dot" in r.name or r.name == "cpu-store-rounded"]
+# The bf16 dot products (rules/cpu_bf16.rules), on machines with AVX512-BF16 only, and on AMX
+# tiles (rules/cpu_amx.rules), on machines with AMX-BF16 only.
+BF16_RULES = [r for r in CPU_RULES
+              if "bf16-dot" in r.name or "bf16-amx" in r.name or r.name == "cpu-store-rounded"]
 THREAD_RULES = [r for r in CPU_RULES if r.name.startswith(("cpu-serial-", "cpu-two-threads-"))]
 REDUCTIONS = {"sum": lambda x: x.sum(-1), "max": lambda x: x.amax(-1)}
 WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
@@ -86,7 +88,7 @@ def test_cpu_offers_matmul_tilings_and_inlining():
     assert len(ATTENTION_RULES) == 1
     assert len(QUANT_DOT_RULES) == 1
     assert len(INT8_GEMM_RULES) in (0, 2)
-    assert len(BF16_RULES) in (0, 6)
+    assert len(BF16_RULES) in (0, 6, 6 + 7)  # with AMX: its 7 too
     plain_matmul = [r for r in MATMUL_RULES if r not in BF16_RULES]
     assert len(plain_matmul) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
         len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) + len(QUANT_DOT_RULES) + \
@@ -112,10 +114,10 @@ def cpu_rule_case(cx, name):
     if name.startswith("cpu-quant-int8"):  # quantized activations times a Q4_0 weight
         w = cx.tensor((9, 64), lm.dtype.q4_0, parameter=True)
         return F.quantize_activations(cx.tensor((5, 64), name="x")) @ w.to(lm.float32).t()
-    if name.endswith("bf16-dot-half-product"):  # the f32 sum of a bf16 product
+    if name.endswith(("bf16-dot-half-product", "bf16-amx-half-product")):  # the f32 sum of a bf16 product
         a, b = cx.tensor((5, 7), lm.bfloat16), cx.tensor((7, 9), lm.bfloat16)
         return (a.unsqueeze(-1) * b.unsqueeze(-3)).to(lm.float32).sum(-2)
-    if "bf16-dot" in name:  # bf16 values widened to f32 (B a parameter for the panels)
+    if "bf16-dot" in name or "bf16-amx" in name:  # bf16 values widened to f32 (B a parameter for the panels)
         a = cx.tensor((5, 7), lm.bfloat16, "a")
         b = cx.tensor((7, 9), lm.bfloat16, "b", parameter="packed" in name)
         return a.to(lm.float32) @ b.to(lm.float32)

@@ -52,6 +52,11 @@ Tiles tiles_of(const Kernel& k, int64_t native) {
     t.kc = (t.kc + block - 1) / block * block;
   }
   if (takes_bf16_dot(k, native)) t.kc += t.kc % 2;  // whole pairs of k
+  if (takes_amx(k, native)) {  // AMX's block (c/amx.cc), k blocks of whole steps
+    t.mr = 32;
+    t.nr = 32;
+    t.kc = (t.kc + 31) / 32 * 32;
+  }
   t.nc = (256 + t.nr - 1) / t.nr * t.nr;
   return t;
 }
@@ -189,6 +194,10 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
         s += quant_tile_function(stored, t.vw);
       }
     }
+    if (takes_amx(k, vector_width_)) {
+      s += amx_prelude(seen);
+      continue;
+    }
     if (takes_bf16_dot(k, vector_width_)) {
       s += bf16_dot_prelude(t.mr, t.nr, seen);
       continue;
@@ -301,9 +310,10 @@ void emit_dispatch(const std::string& var, int64_t most,
 // Runs the micro-kernel over rows [i, i + rows) and every panel of the n block: the panel
 // this task packed, or (`panel` set) the runtime's panels of that dtype, through the
 // micro-kernel of exactly `rows` rows. `a_args`: the micro-kernel's a, am and ak.
-// `dot`: the bf16 GEMM's micro-kernels (c/bf16_dot.cc) on the pairs this task packed.
+// `dot`: the bf16 GEMM's micro-kernels (c/bf16_dot.cc) on the pairs this task packed, or
+// with `amx` its one micro-kernel on AMX tiles (c/amx.cc).
 void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string& a_args,
-                   bool dot, CodeWriter& w) {
+                   bool dot, bool amx, CodeWriter& w) {
   std::string mr = std::to_string(t.mr);
   std::string nr = std::to_string(t.nr);
   w.line("const int64_t rows = m1 - i < " + mr + " ? m1 - i : " + mr + ";");
@@ -316,7 +326,9 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string
   }
   std::string args = "(kcur, " + a_args + ", " + bp + ", C + i * N + n0 + jr, N, rows, " +
                      "ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
-  if (dot) {
+  if (amx) {
+    w.line(amx_micro_kernel_name() + args);
+  } else if (dot) {
     emit_dispatch("rows", t.mr, [&](int64_t rows) { return bf16_dot_name(rows, t.nr); }, args,
                   w);
   } else if (!panel) {
@@ -422,11 +434,13 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   std::string b_type = storage_type(mm.b_stored);
   const bool quantized = renders_quant_gemv(k, vector_width_);
   const bool dot = takes_bf16_dot(k, vector_width_);
+  const bool amx = takes_amx(k, vector_width_);
   // a block starts on a panel of the runtime's (panels), else on a vector
   emit_gemm_tasks(t.mr, t.nr, t.nc, panels || dot || quantized ? t.nr : t.vw, w);
   std::string team = omp_team(k, "M * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
+  if (amx) w.line("lm_amx_on();  /* this thread's tiles */");
   if (!panels) {
     w.line("char* lm_raw = (char*)malloc(sizeof(float) * " + kc + " * " + ncmax + " + 64);");
     w.line(dot ? "uint32_t* lm_bp32 = (uint32_t*)(((unsigned long)lm_raw + 63) & ~63ul);"
@@ -493,7 +507,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
     w.close();
     a_args = "lm_ap, " + kc + ", 1";
   }
-  emit_row_tile(t, panel_dtype, a_args, dot, w);
+  emit_row_tile(t, panel_dtype, a_args, dot, amx, w);
   if (mm.epilogue_from >= 0) {
     // The rows' sums are complete after the last k block: their epilogue, while in cache.
     w.open("if (pc + kcur == K)");
@@ -508,6 +522,7 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
     w.line("free(lm_ap);");
     w.line("free(lm_rs);");
   }
+  if (amx) w.line("lm_amx_off();");
   w.close();
 }
 

@@ -94,6 +94,14 @@ std::string bf16_dot_name(int64_t rows, int64_t nr);
 // 0), zero-padded to nr columns, at lm_bp32 + (jr / nr) * ((kcur + 1) / 2) * nr.
 void emit_bf16_pack_panel(int64_t nr, CodeWriter& w);
 
+// Whether the bf16 GEMM of `k` (takes_bf16_dot) runs on AMX tiles (c/amx.cc): its schedule has
+// bf16_dot 2. Such a GEMM's block is 32 x 32 and its k blocks whole steps of 32.
+bool takes_amx(const Kernel& k, int64_t native);
+// The AMX micro-kernel (lm_mmbf_*'s arguments, up to 32 rows and 32 columns), the threads'
+// tile switches lm_amx_on / lm_amx_off, and the micro-kernel's name.
+std::string amx_prelude(std::set<std::string>& seen);
+std::string amx_micro_kernel_name();
+
 // The GEMMs' split of the work into tasks (c/matmul.cc, c/quant_int8_gemm.cc), after the
 // matmul's sizes and lm_threads: (batch, n block of nc columns, a multiple of `align` up to
 // `ncmax`, m chunk of whole blocks of `mr` rows). open_gemm_task_loop opens the loop over them

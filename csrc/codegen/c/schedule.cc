@@ -3,6 +3,12 @@
 // (runtime/cpu/cpu_kernel_cost.h).
 #include "codegen/c/schedule.h"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 #include "codegen/schedule_table.h"
 #include "core/errors.h"
 #include "kernel/epilogue.h"
@@ -75,6 +81,22 @@ bool cpu_has_bf16_dot() {
 #endif
 }
 
+bool cpu_has_amx() {
+#if defined(__x86_64__) && defined(__linux__)
+  static const bool granted = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const unsigned tile = 1u << 24, bf16 = 1u << 22;  // CPUID.(7,0):EDX
+    if ((edx & (tile | bf16)) != (tile | bf16)) return false;
+    constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+  }();
+  return granted;
+#else
+  return false;
+#endif
+}
+
 bool cpu_has_int8_dot() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx512vnni");
@@ -131,10 +153,20 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
                        " in " + where);
   }
   if (s.pack_b > 1) throw CompileError(prefix + "pack_b must be 0 or 1 in " + where);
-  if (s.bf16_dot > 1) throw CompileError(prefix + "bf16_dot must be 0 or 1 in " + where);
+  if (s.bf16_dot > kAmxBf16) {
+    throw CompileError(prefix + "bf16_dot must be 0, 1 or 2 in " + where);
+  }
   if (s.bf16_dot == 1 && (width != 16 || !cpu_has_bf16_dot() || !dot_products)) {
     throw CompileError(prefix + "bf16_dot 1 needs 16-wide vectors on a machine with " +
                        "AVX512-BF16, its dot products allowed (dot_products), in " + where);
+  }
+  if (s.bf16_dot == kAmxBf16 && (width != 16 || !cpu_has_amx() || !dot_products)) {
+    throw CompileError(prefix + "bf16_dot 2 needs 16-wide vectors on a machine with AMX " +
+                       "tiles for bf16, its dot products allowed (dot_products), in " + where);
+  }
+  if (s.bf16_dot == kAmxBf16 && (s.tile_m != 0 || s.tile_n != 0)) {
+    throw CompileError(prefix + "bf16_dot 2 takes AMX's 32 x 32 block: no tile_m or tile_n, "
+                       "in " + where);
   }
   if (s.int8_gemm > 1) throw CompileError(prefix + "int8_gemm must be 0 or 1 in " + where);
   if (s.int8_gemm == 1 && (width != 16 || !cpu_has_int8_dot() || !dot_products)) {

@@ -34,7 +34,9 @@ struct CpuSchedule {
   int64_t bf16_dot = 0;      // matmul of two bf16 values (each widened to f32, or a half
                              // product): 1 multiplies bf16 pairs in hardware (AVX512-BF16
                              // vdpbf16ps, c/bf16_dot.cc), needing 16-wide vectors and a
-                             // machine that has it (cpu_has_bf16_dot); 0 (the default): widened
+                             // machine that has it (cpu_has_bf16_dot); 2 (kAmxBf16) on AMX
+                             // tiles, 32 x 32 blocks (c/amx.cc; cpu_has_amx; no tile_m or
+                             // tile_n of its own); 0 (the default): widened
   int64_t int8_gemm = 0;     // matmul of quantized activations (quant_dot 1): 1 multiplies
                              // the rows past the int8 GEMV's (a prefill) in int8 too, on
                              // panels of the weight's integers (AVX512-VNNI vpdpbusd,
@@ -66,6 +68,12 @@ int64_t cpu_native_vector_width();
 // Whether this machine multiplies bf16 pairs in hardware (AVX512-BF16): where the bf16_dot
 // schedule may be offered and rendered.
 bool cpu_has_bf16_dot();
+// bf16_dot's value for AMX tiles.
+inline constexpr int64_t kAmxBf16 = 2;
+// Whether this machine has AMX tiles for bf16 (AMX-TILE and AMX-BF16) and Linux grants this
+// process their state (asked once, here, through arch_prctl): where bf16_dot 2 may be offered
+// and rendered.
+bool cpu_has_amx();
 // Whether this machine multiplies int8 in hardware at 512 bits (AVX512-VNNI): where the
 // int8_gemm schedule may be offered and rendered.
 bool cpu_has_int8_dot();

@@ -189,7 +189,9 @@ std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products) {
          (vector_width >= 16 && dot_products && cpu_has_bf16_dot() ? runtime_rules("cpu_bf16.rules")
                                                                    : "") +
          (vector_width >= 16 && dot_products && cpu_has_int8_dot() ? runtime_rules("cpu_int8.rules")
-                                                                   : "");
+                                                                   : "") +
+         (vector_width >= 16 && dot_products && cpu_has_amx() ? runtime_rules("cpu_amx.rules")
+                                                              : "");
 }
 
 std::string CpuRuntime::rewrite_rules() const {

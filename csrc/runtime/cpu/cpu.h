@@ -47,8 +47,9 @@ struct CpuPrepared : Prepared {
 // (CpuOptions::vector_width): rules/cpu.rules, and the matmul tilings of
 // that width (rules/cpu_tiles_v16.rules from 16 on, else rules/cpu_tiles_v8.rules), and from
 // 16 on, on a machine with AVX512-BF16 (cpu_has_bf16_dot), the bf16 dot products
-// (rules/cpu_bf16.rules), and on one with AVX512-VNNI (cpu_has_int8_dot) the int8 GEMM
-// (rules/cpu_int8.rules), unless `dot_products` is off (CpuOptions::dot_products).
+// (rules/cpu_bf16.rules), on one with AVX512-VNNI (cpu_has_int8_dot) the int8 GEMM
+// (rules/cpu_int8.rules), and on one with AMX (cpu_has_amx) the bf16 GEMM on its tiles
+// (rules/cpu_amx.rules), unless `dot_products` is off (CpuOptions::dot_products).
 std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products = true);
 
 // The bytes a CpuRuntime holds, by kind. Each input is counted by the bytes it reads: as

@@ -20,6 +20,8 @@ constexpr double kStreamCycles = 0.5;  // GEMV: B read once, in order (4 bytes o
 constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's registers
 constexpr double kNarrowCycles = 1.0;  // an f32 element rounded and stored in 16 bits
 constexpr double kInt8PackCycles = 1.0;  // int8 GEMM: a block's integers into its panels
+constexpr double kAmxStepCycles = 96.0;   // AMX: a 32 x 32 block's step of 32 k
+constexpr double kAmxBlockCycles = 64.0;  // AMX: its C into the tiles and out, a k block
 }  // namespace
 
 // In cycles, on a machine whose vectors hold `native` floats (CpuOptions::vector_width): an
@@ -37,7 +39,8 @@ constexpr double kInt8PackCycles = 1.0;  // int8 GEMM: a block's integers into i
 // default tile. So a decode-shaped matmul (M = 1) prices the GEMV at about a fifth of the GEMM,
 // whose cost there is its packing, and below the GEMM of packed panels; timing decides between
 // those two. An 8-wide block on an AVX-512 machine prices at twice the 16-wide one; the bf16
-// dot products (bf16_dot 1) at half the k steps of the block they share.
+// dot products (bf16_dot 1) at half the k steps of the block they share; AMX tiles (bf16_dot
+// 2) by their own block.
 double CpuKernelCost::matmul(const egraph::MatmulSize& size,
                              const ScheduleParams& schedule) const {
   CpuSchedule tile = CpuSchedule{}.with(schedule).or_defaults(native_);
@@ -67,6 +70,16 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   if (size.m <= static_cast<double>(tile.gemv_rows)) {
     return b_elements * std::max(kStreamCycles, size.m / (2 * lanes));
   }
+  double b_cycles = tile.pack_b == 1 && size.b_parameter ? kStreamCycles : kPackCycles;
+  // AMX tiles (bf16_dot 2, c/amx.cc): a 32 x 32 block takes four tdpbf16ps of 16 cycles a
+  // step of 32 k, and its tile loads about half again; its C is loaded into the tiles and
+  // stored again once a k block.
+  if (tile.bf16_dot == kAmxBf16) {
+    const double blocks = size.batch * std::ceil(size.m / 32) * std::ceil(size.n / 32);
+    const double steps = std::ceil(size.k / 32) * kAmxStepCycles +
+                         std::ceil(size.k / static_cast<double>(tile.tile_k)) * kAmxBlockCycles;
+    return blocks * steps + b_elements * b_cycles;
+  }
   double tm = static_cast<double>(tile.tile_m);
   double tn = static_cast<double>(tile.tile_n);
   double vecs = std::max(1.0, tn / lanes);  // instructions per row of the block
@@ -76,7 +89,6 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
   // bf16 dot products (c/bf16_dot.cc): two k a step.
   double depth = tile.bf16_dot == 1 ? std::ceil(size.k / 2) : size.k;
-  double b_cycles = tile.pack_b == 1 && size.b_parameter ? kStreamCycles : kPackCycles;
   return blocks * depth * cycles + b_elements * b_cycles;
 }
 

@@ -34,7 +34,7 @@ EPILOGUE_RULES = [r for r in list(CPU_RULES) + list(CUDA_RULES)
 def rule_case(cx, rule):
     """The matmul a rule rewrites: f32, a half matmul's f32 sum of its products, or one whose B
     is a parameter; the bf16 dot products' (of bf16 values) as test_runtime_rules builds them."""
-    if "bf16-dot" in rule.name:
+    if "bf16-dot" in rule.name or "bf16-amx" in rule.name:
         return cpu_rule_case(cx, rule.name)
     if "Cast" in rule.text.split("(schedule")[0]:
         a = cx.tensor((5, 7), lm.bfloat16)

@@ -523,6 +523,48 @@ GROUP_TYPES = {lm.dtype.q4_0: (32, (1, 3, 9, 16)), lm.dtype.q8_0: (32, (1, 3, 9,
                lm.dtype.q4_k: (256, (1, 3, 5, 8))}
 
 
+# int8_gemm 2: the same GEMM on AMX tiles (tdpbusd, codegen/c/quant_int8_amx.cc)
+amx_int8 = pytest.mark.skipif(not (_core.cpu_has_amx_int8() and CpuRuntime().vector_width == 16
+                                   and CpuRuntime().dot_products),
+                              reason="needs AMX-INT8 and 16-wide vectors")
+AMX_INT8 = (("int8_gemm", 2),)
+
+
+@amx_int8
+@pytest.mark.parametrize("dtype", KERNEL_TYPES, ids=str)
+@pytest.mark.parametrize("blocks,n", [(1, 7), (3, 45), (5, 33)])
+def test_amx_int8_gemm_matches_gguf_for_every_m(dtype, blocks, n):
+    """As test_int8_gemm_matches_gguf_for_every_m on AMX tiles: M of a partial block of 16 rows
+    (9, 13), of one past 16 (17 and 513: the bottom tiles staged), 32 and 128 (whole)."""
+    k = blocks * max(lm._core.block_values(dtype), 128)
+    cx, x, w, y = quant_linear(dtype, k, n, params=AMX_INT8)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_qmm_amx_{lm.dtype.name(dtype)}(" in rt.source and "tdpbusd" in rt.source
+    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 16, 17, 32, 128, 513))
+
+
+@amx_int8
+@pytest.mark.parametrize("dtype", list(GROUP_TYPES), ids=str)
+def test_amx_int8_gemm_on_row_groups_with_silu_matches_torch(dtype):
+    k, n = 512, 70
+    params = AMX_INT8 + (("quant_rows", 4), ("epilogue", 1))
+    cx, x, w, y = quant_linear(dtype, k, n, batch=1, params=params, silu=True)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert f"lm_qmm_amx_{lm.dtype.name(dtype)}(" in rt.source
+    check_silu_product(rt, x, w, y, dtype, k, n, (1, 3, 37, 64))
+
+
+def test_amx_int8_gemm_is_refused_where_it_cannot_run():
+    cx, *_ = quant_linear(lm.dtype.q8_0, 64, 9, params=AMX_INT8)
+    with pytest.raises(lm.CompileError, match="int8_gemm 2 needs 16-wide vectors"):
+        CpuRuntime(vector_width=8)._load(cx)
+    cx, *_ = quant_linear(lm.dtype.q8_0, 64, 9, params=(("int8_gemm", 3),))
+    with pytest.raises(lm.CompileError, match="int8_gemm must be 0, 1 or 2"):
+        CpuRuntime()._load(cx)
+
+
 @int8_gemm
 @pytest.mark.parametrize("dtype", list(GROUP_TYPES), ids=str)
 @pytest.mark.parametrize("case,n", [(0, 7), (1, 45), (2, 33), (3, 64)])

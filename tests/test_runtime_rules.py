@@ -30,8 +30,11 @@ WIDEN_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-widen-")]
 ROW_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-row-")]
 ATTENTION_RULES = [r for r in CPU_RULES if r.name == "cpu-attention"]
 QUANT_DOT_RULES = [r for r in CPU_RULES if r.name == "cpu-quant-int8"]
-# The int8 GEMM and its weight's row groups (rules/cpu_int8.rules), with AVX512-VNNI only.
-INT8_GEMM_RULES = [r for r in CPU_RULES if r.name in ("cpu-quant-int8-gemm", "cpu-quant-int8-rows")]
+# The int8 GEMM and its weight's row groups (rules/cpu_int8.rules), with AVX512-VNNI only, and
+# on AMX tiles (rules/cpu_amx_int8.rules), with AMX-INT8 too.
+INT8_GEMM_RULES = [r for r in CPU_RULES if r.name in ("cpu-quant-int8-gemm", "cpu-quant-int8-rows",
+                                                      "cpu-quant-int8-amx",
+                                                      "cpu-quant-int8-amx-rows")]
 # The ops the inlining rules name: every unary op through one op-class rule ("(Unary:f ?x)"),
 # Add and Mul by name. A class rule has a case per op of its class, named "rule:Op".
 UNARY_OPS = [op for op in _core.OpKind.__members__.values()
@@ -87,7 +90,7 @@ def test_cpu_offers_matmul_tilings_and_inlining():
                                                  "cpu-row-sum"]
     assert len(ATTENTION_RULES) == 1
     assert len(QUANT_DOT_RULES) == 1
-    assert len(INT8_GEMM_RULES) in (0, 2)
+    assert len(INT8_GEMM_RULES) in (0, 2, 4)
     assert len(BF16_RULES) in (0, 6, 6 + 7)  # with AMX: its 7 too
     plain_matmul = [r for r in MATMUL_RULES if r not in BF16_RULES]
     assert len(plain_matmul) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \

@@ -86,6 +86,8 @@ void init_cpu(nb::module_& m) {
   m.def("cpu_rewrite_rules", &cpu_rewrite_rules, "vector_width"_a, "dot_products"_a = true);
   m.def("cpu_has_bf16_dot", &cpu_has_bf16_dot);
   m.def("cpu_has_int8_dot", &cpu_has_int8_dot);
+  m.def("cpu_has_amx", &cpu_has_amx);
+  m.def("cpu_has_amx_int8", &cpu_has_amx_int8);
   m.def("cpu_native_vector_width", &cpu_native_vector_width);
   nb::class_<KernelWork>(m, "KernelWork")
       .def_ro("root", &KernelWork::root)

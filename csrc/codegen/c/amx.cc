@@ -8,6 +8,7 @@
 // of a GEMM configures its tiles once (lm_amx_on) and releases them at the end (lm_amx_off);
 // Linux grants a process the tile data only on request (arch_prctl), made once by the first.
 // The loops, tasks and epilogue are the f32 GEMM's (c/matmul.cc).
+#include "codegen/c/amx.h"
 #include "codegen/c/matmul.h"
 #include "codegen/c/schedule.h"
 
@@ -19,11 +20,6 @@ bool takes_amx(const Kernel& k, int64_t native) {
 
 std::string amx_micro_kernel_name() { return "lm_mm_amx_bf16"; }
 
-namespace {
-
-// The tile instructions, as inline assembly (no intrinsics header, no target flags): tile
-// registers are named, so each use is its own statement; all touch memory the C code around
-// them writes or reads.
 std::string tile_load(int tile, const std::string& at, const std::string& stride) {
   return "__asm__ volatile(\"tileloadd (%0,%1,1), %%tmm" + std::to_string(tile) +
          "\" :: \"r\"(" + at + "), \"r\"((int64_t)(" + stride + ")) : \"memory\");";
@@ -35,33 +31,25 @@ std::string tile_store(int tile, const std::string& at, const std::string& strid
 std::string tile_zero(int tile) {
   return "__asm__ volatile(\"tilezero %%tmm" + std::to_string(tile) + "\" ::: \"memory\");";
 }
-// c += a * b: Intel's operand order reversed (AT&T).
-std::string tile_dot(int c, int a, int b) {
-  return "__asm__ volatile(\"tdpbf16ps %%tmm" + std::to_string(b) + ", %%tmm" +
+std::string tile_dot(const std::string& op, int c, int a, int b) {
+  return "__asm__ volatile(\"" + op + " %%tmm" + std::to_string(b) + ", %%tmm" +
          std::to_string(a) + ", %%tmm" + std::to_string(c) + "\" ::: \"memory\");";
 }
 
+namespace {
+
 // Tiles: 0-3 C (top left, top right, bottom left, bottom right), 4-5 A (top, bottom), 6-7 B
-// (left, right). Every tile is 16 rows of 64 bytes.
-std::string switches() {
+// (left, right). For bf16 every tile is 16 rows of 64 bytes.
+std::string bf16_switch() {
   CodeWriter w;
-  w.line("typedef struct { unsigned char palette, start_row, reserved[14]; "
-         "unsigned short colsb[16]; unsigned char rows[16]; } lm_tile_config;");
-  w.line("long syscall(long, ...);");
   w.open("static inline void lm_amx_on(void)");
-  // ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18) through arch_prctl (158)
-  w.line("static int lm_granted;");
-  w.open("if (!__atomic_load_n(&lm_granted, __ATOMIC_ACQUIRE))");
-  w.line("syscall(158, 0x1023, 18);");
-  w.line("__atomic_store_n(&lm_granted, 1, __ATOMIC_RELEASE);");
-  w.close();
+  w.line("lm_amx_grant();");
   w.line("lm_tile_config cfg;");
   w.line("__builtin_memset(&cfg, 0, sizeof cfg);");
   w.line("cfg.palette = 1;");
   w.line("for (int t = 0; t < 8; t++) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }");
   w.line("__asm__ volatile(\"ldtilecfg %0\" :: \"m\"(cfg));");
   w.close();
-  w.line("static inline void lm_amx_off(void) { __asm__ volatile(\"tilerelease\" ::: \"memory\"); }");
   return w.str();
 }
 
@@ -111,13 +99,13 @@ std::string micro_kernel() {
   w.close();
   w.line(tile_load(4, "at", "sa"));
   w.line(tile_load(6, "b", "128"));
-  w.line(tile_dot(0, 4, 6));
+  w.line(tile_dot("tdpbf16ps", 0, 4, 6));
   w.line(tile_load(7, "b + 16", "128"));
-  w.line(tile_dot(1, 4, 7));
+  w.line(tile_dot("tdpbf16ps", 1, 4, 7));
   w.open("if (two)");
   w.line(tile_load(5, "(const char*)at + 16 * sa", "sa"));
-  w.line(tile_dot(2, 5, 6));
-  w.line(tile_dot(3, 5, 7));
+  w.line(tile_dot("tdpbf16ps", 2, 5, 6));
+  w.line(tile_dot("tdpbf16ps", 3, 5, 7));
   w.close();
   w.close();
   w.line(tile_store(0, "ct", "lc * 4"));
@@ -132,9 +120,27 @@ std::string micro_kernel() {
 
 }  // namespace
 
+std::string amx_tile_prelude(std::set<std::string>& seen) {
+  if (!seen.insert("lm_amx_grant").second) return "";
+  CodeWriter w;
+  w.line("typedef struct { unsigned char palette, start_row, reserved[14]; "
+         "unsigned short colsb[16]; unsigned char rows[16]; } lm_tile_config;");
+  w.line("long syscall(long, ...);");
+  // ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18) through arch_prctl (158), once
+  w.open("static inline void lm_amx_grant(void)");
+  w.line("static int lm_granted;");
+  w.open("if (!__atomic_load_n(&lm_granted, __ATOMIC_ACQUIRE))");
+  w.line("syscall(158, 0x1023, 18);");
+  w.line("__atomic_store_n(&lm_granted, 1, __ATOMIC_RELEASE);");
+  w.close();
+  w.close();
+  w.line("static inline void lm_amx_off(void) { __asm__ volatile(\"tilerelease\" ::: \"memory\"); }");
+  return w.str();
+}
+
 std::string amx_prelude(std::set<std::string>& seen) {
-  std::string s;
-  if (seen.insert("lm_amx_on").second) s += switches();
+  std::string s = amx_tile_prelude(seen);
+  if (seen.insert("lm_amx_on").second) s += bf16_switch();
   if (seen.insert(amx_micro_kernel_name()).second) s += micro_kernel();
   return s;
 }

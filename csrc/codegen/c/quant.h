@@ -62,11 +62,19 @@ inline int64_t int8_gemv_rows(int64_t gemv_rows) {
   return gemv_rows > 0 ? gemv_rows : kInt8GemvRows;
 }
 // Whether quantized-activation kernel `k` (MatmulInfo::a_q8_0) multiplies the rows past the
-// int8 GEMV's in int8 too (c/quant_int8_gemm.cc): its schedule has int8_gemm 1 (checked
+// int8 GEMV's in int8 too (c/quant_int8_gemm.cc): its schedule has int8_gemm 1 or 2 (checked
 // against the machine by check_cpu_schedule) and it has no batch loops but those that fold
 // into its rows. Its micro-kernels and panel packing, those `seen` lacks.
 bool takes_int8_gemm(const Kernel& k, int64_t native);
 std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen);
+
+// The int8 GEMM's micro-kernel on AMX tiles (int8_gemm 2, c/quant_int8_amx.cc) for a weight of
+// `w` (sub-blocks of g k; `minimum`: Q4_K/Q5_K's) and the switch that configures a thread's
+// tiles for it ("lm_amx_int8_on_32"); their definitions and the tile prelude, those `seen`
+// lacks.
+std::string amx_int8_micro_name(DType w);
+std::string amx_int8_switch_name(int64_t g);
+std::string amx_int8_prelude(DType w, int64_t g, bool minimum, std::set<std::string>& seen);
 
 // The int8 GEMV on a weight of `w` in row groups (c/quant_int8_groups.cc, quant_rows 4):
 // "lm_qdotg_q4_0", its definition and helpers (those `seen` lacks; int8_gemm_prelude's

@@ -326,10 +326,13 @@ const char* kDpbusd =
     "  return acc;\n"
     "}\n";
 
+// Whether the int8 GEMM of `k` runs on AMX tiles (int8_gemm 2, c/quant_int8_amx.cc).
+bool amx(const Kernel& k) { return CpuSchedule{}.with(k.schedule).int8_gemm == kAmxInt8; }
+
 }  // namespace
 
 bool takes_int8_gemm(const Kernel& k, int64_t native) {
-  return k.matmul.present && k.matmul.a_q8_0 && cpu_schedule(k, native).int8_gemm == 1 &&
+  return k.matmul.present && k.matmul.a_q8_0 && cpu_schedule(k, native).int8_gemm >= 1 &&
          folded_batch_loops(k) == k.matmul.m_loop;
 }
 
@@ -338,7 +341,11 @@ std::string int8_gemm_prelude(const Kernel& k, std::set<std::string>& seen) {
   std::string s;
   if (seen.insert(float_vector(kLanes)).second) s += float_vector_typedefs(kLanes);
   if (seen.insert("lm_dpbusd").second) s += std::string(kDpbusd) + kPackTypes;
-  if (seen.insert(micro_name(w)).second) s += micro_kernel(w);
+  if (amx(k)) {
+    s += amx_int8_prelude(w, sub_block(w), has_minimum(w), seen);
+  } else if (seen.insert(micro_name(w)).second) {
+    s += micro_kernel(w);
+  }
   const bool groups = k.panels && k.panels->row_groups;
   if (seen.insert(pack_name(w, groups)).second) s += pack_function(w, groups);
   if (groups) s += group_gemv_prelude(w, seen);
@@ -352,10 +359,13 @@ void CRenderer::emit_int8_gemm(const Kernel& k, CodeWriter& w) const {
   const int64_t kc = (cpu_schedule(k, vector_width_).tile_k + bv - 1) / bv * bv;
   const std::string KC = str(kc);
   const std::string NC = str(kNcMax);
-  emit_gemm_tasks(kRows, kNr, kNcMax, kNr, w);
+  const bool tiles = amx(k);
+  const int64_t mr = tiles ? 32 : kRows;  // AMX's block: 2 x 2 tiles of 16 x 16
+  emit_gemm_tasks(mr, kNr, kNcMax, kNr, w);
   std::string team = omp_team(k, "M * N * K");
   if (!team.empty()) w.line("#pragma omp parallel" + team);
   w.open("");
+  if (tiles) w.line(amx_int8_switch_name(g) + "();  /* this thread's tiles */");
   // the task's panels of one k block: integers, then per sub-block sums, scales, minimums
   w.line("char* lm_praw = (char*)malloc(" + KC + " * " + NC + " + 3 * 4 * " + str(kc / g) +
          " * " + NC + " + 64);");
@@ -380,11 +390,12 @@ void CRenderer::emit_int8_gemm(const Kernel& k, CodeWriter& w) const {
          panel_at + ", lm_ws + " + sums_at + ", lm_wd + " + sums_at + ", lm_wm + " + mins_at +
          ");");
   w.close();
-  w.open("for (int64_t i = m0; i < m1; i += " + str(kRows) + ")");
-  w.line("const int64_t rows = m1 - i < " + str(kRows) + " ? m1 - i : " + str(kRows) + ";");
+  w.open("for (int64_t i = m0; i < m1; i += " + str(mr) + ")");
+  w.line("const int64_t rows = m1 - i < " + str(mr) + " ? m1 - i : " + str(mr) + ";");
   w.line("const char* restrict lm_x = lm_xq + i * lm_xbytes;");
   w.open("for (int64_t jr = 0; jr < ncols; jr += " + str(kNr) + ")");
-  w.line(micro_name(stored) + "(kcur, (const unsigned char*)lm_x + pc, lm_xbytes, "
+  w.line((tiles ? amx_int8_micro_name(stored) : micro_name(stored)) +
+         "(kcur, (const unsigned char*)lm_x + pc, lm_xbytes, "
          "(const float*)(lm_x + K) + pc / 32, (const float*)(lm_x + K + K / 32 * 4) + pc / 16, "
          "lm_xbytes / 4, lm_wp + " + panel_at + ", lm_ws + " + sums_at + ", lm_wd + " + sums_at +
          ", lm_wm + " + mins_at + ", C + i * N + n0 + jr, N, rows, ncols - jr < " + str(kNr) +
@@ -399,6 +410,7 @@ void CRenderer::emit_int8_gemm(const Kernel& k, CodeWriter& w) const {
   w.close();
   w.close();
   w.line("free(lm_praw);");
+  if (tiles) w.line("lm_amx_off();");
   w.close();
 }
 

@@ -81,21 +81,29 @@ bool cpu_has_bf16_dot() {
 #endif
 }
 
-bool cpu_has_amx() {
+namespace {
+// CPUID.(7,0):EDX's AMX bits on this machine (0 elsewhere), and only where Linux grants this
+// process the tile data (asked once).
+unsigned amx_features() {
 #if defined(__x86_64__) && defined(__linux__)
-  static const bool granted = [] {
+  static const unsigned features = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
-    const unsigned tile = 1u << 24, bf16 = 1u << 22;  // CPUID.(7,0):EDX
-    if ((edx & (tile | bf16)) != (tile | bf16)) return false;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return 0u;
+    if (!(edx & (1u << 24))) return 0u;  // AMX-TILE
     constexpr long kReqXcompPerm = 0x1023, kXtileData = 18;
-    return syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) == 0;
+    if (syscall(SYS_arch_prctl, kReqXcompPerm, kXtileData) != 0) return 0u;
+    return edx;
   }();
-  return granted;
+  return features;
 #else
-  return false;
+  return 0;
 #endif
 }
+}  // namespace
+
+bool cpu_has_amx() { return (amx_features() & (1u << 22)) != 0; }  // AMX-BF16
+
+bool cpu_has_amx_int8() { return (amx_features() & (1u << 25)) != 0; }
 
 bool cpu_has_int8_dot() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -168,14 +176,20 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
     throw CompileError(prefix + "bf16_dot 2 takes AMX's 32 x 32 block: no tile_m or tile_n, "
                        "in " + where);
   }
-  if (s.int8_gemm > 1) throw CompileError(prefix + "int8_gemm must be 0 or 1 in " + where);
+  if (s.int8_gemm > kAmxInt8) {
+    throw CompileError(prefix + "int8_gemm must be 0, 1 or 2 in " + where);
+  }
+  if (s.int8_gemm == kAmxInt8 && (width != 16 || !cpu_has_amx_int8() || !dot_products)) {
+    throw CompileError(prefix + "int8_gemm 2 needs 16-wide vectors on a machine with AMX " +
+                       "tiles for int8, its dot products allowed (dot_products), in " + where);
+  }
   if (s.int8_gemm == 1 && (width != 16 || !cpu_has_int8_dot() || !dot_products)) {
     throw CompileError(prefix + "int8_gemm 1 needs 16-wide vectors on a machine with " +
                        "AVX512-VNNI, its dot products allowed (dot_products), in " + where);
   }
-  if (s.quant_rows != 0 && (s.quant_rows != kGroupRows || s.int8_gemm != 1)) {
+  if (s.quant_rows != 0 && (s.quant_rows != kGroupRows || s.int8_gemm < 1)) {
     throw CompileError(prefix + "quant_rows must be 0, or " + std::to_string(kGroupRows) +
-                       " with int8_gemm 1, in " + where);
+                       " with int8_gemm 1 or 2, in " + where);
   }
   if (width != 4 && width != 8 && width != 16) {
     throw CompileError(prefix + "vector_width must be 4, 8 or 16 in " + where);

@@ -41,8 +41,9 @@ struct CpuSchedule {
                              // the rows past the int8 GEMV's (a prefill) in int8 too, on
                              // panels of the weight's integers (AVX512-VNNI vpdpbusd,
                              // c/quant_int8_gemm.cc), needing 16-wide vectors and a machine
-                             // that has it (cpu_has_int8_dot); 0 (the default): those rows'
-                             // round trip dequantized into the f32 GEMM
+                             // that has it (cpu_has_int8_dot); 2 (kAmxInt8) on AMX tiles
+                             // (tdpbusd, c/quant_int8_amx.cc; cpu_has_amx_int8); 0 (the
+                             // default): those rows' round trip dequantized into the f32 GEMM
   int64_t quant_rows = 0;    // matmul of quantized activations with int8_gemm 1 and a
                              // Q4_0/Q8_0/Q4_K parameter weight: 4 lays the weight out once, when
                              // its data is set, in groups of 4 rows (kernel/quant_row_groups.h)
@@ -68,12 +69,15 @@ int64_t cpu_native_vector_width();
 // Whether this machine multiplies bf16 pairs in hardware (AVX512-BF16): where the bf16_dot
 // schedule may be offered and rendered.
 bool cpu_has_bf16_dot();
-// bf16_dot's value for AMX tiles.
+// bf16_dot's and int8_gemm's values for AMX tiles.
 inline constexpr int64_t kAmxBf16 = 2;
+inline constexpr int64_t kAmxInt8 = 2;
 // Whether this machine has AMX tiles for bf16 (AMX-TILE and AMX-BF16) and Linux grants this
 // process their state (asked once, here, through arch_prctl): where bf16_dot 2 may be offered
 // and rendered.
 bool cpu_has_amx();
+// The same for int8 (AMX-TILE and AMX-INT8): where int8_gemm 2 may be offered and rendered.
+bool cpu_has_amx_int8();
 // Whether this machine multiplies int8 in hardware at 512 bits (AVX512-VNNI): where the
 // int8_gemm schedule may be offered and rendered.
 bool cpu_has_int8_dot();

@@ -191,7 +191,10 @@ std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products) {
          (vector_width >= 16 && dot_products && cpu_has_int8_dot() ? runtime_rules("cpu_int8.rules")
                                                                    : "") +
          (vector_width >= 16 && dot_products && cpu_has_amx() ? runtime_rules("cpu_amx.rules")
-                                                              : "");
+                                                              : "") +
+         (vector_width >= 16 && dot_products && cpu_has_int8_dot() && cpu_has_amx_int8()
+              ? runtime_rules("cpu_amx_int8.rules")
+              : "");
 }
 
 std::string CpuRuntime::rewrite_rules() const {

@@ -49,7 +49,8 @@ struct CpuPrepared : Prepared {
 // 16 on, on a machine with AVX512-BF16 (cpu_has_bf16_dot), the bf16 dot products
 // (rules/cpu_bf16.rules), on one with AVX512-VNNI (cpu_has_int8_dot) the int8 GEMM
 // (rules/cpu_int8.rules), and on one with AMX (cpu_has_amx) the bf16 GEMM on its tiles
-// (rules/cpu_amx.rules), unless `dot_products` is off (CpuOptions::dot_products).
+// (rules/cpu_amx.rules) and with AMX-INT8 too the int8 GEMM on them (rules/cpu_amx_int8.rules),
+// unless `dot_products` is off (CpuOptions::dot_products).
 std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products = true);
 
 // The bytes a CpuRuntime holds, by kind. Each input is counted by the bytes it reads: as

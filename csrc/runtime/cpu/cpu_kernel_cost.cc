@@ -63,9 +63,15 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
     if (size.m <= rows) {
       const double gemv = b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
       if (tile.quant_rows > 0) return gemv * 0.5;
-      return tile.int8_gemm == 1 ? gemv * 0.99 : gemv;
+      return tile.int8_gemm >= 1 ? gemv * 0.99 : gemv;
     }
     if (tile.int8_gemm == 1) return b_elements * (kInt8PackCycles + size.m * 11 / (64 * 8));
+    // AMX tiles (int8_gemm 2, c/quant_int8_amx.cc): per sub-block of 32 k a 32 x 32 block
+    // takes four tdpbusd of 16 cycles and the f32 scaling of its 1024 sums (64 vectors, about
+    // four instructions each over two ports): about 200 cycles, 32 * 32 * 32 products.
+    if (tile.int8_gemm == kAmxInt8) {
+      return b_elements * (kInt8PackCycles + std::ceil(size.m / 32) * 32 * 200 / 32768);
+    }
   }
   if (size.m <= static_cast<double>(tile.gemv_rows)) {
     return b_elements * std::max(kStreamCycles, size.m / (2 * lanes));

@@ -14,7 +14,7 @@ from luminal.nn import Linear
 
 from conftest import CpuRuntime
 from matmul_cases import scheduled
-from test_bf16_dot import bf16, close, expected, run, widened
+from test_bf16_dot import bf16, close, expected, needs_dot, run, widened
 
 _MACHINE = lm.CpuRuntime(cache_dir="")
 HAS_AMX = _MACHINE.vector_width == 16 and "cpu-matmul-bf16-amx" in _MACHINE.rewrite_rules()
@@ -159,3 +159,25 @@ def test_amx_is_refused_where_it_cannot_run():
 def test_amx_takes_no_block_of_its_own():
     with pytest.raises(lm.CompileError, match="AMX's 32 x 32 block"):
         CpuRuntime()._load(_amx_matmul([("bf16_dot", 2), ("tile_m", 8)]))
+
+
+@pytest.mark.parametrize("bf16_dot", [pytest.param(1, marks=needs_dot),
+                                      pytest.param(2, marks=needs_amx)])
+@pytest.mark.parametrize("m", [1, 7, 16, 17, 40])
+def test_few_rows_stream_b_through_the_gemv_and_match_torch(bf16_dot, m):
+    """gemv_rows with the bf16 dot products (a tied LM head, whose weight is not laid out as
+    panels): up to 16 rows the GEMV, A's bf16 words widened as they are copied; past them the
+    dot products' GEMM. One program, M bound at run time."""
+    cx = lm.Graph()
+    x = cx.tensor(("m", 96), lm.bfloat16, "x")
+    w = cx.tensor((70, 96), lm.bfloat16, "w")
+    schedule = [("bf16_dot", bf16_dot), ("gemv_rows", 16)]
+    y = scheduled(widened(x) @ widened(w).t(), schedule).output()
+    xt, wt = bf16((m, 96), 12), bf16((70, 96), 13)
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "lm_gemv_" in rt.source
+    rt.set_data(x, xt)
+    rt.set_data(w, wt)
+    rt.execute({"m": m})
+    close(rt.get(y), expected(xt, wt.T))

@@ -208,12 +208,16 @@ void CRenderer::emit_x_copy(const Kernel& k, int outer, CodeWriter& w) const {
     emit_prologue_stats(k, "lm_st", w);
     emit_prologue_row(k, "lm_st", "0", "K", "lm_row[" + x_slot(mm.b_stored, width, "lm_kk") + "]",
                       w);
-  } else if (mm.b_stored == DType::BF16) {
-    w.line("for (int64_t kk = 0; kk < lm_kv; kk++) lm_row[" + x_slot(mm.b_stored, width, "kk") +
-           "] = A[i * am + kk * ak];");
-    w.line("for (int64_t kk = lm_kv; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
   } else {
-    w.line("for (int64_t kk = 0; kk < K; kk++) lm_row[kk] = A[i * am + kk * ak];");
+    // A's element as f32: a bf16 dot kernel's A is bf16 words (c/bf16_dot.cc), widened here
+    const std::string a = to_compute(mm.a_stored, "A[i * am + kk * ak]");
+    if (mm.b_stored == DType::BF16) {
+      w.line("for (int64_t kk = 0; kk < lm_kv; kk++) lm_row[" +
+             x_slot(mm.b_stored, width, "kk") + "] = " + a + ";");
+      w.line("for (int64_t kk = lm_kv; kk < K; kk++) lm_row[kk] = " + a + ";");
+    } else {
+      w.line("for (int64_t kk = 0; kk < K; kk++) lm_row[kk] = " + a + ";");
+    }
   }
   w.close();
 }
@@ -223,8 +227,9 @@ void CRenderer::emit_gemv(const Kernel& k, int outer, CodeWriter& w) const {
   const int64_t width = schedule_of(k).vector_width;
   const int64_t most = schedule_of(k).gemv_rows;
   // A is copied when its rows are not contiguous along k, or to pair with a bf16 B, or where
-  // the kernel computes it.
-  const bool copy_x = !is_one(mm.a_k) || mm.b_stored == DType::BF16 || mm.a_computed;
+  // the kernel computes it, or widens it from bf16 words (a bf16 dot kernel's).
+  const bool copy_x = !is_one(mm.a_k) || mm.b_stored == DType::BF16 || mm.a_computed ||
+                      mm.a_stored != DType::F32;
   const std::string wrows = str(kWRows);
   w.open("if (M <= " + str(most) + ")");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");

@@ -194,12 +194,9 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
         s += quant_tile_function(stored, t.vw);
       }
     }
-    if (takes_amx(k, vector_width_)) {
-      s += amx_prelude(seen);
-      continue;
-    }
     if (takes_bf16_dot(k, vector_width_)) {
-      s += bf16_dot_prelude(t.mr, t.nr, seen);
+      s += takes_amx(k, vector_width_) ? amx_prelude(seen) : bf16_dot_prelude(t.mr, t.nr, seen);
+      if (renders_gemv(k) && !k.panels) s += gemv_prelude(k, seen);
       continue;
     }
     const std::optional<PackedPanels>& panels = k.panels;
@@ -417,7 +414,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   emit_matmul_sizes(k, outer, w);
   // few rows; else on to the GEMM
   if (renders_quant_gemv(k, vector_width_)) emit_quant_gemv(k, outer, w);
-  if (renders_gemv(k) && !k.panels && !takes_bf16_dot(k, vector_width_)) emit_gemv(k, outer, w);
+  if (renders_gemv(k) && !k.panels) emit_gemv(k, outer, w);
   emit_gemm(k, outer, "", w);
   return true;
 }

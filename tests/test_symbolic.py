@@ -447,3 +447,19 @@ def test_random_trees_in_c_match_python(tmp_path):
     exprs = [Expr(to_expr(tree)) for tree in trees]
     expected = [py_eval(tree, env) for env in values for tree in trees]
     assert compile_and_run_c(exprs, values, tmp_path) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 400), st.integers(0, 400), st.integers(0, 40), st.sampled_from([2, 4, 8, 64]),
+       st.sampled_from([2, 3, 4, 6]), st.integers(-2, 2))
+def test_a_block_index_and_a_position_in_the_block_divide_as_integers(a, b, c, h, m, k):
+    """(h*s + t % h) // (h*m) simplifies to s // m, and % to h * (s % m) + t % h (the position
+    inside a block of h is below h); checked against Python's floor division and modulo, with
+    a further term of u moving in steps of h*k."""
+    e = s * h + t % h + u * (h * k)
+    env = {"s": a, "t": b, "u": c}
+    value = a * h + b % h + c * h * k
+    assert (e // (h * m)).eval(env) == value // (h * m)
+    assert (e % (h * m)).eval(env) == value % (h * m)
+    assert (s * h + t % h) // (h * m) == s // m
+    assert (s * h + t % h) % (h * m) == (s % m) * h + t % h

@@ -3,6 +3,7 @@
 // and never turns a division by zero into a value; where that can't be shown, the atom stays.
 // Not here: polynomial arithmetic and printing (symbolic.cc).
 
+#include <numeric>
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -117,6 +118,35 @@ static std::optional<int64_t> fixed_quotient(const Expr& e, int64_t k) {
   return q;
 }
 
+// The split of r (a polynomial whose coefficients lie in [0, k)) into h*x + low, for the
+// largest h > 1 dividing k such that the terms whose coefficients h does not divide sum to
+// values in [0, h): then r // k == x // (k / h) and r % k == h * (x % (k / h)) + low, for any
+// integer x (a row index times a block plus a position inside the block: (64*i + j % 64) //
+// 256 == i // 4). nullopt when there is none.
+struct LowSplit {
+  int64_t h;
+  Poly x;
+  Expr low;
+};
+static std::optional<LowSplit> split_low(const Poly& r, int64_t k) {
+  std::vector<int64_t> steps;
+  for (const auto& [m, c] : r) {
+    const int64_t h = std::gcd(c, k);
+    if (h > 1 && h < k && std::find(steps.begin(), steps.end(), h) == steps.end()) {
+      steps.push_back(h);
+    }
+  }
+  std::sort(steps.rbegin(), steps.rend());
+  for (int64_t h : steps) {
+    Poly high, low;
+    for (const auto& [m, c] : r) add_term(c % h == 0 ? high : low, m, c % h == 0 ? c / h : c);
+    if (high.empty() || low.empty()) continue;
+    Expr l = from_poly(low);
+    if (lo(l) >= 0 && hi(l) < h) return LowSplit{h, high, l};
+  }
+  return std::nullopt;
+}
+
 // Orders the two sides of a commutative atom: constants last, so "s != 0" and "max(s, 1)".
 static std::pair<Expr, Expr> sorted(const Expr& a, const Expr& b) {
   bool swap = a.is_const() != b.is_const() ? a.is_const() : compare(b, a) < 0;
@@ -149,6 +179,9 @@ static Expr divide_by_const(const Expr& a, int64_t k) {
   Expr r = from_poly(divide_exact(rest, g));
   k /= g;
   if (auto c = fixed_quotient(r, k)) return q + Expr(*c);
+  if (auto split = split_low(to_poly(r), k)) {
+    return q + divide_by_const(from_poly(split->x), k / split->h);
+  }
   int64_t k2 = 0;
   bool nested = is_atom_of(r, Kind::kDiv) && r.node()->args[1].is_const();
   if (nested && !__builtin_mul_overflow(k, r.node()->args[1].as_const(), &k2)) {
@@ -185,6 +218,9 @@ static Expr modulo_by_const(const Expr& a, int64_t k) {
   if (g > 1) return Expr(g) * modulo_by_const(from_poly(divide_exact(reduced, g)), k / g);
   Expr r = from_poly(reduced);
   if (auto q = fixed_quotient(r, k)) return r - Expr(mul_checked(*q, k));
+  if (auto split = split_low(reduced, k)) {
+    return Expr(split->h) * modulo_by_const(from_poly(split->x), k / split->h) + split->low;
+  }
   return make_binary(Kind::kMod, r, Expr(k));
 }
 

@@ -12,6 +12,7 @@
 #include "codegen/c/schedule.h"
 #include "core/hash.h"
 #include "kernel/canonical.h"
+#include "kernel/block_split.h"
 #include "kernel/interior.h"
 
 namespace luminal {
@@ -104,6 +105,26 @@ void CRenderer::open_output_loops(const Kernel& kernel, CodeWriter& w) const {
 void CRenderer::emit_loop_nest(const Kernel& kernel, CodeWriter& w) const {
   size_t rank = kernel.loops.size();
   auto split = rank > 1 ? interior_split(kernel) : std::nullopt;
+  auto blocks = rank > 1 && !split ? block_split(kernel) : std::nullopt;
+  if (blocks) {  // the innermost loop in blocks (kernel/block_split.h)
+    std::string pragma = omp_loops_pragma(kernel, true);
+    if (!pragma.empty()) w.line(pragma);
+    for (size_t k = 0; k + 1 < rank; ++k) {
+      const Loop& l = kernel.loops[k];
+      w.open("for (int64_t " + l.var + " = 0; " + l.var + " < " + l.extent.to_c() + "; " +
+             l.var + "++)");
+    }
+    const std::string& v = kernel.loops.back().var;
+    w.open("for (int64_t " + blocks->outer + " = 0; " + blocks->outer + " < " +
+           std::to_string(blocks->blocks) + "; " + blocks->outer + "++)");
+    w.open("for (int64_t " + v + " = 0; " + v + " < " + std::to_string(blocks->block) + "; " + v +
+           "++)");
+    emit_body(blocks->inside, w);
+    w.close();
+    w.close();
+    for (size_t k = 0; k + 1 < rank; ++k) w.close();
+    return;
+  }
   if (!split) {
     CLikeRenderer::emit_loop_nest(kernel, w);
     return;

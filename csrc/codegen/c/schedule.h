@@ -44,7 +44,7 @@ struct CpuSchedule {
                              // that has it (cpu_has_int8_dot); 2 (kAmxInt8) on AMX tiles
                              // (tdpbusd, c/quant_int8_amx.cc; cpu_has_amx_int8); 0 (the
                              // default): those rows' round trip dequantized into the f32 GEMM
-  int64_t quant_rows = 0;    // matmul of quantized activations with int8_gemm 1 and a
+  int64_t quant_rows = 0;    // matmul of quantized activations with int8_gemm 1 or 2 and a
                              // Q4_0/Q8_0/Q4_K parameter weight: 4 lays the weight out once, when
                              // its data is set, in groups of 4 rows (kernel/quant_row_groups.h)
                              // that its GEMV multiplies 4 rows a 512-bit vpdpbusd and its GEMM

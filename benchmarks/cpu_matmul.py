@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import luminal as lm
 from luminal.nn import Linear
 from luminal.nn.functional import quantize_activations
-from cpu_timing import NAN, compile_best, timeit, time_compiled
+from cpu_timing import NAN, compile_best, time_compiled, timeit, timeit_alternating
 
 def bench_matmul(n, ctx):
     cx = lm.Graph()
@@ -99,10 +99,10 @@ def bench_gemm(m, k, n, ctx):
     assert err < 1e-4, f"gemm {m}x{k}x{n}: relative error {err}"
     flop = 2.0 * m * k * n / 1e9
     reps = max(2, ctx.repeats // (4 if m * k * n >= 2 ** 34 else 1))
-    lum = flop / timeit(lambda: rt.execute(), reps)
     xt, wt = torch.from_numpy(xn), torch.from_numpy(wn)
     with torch.no_grad():
-        tor = flop / timeit(lambda: F.linear(xt, wt), reps)
+        lum, tor = (flop / t for t in timeit_alternating(
+            [lambda: rt.execute(), lambda: F.linear(xt, wt)], reps))
     nump = ctx.numpy_gemm.get(f"{m}x{k}x{n}", NAN)
     packed = rt.memory()["packed_input_bytes"] / 1e6
     return dict(name=f"gemm {m}x{k}x{n} param", unit="GFLOP/s", lm=lum, torch=tor, numpy=nump,
@@ -129,10 +129,10 @@ def bench_gemm_bf16(m, k, n, ctx):
     assert err < 1e-4, f"gemm bf16 {m}x{k}x{n}: relative error {err}"
     flop = 2.0 * m * k * n / 1e9
     reps = max(2, ctx.repeats)
-    lum = flop / timeit(lambda: rt.execute(), reps)
     xb = xt.bfloat16()
     with torch.no_grad():
-        tor = flop / timeit(lambda: F.linear(xb, wt), reps)
+        lum, tor = (flop / t for t in timeit_alternating(
+            [lambda: rt.execute(), lambda: F.linear(xb, wt)], reps))
     dot = "bf16_dot" in (cx.last_search_report.winner_program or "")
     return dict(name=f"gemm {m}x{k}x{n} bf16", unit="GFLOP/s", lm=lum, torch=tor, numpy=NAN,
                 compile=NAN, note=f"{choice}; {'bf16 dot products' if dot else 'widened'}",
@@ -238,12 +238,12 @@ def bench_qgemm(m, k, n, kind, ctx):
     cx, rt, raw, wn, xn = _quantized_linear(m, k, n, kind, "q8", ctx)
     flop = 2.0 * m * k * n / 1e9
     reps = max(2, ctx.repeats)
-    lum = flop / timeit(lambda: rt.execute(cx.dyn_map), reps)
     wt, xt = torch.from_numpy(wn), torch.from_numpy(xn)
     wb, xb = wt.bfloat16(), xt.bfloat16()
     with torch.no_grad():
-        tor = flop / timeit(lambda: F.linear(xt, wt), reps)
-        bf = flop / timeit(lambda: F.linear(xb, wb), reps)
+        lum, tor, bf = (flop / t for t in timeit_alternating(
+            [lambda: rt.execute(cx.dyn_map), lambda: F.linear(xt, wt),
+             lambda: F.linear(xb, wb)], reps))
     nump = flop / timeit(lambda: xn @ wn.T, reps)
     winner = "int8 GEMM" if "lm_qmm_" in rt.source else "f32 GEMM"
     return dict(name=f"gemm {m}x{k}x{n} {kind} q8", unit="GFLOP/s", lm=lum, torch=tor,

@@ -26,6 +26,24 @@ def timeit(fn, repeats: int, min_time: float = 0.3) -> float:
     return statistics.median(times)
 
 
+def timeit_alternating(fns, repeats: int, min_time: float = 0.3) -> list:
+    """Median seconds of each of `fns`, run in turns (one call of each a round, after one
+    warm-up each), over `repeats` rounds (more if they are fast): on a machine whose speed
+    drifts within a minute, engines timed one after the other compare the drift, not the
+    engines; in turns each sees the same phases."""
+    for fn in fns:
+        fn()
+    times = [[] for _ in fns]
+    start = time.perf_counter()
+    while len(times[0]) < repeats or (time.perf_counter() - start < min_time * len(fns)
+                                      and len(times[0]) < 50):
+        for fn, out in zip(fns, times):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
+
+
 def compile_best(cx, threads, cache, repeats, feeds, budget=8):
     """Searches the graph's space on CpuRuntime (the matmul tilings of its rules, timed) and
     returns the runtime loaded with the winner and a description of it."""

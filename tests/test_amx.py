@@ -1,9 +1,9 @@
-"""The bf16 GEMM on AMX tiles (schedule bf16_dot 2, codegen/c/amx.cc): a matmul of two bf16
-values in 32 x 32 blocks of tile registers, checked against torch on shapes that are not
-multiples of the block (M = 1, 7, 128, 513; K and N odd; K past a k block), in both forms the
-graph takes, with a transposed A (staged through the stack), a batch, an epilogue and a weight
-laid out once; offered as rules only where the machine has AMX and the dot products are allowed;
-refused where it cannot run or with a block of its own."""
+"""The bf16 GEMM on AMX tiles (schedule bf16_dot 2, codegen/c/amx.cc): what it does beside the
+bf16 dot products' tests, which tests/test_bf16_dot.py runs for it too (odd shapes, both forms
+of the product, a batch with an epilogue, a weight laid out once): a transposed A (staged
+through the stack), the GEMV path for few rows, the search timing it and the cost model's pick;
+offered as rules only where the machine has AMX and the dot products are allowed; refused
+where it cannot run or with a block of its own."""
 
 import numpy as np
 import pytest
@@ -14,40 +14,8 @@ from luminal.nn import Linear
 
 from conftest import CpuRuntime
 from matmul_cases import scheduled
-from test_bf16_dot import bf16, close, expected, needs_dot, run, widened
+from test_bf16_dot import bf16, close, expected, needs_amx, needs_dot, run, widened
 
-_MACHINE = lm.CpuRuntime(cache_dir="")
-HAS_AMX = _MACHINE.vector_width == 16 and "cpu-matmul-bf16-amx" in _MACHINE.rewrite_rules()
-needs_amx = pytest.mark.skipif(not HAS_AMX, reason="no AMX-BF16 on this machine")
-SHAPES = [(1, 37, 45), (7, 64, 64), (13, 31, 130), (128, 100, 67), (513, 258, 70),
-          (40, 1100, 33)]
-
-
-@needs_amx
-@pytest.mark.parametrize("m,k,n", SHAPES)
-def test_widened_bf16_operands_match_torch(m, k, n):
-    cx = lm.Graph()
-    a = cx.tensor((m, k), lm.bfloat16, "a")
-    b = cx.tensor((k, n), lm.bfloat16, "b")
-    y = scheduled(widened(a) @ widened(b), [("bf16_dot", 2), ("tile_k", 256)]).output()
-    at, bt = bf16((m, k), 0), bf16((k, n), 1)
-    rt, got = run(cx, [(a, at), (b, bt)], y)
-    assert "tdpbf16ps" in rt.source
-    close(got, expected(at, bt))
-
-
-@needs_amx
-@pytest.mark.parametrize("m,k,n", [(7, 33, 20), (64, 96, 80)])
-def test_a_bf16_product_summed_in_f32_matches_torch(m, k, n):
-    cx = lm.Graph()
-    a = cx.tensor((m, k), lm.bfloat16, "a")
-    b = cx.tensor((k, n), lm.bfloat16, "b")
-    product = (a.unsqueeze(-1) * b.unsqueeze(-3)).to(lm.float32)
-    y = scheduled(product.sum(-2), [("bf16_dot", 2)]).output()
-    at, bt = bf16((m, k), 2), bf16((k, n), 3)
-    rt, got = run(cx, [(a, at), (b, bt)], y)
-    assert "tdpbf16ps" in rt.source
-    close(got, expected(at, bt))
 
 
 @needs_amx
@@ -62,39 +30,6 @@ def test_a_transposed_a_is_staged_and_matches_torch(m):
     rt, got = run(cx, [(at_, a_t), (b, bt)], y)
     assert "tdpbf16ps" in rt.source
     close(got, expected(a_t.T, bt))
-
-
-@needs_amx
-def test_a_batched_linear_with_an_epilogue_and_a_transposed_weight_matches_torch():
-    cx = lm.Graph()
-    x = cx.tensor((3, 11, 40), lm.bfloat16, "x")
-    w = cx.tensor((50, 40), lm.bfloat16, "w", parameter=True)
-    bias = cx.tensor((50,), name="bias")
-    mm = scheduled(widened(x) @ widened(w).t(), [("bf16_dot", 2), ("epilogue", 1)])
-    y = (mm + bias).relu().output()
-    xt, wt, bt = bf16((3, 11, 40), 4), bf16((50, 40), 5), torch.randn(50)
-    rt, got = run(cx, [(x, xt), (w, wt), (bias, bt)], y)
-    assert "tdpbf16ps" in rt.source
-    close(got, np.maximum(expected(xt, wt.T) + bt.double().numpy(), 0))
-
-
-@needs_amx
-@pytest.mark.parametrize("m,k,n,depth", [(1, 37, 45, 1024), (7, 64, 70, 1024),
-                                         (130, 257, 200, 64), (513, 2049, 100, 2048)])
-def test_a_weight_laid_out_once_as_pairs_matches_torch(m, k, n, depth):
-    """pack_b with bf16_dot 2: the weight's k pairs laid out at set_data in panels 32 wide,
-    read by every M; K past a k block (257 in blocks of 64) and odd (the last pair's high half
-    0)."""
-    cx = lm.Graph()
-    x = cx.tensor((m, k), lm.bfloat16, "x")
-    w = cx.tensor((n, k), lm.bfloat16, "w", parameter=True)
-    schedule = [("bf16_dot", 2), ("pack_b", 1), ("tile_k", depth)]
-    y = scheduled(widened(x) @ widened(w).t(), schedule).output()
-    xt, wt = bf16((m, k), 7), bf16((n, k), 8)
-    rt, got = run(cx, [(x, xt), (w, wt)], y)
-    assert "lm_panels32" in rt.source and "tdpbf16ps" in rt.source
-    assert rt.memory()["packed_input_bytes"] == -(-n // 32) * 32 * (k + k % 2) * 2
-    close(got, expected(xt, wt.T))
 
 
 @needs_amx

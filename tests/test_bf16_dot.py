@@ -20,7 +20,13 @@ from matmul_cases import scheduled
 _MACHINE = lm.CpuRuntime(cache_dir="")
 HAS_DOT = _MACHINE.vector_width == 16 and "cpu-matmul-bf16-dot" in _MACHINE.rewrite_rules()
 needs_dot = pytest.mark.skipif(not HAS_DOT, reason="no AVX512-BF16 on this machine")
-SHAPES = [(1, 37, 45), (7, 64, 64), (13, 31, 130), (128, 100, 67), (513, 258, 70)]
+HAS_AMX = _MACHINE.vector_width == 16 and "cpu-matmul-bf16-amx" in _MACHINE.rewrite_rules()
+needs_amx = pytest.mark.skipif(not HAS_AMX, reason="no AMX-BF16 on this machine")
+# bf16_dot 1 (vdpbf16ps) and 2 (AMX tiles, tests/test_amx.py), each where the machine has it
+DOTS = [pytest.param(1, marks=needs_dot, id="avx512bf16"), pytest.param(2, marks=needs_amx, id="amx")]
+INSTRUCTION = {1: "vdpbf16ps", 2: "tdpbf16ps"}
+SHAPES = [(1, 37, 45), (7, 64, 64), (13, 31, 130), (128, 100, 67), (513, 258, 70),
+          (40, 1100, 33)]
 
 
 def widened(t):
@@ -53,44 +59,45 @@ def run(cx, inputs, out):
     return rt, rt.get(out)
 
 
-@needs_dot
+@pytest.mark.parametrize("dot", DOTS)
 @pytest.mark.parametrize("m,k,n", SHAPES)
-def test_widened_bf16_operands_match_torch(m, k, n):
+def test_widened_bf16_operands_match_torch(dot, m, k, n):
+    """K of 1100 spans k blocks of 256 (AMX's last step partial)."""
     cx = lm.Graph()
     a = cx.tensor((m, k), lm.bfloat16, "a")
     b = cx.tensor((k, n), lm.bfloat16, "b")
-    y = scheduled(widened(a) @ widened(b), [("bf16_dot", 1)]).output()
+    y = scheduled(widened(a) @ widened(b), [("bf16_dot", dot), ("tile_k", 256)]).output()
     at, bt = bf16((m, k), 0), bf16((k, n), 1)
     rt, got = run(cx, [(a, at), (b, bt)], y)
-    assert "vdpbf16ps" in rt.source
+    assert INSTRUCTION[dot] in rt.source
     close(got, expected(at, bt))
 
 
-@needs_dot
+@pytest.mark.parametrize("dot", DOTS)
 @pytest.mark.parametrize("m,k,n", [(7, 33, 20), (64, 96, 80)])
-def test_a_bf16_product_summed_in_f32_matches_torch(m, k, n):
+def test_a_bf16_product_summed_in_f32_matches_torch(dot, m, k, n):
     cx = lm.Graph()
     a = cx.tensor((m, k), lm.bfloat16, "a")
     b = cx.tensor((k, n), lm.bfloat16, "b")
     product = (a.unsqueeze(-1) * b.unsqueeze(-3)).to(lm.float32)
-    y = scheduled(product.sum(-2), [("bf16_dot", 1)]).output()
+    y = scheduled(product.sum(-2), [("bf16_dot", dot)]).output()
     at, bt = bf16((m, k), 2), bf16((k, n), 3)
     rt, got = run(cx, [(a, at), (b, bt)], y)
-    assert "vdpbf16ps" in rt.source
+    assert INSTRUCTION[dot] in rt.source
     close(got, expected(at, bt))
 
 
-@needs_dot
-def test_a_batched_linear_with_an_epilogue_and_a_transposed_weight_matches_torch():
+@pytest.mark.parametrize("dot", DOTS)
+def test_a_batched_linear_with_an_epilogue_and_a_transposed_weight_matches_torch(dot):
     cx = lm.Graph()
     x = cx.tensor((3, 11, 40), lm.bfloat16, "x")
     w = cx.tensor((50, 40), lm.bfloat16, "w", parameter=True)
     bias = cx.tensor((50,), name="bias")
-    mm = scheduled(widened(x) @ widened(w).t(), [("bf16_dot", 1), ("epilogue", 1)])
+    mm = scheduled(widened(x) @ widened(w).t(), [("bf16_dot", dot), ("epilogue", 1)])
     y = (mm + bias).relu().output()
     xt, wt, bt = bf16((3, 11, 40), 4), bf16((50, 40), 5), torch.randn(50)
     rt, got = run(cx, [(x, xt), (w, wt), (bias, bt)], y)
-    assert "vdpbf16ps" in rt.source
+    assert INSTRUCTION[dot] in rt.source
     want = np.maximum(expected(xt, wt.T) + bt.double().numpy(), 0)
     close(got, want)
 
@@ -171,19 +178,22 @@ def test_linear_rounds_x_to_bf16_only_for_a_bf16_weight():
         Linear(8, 3, activations="bf8")
 
 
-@needs_dot
-@pytest.mark.parametrize("m,k,n", [(1, 37, 45), (7, 64, 70), (130, 257, 200), (513, 96, 64)])
-def test_a_weight_laid_out_once_as_pairs_matches_torch(m, k, n):
+@pytest.mark.parametrize("dot", DOTS)
+@pytest.mark.parametrize("m,k,n,depth", [(1, 37, 45, 256), (7, 64, 70, 1024), (130, 257, 200, 64),
+                                         (513, 96, 64, 256), (513, 2049, 100, 2048)])
+def test_a_weight_laid_out_once_as_pairs_matches_torch(dot, m, k, n, depth):
     """pack_b with bf16_dot: the weight's k pairs laid out at set_data (odd K: the last pair's
-    high half 0), read by every M; its bytes are the padded panels'."""
+    high half 0; K past a k block of `depth`), read by every M; its bytes are the padded
+    panels' (64 wide for bf16_dot 1, AMX's 32 for 2)."""
     cx = lm.Graph()
     x = cx.tensor((m, k), lm.bfloat16, "x")
     w = cx.tensor((n, k), lm.bfloat16, "w", parameter=True)
-    y = scheduled(widened(x) @ widened(w).t(), [("bf16_dot", 1), ("pack_b", 1)]).output()
+    schedule = [("bf16_dot", dot), ("pack_b", 1), ("tile_k", depth)]
+    y = scheduled(widened(x) @ widened(w).t(), schedule).output()
     xt, wt = bf16((m, k), 7), bf16((n, k), 8)
     rt, got = run(cx, [(x, xt), (w, wt)], y)
-    assert "lm_panels32" in rt.source
-    width = 64
+    assert "lm_panels32" in rt.source and INSTRUCTION[dot] in rt.source
+    width = {1: 64, 2: 32}[dot]
     assert rt.memory()["packed_input_bytes"] == -(-n // width) * width * (k + k % 2) * 2
     close(got, expected(xt, wt.T))
 

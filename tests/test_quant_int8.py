@@ -454,20 +454,29 @@ int8_gemm = pytest.mark.skipif(not (_core.cpu_has_int8_dot() and CpuRuntime().ve
 
 INT8_GEMM = (("int8_gemm", 1),)
 
+# int8_gemm 2: the same GEMM on AMX tiles (tdpbusd, codegen/c/quant_int8_amx.cc)
+amx_int8 = pytest.mark.skipif(not (_core.cpu_has_amx_int8() and CpuRuntime().vector_width == 16
+                                   and CpuRuntime().dot_products),
+                              reason="needs AMX-INT8 and 16-wide vectors")
+AMX_INT8 = (("int8_gemm", 2),)
 
-@int8_gemm
+
+@pytest.mark.parametrize("params,kernel", [
+    pytest.param(INT8_GEMM, "lm_qmm_{}_", marks=int8_gemm, id="vnni"),
+    pytest.param(AMX_INT8, "lm_qmm_amx_{}(", marks=amx_int8, id="amx")])
 @pytest.mark.parametrize("dtype", KERNEL_TYPES, ids=str)
 @pytest.mark.parametrize("blocks,n", [(1, 7), (3, 45), (5, 33)])
-def test_int8_gemm_matches_gguf_for_every_m(dtype, blocks, n):
+def test_int8_gemm_matches_gguf_for_every_m(params, kernel, dtype, blocks, n):
     """Odd N (not a multiple of the 32-column panel), K of 1, 3 and 5 blocks (past one k block
     of 256 for the 32-value types), M of one row, the GEMV's last, and past it: 9, a partial
-    block of 4 rows (13), 128 and 513."""
+    block of 4 rows (13), 128 and 513; for AMX's blocks of 16 and 32 rows also 16, 17 (the
+    bottom tiles staged) and 32."""
     k = blocks * max(lm._core.block_values(dtype), 128)
-    cx, x, w, y = quant_linear(dtype, k, n, params=INT8_GEMM)
+    cx, x, w, y = quant_linear(dtype, k, n, params=params)
     rt = CpuRuntime()
     rt._load(cx)
-    assert f"lm_qmm_{lm.dtype.name(dtype)}_" in rt.source
-    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 128, 513))
+    assert kernel.format(lm.dtype.name(dtype)) in rt.source
+    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 16, 17, 32, 128, 513))
 
 
 def check_silu_product(rt, x, w, y, dtype, k, n, ms):
@@ -521,27 +530,6 @@ ROW_GROUPS = INT8_GEMM + (("quant_rows", 4),)
 # 4), a chunk and one, two chunks.
 GROUP_TYPES = {lm.dtype.q4_0: (32, (1, 3, 9, 16)), lm.dtype.q8_0: (32, (1, 3, 9, 16)),
                lm.dtype.q4_k: (256, (1, 3, 5, 8))}
-
-
-# int8_gemm 2: the same GEMM on AMX tiles (tdpbusd, codegen/c/quant_int8_amx.cc)
-amx_int8 = pytest.mark.skipif(not (_core.cpu_has_amx_int8() and CpuRuntime().vector_width == 16
-                                   and CpuRuntime().dot_products),
-                              reason="needs AMX-INT8 and 16-wide vectors")
-AMX_INT8 = (("int8_gemm", 2),)
-
-
-@amx_int8
-@pytest.mark.parametrize("dtype", KERNEL_TYPES, ids=str)
-@pytest.mark.parametrize("blocks,n", [(1, 7), (3, 45), (5, 33)])
-def test_amx_int8_gemm_matches_gguf_for_every_m(dtype, blocks, n):
-    """As test_int8_gemm_matches_gguf_for_every_m on AMX tiles: M of a partial block of 16 rows
-    (9, 13), of one past 16 (17 and 513: the bottom tiles staged), 32 and 128 (whole)."""
-    k = blocks * max(lm._core.block_values(dtype), 128)
-    cx, x, w, y = quant_linear(dtype, k, n, params=AMX_INT8)
-    rt = CpuRuntime()
-    rt._load(cx)
-    assert f"lm_qmm_amx_{lm.dtype.name(dtype)}(" in rt.source and "tdpbusd" in rt.source
-    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 16, 17, 32, 128, 513))
 
 
 @amx_int8

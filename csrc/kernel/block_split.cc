@@ -32,10 +32,7 @@ bool steps_evenly(const Expr& e, const std::string& var, int64_t block) {
 }  // namespace
 
 std::optional<BlockSplit> block_split(const Kernel& kernel) {
-  if (kernel.loops.empty() || !kernel.reduce.empty() || kernel.reduce_at >= 0 ||
-      kernel.matmul.present || kernel.row.present || kernel.attention.present) {
-    return std::nullopt;
-  }
+  if (!kernel.plain_loop_nest()) return std::nullopt;
   const Loop& inner = kernel.loops.back();
   const std::optional<int64_t> extent = inner.extent.try_const();
   if (!extent || *extent < 2 * kMinBlock) return std::nullopt;
@@ -49,14 +46,15 @@ std::optional<BlockSplit> block_split(const Kernel& kernel) {
     if (*extent % block != 0) continue;
     const Expr at = Expr::symbol(outer) * Expr(block) + Expr::symbol(inner.var) % Expr(block);
     BlockSplit split{outer, *extent / block, block, kernel};
-    bool fits = true;
     for (Value& v : split.inside.values) {
       v.index = v.index.substitute(inner.var, at);
       v.valid = v.valid.substitute(inner.var, at);
-      if (v.kind == ValueKind::kLoad) fits = fits && steps_evenly(v.index, inner.var, block);
     }
     split.inside.out_index = split.inside.out_index.substitute(inner.var, at);
-    fits = fits && steps_evenly(split.inside.out_index, inner.var, block);
+    bool fits = true;
+    for (const Expr* e : indices(split.inside)) {
+      fits = fits && steps_evenly(*e, inner.var, block);
+    }
     if (fits) return split;
   }
   return std::nullopt;

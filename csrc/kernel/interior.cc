@@ -38,10 +38,7 @@ bool narrow(const Expr& atom, const std::string& var, const std::set<std::string
 }  // namespace
 
 std::optional<InteriorSplit> interior_split(const Kernel& kernel) {
-  if (kernel.loops.empty() || !kernel.reduce.empty() || kernel.reduce_at >= 0 ||
-      kernel.matmul.present || kernel.row.present || kernel.attention.present) {
-    return std::nullopt;
-  }
+  if (!kernel.plain_loop_nest()) return std::nullopt;
   const Loop& inner = kernel.loops.back();
   std::set<std::string> run_time;  // symbols bound per element to values read (Gathers)
   for (const Value& v : kernel.values) {

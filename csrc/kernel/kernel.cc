@@ -76,6 +76,11 @@ std::vector<bool> Kernel::cone(ValueId from) const {
   return in;
 }
 
+bool Kernel::plain_loop_nest() const {
+  return !loops.empty() && reduce.empty() && reduce_at < 0 && !matmul.present && !row.present &&
+         !attention.present;
+}
+
 std::vector<BufferId> Kernel::reads() const {
   std::vector<BufferId> out;
   for (const Value& v : values) {

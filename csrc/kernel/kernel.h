@@ -223,6 +223,10 @@ struct Kernel {
 
   // Buffers read by this kernel, sorted, without `out`.
   std::vector<BufferId> reads() const;
+  // Whether it is a plain elementwise loop nest: output loops, no reduction, no recognised
+  // pattern (matmul, row, attention). What a renderer may restructure (kernel/interior.h,
+  // kernel/block_split.h).
+  bool plain_loop_nest() const;
   // Per value: whether value `from` depends on it (itself included), through args and binds.
   std::vector<bool> cone(ValueId from) const;
   std::string to_string() const;  // s-expression text, stable across runs

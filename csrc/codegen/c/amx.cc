@@ -36,22 +36,24 @@ std::string tile_dot(const std::string& op, int c, int a, int b) {
          std::to_string(a) + ", %%tmm" + std::to_string(c) + "\" ::: \"memory\");";
 }
 
-namespace {
-
-// Tiles: 0-3 C (top left, top right, bottom left, bottom right), 4-5 A (top, bottom), 6-7 B
-// (left, right). For bf16 every tile is 16 rows of 64 bytes.
-std::string bf16_switch() {
+std::string amx_switch(const std::string& name, int64_t a_bytes, int64_t b_rows) {
   CodeWriter w;
-  w.open("static inline void lm_amx_on(void)");
+  w.open("static inline void " + name + "(void)");
   w.line("lm_amx_grant();");
   w.line("lm_tile_config cfg;");
   w.line("__builtin_memset(&cfg, 0, sizeof cfg);");
   w.line("cfg.palette = 1;");
-  w.line("for (int t = 0; t < 8; t++) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }");
+  w.line("for (int t = 0; t < 4; t++) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }");
+  w.line("for (int t = 4; t < 6; t++) { cfg.colsb[t] = " + std::to_string(a_bytes) +
+         "; cfg.rows[t] = 16; }");
+  w.line("for (int t = 6; t < 8; t++) { cfg.colsb[t] = 64; cfg.rows[t] = " +
+         std::to_string(b_rows) + "; }");
   w.line("__asm__ volatile(\"ldtilecfg %0\" :: \"m\"(cfg));");
   w.close();
   return w.str();
 }
+
+namespace {
 
 // c[0:rows, 0:cols] (+)= a[0:rows, 0:kc] * bp (pairs, 32 wide; rows <= 32, cols <= 32): the
 // lm_mmbf_* signature. Up to 16 rows take the top tiles only.
@@ -140,7 +142,8 @@ std::string amx_tile_prelude(std::set<std::string>& seen) {
 
 std::string amx_prelude(std::set<std::string>& seen) {
   std::string s = amx_tile_prelude(seen);
-  if (seen.insert("lm_amx_on").second) s += bf16_switch();
+  // bf16: A's tiles 16 rows of 32 k, B's 16 pairs of k
+  if (seen.insert("lm_amx_on").second) s += amx_switch("lm_amx_on", 64, 16);
   if (seen.insert(amx_micro_kernel_name()).second) s += micro_kernel();
   return s;
 }

@@ -18,23 +18,6 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// Tiles: 0-3 the int32 sums (top left, top right, bottom left, bottom right), 4-5 x (top,
-// bottom: 16 rows of g bytes), 6-7 the panel (left, right: g / 4 rows of 64 bytes).
-std::string switch_on(int64_t g) {
-  CodeWriter w;
-  w.open("static inline void " + amx_int8_switch_name(g) + "(void)");
-  w.line("lm_amx_grant();");
-  w.line("lm_tile_config cfg;");
-  w.line("__builtin_memset(&cfg, 0, sizeof cfg);");
-  w.line("cfg.palette = 1;");
-  w.line("for (int t = 0; t < 4; t++) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }");
-  w.line("for (int t = 4; t < 6; t++) { cfg.colsb[t] = " + str(g) + "; cfg.rows[t] = 16; }");
-  w.line("for (int t = 6; t < 8; t++) { cfg.colsb[t] = 64; cfg.rows[t] = " + str(g / 4) + "; }");
-  w.line("__asm__ volatile(\"ldtilecfg %0\" :: \"m\"(cfg));");
-  w.close();
-  return w.str();
-}
-
 // lm_qmm_*'s arguments and meaning (c/quant_int8_gemm.cc), up to 32 rows and 32 columns.
 std::string micro_kernel(DType w, int64_t g, bool minimum) {
   CodeWriter c;
@@ -114,7 +97,10 @@ std::string amx_int8_micro_name(DType w) { return std::string("lm_qmm_amx_") + d
 
 std::string amx_int8_prelude(DType w, int64_t g, bool minimum, std::set<std::string>& seen) {
   std::string s = amx_tile_prelude(seen);
-  if (seen.insert(amx_int8_switch_name(g)).second) s += switch_on(g);
+  // x's tiles 16 rows of g bytes, the panel's g / 4 groups of 4 k (the int32 sums in C's)
+  if (seen.insert(amx_int8_switch_name(g)).second) {
+    s += amx_switch(amx_int8_switch_name(g), g, g / 4);
+  }
   if (seen.insert(amx_int8_micro_name(w)).second) s += micro_kernel(w, g, minimum);
   return s;
 }

@@ -106,26 +106,7 @@ void CRenderer::emit_loop_nest(const Kernel& kernel, CodeWriter& w) const {
   size_t rank = kernel.loops.size();
   auto split = rank > 1 ? interior_split(kernel) : std::nullopt;
   auto blocks = rank > 1 && !split ? block_split(kernel) : std::nullopt;
-  if (blocks) {  // the innermost loop in blocks (kernel/block_split.h)
-    std::string pragma = omp_loops_pragma(kernel, true);
-    if (!pragma.empty()) w.line(pragma);
-    for (size_t k = 0; k + 1 < rank; ++k) {
-      const Loop& l = kernel.loops[k];
-      w.open("for (int64_t " + l.var + " = 0; " + l.var + " < " + l.extent.to_c() + "; " +
-             l.var + "++)");
-    }
-    const std::string& v = kernel.loops.back().var;
-    w.open("for (int64_t " + blocks->outer + " = 0; " + blocks->outer + " < " +
-           std::to_string(blocks->blocks) + "; " + blocks->outer + "++)");
-    w.open("for (int64_t " + v + " = 0; " + v + " < " + std::to_string(blocks->block) + "; " + v +
-           "++)");
-    emit_body(blocks->inside, w);
-    w.close();
-    w.close();
-    for (size_t k = 0; k + 1 < rank; ++k) w.close();
-    return;
-  }
-  if (!split) {
+  if (!split && !blocks) {
     CLikeRenderer::emit_loop_nest(kernel, w);
     return;
   }
@@ -138,22 +119,30 @@ void CRenderer::emit_loop_nest(const Kernel& kernel, CodeWriter& w) const {
   }
   const Loop& inner = kernel.loops.back();
   std::string v = inner.var, n = inner.extent.to_c();
-  w.line("/* " + v + " in [" + v + "_lo, " + v + "_hi): every padding mask holds */");
-  w.line("int64_t " + v + "_lo = " + split->lo.to_c() + ";");
-  w.line("int64_t " + v + "_hi = " + split->hi.to_c() + ";");
-  w.line("if (" + v + "_lo > " + n + ") " + v + "_lo = " + n + ";");
-  w.line("if (" + v + "_hi < " + v + "_lo) " + v + "_hi = " + v + "_lo;");
-  if (!is_one(split->outer)) {
-    w.line("if (!(" + split->outer.to_c() + ")) " + v + "_lo = " + v + "_hi = " + n + ";");
-  }
   auto part = [&](const std::string& from, const std::string& to, const Kernel& body) {
     w.open("for (int64_t " + v + " = " + from + "; " + v + " < " + to + "; " + v + "++)");
     emit_body(body, w);
     w.close();
   };
-  part("0", v + "_lo", kernel);
-  part(v + "_lo", v + "_hi", split->inside);
-  part(v + "_hi", n, kernel);
+  if (blocks) {  // in blocks (kernel/block_split.h): io outside, the block's own loop inside
+    const std::string& io = blocks->outer;
+    w.open("for (int64_t " + io + " = 0; " + io + " < " + std::to_string(blocks->blocks) +
+           "; " + io + "++)");
+    part("0", std::to_string(blocks->block), blocks->inside);
+    w.close();
+  } else {
+    w.line("/* " + v + " in [" + v + "_lo, " + v + "_hi): every padding mask holds */");
+    w.line("int64_t " + v + "_lo = " + split->lo.to_c() + ";");
+    w.line("int64_t " + v + "_hi = " + split->hi.to_c() + ";");
+    w.line("if (" + v + "_lo > " + n + ") " + v + "_lo = " + n + ";");
+    w.line("if (" + v + "_hi < " + v + "_lo) " + v + "_hi = " + v + "_lo;");
+    if (!is_one(split->outer)) {
+      w.line("if (!(" + split->outer.to_c() + ")) " + v + "_lo = " + v + "_hi = " + n + ";");
+    }
+    part("0", v + "_lo", kernel);
+    part(v + "_lo", v + "_hi", split->inside);
+    part(v + "_hi", n, kernel);
+  }
   for (size_t k = 0; k + 1 < rank; ++k) w.close();
 }
 

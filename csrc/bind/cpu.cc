@@ -10,6 +10,7 @@
 
 #include "core/errors.h"
 #include "codegen/c/schedule.h"
+#include "codegen/planted_fault.h"
 #include "runtime/cpu/cpu.h"
 
 namespace nb = nanobind;
@@ -85,6 +86,8 @@ void init_cpu(nb::module_& m) {
         "dot_products"_a = true);
   m.def("cpu_rewrite_rules", &cpu_rewrite_rules, "vector_width"_a, "dot_products"_a = true);
   m.def("cpu_has_bf16_dot", &cpu_has_bf16_dot);
+  // Test-only (codegen/planted_fault.h).
+  m.def("_plant_fault", &plant_fault, "name"_a);
   m.def("cpu_has_int8_dot", &cpu_has_int8_dot);
   m.def("cpu_has_amx", &cpu_has_amx);
   m.def("cpu_has_amx_int8", &cpu_has_amx_int8);

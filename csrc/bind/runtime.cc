@@ -7,11 +7,13 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstring>
 
 #include "core/errors.h"
+#include "runtime/kernel_check.h"
 #include "runtime/native/native.h"
 
 namespace nb = nanobind;
@@ -26,6 +28,38 @@ using CpuArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
   const int64_t count = elements_in(dtype, data.itemsize(), static_cast<int64_t>(data.size()));
   rt.set_data(input, data.data(), count, dtype);
+}
+
+// Runtime::check_kernels with the inputs' data as (node, array, dtype) triples; each kernel's
+// verdict as a tuple (kernel, root, dtype, elements, got, want, problem).
+nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
+                       const std::vector<std::tuple<NodeId, CpuArray, DType>>& inputs,
+                       int samples, int repeat_samples, int64_t step_budget, uint64_t seed) {
+  std::map<NodeId, native::ElementSource> sources;
+  for (const auto& [node, data, dtype] : inputs) {
+    const int64_t count = elements_in(dtype, data.itemsize(), static_cast<int64_t>(data.size()));
+    sources[node] = {static_cast<const uint8_t*>(data.data()), dtype, count};
+  }
+  KernelCheckOptions options;
+  options.samples = samples;
+  options.repeat_samples = repeat_samples;
+  options.step_budget = step_budget;
+  options.seed = seed;
+  KernelCheckReport report;
+  {
+    nb::gil_scoped_release release;
+    report = rt.check_kernels(dyn_map, sources, options);
+  }
+  nb::list kernels;
+  for (const KernelSamples& k : report.kernels) {
+    kernels.append(nb::make_tuple(k.kernel, k.root, k.dtype, k.elements, k.got, k.want,
+                                  k.problem));
+  }
+  nb::dict out;
+  out["kernels"] = kernels;
+  out["steps"] = report.steps;
+  out["distinct"] = report.distinct;
+  return out;
 }
 
 nb::dlpack::dtype numpy_dtype(DType dtype) {
@@ -92,7 +126,10 @@ void init_runtime(nb::module_& m) {
       .def("can_time_kernels", &Runtime::can_time_kernels)
       .def("kernel_times", &Runtime::kernel_times, "dyn_map"_a,
            nb::call_guard<nb::gil_scoped_release>())
-      .def("get", &get, "output"_a);
+      .def("get", &get, "output"_a)
+      .def("can_check_kernels", &Runtime::can_check_kernels)
+      .def("check_kernels", &check_kernels_of, "dyn_map"_a, "inputs"_a, "samples"_a,
+           "repeat_samples"_a, "step_budget"_a, "seed"_a);
   nb::class_<NativeRuntime, Runtime>(m, "NativeRuntime").def(nb::init<>());
 }
 

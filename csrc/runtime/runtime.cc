@@ -5,6 +5,7 @@
 #include "core/errors.h"
 #include "core/sizes.h"
 #include "runtime/disk_cache.h"
+#include "runtime/kernel_check.h"
 
 namespace luminal {
 
@@ -32,6 +33,15 @@ void Runtime::execute_carrying(const DynMap& dyn_map,
     const HostBuffer& value = get(output);
     set_data(input, value.bytes.data(), value.numel(), value.dtype);
   }
+}
+
+KernelCheckReport Runtime::check_kernels(const DynMap& dyn_map,
+                                        const std::map<NodeId, native::ElementSource>& inputs,
+                                        const KernelCheckOptions& options) {
+  (void)dyn_map;
+  (void)inputs;
+  (void)options;
+  throw CompileError(name() + " runtime: no kernel-by-kernel check");
 }
 
 std::string input_desc(const Graph& graph, NodeId id) {

@@ -20,6 +20,11 @@ namespace luminal {
 namespace egraph {
 struct KernelCost;
 }  // namespace egraph
+namespace native {
+struct ElementSource;
+}  // namespace native
+struct KernelCheckOptions;  // runtime/kernel_check.h
+struct KernelCheckReport;
 
 // A dense row-major host tensor in a dtype's storage format (bf16/f16 as 16-bit words).
 struct HostBuffer {
@@ -106,6 +111,14 @@ class Runtime {
     (void)dyn_map;
     return {};
   }
+  // Whether check_kernels works on this runtime.
+  virtual bool can_check_kernels() const { return false; }
+  // Runs the compiled program kernel by kernel on the data set as for execute, checking each
+  // kernel against the interpreter (runtime/kernel_check.h); `inputs`: every input of the
+  // compiled graph as stored. Leaves the outputs as execute does.
+  virtual KernelCheckReport check_kernels(const DynMap& dyn_map,
+                                          const std::map<NodeId, native::ElementSource>& inputs,
+                                          const KernelCheckOptions& options);
 };
 
 // Shared by the runtimes' set_data / execute / get, so every runtime words its errors alike.

@@ -300,8 +300,9 @@ class Graph(CreationOps):
         Up to ``budget`` candidates (programs from the search space, best-first by the cost
         model, times the runtime's tuning choices; distinct by the code the runtime would run,
         duplicates skipped) are compiled, checked against the reference interpreter on several
-        input sets (random ones of ``seed``; for small graphs also large magnitudes, exp2's
-        edge, large ints, zeros) and timed; the finalists are re-timed together, and the cost
+        input sets (random ones of ``seed``, at the search's dims and at a second binding of
+        them; also large magnitudes, exp2's edge, large ints, zeros; a big graph kernel by
+        kernel) and timed; the finalists are re-timed together, and the cost
         model's pick stays unless a challenger is faster by more than the measured spread.
         Budget 1 takes the cost model's pick untimed. The choice is cached on disk (``cache_dir``,
         default ~/.cache/luminal/search; ``cache=False`` to bypass). ``progress``: None shows
@@ -310,9 +311,11 @@ class Graph(CreationOps):
         per candidate), False never. ``verbose`` prints the
         report, which is also kept as ``cx.last_search_report``. ``time_limit`` (seconds)
         stops checking and timing further candidates once spent (at least one is tried).
-        ``reference``: what candidates are checked against: "native" (the interpreter),
-        "runtime" (this runtime running the graph as written) or "auto" (native unless the
-        graph is too big for the interpreter; see luminal.search). ``cost_model``: the
+        ``reference``: what candidates are checked against: "native" (the interpreter,
+        output by output), "kernels" (the interpreter, kernel by kernel: each kernel's output
+        at sampled elements from the operands it read), "runtime" (this runtime running the
+        graph as written) or "auto" (native unless the graph is too big for the interpreter,
+        then kernels where the runtime can check them; see luminal.search.check). ``cost_model``: the
         calibrated model that orders the candidates (luminal.search.cost; "auto": the one
         calibrated for this machine, if any, next to the search cache; None: the e-graph's
         cost only). ``descent``: up to this many more candidates, within ``descent_seconds``,

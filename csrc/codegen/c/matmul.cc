@@ -15,6 +15,7 @@
 
 #include "codegen/c/renderer.h"
 #include "codegen/c/matmul.h"
+#include "codegen/planted_fault.h"
 #include "codegen/c/quant.h"
 #include "codegen/c/schedule.h"
 #include "kernel/quant_row_groups.h"
@@ -416,6 +417,7 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   if (renders_quant_gemv(k, vector_width_)) emit_quant_gemv(k, outer, w);
   if (renders_gemv(k) && !k.panels) emit_gemv(k, outer, w);
   emit_gemm(k, outer, "", w);
+  if (planted_fault() == PlantedFault::kGemm) w.line("C[0] += 1.0f;  /* planted fault */");
   return true;
 }
 

@@ -10,6 +10,7 @@
 
 #include "codegen/c/outline.h"
 #include "codegen/c/schedule.h"
+#include "codegen/planted_fault.h"
 #include "core/hash.h"
 #include "kernel/canonical.h"
 #include "kernel/block_split.h"
@@ -55,6 +56,9 @@ std::string CRenderer::prelude(const Program& program) const {
 std::string CRenderer::math_call(OpKind op, const std::string& x) const {
   if (op == OpKind::Exp2) return "lm_exp2f(" + x + ")";
   if (op == OpKind::Log2) return "lm_log2f(" + x + ")";
+  if (op == OpKind::Sqrt && planted_fault() == PlantedFault::kSqrt) {
+    return "(1.01f * " + CLikeRenderer::math_call(op, x) + ")";
+  }
   return CLikeRenderer::math_call(op, x);
 }
 
@@ -255,6 +259,11 @@ std::string CRenderer::split_entry(const Program& program) const {
   w.line("if (lm_seconds) lm_seconds[lm_i] = lm_now() - lm_t;");
   w.close();
   w.close();
+  w.blank();
+  // One kernel alone (the kernels before it have run): the search's kernel-by-kernel check.
+  w.open("void lm_step(int lm_i, void** lm_buffers, const int64_t* lm_dims, int lm_threads)");
+  w.line("lm_steps[lm_i](lm_buffers, lm_slots + lm_first[lm_i], lm_dims, lm_threads);");
+  w.close();
   return w.str();
 }
 
@@ -279,6 +288,7 @@ CSplitProgram CRenderer::render_split(const Program& program) const {
     std::string draft = unit.prelude(alone) + "\n" + unit.render_kernel(alone, alone.kernels[0]);
     std::string name = "lm_k" + hex64(fnv1a(draft));
     k.name = name;
+    out.steps.push_back(name);
     if (!seen.insert(name).second) continue;
     alone.kernels[0].name = name;
     std::string text = unit.prelude(alone) + "\n" + unit.render_kernel(alone, alone.kernels[0]) +

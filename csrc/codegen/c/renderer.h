@@ -31,7 +31,8 @@ struct CUnit {
 struct CSplitProgram {
   std::vector<CUnit> kernels;  // distinct, in the order of their first call
   std::vector<CUnit> helpers;  // the kernels' big helpers, each in a unit of its own (outline.h)
-  CUnit driver;                // name "lm_run"
+  CUnit driver;                // name "lm_run" (and lm_step: one kernel alone)
+  std::vector<std::string> steps;  // the unit each kernel of the program calls, in order
   std::string text() const;    // the driver, then every kernel unit, for reading
 };
 

@@ -165,6 +165,7 @@ void CpuRuntime::compile(const Prepared& prepared) {
   graph_ = cpu->graph;
   program_ = cpu->program;
   source_ = cpu->source;
+  units_ = cpu->units.steps;
   liveness_ = buffer_liveness(program_);
   packed_.clear();
   for (const Kernel& k : program_.kernels) {
@@ -342,12 +343,65 @@ std::vector<std::pair<NodeId, double>> CpuRuntime::kernel_times(const DynMap& dy
 }
 
 void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
+  Bound bound = bind_buffers(dyn_map);
+  if (loaded_.index_fault) *loaded_.index_fault = 0;
+  loaded_.run(bound.pointers.data(), bound.dims.data(), options_.threads, seconds, now_seconds);
+  if (loaded_.index_fault && *loaded_.index_fault) throw_index_fault(graph_, dyn_map);
+}
+
+namespace {
+// CpuRuntime's buffers, one kernel at a time, for check_kernels.
+class CpuSteps : public KernelSteps {
+ public:
+  CpuSteps(const Program& program, const LoadedProgram& loaded,
+           const std::vector<std::string>& units, std::vector<void*>& pointers,
+           const std::vector<int64_t>& dims, const std::vector<int64_t>& numel, int threads)
+      : program_(program), loaded_(loaded), units_(units), pointers_(pointers), dims_(dims),
+        numel_(numel), threads_(threads) {}
+  const Program& program() const override { return program_; }
+  void run_kernel(int k) override {
+    loaded_.step(k, pointers_.data(), dims_.data(), threads_);
+  }
+  uint8_t* host_bytes(BufferId b) override { return static_cast<uint8_t*>(pointers_[b]); }
+  int64_t numel(BufferId b) const override { return numel_[b]; }
+  std::string unit(int k) const override { return units_.at(k); }
+
+ private:
+  const Program& program_;
+  const LoadedProgram& loaded_;
+  const std::vector<std::string>& units_;
+  std::vector<void*>& pointers_;
+  const std::vector<int64_t>& dims_;
+  const std::vector<int64_t>& numel_;
+  int threads_;
+};
+}  // namespace
+
+KernelCheckReport CpuRuntime::check_kernels(
+    const DynMap& dyn_map, const std::map<NodeId, native::ElementSource>& inputs,
+    const KernelCheckOptions& options) {
+  Bound bound = bind_buffers(dyn_map);
+  for (NodeId id : graph_.inputs()) {
+    if (!inputs.count(id)) throw ShapeError("check_kernels: no check data for " + input_desc(graph_, id));
+  }
+  CpuSteps steps(program_, loaded_, units_, bound.pointers, bound.dims, bound.numel,
+                 options_.threads);
+  if (loaded_.index_fault) *loaded_.index_fault = 0;
+  KernelCheckReport report = luminal::check_kernels(graph_, steps, inputs, dyn_map, options);
+  if (loaded_.index_fault && *loaded_.index_fault) throw_index_fault(graph_, dyn_map);
+  return report;
+}
+
+CpuRuntime::Bound CpuRuntime::bind_buffers(const DynMap& dyn_map) {
   check_compiled(compiled_, "execute");
   check_symbols(program_.dims, dyn_map);
-  std::vector<int64_t> dims;
+  Bound bound;
+  std::vector<int64_t>& dims = bound.dims;
   for (const std::string& s : program_.dims) dims.push_back(dyn_map.at(s));
-  std::vector<int64_t> numel = buffer_numels(graph_, program_, dyn_map, "execute");
-  std::vector<void*> pointers(program_.buffers.size(), nullptr);
+  bound.numel = buffer_numels(graph_, program_, dyn_map, "execute");
+  const std::vector<int64_t>& numel = bound.numel;
+  std::vector<void*>& pointers = bound.pointers;
+  pointers.assign(program_.buffers.size(), nullptr);
   for (const Buffer& b : program_.buffers) {
     if (b.role != BufferRole::kInput) continue;
     auto it = inputs_.find(b.node);
@@ -379,9 +433,7 @@ void CpuRuntime::run(const DynMap& dyn_map, double* seconds) {
       pointers[b.id] = out.bytes.data();
     }
   }
-  if (loaded_.index_fault) *loaded_.index_fault = 0;
-  loaded_.run(pointers.data(), dims.data(), options_.threads, seconds, now_seconds);
-  if (loaded_.index_fault && *loaded_.index_fault) throw_index_fault(graph_, dyn_map);
+  return bound;
 }
 
 CpuMemoryUse CpuRuntime::memory() const {

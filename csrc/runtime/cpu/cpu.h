@@ -15,6 +15,7 @@
 #include "kernel/kernel_work.h"
 #include "kernel/memory_plan.h"
 #include "runtime/cpu/cpu_compiler.h"
+#include "runtime/kernel_check.h"
 #include "runtime/runtime.h"
 
 namespace luminal {
@@ -97,6 +98,10 @@ class CpuRuntime : public Runtime {
   bool can_time_kernels() const override { return true; }
   std::vector<std::pair<NodeId, double>> kernel_times(const DynMap& dyn_map) override;
   const HostBuffer& get(NodeId output) const override;
+  bool can_check_kernels() const override { return true; }
+  KernelCheckReport check_kernels(const DynMap& dyn_map,
+                                  const std::map<NodeId, native::ElementSource>& inputs,
+                                  const KernelCheckOptions& options) override;
 
   const CpuOptions& options() const { return options_; }
   const std::string& source() const { return source_; }       // the generated C, all units
@@ -129,6 +134,14 @@ class CpuRuntime : public Runtime {
   void keep_input(NodeId input, const void* data, int64_t count, DType dtype,
                   std::shared_ptr<const void> owner);
   void run(const DynMap& dyn_map, double* seconds);  // execute; seconds as in kernel_times
+  // Every buffer's address for a run under `dyn_map` (inputs, the arena planned, outputs
+  // allocated), the dims' values and the buffers' element counts.
+  struct Bound {
+    std::vector<void*> pointers;
+    std::vector<int64_t> dims;
+    std::vector<int64_t> numel;
+  };
+  Bound bind_buffers(const DynMap& dyn_map);
   // `prepared` as this runtime's CpuPrepared (lowered for its vector width and dot-product
   // setting), or null: another runtime's, which is lowered again.
   const CpuPrepared* made_here(const Prepared& prepared) const;
@@ -139,6 +152,7 @@ class CpuRuntime : public Runtime {
   Program program_;
   Liveness liveness_;
   std::string source_;
+  std::vector<std::string> units_;  // the unit each kernel calls (CSplitProgram::steps)
   LoadedProgram loaded_;
   std::map<NodeId, InputData> inputs_;
   std::map<NodeId, Layout> packed_;  // parameters read as panels (Kernel::panels)

@@ -179,12 +179,14 @@ bool try_load(const std::string& object_path, LoadedProgram& out) {
   if (!handle) return false;
   pin_openmp_runtime();
   void* sym = dlsym(handle, "lm_run");
-  if (!sym) {
+  void* step = dlsym(handle, "lm_step");
+  if (!sym || !step) {
     dlclose(handle);
     return false;
   }
   out.handle = handle;
   out.run = reinterpret_cast<decltype(out.run)>(sym);
+  out.step = reinterpret_cast<decltype(out.step)>(step);
   out.index_fault = static_cast<int32_t*>(dlsym(handle, kIndexFault));
   return true;
 }
@@ -296,6 +298,7 @@ void unload_program(LoadedProgram& program) {
   if (program.handle) dlclose(program.handle);
   program.handle = nullptr;
   program.run = nullptr;
+  program.step = nullptr;
   program.index_fault = nullptr;
 }
 

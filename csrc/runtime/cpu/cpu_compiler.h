@@ -52,6 +52,8 @@ struct LoadedProgram {
   // seconds: null, or one slot per kernel for the time each took, measured with now().
   void (*run)(void** buffers, const int64_t* dims, int threads, double* seconds,
               double (*now)(void)) = nullptr;
+  // Kernel k alone, the kernels before it having run (the search's kernel-by-kernel check).
+  void (*step)(int k, void** buffers, const int64_t* dims, int threads) = nullptr;
   // The program's index fault flag (codegen kIndexFault), or null where no kernel reads a
   // bound index: 0 before a run, non-zero after one whose Gather read out of range.
   int32_t* index_fault = nullptr;

@@ -33,51 +33,56 @@ std::vector<int64_t> evaluate(const std::vector<Expr>& dims, const DynMap& env) 
   return out;
 }
 
-namespace {
-double load_f(const HostBuffer& b, int64_t i) {
-  switch (b.dtype) {
+double load_f(DType dtype, const uint8_t* bytes, int64_t i) {
+  switch (dtype) {
     case DType::F32: {
       float v;
-      std::memcpy(&v, b.bytes.data() + 4 * i, 4);
+      std::memcpy(&v, bytes + 4 * i, 4);
       return v;
     }
     case DType::F16: {
       uint16_t v;
-      std::memcpy(&v, b.bytes.data() + 2 * i, 2);
+      std::memcpy(&v, bytes + 2 * i, 2);
       return f16_to_f32(v);
     }
     case DType::BF16: {
       uint16_t v;
-      std::memcpy(&v, b.bytes.data() + 2 * i, 2);
+      std::memcpy(&v, bytes + 2 * i, 2);
       return bf16_to_f32(v);
     }
     case DType::Int: {
       int32_t v;
-      std::memcpy(&v, b.bytes.data() + 4 * i, 4);
+      std::memcpy(&v, bytes + 4 * i, 4);
       return v;
     }
     case DType::Bool:
-      return b.bytes[i] ? 1.0 : 0.0;
+      return bytes[i] ? 1.0 : 0.0;
     case DType::Q8_0:
     case DType::Q4_0:
     case DType::Q4_K:
     case DType::Q5_K:
     case DType::Q6_K:
-      return dequantize_element(b.dtype, b.bytes.data(), i);
+      return dequantize_element(dtype, bytes, i);
   }
   return 0;
 }
 
-int64_t load_i(const HostBuffer& b, int64_t i) {
-  if (b.dtype == DType::Int) {
+int64_t load_i(DType dtype, const uint8_t* bytes, int64_t i) {
+  if (dtype == DType::Int) {
     int32_t v;
-    std::memcpy(&v, b.bytes.data() + 4 * i, 4);
+    std::memcpy(&v, bytes + 4 * i, 4);
     return v;
   }
-  if (b.dtype == DType::Bool) return b.bytes[i] ? 1 : 0;
-  return float_to_int(load_f(b, i));
+  if (dtype == DType::Bool) return bytes[i] ? 1 : 0;
+  return float_to_int(load_f(dtype, bytes, i));
 }
-}  // namespace
+
+double stored_value(DType dtype, double v) {
+  if (is_float(dtype)) return round_to_dtype(v, dtype);
+  if (dtype == DType::Int) return static_cast<double>(wrap_to_i32(static_cast<int64_t>(v)));
+  if (dtype == DType::Bool) return v != 0 ? 1.0 : 0.0;
+  throw InternalError("stored_value of a quantized dtype (parameter storage only)");
+}
 
 void store_f(HostBuffer& b, int64_t i, double v) {
   switch (b.dtype) {
@@ -217,13 +222,13 @@ void check_in_bounds(int64_t p, const HostBuffer& src, const char* op) {
 double read_f(const HostBuffer& src, int64_t p) {
   if (p < 0) return 0.0;
   check_in_bounds(p, src, "read");
-  return load_f(src, p);
+  return load_f(src.dtype, src.bytes.data(), p);
 }
 
 int64_t read_i(const HostBuffer& src, int64_t p) {
   if (p < 0) return 0;
   check_in_bounds(p, src, "read");
-  return load_i(src, p);
+  return load_i(src.dtype, src.bytes.data(), p);
 }
 
 double read_f(const HostBuffer& src, const ConcreteView& v, const std::vector<int64_t>& idx) {

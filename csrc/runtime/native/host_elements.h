@@ -22,6 +22,15 @@ ConcreteView evaluate(const ShapeTracker& st, const DynMap& env);
 // Dims evaluated; a negative one is a ShapeError.
 std::vector<int64_t> evaluate(const std::vector<Expr>& dims, const DynMap& env);
 
+// Element i of `bytes` in `dtype`'s storage: as a float (quantized blocks dequantized), or as
+// an integer (a float converted by float_to_int).
+double load_f(DType dtype, const uint8_t* bytes, int64_t i);
+int64_t load_i(DType dtype, const uint8_t* bytes, int64_t i);
+// `v` as a store of it into `dtype` keeps it (store_f, store_i; store_any's rounding): floats
+// rounded through f32 to the dtype, Int wrapped to 32 bits, Bool 0 or 1. Its integers must
+// already be whole (binary_int's, round_to_dtype's).
+double stored_value(DType dtype, double v);
+
 // Stores of element i: a float (rounded to the buffer's dtype), an integer, or either by the
 // buffer's dtype.
 void store_f(HostBuffer& b, int64_t i, double v);

@@ -12,7 +12,7 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -28,9 +28,21 @@ if TYPE_CHECKING:
     from .report import CandidateResult
 
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
-# seconds of the interpreter); bigger graphs are checked against the runtime itself running the
-# graph as written, which still catches every wrong rule (the runtime's own tests answer for it).
+# seconds of the interpreter); bigger graphs are checked kernel by kernel against the
+# interpreter (runtime/kernel_check.h: each kernel's output at sampled elements, from the very
+# operands it read), on a runtime that can (can_check_kernels), else against the runtime itself
+# running the graph as written.
 AUTO_NATIVE_WORK = 2e7
+# The kernel-by-kernel check: elements sampled per kernel whose code is not checked yet, per
+# kernel running code checked before, and the interpreter's steps per kernel past which it
+# samples no more.
+KERNEL_SAMPLES = 48
+KERNEL_REPEAT_SAMPLES = 4
+KERNEL_STEP_BUDGET = 1 << 21
+# Every candidate is checked at a second binding of the symbols too (second_dims): each at 1
+# where the search binds it above 1, else at SECOND_ROWS, above every row count a kernel
+# branches on at run time (a GEMV for M <= gemv_rows, at most 16), so both sides are taken.
+SECOND_ROWS = 40
 # The extra check sets (extra_sets) run against the interpreter for graphs up to this much work
 # (a tenth of a second a run), at the search's dims or, above it, with every symbolic dim bound
 # to SHRUNK_DIM; bigger graphs are checked on the ordinary set only. A cache hit is re-verified
@@ -76,7 +88,8 @@ _RANDOM_FLOAT_BITS = {
 @dataclass
 class CheckSet:
     """One set of check inputs: a storage array per graph input (by position), the dims they
-    are shaped for, and the reference's outputs on them (filled by the search). ``strict``:
+    are shaped for, and the reference's outputs on them (filled by the search), or
+    ``by_kernel``: each kernel checked against the interpreter as it runs. ``strict``:
     NaNs must match exactly; otherwise an element where the reference is NaN is not compared
     (the graph itself gives no value there, and equivalent programs may differ in how)."""
     name: str
@@ -84,6 +97,9 @@ class CheckSet:
     dims: dict
     strict: bool = False
     want: list | None = None
+    by_kernel: bool = False  # checked kernel by kernel (want unused), not output by output
+    # by_kernel: the inputs drawn again with ints below a bound (INT_HIGHS), or None
+    redraw: Callable | None = None
 
 
 def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
@@ -247,15 +263,17 @@ def _zeros(inputs: list, varied: list) -> list:
             for (dtype, data), vary in zip(inputs, varied)]
 
 
-def extra_sets(g, dims: dict, seed: int) -> list:
+def extra_sets(g, dims: dict, seed: int, base: list | None = None) -> list:
     """The sets beyond the ordinary one, for the value-range bugs it cannot show: "large"
     (floats +-[32, 128): an exp that overflows without a max subtracted), "exp2 edge" (floats
     near the largest finite exp2 argument), "large ints" (ints in +-LARGE_INTS, when the graph
     has int inputs) and "zeros". Each is built on the ordinary set of ``seed + 1`` and varies
     the inputs that are not parameters: a model's weights keep ordinary values (at +-100 in
     every weight, a deep model's activations overflow in any order of summation, which then
-    decides where NaNs appear, bug or not)."""
-    base = random_inputs(g, dims, seed + 1)
+    decides where NaNs appear, bug or not). ``base``: the ordinary inputs to build on
+    instead."""
+    if base is None:
+        base = random_inputs(g, dims, seed + 1)
     varied = [not g.node_parameter(node) for node in g.inputs()]
     kinds = {dtype for (dtype, _), vary in zip(base, varied) if vary}
     sets = []
@@ -276,9 +294,7 @@ _CHUNK = 1 << 20
 
 def disagreement(got: list, want: list, dtypes: list, strict: bool = True,
                  normwise: bool = False) -> str:
-    """"" when every output of ``got`` matches ``want`` (CHECK_TOLERANCE per element, or
-    with ``normwise`` NORMWISE_TOLERANCE over each output's finite elements; infinities
-    exactly; NaNs exactly when ``strict``, else only where the reference has none), else what
+    """"" when every output of ``got`` matches ``want`` (value_disagreement), else what
     differs first. Outputs with the same bits agree at once."""
     for i, (a, b, dtype) in enumerate(zip(got, want, dtypes)):
         a = _from_storage(a, dtype).reshape(-1)
@@ -287,22 +303,34 @@ def disagreement(got: list, want: list, dtypes: list, strict: bool = True,
             return f"output {i}: {a.size} elements, expected {b.size}"
         if _same_bits(a, b):
             continue
-        if normwise and dtype in NORMWISE_TOLERANCE:
-            wrong = _normwise_disagreement(a.astype(np.float64), b.astype(np.float64),
-                                           NORMWISE_TOLERANCE[dtype], strict)
-            if wrong:
-                return f"output {i}: {wrong}"
-            continue
-        scale = _scale(b)
-        floor, rtol = CHECK_TOLERANCE.get(dtype, (0.0, 0.0))
-        for start in range(0, a.size, _CHUNK):
-            wrong = _chunk_disagreement(a[start:start + _CHUNK].astype(np.float64),
-                                        b[start:start + _CHUNK].astype(np.float64),
-                                        floor * scale, rtol, strict)
-            if wrong:
-                k, what = wrong
-                return f"output {i}: element {start + k} is {a[start + k].item()!r}, " \
-                       f"expected {b[start + k].item()!r}{what}"
+        wrong = value_disagreement(a, b, dtype, strict, normwise)
+        if wrong:
+            return f"output {i}: {wrong}"
+    return ""
+
+
+def value_disagreement(a: np.ndarray, b: np.ndarray, dtype, strict: bool = True,
+                       normwise: bool = False, elements=None) -> str:
+    """"" when the values ``a`` (a program's) match ``b`` (the reference's) of an output of
+    ``dtype`` (CHECK_TOLERANCE per element, or with ``normwise`` NORMWISE_TOLERANCE over the
+    finite elements; infinities exactly; NaNs exactly when ``strict``, else only where the
+    reference has none), else what differs first; ``elements`` names each value's element
+    (a kernel's samples), by default its position."""
+    def name(k):
+        return k if elements is None else int(elements[k])
+    if normwise and dtype in NORMWISE_TOLERANCE:
+        return _normwise_disagreement(a.astype(np.float64), b.astype(np.float64),
+                                      NORMWISE_TOLERANCE[dtype], strict, name)
+    scale = _scale(b)
+    floor, rtol = CHECK_TOLERANCE.get(dtype, (0.0, 0.0))
+    for start in range(0, a.size, _CHUNK):
+        wrong = _chunk_disagreement(a[start:start + _CHUNK].astype(np.float64),
+                                    b[start:start + _CHUNK].astype(np.float64),
+                                    floor * scale, rtol, strict)
+        if wrong:
+            k, what = wrong
+            return f"element {name(start + k)} is {a[start + k].item()!r}, " \
+                   f"expected {b[start + k].item()!r}{what}"
     return ""
 
 
@@ -324,13 +352,13 @@ def _scale(want: np.ndarray) -> float:
 
 
 def _normwise_disagreement(a: np.ndarray, b: np.ndarray, tolerance: float,
-                           strict: bool) -> str:
+                           strict: bool, name) -> str:
     """What differs between float64 ``a`` and ``b`` in norm (NaNs and infinities as
-    _chunk_disagreement has them), or ""."""
+    _chunk_disagreement has them; name(k): element k's name), or ""."""
     wrong = _chunk_disagreement(a, b, np.inf, 0.0, strict)
     if wrong:
         k, what = wrong
-        return f"element {k} is {a[k].item()!r}, expected {b[k].item()!r}{what}"
+        return f"element {name(k)} is {a[k].item()!r}, expected {b[k].item()!r}{what}"
     finite = np.isfinite(a) & np.isfinite(b)
     error = float(np.linalg.norm(a[finite] - b[finite]))
     size = float(np.linalg.norm(b[finite]))
@@ -385,11 +413,29 @@ def start_reference(run: SearchRun, verify: bool, reference: str) -> None:
     run.reference_compile = None
     if not verify or isinstance(run.runtime, NativeRuntime):
         return
-    if reference == "runtime" or (reference == "auto" and
-                                  _core.graph_work(run.g, run.dims) > AUTO_NATIVE_WORK):
+    if reference_kind(run, reference) == "runtime":
         pool = ThreadPoolExecutor(max_workers=1)
         run.reference_compile = pool.submit(run.core_rt.compile, run.g)
         pool.shutdown(wait=False)
+
+
+def reference_kind(run: SearchRun, reference: str) -> str:
+    """What the candidates are checked against: ``reference``, or for "auto", "native" (the
+    interpreter, output by output) up to AUTO_NATIVE_WORK and on NativeRuntime, else
+    "kernels" (the interpreter, kernel by kernel) where the runtime can check its kernels,
+    else "runtime" (the runtime running the graph as written)."""
+    if reference != "auto":
+        return reference
+    if isinstance(run.runtime, NativeRuntime) or \
+            _core.graph_work(run.g, run.dims) <= AUTO_NATIVE_WORK:
+        return "native"
+    return "kernels" if run.core_rt.can_check_kernels() else "runtime"
+
+
+def second_dims(dims: dict) -> dict:
+    """The second binding of the symbols every candidate is checked at: each at 1 where
+    ``dims`` binds it above 1, else at SECOND_ROWS."""
+    return {s: 1 if v > 1 else SECOND_ROWS for s, v in dims.items()}
 
 
 def finish_reference(run: SearchRun) -> None:
@@ -417,12 +463,21 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
                                  or run.texts[run.order[0][0]] != run.original_text
                                  or not on_native)
     work = _core.graph_work(g, run.dims)
-    if reference == "auto":
-        reference = "native" if work <= AUTO_NATIVE_WORK or on_native else "runtime"
-    if not run.need_check:
+    reference = reference_kind(run, reference)
+    if not run.need_check or reference == "kernels":
         finish_reference(run)
         with _Phase(run.report, "reference"):
             run.inputs = random_inputs(g, run.dims, run.seed, run.normwise)
+        if not run.need_check:
+            return
+        run.report.reference = "the interpreter, kernel by kernel"
+        ordinary = CheckSet("ordinary", run.inputs, run.dims, strict=True, by_kernel=True,
+                            redraw=lambda high: random_inputs(g, run.dims, run.seed,
+                                                              run.normwise, high))
+        run.sets = [ordinary]
+        run.report.check_sets = ["ordinary"]
+        with _Phase(run.report, "reference run"):
+            _add_second_binding(run, by_kernel=True)
         return
     run.report.reference = "native" if reference == "native" else \
         f"{run.core_rt.name} running the graph as written"
@@ -456,6 +511,8 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
     run.report.check_sets = ["ordinary"]
     with _Phase(run.report, "reference run"):
         _add_extra_sets(run, work)
+        if run.core_rt is not ref_rt or reference == "native":
+            _add_second_binding(run, by_kernel=False)
 
 
 def _reference_outputs(run: SearchRun, ref_rt, ordinary) -> list:
@@ -498,30 +555,134 @@ def _add_extra_sets(run: SearchRun, work: float) -> None:
         run.report.check_sets.append(check.name + shrunk)
 
 
+def _add_second_binding(run: SearchRun, by_kernel: bool) -> None:
+    """The check sets at the second binding of the symbols (second_dims), whose parameters
+    are drawn from the other distribution (init_scale where the ordinary set's are not, and
+    the reverse; where outputs are compared end to end in norm, the same): the ordinary
+    set, and kernel by kernel the extra sets on it too. Kernel by kernel where ``by_kernel``
+    or the graph is too big there for the interpreter and the runtime can; else against the
+    interpreter's outputs; a binding the graph cannot take (a negative dim) is left out."""
+    g = run.g
+    dims = second_dims(run.dims)
+    if dims == run.dims:
+        return
+    at = " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
+    try:
+        work = _core.graph_work(g, dims)
+        by_kernel = by_kernel or (work > AUTO_NATIVE_WORK and run.core_rt.can_check_kernels())
+        if not by_kernel and work > AUTO_NATIVE_WORK:
+            run.report.check_sets.append(f"none{at} (work {work:.3g})")
+            return
+        init_scaled = not run.normwise if by_kernel else run.normwise
+        base = random_inputs(g, dims, run.seed + 1, init_scaled)
+    except LuminalError as e:
+        run.report.check_sets.append(f"none{at} (left out: {e})")
+        return
+    ordinary = CheckSet("ordinary", base, dims, strict=True, by_kernel=by_kernel,
+                        redraw=lambda high: random_inputs(g, dims, run.seed + 1, init_scaled,
+                                                          high))
+    sets = [ordinary] + (extra_sets(g, dims, run.seed, base) if by_kernel else [])
+    native = None
+    for check in sets:
+        check.name += at
+        check.by_kernel = by_kernel
+        if not by_kernel:
+            try:
+                if native is None:
+                    native = _core.NativeRuntime()
+                    native.compile(g)
+                check.want = _run(native, g.inputs(), g.outputs(), check.inputs, dims)
+            except LuminalError as e:
+                run.report.check_sets.append(f"{check.name} (left out: {e})")
+                continue
+        run.sets.append(check)
+        run.report.check_sets.append(check.name + (" (kernel by kernel)" if by_kernel else ""))
+
+
+def kernel_disagreement(run: SearchRun, prog, check: CheckSet) -> str:
+    """Runs the compiled ``prog`` kernel by kernel on ``check``'s inputs (set first), each
+    kernel checked against the interpreter (runtime/kernel_check.h): "" when every kernel's
+    samples match (value_disagreement, by the kernel's dtype) and no kernel left an element
+    unwritten or changed another's operand, else which kernel and what. Where the
+    interpreter finds a Gather index out of range, the set's ints are drawn again from the
+    next of INT_HIGHS (the set changed for every candidate after)."""
+    highs = list(INT_HIGHS)
+    while True:
+        _set_inputs(run.core_rt, prog.inputs, check.inputs)
+        triples = [(node, data, dtype) for node, (dtype, data) in zip(prog.inputs, check.inputs)]
+        try:
+            report = run.core_rt.check_kernels(check.dims, triples, KERNEL_SAMPLES,
+                                               KERNEL_REPEAT_SAMPLES, KERNEL_STEP_BUDGET,
+                                               run.seed)
+            break
+        except LuminalError as e:
+            highs.pop(0)
+            if "out of range" not in str(e) or check.redraw is None or not highs:
+                raise
+            check.inputs = check.redraw(highs[0])
+            if getattr(run, "sets", None) and check is run.sets[0]:
+                run.inputs = check.inputs
+    run.report.kernel_check_steps = getattr(run.report, "kernel_check_steps", 0) + \
+        report["steps"]
+    for k, root, dtype, elements, got, want, problem in report["kernels"]:
+        where = f"kernel {k} (computing %{root}, {dt.name(dtype)})"
+        if problem:
+            return f"{where}: {problem}"
+        wrong = value_disagreement(np.asarray(got), np.asarray(want), dtype, check.strict,
+                                   run.normwise, elements)
+        if wrong:
+            return f"{where}: {wrong}"
+    return ""
+
+
 def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:
     """Runs the compiled ``prog`` on each check set, the ordinary one first; on the first
     that disagrees, sets res.detail and res.failed_set. Leaves the ordinary inputs set.
     Returns the seconds of the ordinary run."""
     seconds = []
-    for check in run.sets:
-        got = _run(run.core_rt, prog.inputs, prog.outputs, check.inputs, check.dims,
-                   seconds if check is run.sets[0] else None)
-        wrong = disagreement(got, check.want, run.out_dtypes, check.strict,
-                             run.normwise)
+    for check in list(run.sets):
+        try:
+            if check.by_kernel:
+                wrong = kernel_disagreement(run, prog, check)
+            else:
+                got = _run(run.core_rt, prog.inputs, prog.outputs, check.inputs, check.dims,
+                           seconds if check is run.sets[0] else None)
+                wrong = disagreement(got, check.want, run.out_dtypes, check.strict,
+                                     run.normwise)
+        except LuminalError as e:
+            if check is run.sets[0] or "out of range" not in str(e):
+                raise
+            # An extra set the graph's Gathers cannot take (large ints into a table).
+            run.sets.remove(check)
+            run.report.check_sets = [n if n != check.name + " (kernel by kernel)"
+                                     else f"{check.name} (left out: {e})"
+                                     for n in run.report.check_sets]
+            continue
         if wrong:
             res.detail = f"on the {check.name} set: {wrong}"
             res.failed_set = check.name
             break
-    if len(run.sets) > 1:
+    if len(run.sets) > 1 or run.sets[0].by_kernel:
         _set_inputs(run.core_rt, prog.inputs, run.inputs)
-    return seconds[0]
+    return seconds[0] if seconds else None
 
 
 def recheck(run: SearchRun, program) -> str:
-    """The loaded ``program`` against the interpreter on the ordinary set: "" when they
-    agree (or the interpreter cannot run these inputs), else what differs. Leaves no
-    check inputs in the runtime."""
+    """The loaded ``program`` against the interpreter on the ordinary set, kernel by kernel
+    where the runtime can (any size), else output by output: "" when they agree (or the
+    interpreter cannot run these inputs), else what differs. Leaves no check inputs in the
+    runtime."""
     inputs = random_inputs(run.g, run.dims, run.seed, run.normwise)
+    if run.core_rt.can_check_kernels():
+        check = CheckSet("ordinary", inputs, run.dims, strict=True, by_kernel=True,
+                         redraw=lambda high: random_inputs(run.g, run.dims, run.seed,
+                                                           run.normwise, high))
+        try:
+            return kernel_disagreement(run, program, check)
+        except LuminalError as e:
+            return "" if "out of range" in str(e) else f"{type(e).__name__}: {e}"
+        finally:
+            run.core_rt.clear_data()
     native = _core.NativeRuntime()
     try:
         native.compile(run.g)

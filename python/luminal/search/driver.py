@@ -116,9 +116,9 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
     each (attempt_each); the descent from the fastest (descend); re-time the finalists
     together (timing.retime); pick the winner, which the runtime adopts (pick); fill the
     report (report.fill_report); store the winner in the cache (store)."""
-    if reference not in ("auto", "native", "runtime"):
-        raise ValueError(f"search: reference must be 'auto', 'native' or 'runtime', "
-                         f"got {reference!r}")
+    if reference not in ("auto", "native", "kernels", "runtime"):
+        raise ValueError(f"search: reference must be 'auto', 'native', 'kernels' or "
+                         f"'runtime', got {reference!r}")
     run = SearchRun(cx, runtime, budget, seed, cache_dir, warmup, repeats, cost_model)
     held = runtime._held_state(cx)
     run.report.progress = _Progress(progress)
@@ -209,10 +209,14 @@ def lookup_cache(run: SearchRun, verify: bool) -> bool:
         with _Phase(run.report, "load"):
             program = _core.parse_program(entry["program"], run.g)
             run.runtime._load(run.cx, program, _choice(entry["choice"]))
-        if verify and _core.graph_work(run.g, run.dims) <= EXTRA_SETS_WORK:
+        if verify and (run.core_rt.can_check_kernels() or
+                       _core.graph_work(run.g, run.dims) <= EXTRA_SETS_WORK):
             with _Phase(run.report, "recheck"):
                 wrong = recheck(run, program)
             if wrong:
+                print(f"luminal: the cached search result {run.directory}/{run.key}.json "
+                      f"failed its re-check ({wrong.splitlines()[0]}); searching again",
+                      file=sys.stderr)
                 return False
     except (LuminalError, ValueError, TypeError):
         return False

@@ -1,0 +1,173 @@
+// kernel_check.h: runs a program kernel by kernel, checking each one's output.
+#include "runtime/kernel_check.h"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "core/errors.h"
+#include "runtime/runtime.h"
+
+namespace luminal {
+
+namespace {
+// A checksum of `bytes` bytes: four interleaved multiply-xor lanes over 64-bit words, so it
+// runs near memory speed (activations are checksummed twice per kernel boundary).
+uint64_t checksum(const uint8_t* p, int64_t bytes) {
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t lane[4] = {1, 2, 3, 4};
+  int64_t i = 0;
+  for (; i + 32 <= bytes; i += 32) {
+    for (int j = 0; j < 4; ++j) {
+      uint64_t w;
+      std::memcpy(&w, p + i + 8 * j, 8);
+      lane[j] = (lane[j] ^ w) * kMul;
+    }
+  }
+  uint64_t h = lane[0] ^ (lane[1] << 1) ^ (lane[2] << 2) ^ (lane[3] << 3);
+  for (; i < bytes; ++i) h = (h ^ p[i]) * kMul;
+  return h ^ static_cast<uint64_t>(bytes);
+}
+
+// The poison an element of `dtype` is filled with before its kernel runs: a NaN with a payload
+// no arithmetic makes (floats), a value no check input leads to (Int), neither 0 nor 1 (Bool).
+std::vector<uint8_t> poison(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+    case DType::Int:
+      return {0xAD, 0xDB, 0xBA, 0x7F};
+    case DType::BF16:
+      return {0xBD, 0x7F};
+    case DType::F16:
+      return {0xBD, 0x7D};
+    case DType::Bool:
+      return {0xBD};
+    default:
+      throw InternalError("check: a kernel stores a quantized buffer");
+  }
+}
+
+// The first element of `bytes` (count elements) still holding the poison, or -1.
+int64_t first_poisoned(const uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark) {
+  const size_t size = mark.size();
+  for (int64_t i = 0; i < count; ++i) {
+    if (std::memcmp(bytes + static_cast<size_t>(i) * size, mark.data(), size) == 0) return i;
+  }
+  return -1;
+}
+
+// Up to `count` distinct elements of a tensor of `shape` (numel elements): its first and last,
+// then coordinates drawn per dim, a quarter of them at a dim's edges (0, 1, the last two, the
+// middle, the last whole block of 16), where tails and block boundaries of a kernel's loops
+// fall.
+std::vector<int64_t> sample_elements(const std::vector<int64_t>& shape, int64_t numel,
+                                     int count, std::mt19937_64& rng) {
+  std::vector<int64_t> out;
+  if (numel == 0) return out;
+  std::set<int64_t> seen;
+  auto add = [&](int64_t e) {
+    if (seen.insert(e).second) out.push_back(e);
+  };
+  add(0);
+  add(numel - 1);
+  const int64_t tries = 4LL * count;
+  for (int64_t t = 0; t < tries && static_cast<int>(out.size()) < count &&
+                      static_cast<int64_t>(out.size()) < numel;
+       ++t) {
+    int64_t flat = 0;
+    for (int64_t d : shape) {
+      int64_t c = 0;
+      if (d > 1) {
+        if (rng() % 4 == 0) {
+          const int64_t edges[] = {0, 1, d - 1, d - 2, d / 2, std::max<int64_t>(0, d / 16 * 16 - 1)};
+          c = edges[rng() % 6];
+        } else {
+          c = static_cast<int64_t>(rng() % static_cast<uint64_t>(d));
+        }
+      }
+      flat = flat * d + c;
+    }
+    add(flat);
+  }
+  return out;
+}
+}  // namespace
+
+KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
+                                const std::map<NodeId, native::ElementSource>& inputs,
+                                const DynMap& dims, const KernelCheckOptions& options) {
+  const Program& program = steps.program();
+  KernelCheckReport report;
+  native::ElementEval eval(graph, dims);
+  std::map<BufferId, uint64_t> sums;  // a written buffer's checksum, as its kernel left it
+  std::map<BufferId, int> writer;     // and the kernel that wrote it
+  std::set<std::string> units;        // code checked so far
+  auto bytes_of = [&](BufferId b) {
+    return storage_bytes(program.buffers[b].dtype, steps.numel(b));
+  };
+  for (size_t k = 0; k < program.kernels.size(); ++k) {
+    const Kernel& kernel = program.kernels[k];
+    KernelSamples verdict;
+    verdict.kernel = static_cast<int>(k);
+    verdict.root = kernel.root;
+    verdict.dtype = graph.node(kernel.root).dtype;
+    for (BufferId b : kernel.reads()) {
+      auto sum = sums.find(b);
+      if (sum == sums.end() || checksum(steps.host_bytes(b), bytes_of(b)) == sum->second) continue;
+      verdict.problem = "its operand " + node_desc(graph, program.buffers[b].node) +
+                        " changed after kernel " + std::to_string(writer.at(b)) +
+                        " wrote it, before this kernel read it";
+    }
+    const BufferId out = kernel.out;
+    const std::vector<uint8_t> mark = poison(program.buffers[out].dtype);
+    const bool first_write = !writer.count(out);
+    if (first_write) {
+      uint8_t* bytes = steps.host_bytes(out);
+      for (int64_t i = 0; i < steps.numel(out); ++i) {
+        std::memcpy(bytes + static_cast<size_t>(i) * mark.size(), mark.data(), mark.size());
+      }
+      steps.commit(out);
+    }
+    steps.run_kernel(static_cast<int>(k));
+    const uint8_t* written = steps.host_bytes(out);
+    if (first_write && verdict.problem.empty()) {
+      const int64_t unwritten = first_poisoned(written, steps.numel(out), mark);
+      if (unwritten >= 0) {
+        verdict.problem = "element " + std::to_string(unwritten) + " of its output " +
+                          node_desc(graph, kernel.root) + " was never written";
+      }
+    }
+    sums[out] = checksum(written, bytes_of(out));
+    writer[out] = static_cast<int>(k);
+    // Samples: the root's value from the operands the kernel read and the graph's inputs.
+    eval.clear_sources();
+    for (const auto& [node, source] : inputs) eval.set_source(node, source);
+    for (BufferId b : kernel.reads()) {
+      const Buffer& buf = program.buffers[b];
+      if (buf.role == BufferRole::kInput) continue;  // the interpreter's own data
+      eval.set_source(buf.node, {steps.host_bytes(b), buf.dtype, steps.numel(b)});
+    }
+    const bool fresh = units.insert(steps.unit(static_cast<int>(k))).second;
+    report.distinct += fresh;
+    std::mt19937_64 rng(options.seed * 1000003u + k);
+    const std::vector<int64_t> elements =
+        sample_elements(eval.shape(kernel.root), eval.numel(kernel.root),
+                        fresh ? options.samples : options.repeat_samples, rng);
+    const int64_t start = eval.steps();
+    const DType stored = program.buffers[out].dtype;
+    for (int64_t e : elements) {
+      if (verdict.elements.size() >= 2 && eval.steps() - start > options.step_budget) break;
+      verdict.want.push_back(eval.value(kernel.root, e));
+      verdict.got.push_back(is_float(stored)
+                                ? native::load_f(stored, written, e)
+                                : static_cast<double>(native::load_i(stored, written, e)));
+      verdict.elements.push_back(e);
+    }
+    report.kernels.push_back(std::move(verdict));
+  }
+  report.steps = eval.steps();
+  return report;
+}
+
+}  // namespace luminal

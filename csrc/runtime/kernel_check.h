@@ -1,0 +1,73 @@
+// The kernel-by-kernel check of a compiled program (the search's independent reference at
+// any size): the program runs one kernel at a time on the check inputs, and after each kernel
+// its output is compared, at sampled elements, with the interpreter's value of the kernel's
+// root node computed from the very operands the kernel read (native/element_eval.h), so each
+// kernel answers for its own code (lowering, renderer, compiler) and errors do not compound
+// through a deep network. Beside the samples, every element of each output is checked to be
+// written (the buffer is filled with a poison pattern before its kernel), and every operand a
+// kernel reads to hold what its own kernel wrote (a checksum, so a kernel writing past its
+// buffer or a memory plan sharing live bytes shows). The work grows with the samples, not with
+// the tensors: a kernel whose code a kernel checked before runs (the same unit) gets fewer.
+// What is compared and how closely is the caller's (python/luminal/search/check.py).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kernel/kernel.h"
+#include "runtime/native/element_eval.h"
+
+namespace luminal {
+
+struct KernelCheckOptions {
+  int samples = 48;           // elements sampled per kernel whose code was not checked yet
+  int repeat_samples = 4;     // per kernel running code already checked
+  int64_t step_budget = 1 << 21;  // interpreter steps per kernel past which no more samples
+                                  // are drawn (the first two are always)
+  uint64_t seed = 0;
+};
+
+// One kernel's verdict.
+struct KernelSamples {
+  int kernel = -1;                 // position in the program
+  NodeId root = -1;                // the node it computes
+  DType dtype = DType::F32;        // the root's
+  std::vector<int64_t> elements;   // flat indices sampled
+  std::vector<double> got, want;   // the kernel's value and the interpreter's, per element
+  std::string problem;             // a fault found beside the samples, "" for none
+};
+
+struct KernelCheckReport {
+  std::vector<KernelSamples> kernels;  // in execution order
+  int64_t steps = 0;                   // the interpreter's work, all kernels
+  int distinct = 0;                    // kernels whose code was checked first here
+};
+
+// What a runtime lends the check: its program, one kernel run at a time (kernels before it
+// have run), and each buffer's bytes on the host as stored (read after a kernel, written
+// before one: the poison).
+class KernelSteps {
+ public:
+  virtual ~KernelSteps() = default;
+  virtual const Program& program() const = 0;
+  virtual void run_kernel(int k) = 0;
+  virtual uint8_t* host_bytes(BufferId b) = 0;
+  // Write-back after host_bytes was written (a device copy); nothing on the host itself.
+  virtual void commit(BufferId b) { (void)b; }
+  virtual int64_t numel(BufferId b) const = 0;
+  // Names the code kernel k runs: kernels that share it run the same code.
+  virtual std::string unit(int k) const = 0;
+};
+
+// Checks every kernel of `steps`' program in order; `inputs`: every Input node of `graph`
+// (the program's graph) as stored, the interpreter's data (never the runtime's copy: its
+// packed panels are checked too). A ShapeError where the interpreter finds a Gather's index
+// out of range.
+KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
+                                const std::map<NodeId, native::ElementSource>& inputs,
+                                const DynMap& dims, const KernelCheckOptions& options);
+
+}  // namespace luminal

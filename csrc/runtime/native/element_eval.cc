@@ -1,0 +1,185 @@
+// element_eval.h: one element of a node at a time, each op as eval_node.cc computes it.
+#include "runtime/native/element_eval.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "ir/scalar_ops.h"
+
+namespace luminal::native {
+
+namespace {
+// Memo entries kept at most: past it the memo starts over (a sample's elements are reused
+// within the sample and its neighbours, not across a whole kernel).
+constexpr size_t kMemoLimit = size_t{1} << 22;
+
+std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t k = shape.size(); k-- > 0;) {
+    idx[k] = shape[k] > 0 ? flat % shape[k] : 0;
+    flat = shape[k] > 0 ? flat / shape[k] : 0;
+  }
+  return idx;
+}
+}  // namespace
+
+ElementEval::ElementEval(const Graph& graph, const DynMap& dims)
+    : graph_(graph), dims_(dims), info_(graph.size()) {}
+
+void ElementEval::set_source(NodeId node, ElementSource source) {
+  sources_[node] = source;
+  memo_.clear();
+}
+
+void ElementEval::clear_sources() {
+  sources_.clear();
+  memo_.clear();
+}
+
+const ElementEval::Info& ElementEval::info(NodeId node) {
+  Info& i = info_.at(static_cast<size_t>(node));
+  if (!i.ready) {
+    const Node& n = graph_.node(node);
+    i.shape = evaluate(n.shape, dims_);
+    i.numel = checked_numel(i.shape, [&] { return "check: node %" + std::to_string(node); });
+    for (const Edge& e : n.inputs) i.views.push_back(evaluate(e.view, dims_));
+    i.ready = true;
+  }
+  return i;
+}
+
+int64_t ElementEval::numel(NodeId node) { return info(node).numel; }
+
+const std::vector<int64_t>& ElementEval::shape(NodeId node) { return info(node).shape; }
+
+double ElementEval::read(NodeId node, int64_t p) {
+  if (p < 0) return 0.0;
+  if (p >= numel(node)) {
+    throw InternalError("check: a view reads element " + std::to_string(p) + " of node %" +
+                        std::to_string(node) + " of " + std::to_string(numel(node)));
+  }
+  return value(node, p);
+}
+
+double ElementEval::value(NodeId node, int64_t flat) {
+  auto source = sources_.find(node);
+  if (source != sources_.end()) {
+    const ElementSource& s = source->second;
+    if (flat < 0 || flat >= s.numel) {
+      throw InternalError("check: element " + std::to_string(flat) + " of a source of " +
+                          std::to_string(s.numel));
+    }
+    return is_float(s.dtype) || is_quantized(s.dtype)
+               ? load_f(s.dtype, s.data, flat)
+               : static_cast<double>(load_i(s.dtype, s.data, flat));
+  }
+  const uint64_t key = static_cast<uint64_t>(node) << 40 | static_cast<uint64_t>(flat);
+  auto hit = memo_.find(key);
+  if (hit != memo_.end()) return hit->second;
+  const double v = compute(node, flat);
+  if (memo_.size() >= kMemoLimit) memo_.clear();
+  memo_.emplace(key, v);
+  return v;
+}
+
+double ElementEval::operand(NodeId node, const Info& in, size_t k,
+                            const std::vector<int64_t>& idx) {
+  return read(graph_.node(node).inputs[k].node, locate(in.views[k], idx));
+}
+
+double ElementEval::compute(NodeId node, int64_t flat) {
+  ++steps_;
+  const Node& n = graph_.node(node);
+  const Info& in = info(node);
+  const std::vector<int64_t> idx = unflatten(flat, in.shape);
+  auto dtype_of = [&](size_t k) { return graph_.node(n.inputs[k].node).dtype; };
+  if (is_unary(n.op)) return stored_value(n.dtype, unary_eval(n.op, operand(node, in, 0, idx)));
+  if (is_binary(n.op)) {
+    const DType operand_dtype = dtype_of(0);
+    const double a = operand(node, in, 0, idx);
+    const double b = operand(node, in, 1, idx);
+    if (is_float(operand_dtype)) {
+      const double r = binary_float(n.op, a, b);
+      return is_float(n.dtype) ? stored_value(n.dtype, r) : round_to_dtype(r, n.dtype);
+    }
+    return stored_value(n.dtype, binary_int(n.op, static_cast<int64_t>(a),
+                                            static_cast<int64_t>(b), operand_dtype));
+  }
+  switch (n.op) {
+    case OpKind::Input:
+      throw InternalError("check: input %" + std::to_string(node) + " has no data");
+    case OpKind::Constant: {
+      const double v = n.expr ? static_cast<double>(n.expr->eval(dims_)) : n.value;
+      return is_float(n.dtype) ? stored_value(n.dtype, v) : round_to_dtype(v, n.dtype);
+    }
+    case OpKind::Iota: {
+      DynMap env = dims_;
+      env["z"] = flat;
+      return stored_value(n.dtype, static_cast<double>(n.expr->eval(env)));
+    }
+    case OpKind::SumReduce:
+    case OpKind::MaxReduce: {
+      const ConcreteView& v = in.views[0];
+      const size_t axis = static_cast<size_t>(n.axis);
+      const bool is_sum = n.op == OpKind::SumReduce;
+      const DType from = dtype_of(0);
+      const NodeId child = n.inputs[0].node;
+      std::vector<int64_t> full(v.dims.size());
+      for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : idx[j++];
+      if (is_float(from)) {
+        double acc = is_sum ? 0.0 : -INFINITY;
+        for (int64_t r = 0; r < v.dims[axis]; ++r) {
+          full[axis] = r;
+          ++steps_;
+          const double x = read(child, locate(v, full));
+          if (is_sum) {
+            acc += x;
+          } else if (std::isnan(x) || x > acc) {
+            acc = std::isnan(acc) ? acc : x;
+          }
+        }
+        return stored_value(n.dtype, acc);
+      }
+      int64_t acc = is_sum || from == DType::Bool ? 0 : std::numeric_limits<int32_t>::min();
+      for (int64_t r = 0; r < v.dims[axis]; ++r) {
+        full[axis] = r;
+        ++steps_;
+        const auto x = static_cast<int64_t>(read(child, locate(v, full)));
+        acc = is_sum ? acc + x : std::max(acc, x);
+      }
+      return stored_value(n.dtype, static_cast<double>(acc));
+    }
+    case OpKind::Gather: {
+      const ConcreteView& dv = in.views[0];
+      const int64_t data_numel = checked_numel(dv.dims, [&] {
+        return "check: the data Gather %" + std::to_string(node) + " reads";
+      });
+      int64_t g = static_cast<int64_t>(operand(node, in, 1, idx));
+      if (g < 0 || g >= data_numel) {
+        throw ShapeError("Gather: index " + std::to_string(g) + " is out of range for data of " +
+                         std::to_string(data_numel) + " elements (shape " +
+                         dims_to_string(n.inputs[0].view.dims) + ")");
+      }
+      std::vector<int64_t> didx(dv.dims.size());
+      for (size_t k = dv.dims.size(); k-- > 0;) {
+        didx[k] = g % dv.dims[k];
+        g /= dv.dims[k];
+      }
+      return stored_value(n.dtype, read(n.inputs[0].node, locate(dv, didx)));
+    }
+    case OpKind::Cast:
+    case OpKind::Output: {
+      const double x = operand(node, in, 0, idx);
+      const DType from = dtype_of(0);
+      if (is_float(from) || is_quantized(from)) {
+        return is_float(n.dtype) ? stored_value(n.dtype, x) : round_to_dtype(x, n.dtype);
+      }
+      return stored_value(n.dtype, x);
+    }
+    default:
+      throw InternalError(std::string("check: ") + op_name(n.op) + " is not computed");
+  }
+}
+
+}  // namespace luminal::native

@@ -1,0 +1,60 @@
+// The interpreter's value of single elements of a graph's nodes, each computed on demand from
+// the operands' elements it reads (memoized), with the meaning eval_node gives whole tensors:
+// reductions folded in order r = 0, 1, ..., every node's value rounded to its dtype, a Gather
+// index out of range a ShapeError. Checking a kernel at a few sampled elements
+// (runtime/kernel_check.h) then costs the work of those elements, not of whole tensors. A node
+// with a source is read from it instead of computed (a graph's inputs; the operands a kernel
+// read, as the program computed them).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/native/host_elements.h"
+
+namespace luminal::native {
+
+// A node's value as stored: contiguous, row-major, in `dtype`'s storage.
+struct ElementSource {
+  const uint8_t* data = nullptr;
+  DType dtype = DType::F32;
+  int64_t numel = 0;
+};
+
+class ElementEval {
+ public:
+  ElementEval(const Graph& graph, const DynMap& dims);
+  // `node` is read from `source` from now on (until clear_sources).
+  void set_source(NodeId node, ElementSource source);
+  // Forgets every source and every memoized element.
+  void clear_sources();
+  // Element `flat` (row-major) of `node`'s value: a float, or an integer as a double.
+  double value(NodeId node, int64_t flat);
+  int64_t numel(NodeId node);
+  const std::vector<int64_t>& shape(NodeId node);
+  // Elements computed and reduction steps taken so far: the work done.
+  int64_t steps() const { return steps_; }
+
+ private:
+  struct Info {
+    bool ready = false;
+    std::vector<int64_t> shape;
+    int64_t numel = 0;
+    std::vector<ConcreteView> views;  // each input's, evaluated
+  };
+  const Info& info(NodeId node);
+  double compute(NodeId node, int64_t flat);
+  // Operand k of `node` at its logical index `idx` (0 in its view's padding).
+  double operand(NodeId node, const Info& in, size_t k, const std::vector<int64_t>& idx);
+  double read(NodeId node, int64_t p);  // element p of node's buffer, bounds checked
+
+  const Graph& graph_;
+  DynMap dims_;
+  std::vector<Info> info_;
+  std::unordered_map<NodeId, ElementSource> sources_;
+  std::unordered_map<uint64_t, double> memo_;
+  int64_t steps_ = 0;
+};
+
+}  // namespace luminal::native

@@ -417,7 +417,6 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   if (renders_quant_gemv(k, vector_width_)) emit_quant_gemv(k, outer, w);
   if (renders_gemv(k) && !k.panels) emit_gemv(k, outer, w);
   emit_gemm(k, outer, "", w);
-  if (planted_fault() == PlantedFault::kGemm) w.line("C[0] += 1.0f;  /* planted fault */");
   return true;
 }
 
@@ -515,6 +514,9 @@ void CRenderer::emit_gemm(const Kernel& k, int outer, const std::string& a_base,
   }
   w.close();
   w.close();
+  if (planted_fault() == PlantedFault::kGemm) {
+    w.line("if (m0 == 0 && n0 == 0) C[0] += 1.0f;  /* planted fault */");
+  }
   w.close();
   if (!panels) w.line("free(lm_raw);");
   if (mm.a_computed) {

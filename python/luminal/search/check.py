@@ -28,10 +28,11 @@ if TYPE_CHECKING:
     from .report import CandidateResult
 
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
-# seconds of the interpreter); bigger graphs are checked kernel by kernel against the
-# interpreter (runtime/kernel_check.h: each kernel's output at sampled elements, from the very
-# operands it read), on a runtime that can (can_check_kernels), else against the runtime itself
-# running the graph as written.
+# seconds of the interpreter); bigger graphs against the runtime itself running the graph as
+# written (which catches a wrong rewrite), and where the runtime can (can_check_kernels), that
+# program and every candidate kernel by kernel against the interpreter as well
+# (runtime/kernel_check.h: each kernel's output at sampled elements, from the very operands it
+# read), which catches a fault in the code they share (a renderer's, the compiler's).
 AUTO_NATIVE_WORK = 2e7
 # The kernel-by-kernel check: elements sampled per kernel whose code is not checked yet, per
 # kernel running code checked before, and the interpreter's steps per kernel past which it
@@ -422,14 +423,14 @@ def start_reference(run: SearchRun, verify: bool, reference: str) -> None:
 def reference_kind(run: SearchRun, reference: str) -> str:
     """What the candidates are checked against: ``reference``, or for "auto", "native" (the
     interpreter, output by output) up to AUTO_NATIVE_WORK and on NativeRuntime, else
-    "kernels" (the interpreter, kernel by kernel) where the runtime can check its kernels,
-    else "runtime" (the runtime running the graph as written)."""
+    "runtime" (the runtime running the graph as written; kernel by kernel too where it can).
+    "kernels": kernel by kernel alone."""
     if reference != "auto":
         return reference
     if isinstance(run.runtime, NativeRuntime) or \
             _core.graph_work(run.g, run.dims) <= AUTO_NATIVE_WORK:
         return "native"
-    return "kernels" if run.core_rt.can_check_kernels() else "runtime"
+    return "runtime"
 
 
 def second_dims(dims: dict) -> dict:
@@ -479,9 +480,11 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
         with _Phase(run.report, "reference run"):
             _add_second_binding(run, by_kernel=True)
         return
-    run.report.reference = "native" if reference == "native" else \
-        f"{run.core_rt.name} running the graph as written"
     ref_rt = _core.NativeRuntime() if reference == "native" else run.core_rt
+    by_kernel = ref_rt is run.core_rt and run.core_rt.can_check_kernels()
+    run.report.reference = "native" if reference == "native" else \
+        f"{run.core_rt.name} running the graph as written" + \
+        (", and the interpreter kernel by kernel" if by_kernel else "")
     run.inputs = None
     try:
         # The compile (C++, GIL released: a runtime's compilers run as processes) and the
@@ -493,7 +496,8 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
             run.inputs = random_inputs(g, run.dims, run.seed, run.normwise)
             compiling.result()
         with _Phase(run.report, "reference run"):
-            ordinary = CheckSet("ordinary", run.inputs, run.dims, strict=True)
+            ordinary = CheckSet("ordinary", run.inputs, run.dims, strict=True,
+                                by_kernel=by_kernel)
             ordinary.want = _reference_outputs(run, ref_rt, ordinary)
     except LuminalError as e:
         if run.inputs is None:
@@ -511,8 +515,7 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
     run.report.check_sets = ["ordinary"]
     with _Phase(run.report, "reference run"):
         _add_extra_sets(run, work)
-        if run.core_rt is not ref_rt or reference == "native":
-            _add_second_binding(run, by_kernel=False)
+        _add_second_binding(run, by_kernel=False)
 
 
 def _reference_outputs(run: SearchRun, ref_rt, ordinary) -> list:
@@ -525,7 +528,17 @@ def _reference_outputs(run: SearchRun, ref_rt, ordinary) -> list:
             run.inputs = random_inputs(g, run.dims, run.seed, run.normwise, high)
             ordinary.inputs = run.inputs
         try:
-            return _run(ref_rt, g.inputs(), g.outputs(), run.inputs, run.dims)
+            if not ordinary.by_kernel:
+                return _run(ref_rt, g.inputs(), g.outputs(), run.inputs, run.dims)
+            # The graph as written, checked kernel by kernel itself: a fault in code every
+            # program shares shows here, and no candidate can then be trusted end to end.
+            wrong = kernel_disagreement(run, run.original, ordinary)
+            if wrong:  # its outputs are no reference: candidates are checked by kernel
+                run.reference_wrong = wrong
+                run.report.wrong_rules.append(f"the graph as written on {ref_rt.name}, on "
+                                              f"the ordinary set: {wrong}")
+                return None
+            return [np.asarray(ref_rt.get(o)) for o in g.outputs()]
         except LuminalError as e:
             if high == INT_HIGHS[-1] or "out of range" not in str(e):
                 raise
@@ -644,6 +657,10 @@ def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:
         try:
             if check.by_kernel:
                 wrong = kernel_disagreement(run, prog, check)
+                if not wrong and check.want is not None:
+                    got = [np.asarray(run.core_rt.get(o)) for o in prog.outputs]
+                    wrong = disagreement(got, check.want, run.out_dtypes, check.strict,
+                                         run.normwise)
             else:
                 got = _run(run.core_rt, prog.inputs, prog.outputs, check.inputs, check.dims,
                            seconds if check is run.sets[0] else None)

@@ -39,7 +39,7 @@ import time
 from dataclasses import dataclass
 
 from .. import _core
-from ..errors import LuminalError
+from ..errors import CompileError, LuminalError
 from . import cache as search_cache
 from . import cost as search_cost
 from .check import (EXTRA_SETS_WORK, _run, check_candidate, finish_reference, recheck,
@@ -353,6 +353,10 @@ def pick(run: SearchRun) -> None:
     (timing.pick); untimed, the first usable candidate; none usable, the graph as written.
     The runtime adopts it. When the runtime still holds the winner, it only maps its ids."""
     usable = [i for i, r in enumerate(run.results) if r.status in ("ok", "untimed")]
+    wrong = getattr(run, "reference_wrong", None)
+    if not usable and wrong:
+        raise CompileError(f"search: {run.core_rt.name} runs this graph wrongly: as written, "
+                           f"{wrong}; and no candidate passed its check")
     if not usable:
         run.report.winner = None
         run.win_program = run.original

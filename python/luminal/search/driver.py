@@ -355,6 +355,7 @@ def pick(run: SearchRun) -> None:
     usable = [i for i, r in enumerate(run.results) if r.status in ("ok", "untimed")]
     wrong = getattr(run, "reference_wrong", None)
     if not usable and wrong:
+        run.cx.last_search_report = run.report  # what failed, for the caller to read
         raise CompileError(f"search: {run.core_rt.name} runs this graph wrongly: as written, "
                            f"{wrong}; and no candidate passed its check")
     if not usable:

@@ -1,0 +1,174 @@
+"""The search's check at every size (issue 38): a fault in code every program shares (a
+renderer's, planted through the test-only _core._plant_fault) is caught above the
+interpreter's size, where the old reference (the runtime running the graph as written) shared
+it; a fault only on the far side of a run-time branch (the GEMM of a matmul whose GEMV takes
+few rows) is caught at the second binding of the symbols; the kernel-by-kernel check passes
+right programs of many shapes, which match torch; a cache hit is re-checked kernel by kernel
+at any size."""
+
+import numpy as np
+import pytest
+import torch
+
+import luminal as lm
+from conftest import assert_close
+from luminal import _core
+from luminal.errors import CompileError
+from luminal.search import check as search_check
+from luminal.nn import functional as F
+from luminal.nn.sdpa import scaled_dot_product_attention
+from matmul_cases import scheduled
+
+
+@pytest.fixture
+def planted():
+    """Plants a fault for one test and always takes it out."""
+    yield _core._plant_fault
+    _core._plant_fault("")
+
+
+def norm_matmul(rows=512, width=512, out=256):
+    """RMS-norm-like rows (a Sqrt) then a matmul: 1.4e8 elements of work, above the
+    interpreter's AUTO_NATIVE_WORK."""
+    cx = lm.Graph()
+    x = cx.tensor((rows, width), name="x")
+    w = cx.tensor((width, out), name="w")
+    y = ((x / (x * x).mean(-1, keepdim=True).sqrt()) @ w).output()
+    assert _core.graph_work(cx._g, {}) > search_check.AUTO_NATIVE_WORK
+    return cx, x, w, y
+
+
+def test_a_fault_every_program_shares_is_caught_above_the_interpreters_size(tmp_path, planted):
+    planted("sqrt")
+    cx, *_ = norm_matmul()
+    cx.build_search_space(lm.CpuRuntime)
+    with pytest.raises(CompileError, match="runs this graph wrongly.*kernel"):
+        cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 2, cache=False, progress=False)
+    report = cx.last_search_report
+    assert report.wrong_rules[0].startswith("the graph as written on cpu")
+    assert "kernel by kernel" in report.reference
+    # Kernel by kernel alone, the candidates fail the same way.
+    cx.build_search_space(lm.CpuRuntime)
+    cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 2, cache=False, progress=False,
+              reference="kernels")
+    report = cx.last_search_report
+    assert report.candidates and all(c.status == "wrong" for c in report.candidates)
+    assert all("kernel" in c.detail for c in report.candidates)
+
+
+def test_without_the_fault_the_big_graph_passes_and_matches_torch(tmp_path):
+    cx, x, w, y = norm_matmul()
+    cx.build_search_space(lm.CpuRuntime)
+    rt = cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 2, cache=False, progress=False)
+    report = cx.last_search_report
+    assert "kernel by kernel" in report.reference, str(report)
+    assert all(c.status == "ok" for c in report.candidates), str(report)
+    assert not report.wrong_rules
+    xt, wt = torch.randn(512, 512), torch.randn(512, 256)
+    rt.set_data(x, xt)
+    rt.set_data(w, wt)
+    rt.execute(cx.dyn_map)
+    want = (xt / (xt * xt).mean(-1, keepdim=True).sqrt()) @ wt
+    assert_close(rt.get(y), want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("reference", ["native", "kernels"])
+def test_a_fault_only_above_gemv_rows_is_caught_at_the_second_binding(tmp_path, planted,
+                                                                      reference):
+    planted("gemm")
+    cx = lm.Graph()
+    x = cx.tensor(("m", 64), name="x")
+    w = cx.tensor((48, 64), name="w")
+    scheduled(x @ w.t(), [("gemv_rows", 8)]).output()
+    cx.set_dim("m", 1)  # a decode step: the GEMV path, which has no fault
+    cx.build_search_space(lm.CpuRuntime)
+    cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 6, cache=False, progress=False,
+              reference=reference)
+    report = cx.last_search_report
+    gemv = [c for c in report.candidates if "gemv_rows" in c.choice]
+    assert gemv, str(report)
+    for c in gemv:
+        assert c.status == "wrong" and c.failed_set.startswith("ordinary at m=40"), str(report)
+    assert f"ordinary at m={search_check.SECOND_ROWS}" in " ".join(report.check_sets)
+
+
+def test_second_dims_take_both_sides_of_a_row_branch():
+    assert search_check.second_dims({"s": 1, "p": 256}) == {"s": 40, "p": 1}
+    assert search_check.second_dims({"s": 128, "p": 0}) == {"s": 1, "p": 40}
+    assert search_check.SECOND_ROWS > 16  # the most gemv_rows a schedule may take
+
+
+S = 9  # the symbol's value in these graphs
+
+
+def attention(cx):
+    shape = (2, "s", 16)
+    q, k, v = (cx.tensor(shape, name=n) for n in "qkv")
+    out = scaled_dot_product_attention(q, k, v, is_causal=True)
+    return [(t, (2, S, 16)) for t in (q, k, v)], out
+
+
+def embedding_mlp(cx):
+    ids = cx.tensor(("s",), lm.int32, name="ids")
+    table = cx.tensor((50, 32), name="table")
+    w = cx.tensor((32, 24), name="w")
+    h = F.embedding(ids, table)
+    return [(ids, (S,)), (table, (50, 32)), (w, (32, 24))], (h @ w).gelu().softmax(-1)
+
+
+def layer_norm_scan(cx):
+    x = cx.tensor(("s", 40), name="x")
+    return [(x, (S, 40))], F.layer_norm(x, (40,)).cumsum(-1)[..., 3:17].amax(-1)
+
+
+@pytest.mark.parametrize("build", [attention, embedding_mlp, layer_norm_scan],
+                         ids=lambda f: f.__name__)
+def test_the_kernel_check_passes_right_programs_which_match_torch(tmp_path, build):
+    """Kernel by kernel on several shapes of graph: no false alarm, and the winner computes
+    what torch does."""
+    cx = lm.Graph()
+    inputs, out = build(cx)
+    out = out.output()
+    cx.set_dim("s", S)
+    cx.build_search_space(lm.CpuRuntime)
+    rt = cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 4, cache=False, progress=False,
+                   reference="kernels")
+    report = cx.last_search_report
+    assert report.candidates and all(c.status == "ok" for c in report.candidates), str(report)
+    # The winner against torch, on the same graph built over torch tensors.
+    rng = np.random.default_rng(1)
+    data = {}
+    for t, shape in inputs:
+        values = rng.integers(0, 50, size=shape).astype(np.int32) if t.dtype == lm.int32 \
+            else rng.standard_normal(shape).astype(np.float32)
+        rt.set_data(t, values)
+        data[id(t)] = torch.from_numpy(values)
+    rt.execute(cx.dyn_map)
+    assert_close(rt.get(out), TORCH[build.__name__](*[data[id(t)] for t, _ in inputs]),
+                 rtol=1e-4, atol=1e-4)
+
+
+TORCH = {
+    "attention": lambda q, k, v: torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, is_causal=True),
+    "embedding_mlp": lambda ids, table, w: torch.softmax(
+        torch.nn.functional.gelu(table[ids.long()] @ w), -1),
+    "layer_norm_scan": lambda x: torch.nn.functional.layer_norm(x, (40,)).cumsum(-1)[
+        ..., 3:17].amax(-1),
+}
+
+
+def test_a_cache_hit_is_rechecked_kernel_by_kernel_at_any_size(tmp_path, planted, capfd):
+    cx, *_ = norm_matmul(rows=256)
+    cx.build_search_space(lm.CpuRuntime)
+    rt_dir = str(tmp_path / "cc")
+    cx.search(lm.CpuRuntime(cache_dir=rt_dir), 1, cache_dir=str(tmp_path), progress=False)
+    cx.search(lm.CpuRuntime(cache_dir=rt_dir), 1, cache_dir=str(tmp_path), progress=False)
+    hit = cx.last_search_report
+    assert hit.cache_hit and "recheck" in hit.phases
+    planted("sqrt")  # the cached program now compiles to a wrong one, as does every other
+    with pytest.raises(CompileError):
+        cx.search(lm.CpuRuntime(cache_dir=rt_dir), 1, cache_dir=str(tmp_path),
+                  progress=False)
+    assert not cx.last_search_report.cache_hit
+    assert "failed its re-check" in capfd.readouterr().err

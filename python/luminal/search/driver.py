@@ -6,8 +6,9 @@ x tuning choice) is lowered once by the runtime (Runtime._prepare: fingerprinted
 would run, its generated code, and kept for its estimate, compile and load), and duplicates are
 skipped before anything is compiled: the budget counts distinct programs. Each is compiled, checked against the reference interpreter (NativeRuntime
 on the graph as written; for graphs too big for the interpreter, the runtime itself on the
-graph as written, see AUTO_NATIVE_WORK) on several input sets (check.py: ordinary values,
-and for graphs up to EXTRA_SETS_WORK, large magnitudes, exp2's edge, large ints, zeros), and
+graph as written, see AUTO_NATIVE_WORK, and where it can, kernel by kernel against the
+interpreter) on several input sets (check.py: ordinary values at the search's dims and at a
+second binding of them, large magnitudes, exp2's edge, large ints, zeros), and
 timed (timing.py: repeats, then the finalists re-timed in interleaved rounds); the runtime
 comes back loaded with the winner, the cost model's pick unless a challenger is faster by more
 than the measured spread. A candidate that disagrees on any set is dropped and reported as a

@@ -578,8 +578,8 @@ def _add_second_binding(run: SearchRun, by_kernel: bool) -> None:
     are drawn from the other distribution (init_scale where the ordinary set's are not, and
     the reverse; where outputs are compared end to end in norm, the same): the ordinary
     set, and kernel by kernel the extra sets on it too. Kernel by kernel where ``by_kernel``
-    or the graph is too big there for the interpreter and the runtime can; else against the
-    interpreter's outputs; a binding the graph cannot take (a negative dim) is left out."""
+    (reference "kernels"); else against the interpreter's outputs, where the graph there is
+    small enough for it; a binding the graph cannot take (a negative dim) is left out."""
     g = run.g
     dims = second_dims(run.dims)
     if dims == run.dims:
@@ -587,7 +587,6 @@ def _add_second_binding(run: SearchRun, by_kernel: bool) -> None:
     at = " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
     try:
         work = _core.graph_work(g, dims)
-        by_kernel = by_kernel or (work > AUTO_NATIVE_WORK and run.core_rt.can_check_kernels())
         if not by_kernel and work > AUTO_NATIVE_WORK:
             run.report.check_sets.append(f"none{at} (work {work:.3g})")
             return

@@ -102,32 +102,44 @@ def test_a_batched_linear_with_an_epilogue_and_a_transposed_weight_matches_torch
     close(got, want)
 
 
-@needs_dot
-def test_the_search_times_the_bf16_dot_and_keeps_a_correct_program():
-    """A Linear of a bf16 model's shape at prefill (x rounded to bf16): the bf16 dot products
-    are among the candidates the search verifies and times, and what it keeps matches torch."""
+def prefill_linear():
+    """A Linear of a bf16 model's shape at prefill (x of 96 rows rounded to bf16)."""
     cx = lm.Graph()
     x = cx.tensor((96, 256), name="x")
     lin = Linear(256, 192, bias=False, dtype=lm.bfloat16, activations="bf16")
-    y = lin(x).output()
+    return cx, x, lin, lin(x).output()
+
+
+def search_prefill_linear(cx, x, lin, y, runtime):
+    """Searches prefill_linear's graph (budget 64): no candidate may be wrong, and the
+    program kept matches torch. Returns the search's report."""
+    rt = cx.search(runtime, 64, cache=False, progress=False)
+    report = cx.last_search_report
+    assert not [c for c in report.candidates if c.status == "wrong"], report
+    xt, wt = torch.randn(96, 256), bf16((192, 256), 6)
+    rt.set_data(x, xt)
+    rt.set_data(lin.weight.tensor(cx), wt)
+    rt.execute({})
+    close(rt.get(y), expected(xt.to(torch.bfloat16), wt.T))
+    return report
+
+
+@needs_dot
+def test_the_search_times_the_bf16_dot_and_keeps_a_correct_program():
+    """The bf16 dot products are among the candidates the search verifies and times for
+    prefill_linear, and what it keeps matches torch."""
+    cx, x, lin, y = prefill_linear()
     cx.build_search_space(lm.CpuRuntime)
     runtime = CpuRuntime()
     pool = cx._search_space.build(cx, runtime.rewrite_rules(), runtime._rt).extract(64, {})
     assert any("(bf16_dot 1)" in p.text() for p in pool)
-    rt = cx.search(runtime, 64, cache=False, progress=False)
-    report = cx.last_search_report
-    assert not [c for c in report.candidates if c.status == "wrong"], report
+    report = search_prefill_linear(cx, x, lin, y, runtime)
     # Among those checked and timed: the rounding stored as bf16 words, which the matmul reads
     # and multiplies in pairs. (Which candidate wins is the timer's: on a loaded machine any of
     # a dozen within noise of each other, the rounding recomputed in A's loads among them; the
     # untimed pick's preference is test_the_cost_models_pick_stores_the_rounding_...)
     assert any("bf16_dot=1" in c.choice and "inline=0" in c.choice and c.status == "ok"
                for c in report.candidates), report
-    xt, wt = torch.randn(96, 256), bf16((192, 256), 6)
-    rt.set_data(x, xt)
-    rt.set_data(lin.weight.tensor(cx), wt)
-    rt.execute({})
-    close(rt.get(y), expected(xt.to(torch.bfloat16), wt.T))
 
 
 @needs_dot

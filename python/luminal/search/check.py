@@ -640,8 +640,6 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet) -> str:
             check.inputs = check.redraw(highs[0])
             if getattr(run, "sets", None) and check is run.sets[0]:
                 run.inputs = check.inputs
-    run.report.kernel_check_steps = getattr(run.report, "kernel_check_steps", 0) + \
-        report["steps"]
     for k, root, dtype, elements, got, want, problem in report["kernels"]:
         where = f"kernel {k} (computing %{root}, {dt.name(dtype)})"
         if problem:

@@ -39,7 +39,7 @@ def norm_matmul(rows=512, width=512, out=256):
 
 
 def test_a_fault_every_program_shares_is_caught_above_the_interpreters_size(tmp_path, planted):
-    planted("sqrt")
+    planted("Sqrt")
     cx, *_ = norm_matmul()
     cx.build_search_space(lm.CpuRuntime)
     with pytest.raises(CompileError, match="runs this graph wrongly.*kernel"):
@@ -166,7 +166,7 @@ def test_a_cache_hit_is_rechecked_kernel_by_kernel_at_any_size(tmp_path, planted
     cx.search(lm.CpuRuntime(cache_dir=rt_dir), 1, cache_dir=str(tmp_path), progress=False)
     hit = cx.last_search_report
     assert hit.cache_hit and "recheck" in hit.phases
-    planted("sqrt")  # the cached program now compiles to a wrong one, as does every other
+    planted("Sqrt")  # the cached program now compiles to a wrong one, as does every other
     with pytest.raises(CompileError):
         cx.search(lm.CpuRuntime(cache_dir=rt_dir), 1, cache_dir=str(tmp_path),
                   progress=False)

@@ -56,7 +56,7 @@ std::string CRenderer::prelude(const Program& program) const {
 std::string CRenderer::math_call(OpKind op, const std::string& x) const {
   if (op == OpKind::Exp2) return "lm_exp2f(" + x + ")";
   if (op == OpKind::Log2) return "lm_log2f(" + x + ")";
-  if (op == OpKind::Sqrt && planted_fault() == PlantedFault::kSqrt) {
+  if (planted_unary_fault(op)) {
     return "(1.01f * " + CLikeRenderer::math_call(op, x) + ")";
   }
   return CLikeRenderer::math_call(op, x);

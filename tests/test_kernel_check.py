@@ -93,9 +93,54 @@ def test_a_fault_only_above_gemv_rows_is_caught_at_the_second_binding(tmp_path, 
 
 
 def test_second_dims_take_both_sides_of_a_row_branch():
-    assert search_check.second_dims({"s": 1, "p": 256}) == {"s": 40, "p": 1}
-    assert search_check.second_dims({"s": 128, "p": 0}) == {"s": 1, "p": 40}
+    cx = lm.Graph()
+    x, cache = cx.tensor(("s", 8), name="x"), cx.tensor(("p", 8), name="cache")
+    (x.sum(0) + cache.sum(0)).output()
+    assert search_check.second_dims(cx._g, {"s": 1, "p": 256}) == {"s": 40, "p": 1}
+    assert search_check.second_dims(cx._g, {"s": 128, "p": 0}) == {"s": 1, "p": 40}
     assert search_check.SECOND_ROWS > 16  # the most gemv_rows a schedule may take
+
+
+def table_rows(max_positions=32):
+    """x (s, 8) times the rows p .. p+s of a fixed table of max_positions rows (RoPE's cos
+    table read at the chunk's positions): s + p <= max_positions is all the graph can take."""
+    cx = lm.Graph()
+    x = cx.tensor(("s", 8), name="x")
+    table = cx.tensor((max_positions, 8), name="table")
+    p = lm.Expr("p")
+    y = (x * table.slice_axis(0, p, p + x.st.dims[0])).output()
+    return cx, x, table, y
+
+
+def test_the_second_binding_stays_inside_what_the_graph_can_take():
+    cx, *_ = table_rows(32)
+    assert search_check.second_dims(cx._g, {"s": 1, "p": 31}) == {"s": 31, "p": 1}
+    assert "table" in _core.view_overrun(cx._g, {"s": 32, "p": 1})
+    assert _core.view_overrun(cx._g, {"s": 31, "p": 1}) == ""
+
+
+@pytest.mark.parametrize("runtime", [lm.NativeRuntime, lm.CpuRuntime])
+def test_running_past_a_fixed_table_is_a_shape_error_naming_it(runtime, tmp_path):
+    cx, x, table, y = table_rows(32)
+    cx.set_dim("s", 4)
+    cx.set_dim("p", 2)
+    kwargs = {"cache_dir": str(tmp_path)} if runtime is lm.CpuRuntime else {}
+    rt = cx.search(runtime(**kwargs), 1, cache=False, progress=False)
+    xs, ts = torch.randn(4, 8), torch.randn(32, 8)
+    rt.set_data(x, xs)
+    rt.set_data(table, ts)
+    rt.execute({"s": 4, "p": 28})  # the last rows: inside
+    assert_close(rt.get(y), xs * ts[28:32])
+    with pytest.raises(lm.ShapeError, match=r"execute: .*outside.*input 'table'.*p = 29, s = 4"):
+        rt.execute({"s": 4, "p": 29})
+
+
+def test_a_search_at_dims_the_graph_cannot_take_is_a_shape_error():
+    cx, *_ = table_rows(32)
+    cx.set_dim("s", 40)
+    cx.set_dim("p", 0)
+    with pytest.raises(lm.ShapeError, match=r"search: .*outside.*'table'.*set_dim"):
+        cx.search(lm.NativeRuntime(), 1, cache=False, progress=False)
 
 
 S = 9  # the symbol's value in these graphs

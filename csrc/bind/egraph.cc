@@ -10,6 +10,7 @@
 #include "egraph/program_text.h"
 #include "egraph/search_space.h"
 #include "runtime/runtime.h"
+#include "runtime/view_bounds.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -91,6 +92,8 @@ void init_egraph(nb::module_& m) {
   m.def("parse_program", &parse_program, "text"_a, "graph"_a);
   m.def("parse_expr", &parse_expr, "text"_a);
   m.def("graph_work", &graph_work, "graph"_a, "dims"_a);
+  m.def("view_overrun", nb::overload_cast<const Graph&, const DynMap&>(&view_overrun), "graph"_a,
+        "dims"_a);
 
   nb::class_<SearchSpace>(m, "SearchSpace")
       .def("__init__", [](SearchSpace* space, const Graph& graph, const std::string& rules,

@@ -92,6 +92,20 @@ std::vector<int64_t> sample_elements(const std::vector<int64_t>& shape, int64_t 
   }
   return out;
 }
+
+// The interpreter's value of element `e` of kernel k's root; its errors name the kernel.
+double sampled_value(native::ElementEval& eval, const Graph& graph, size_t k, NodeId root,
+                     int64_t e, const DynMap& dims) {
+  try {
+    return eval.value(root, e);
+  } catch (const ShapeError& err) {
+    throw ShapeError("check of kernel " + std::to_string(k) + " (" + node_desc(graph, root, dims) +
+                     "): " + err.what());
+  } catch (const InternalError& err) {
+    throw InternalError("check of kernel " + std::to_string(k) + " (" +
+                        node_desc(graph, root, dims) + "): " + err.what());
+  }
+}
 }  // namespace
 
 KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
@@ -158,7 +172,7 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
     const DType stored = program.buffers[out].dtype;
     for (int64_t e : elements) {
       if (verdict.elements.size() >= 2 && eval.steps() - start > options.step_budget) break;
-      verdict.want.push_back(eval.value(kernel.root, e));
+      verdict.want.push_back(sampled_value(eval, graph, k, kernel.root, e, dims));
       verdict.got.push_back(is_float(stored)
                                 ? native::load_f(stored, written, e)
                                 : static_cast<double>(native::load_i(stored, written, e)));

@@ -163,6 +163,7 @@ void CpuRuntime::compile(const Prepared& prepared) {
   unload_program(loaded_);
   loaded_ = loaded;
   graph_ = cpu->graph;
+  fixed_reads_ = fixed_operand_reads(graph_);
   program_ = cpu->program;
   source_ = cpu->source;
   units_ = cpu->units.steps;
@@ -395,6 +396,7 @@ KernelCheckReport CpuRuntime::check_kernels(
 CpuRuntime::Bound CpuRuntime::bind_buffers(const DynMap& dyn_map) {
   check_compiled(compiled_, "execute");
   check_symbols(program_.dims, dyn_map);
+  check_views_in_bounds(graph_, fixed_reads_, dyn_map, "execute");
   Bound bound;
   std::vector<int64_t>& dims = bound.dims;
   for (const std::string& s : program_.dims) dims.push_back(dyn_map.at(s));

@@ -17,6 +17,7 @@
 #include "runtime/cpu/cpu_compiler.h"
 #include "runtime/kernel_check.h"
 #include "runtime/runtime.h"
+#include "runtime/view_bounds.h"
 
 namespace luminal {
 
@@ -148,6 +149,7 @@ class CpuRuntime : public Runtime {
 
   CpuOptions options_;
   Graph graph_;
+  std::vector<ViewRead> fixed_reads_;  // checked at each execute (view_bounds.h)
   bool compiled_ = false;
   Program program_;
   Liveness liveness_;

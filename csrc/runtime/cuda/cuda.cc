@@ -244,6 +244,7 @@ void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
                    "cuModuleGetGlobal");
   }
   graph_ = graph;
+  fixed_reads_ = fixed_operand_reads(graph_);
   program_ = std::move(program);
   liveness_ = buffer_liveness(program_);
   source_ = std::move(src.source);
@@ -369,6 +370,7 @@ void CudaRuntime::plan_run(const DynMap& dims) {
 void CudaRuntime::execute(const DynMap& dyn_map) {
   check_compiled(compiled_, "execute");
   check_symbols(program_.dims, dyn_map);
+  check_views_in_bounds(graph_, fixed_reads_, dyn_map, "execute");
   DynMap dims = program_dims(dyn_map);
   std::vector<int64_t> numel = buffer_numels(graph_, program_, dyn_map, "execute");
   for (const auto& [node, buffer] : input_buffer_) {

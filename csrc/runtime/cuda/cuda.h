@@ -16,6 +16,7 @@
 #include "runtime/cuda/cubin_cache.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/runtime.h"
+#include "runtime/view_bounds.h"
 
 namespace luminal {
 
@@ -145,6 +146,7 @@ class CudaRuntime : public Runtime {
 
   TuningChoice fixed_;
   Graph graph_;
+  std::vector<ViewRead> fixed_reads_;  // checked at each execute (view_bounds.h)
   bool compiled_ = false;
   Program program_;
   Liveness liveness_;

@@ -16,6 +16,7 @@ void NativeRuntime::compile(const Graph& graph, const TuningChoice& choice) {
     throw CompileError("native runtime has no tuning parameters, got " + choice.to_string());
   }
   graph_ = graph;
+  fixed_reads_ = fixed_operand_reads(graph_);
   order_ = graph_.topo_order();
   last_use_.assign(graph_.size(), -1);
   for (size_t pos = 0; pos < order_.size(); ++pos) {
@@ -44,6 +45,7 @@ void NativeRuntime::clear_data() {
 void NativeRuntime::check_ready(const DynMap& dyn_map) const {
   check_compiled(compiled_, "execute");
   check_symbols(graph_.symbols(), dyn_map);
+  check_views_in_bounds(graph_, fixed_reads_, dyn_map, "execute");
   for (NodeId id : order_) {
     const Node& n = graph_.node(id);
     if (n.op != OpKind::Input) continue;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "runtime/runtime.h"
+#include "runtime/view_bounds.h"
 
 namespace luminal {
 
@@ -26,6 +27,7 @@ class NativeRuntime : public Runtime {
  private:
   void check_ready(const DynMap& dyn_map) const;
   Graph graph_;
+  std::vector<ViewRead> fixed_reads_;  // checked at each execute (view_bounds.h)
   bool compiled_ = false;
   std::vector<NodeId> order_;
   std::vector<int> last_use_;  // per node: position in order_ of its last reader

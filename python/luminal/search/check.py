@@ -438,10 +438,21 @@ def reference_kind(run: SearchRun, reference: str) -> str:
     return "runtime"
 
 
-def second_dims(dims: dict) -> dict:
+def second_dims(g, dims: dict) -> dict:
     """The second binding of the symbols every candidate is checked at: each at 1 where
-    ``dims`` binds it above 1, else at SECOND_ROWS."""
-    return {s: 1 if v > 1 else SECOND_ROWS for s, v in dims.items()}
+    ``dims`` binds it above 1, else at SECOND_ROWS, or at the most rows below it the graph
+    can take there (every view reading inside its operand: a RoPE table of max_context rows
+    bounds s + p). A graph that takes none of them keeps the raised symbols at 1."""
+    ones = {s: 1 if v > 1 else v for s, v in dims.items()}
+    raised = [s for s, v in dims.items() if v <= 1]
+    low, high = 1, SECOND_ROWS  # the most rows that fit lie in [low, high]
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _core.view_overrun(g, {**ones, **{s: mid for s in raised}}):
+            high = mid - 1
+        else:
+            low = mid
+    return {**ones, **{s: low for s in raised}}
 
 
 def finish_reference(run: SearchRun) -> None:
@@ -483,7 +494,7 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
         run.sets = [ordinary]
         run.report.check_sets = ["ordinary"]
         with _Phase(run.report, "reference run"):
-            _add_second_binding(run, by_kernel=True)
+            _add_second_binding(run, kernels_only=True)
         return
     ref_rt = _core.NativeRuntime() if reference == "native" else run.core_rt
     by_kernel = ref_rt is run.core_rt and run.core_rt.can_check_kernels()
@@ -520,7 +531,7 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
     run.report.check_sets = ["ordinary"]
     with _Phase(run.report, "reference run"):
         _add_extra_sets(run, work)
-        _add_second_binding(run, by_kernel=False)
+        _add_second_binding(run, kernels_only=False)
 
 
 def _reference_outputs(run: SearchRun, ref_rt, ordinary) -> list:
@@ -573,22 +584,28 @@ def _add_extra_sets(run: SearchRun, work: float) -> None:
         run.report.check_sets.append(check.name + shrunk)
 
 
-def _add_second_binding(run: SearchRun, by_kernel: bool) -> None:
+def _add_second_binding(run: SearchRun, kernels_only: bool) -> None:
     """The check sets at the second binding of the symbols (second_dims), whose parameters
     are drawn from the other distribution (init_scale where the ordinary set's are not, and
     the reverse; where outputs are compared end to end in norm, the same): the ordinary
-    set, and kernel by kernel the extra sets on it too. Kernel by kernel where ``by_kernel``
-    (reference "kernels"); else against the interpreter's outputs, where the graph there is
-    small enough for it; a binding the graph cannot take (a negative dim) is left out."""
+    set, and kernel by kernel the extra sets on it too. Against the interpreter's outputs
+    where the graph there is small enough for it (AUTO_NATIVE_WORK) and not
+    ``kernels_only`` (reference "kernels"), else kernel by kernel where the runtime can; a
+    binding the graph cannot take (a negative dim) is left out."""
     g = run.g
-    dims = second_dims(run.dims)
+    dims = second_dims(g, run.dims)
     if dims == run.dims:
         return
     at = " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
     try:
+        overrun = _core.view_overrun(g, dims)
+        if overrun:
+            raise ShapeError(overrun)
         work = _core.graph_work(g, dims)
-        if not by_kernel and work > AUTO_NATIVE_WORK:
-            run.report.check_sets.append(f"none{at} (work {work:.3g})")
+        by_kernel = kernels_only or work > AUTO_NATIVE_WORK
+        if by_kernel and not run.core_rt.can_check_kernels():
+            run.report.check_sets.append(f"none{at} (work {work:.3g}; {run.core_rt.name} "
+                                         f"has no kernel-by-kernel check)")
             return
         init_scaled = not run.normwise if by_kernel else run.normwise
         base = random_inputs(g, dims, run.seed + 1, init_scaled)
@@ -657,6 +674,7 @@ def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:
     Returns the seconds of the ordinary run."""
     seconds = []
     for check in list(run.sets):
+        t0 = time.perf_counter()
         try:
             if check.by_kernel:
                 wrong = kernel_disagreement(run, prog, check)
@@ -678,6 +696,9 @@ def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:
                                      else f"{check.name} (left out: {e})"
                                      for n in run.report.check_sets]
             continue
+        finally:
+            spent = run.report.check_seconds
+            spent[check.name] = spent.get(check.name, 0.0) + time.perf_counter() - t0
         if wrong:
             res.detail = f"on the {check.name} set: {wrong}"
             res.failed_set = check.name

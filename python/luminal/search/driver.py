@@ -40,7 +40,7 @@ import time
 from dataclasses import dataclass
 
 from .. import _core
-from ..errors import CompileError, LuminalError
+from ..errors import CompileError, LuminalError, ShapeError
 from . import cache as search_cache
 from . import cost as search_cost
 from .check import (EXTRA_SETS_WORK, _run, check_candidate, finish_reference, recheck,
@@ -168,6 +168,10 @@ class SearchRun:
         self.warmup = warmup
         self.repeats = repeats
         self.dims = representative_dims(cx)
+        overrun = _core.view_overrun(self.g, self.dims)
+        if overrun:
+            raise ShapeError(f"search: the dims it times at are outside what this graph can "
+                             f"take ({overrun}); bind others with cx.set_dim")
         self.report = SearchReport(runtime=self.core_rt.name, budget=budget)
         self.original = _core.identity_program(self.g)  # the graph as written
         self.original_text = self.original.text()

@@ -57,6 +57,9 @@ class SearchReport:
     # "extraction", "reference" (compiling it and drawing the check inputs, which overlap),
     # "reference run", "compile", "check", "timing", "load" (the winner into the runtime).
     phases: dict = field(default_factory=dict)
+    # The "check" phase split by check set (check_sets' names): wall seconds over every
+    # candidate, kernel-by-kernel checks included.
+    check_seconds: dict = field(default_factory=dict)
     # With a calibrated cost model: Spearman's rank correlation of its estimates with the
     # measured seconds, over the timed candidates and over their kernels (kernel_times).
     rank_correlation: float | None = None
@@ -96,6 +99,9 @@ class SearchReport:
         if self.phases:
             lines.append("   seconds: " + ", ".join(f"{name} {sec:.2f}"
                                                     for name, sec in self.phases.items()))
+        if self.check_seconds:
+            lines.append("   check seconds by set: " + ", ".join(
+                f"{name} {sec:.2f}" for name, sec in self.check_seconds.items()))
         if self.winner_kernels:
             total = sum(sec for sec, _ in self.winner_kernels)
             lines.append(f"   winner's kernels ({len(self.winner_kernels)}, {total * 1e3:.3f} ms "

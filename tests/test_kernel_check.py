@@ -38,20 +38,21 @@ def norm_matmul(rows=512, width=512, out=256):
     return cx, x, w, y
 
 
-def test_a_fault_every_program_shares_is_caught_above_the_interpreters_size(tmp_path, planted):
+@pytest.mark.parametrize("reference", ["auto", "runtime"])
+def test_a_fault_every_program_shares_is_caught_above_the_interpreters_size(tmp_path, planted,
+                                                                           reference):
+    """Kernel by kernel (auto above the interpreter's size), every candidate fails and so does
+    the graph as written; against the runtime running the graph as written, that program
+    fails its own kernel check first. Either way a CompileError, never a wrong program."""
     planted("Sqrt")
     cx, *_ = norm_matmul()
     cx.build_search_space(lm.CpuRuntime)
     with pytest.raises(CompileError, match="runs this graph wrongly.*kernel"):
-        cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 2, cache=False, progress=False)
+        cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 2, cache=False, progress=False,
+                  reference=reference)
     report = cx.last_search_report
-    assert report.wrong_rules[0].startswith("the graph as written on cpu")
+    assert any(w.startswith("the graph as written on cpu") for w in report.wrong_rules)
     assert "kernel by kernel" in report.reference
-    # Kernel by kernel alone, the candidates fail the same way.
-    cx.build_search_space(lm.CpuRuntime)
-    cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 2, cache=False, progress=False,
-              reference="kernels")
-    report = cx.last_search_report
     assert report.candidates and all(c.status == "wrong" for c in report.candidates)
     assert all("kernel" in c.detail for c in report.candidates)
 
@@ -217,3 +218,47 @@ def test_a_cache_hit_is_rechecked_kernel_by_kernel_at_any_size(tmp_path, planted
                   progress=False)
     assert not cx.last_search_report.cache_hit
     assert "failed its re-check" in capfd.readouterr().err
+
+
+def test_a_wrong_rewrite_is_caught_at_its_kernel_against_the_graph_as_written(tmp_path):
+    """Kernel by kernel, a program computing its own (rewritten) graph faithfully is still
+    wrong where a rewrite changed what a class computes: each kernel's output is compared
+    with the graph as written's formula for its class, from the same operands. Exp2 hoisted
+    through a zero padding reads exp2(0) = 1 where the graph reads 0."""
+    from test_egraph_opt_in import WrongHoistCpu
+
+    cx = lm.Graph()
+    x = cx.tensor((4, 6), name="x")
+    y = (x.pad_zeros((1, 1)).exp2() * 2.0).output()
+    cx.build_search_space(WrongHoistCpu)
+    rt = cx.search(WrongHoistCpu(cache_dir=str(tmp_path)), 6, cache=False, progress=False,
+                   reference="kernels")
+    report = cx.last_search_report
+    assert "each kernel's class against the graph as written" in report.reference
+    wrong = [c for c in report.candidates if c.status == "wrong"]
+    assert wrong and all("against the graph as written" in c.detail for c in wrong), str(report)
+    assert report.candidates[report.winner].status == "ok"
+    xs = torch.rand(4, 6) + 0.5
+    rt.set_data(x, xs)
+    rt.execute(cx.dyn_map)
+    assert_close(rt.get(y), torch.nn.functional.pad(xs, (1, 1)).exp2() * 2.0)
+
+
+def test_original_nodes_map_a_candidate_onto_the_graph_as_written():
+    """Inputs and outputs by position; every other node mapped to a node of the graph as
+    written of its e-class, which holds a tensor of the same shape and dtype."""
+    cx = lm.Graph()
+    x = cx.tensor((8, 8), name="x")
+    (x.exp2() * 2.0).sum(-1).output()
+    cx.build_search_space(lm.CpuRuntime)
+    core = cx._search_space.build(cx, lm.CpuRuntime().rewrite_rules())
+    candidate = core.extract(1, {})[0]
+    original = core.original_nodes(candidate)
+    g, c = cx._g, candidate.graph
+    assert [original[i] for i in candidate.inputs] == list(g.inputs())
+    assert [original[o] for o in candidate.outputs] == list(g.outputs())
+    mapped = [(node, orig) for node, orig in enumerate(original) if orig >= 0]
+    assert len(mapped) > len(candidate.inputs) + len(candidate.outputs)
+    for node, orig in mapped:
+        assert g.node_shape(orig) == c.node_shape(node)
+        assert g.node_dtype(orig) == c.node_dtype(node)

@@ -104,6 +104,7 @@ void init_egraph(nb::module_& m) {
       .def("extract", &SearchSpace::extract, "k"_a, "dims"_a,
            nb::call_guard<nb::gil_scoped_release>())
       .def("schedules", &SearchSpace::schedules)
+      .def("original_nodes", &SearchSpace::original_nodes, "candidate"_a)
       .def("alternatives", &SearchSpace::alternatives)
       .def("extract_choosing", &SearchSpace::extract_choosing, "choice"_a, "dims"_a,
            nb::call_guard<nb::gil_scoped_release>())

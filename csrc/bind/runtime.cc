@@ -30,11 +30,14 @@ void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
   rt.set_data(input, data.data(), count, dtype);
 }
 
-// Runtime::check_kernels with the inputs' data as (node, array, dtype) triples; each kernel's
-// verdict as a tuple (kernel, root, dtype, elements, got, want, problem).
+// Runtime::check_kernels with the inputs' data as (node, array, dtype) triples, and the graph
+// as written with each program node's original (KernelCheckOptions::original, optional); each
+// kernel's verdict as a tuple (kernel, root, dtype, elements, got, want, problem, original,
+// original_want).
 nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
                        const std::vector<std::tuple<NodeId, CpuArray, DType>>& inputs,
-                       int samples, int repeat_samples, int64_t step_budget, uint64_t seed) {
+                       int samples, int repeat_samples, int64_t step_budget, uint64_t seed,
+                       const Graph* original, const std::vector<NodeId>& original_of) {
   std::map<NodeId, native::ElementSource> sources;
   for (const auto& [node, data, dtype] : inputs) {
     const int64_t count = elements_in(dtype, data.itemsize(), static_cast<int64_t>(data.size()));
@@ -45,6 +48,8 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
   options.repeat_samples = repeat_samples;
   options.step_budget = step_budget;
   options.seed = seed;
+  options.original = original;
+  options.original_of = original_of;
   KernelCheckReport report;
   {
     nb::gil_scoped_release release;
@@ -53,12 +58,13 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
   nb::list kernels;
   for (const KernelSamples& k : report.kernels) {
     kernels.append(nb::make_tuple(k.kernel, k.root, k.dtype, k.elements, k.got, k.want,
-                                  k.problem));
+                                  k.problem, k.original, k.original_want));
   }
   nb::dict out;
   out["kernels"] = kernels;
   out["steps"] = report.steps;
   out["distinct"] = report.distinct;
+  out["classes_checked"] = report.classes_checked;
   return out;
 }
 
@@ -129,7 +135,8 @@ void init_runtime(nb::module_& m) {
       .def("get", &get, "output"_a)
       .def("can_check_kernels", &Runtime::can_check_kernels)
       .def("check_kernels", &check_kernels_of, "dyn_map"_a, "inputs"_a, "samples"_a,
-           "repeat_samples"_a, "step_budget"_a, "seed"_a);
+           "repeat_samples"_a, "step_budget"_a, "seed"_a, "original"_a.none() = nb::none(),
+           "original_of"_a = std::vector<NodeId>{});
   nb::class_<NativeRuntime, Runtime>(m, "NativeRuntime").def(nb::init<>());
 }
 

@@ -9,7 +9,7 @@
 
 namespace luminal::egraph {
 
-std::vector<EEdge> add_graph(EGraph& g, const Graph& graph) {
+std::vector<EEdge> add_graph(EGraph& g, const Graph& graph, std::vector<Id>* classes) {
   std::unordered_map<NodeId, int> input_pos;
   for (size_t i = 0; i < graph.inputs().size(); ++i) {
     input_pos[graph.inputs()[i]] = static_cast<int>(i);
@@ -44,6 +44,7 @@ std::vector<EEdge> add_graph(EGraph& g, const Graph& graph) {
     const Edge& e = graph.node(id).inputs[0];
     roots.push_back({cls[e.node], g.intern_view(e.view)});
   }
+  if (classes) *classes = std::move(cls);
   return roots;
 }
 

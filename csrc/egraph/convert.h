@@ -22,8 +22,9 @@ struct Candidate {
   std::vector<int64_t> node_class;
 };
 
-// Adds `graph` to `g`; returns one root edge per output of graph, in order.
-std::vector<EEdge> add_graph(EGraph& g, const Graph& graph);
+// Adds `graph` to `g`; returns one root edge per output of graph, in order. `classes`, if
+// given, receives each node's class (Outputs: 0xFFFFFFFF).
+std::vector<EEdge> add_graph(EGraph& g, const Graph& graph, std::vector<Id>* classes = nullptr);
 
 // The extracted program `ex` for `roots` as a Candidate; `original` gives the inputs. Its
 // nodes come in the order of its program text (canonical_candidate, egraph/program_text.h).

@@ -14,7 +14,7 @@ SearchSpace::SearchSpace(const Graph& graph, const std::string& runtime_rules,
     : graph_(graph),
       kernel_cost_(std::move(kernel_cost)),
       rules_(load_rules(runtime_rules, "runtime rules")) {
-  roots_ = add_graph(egraph_, graph_);
+  roots_ = add_graph(egraph_, graph_, &original_classes_);
   report_ = run_rules(egraph_, rules_, limits);
 }
 
@@ -47,6 +47,25 @@ std::vector<Candidate> SearchSpace::extract(size_t k, const DynMap& dims) const 
   for (size_t i = 1; i < best.size(); ++i) take(best[i]);
   std::vector<Candidate> out;
   for (const Extracted& ex : picked) out.push_back(to_candidate(egraph_, ex, roots_, graph_));
+  return out;
+}
+
+std::vector<NodeId> SearchSpace::original_nodes(const Candidate& candidate) const {
+  std::map<Id, NodeId> by_class;
+  for (NodeId id : graph_.topo_order()) {
+    const Id c = original_classes_.at(id);
+    if (c != 0xFFFFFFFFu && graph_.node(id).op != OpKind::Input) by_class.emplace(egraph_.find(c), id);
+  }
+  std::vector<NodeId> out(candidate.graph.size(), -1);
+  for (size_t i = 0; i < candidate.inputs.size(); ++i) out.at(candidate.inputs[i]) = graph_.inputs().at(i);
+  for (size_t i = 0; i < candidate.outputs.size(); ++i) {
+    out.at(candidate.outputs[i]) = graph_.outputs().at(i);
+  }
+  for (size_t id = 0; id < candidate.node_class.size() && id < out.size(); ++id) {
+    if (candidate.node_class[id] < 0) continue;
+    auto it = by_class.find(egraph_.find(static_cast<Id>(candidate.node_class[id])));
+    if (it != by_class.end()) out[id] = it->second;
+  }
   return out;
 }
 

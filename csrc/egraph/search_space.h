@@ -35,6 +35,11 @@ class SearchSpace {
   // kernel alternatives it timed.
   Candidate extract_choosing(const std::map<Id, std::string>& choice, const DynMap& dims) const;
 
+  // Per node of `candidate`'s graph, the node of the graph as written in the same e-class
+  // (the first in topological order), or -1: inputs and outputs by position, other nodes by
+  // their node_class (a candidate read from text has none: only its inputs and outputs).
+  std::vector<NodeId> original_nodes(const Candidate& candidate) const;
+
   const RunnerReport& report() const { return report_; }
   const EGraph& egraph() const { return egraph_; }
   const std::vector<Rewrite>& rules() const { return rules_; }
@@ -48,6 +53,7 @@ class SearchSpace {
   std::vector<Rewrite> rules_;
   EGraph egraph_;
   std::vector<EEdge> roots_;
+  std::vector<Id> original_classes_;  // per node of graph_, its class when added
   RunnerReport report_;
 };
 

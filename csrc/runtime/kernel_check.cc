@@ -57,20 +57,22 @@ int64_t first_poisoned(const uint8_t* bytes, int64_t count, const std::vector<ui
   return -1;
 }
 
-// Up to `count` distinct elements of a tensor of `shape` (numel elements): its first and last,
-// then coordinates drawn per dim, a quarter of them at a dim's edges (0, 1, the last two, the
+// Up to `count` distinct elements of a tensor of `shape` (numel elements): its first and last
+// (where count >= 2), then coordinates drawn per dim, a quarter of them at a dim's edges (0, 1, the last two, the
 // middle, the last whole block of 16), where tails and block boundaries of a kernel's loops
 // fall.
 std::vector<int64_t> sample_elements(const std::vector<int64_t>& shape, int64_t numel,
                                      int count, std::mt19937_64& rng) {
   std::vector<int64_t> out;
-  if (numel == 0) return out;
+  if (numel == 0 || count <= 0) return out;
   std::set<int64_t> seen;
   auto add = [&](int64_t e) {
     if (seen.insert(e).second) out.push_back(e);
   };
-  add(0);
-  add(numel - 1);
+  if (count >= 2) {
+    add(0);
+    add(numel - 1);
+  }
   const int64_t tries = 4LL * count;
   for (int64_t t = 0; t < tries && static_cast<int>(out.size()) < count &&
                       static_cast<int64_t>(out.size()) < numel;
@@ -106,6 +108,45 @@ double sampled_value(native::ElementEval& eval, const Graph& graph, size_t k, No
                         node_desc(graph, root, dims) + "): " + err.what());
   }
 }
+
+// The original's formula for kernel's root class at the verdict's elements, from the kernel's
+// operands and the inputs, each given to the original node of its class; the verdict's
+// original stays -1 where the root's class has no original node or a sample passes
+// `step_limit`.
+void check_original_class(const Graph& original, const std::vector<NodeId>& original_of,
+                          const std::map<NodeId, native::ElementSource>& inputs,
+                          KernelSteps& steps, const Kernel& kernel, native::ElementEval& eval,
+                          int64_t step_limit, KernelSamples& verdict) {
+  auto of = [&](NodeId n) {
+    return n >= 0 && static_cast<size_t>(n) < original_of.size() ? original_of[n] : NodeId{-1};
+  };
+  const NodeId root = of(kernel.root);
+  if (root < 0 || eval.numel(root) != steps.numel(kernel.out)) return;
+  const Program& program = steps.program();
+  eval.clear_sources();
+  for (const auto& [node, source] : inputs) {
+    if (of(node) >= 0) eval.set_source(of(node), source);
+  }
+  for (BufferId b : kernel.reads()) {
+    const Buffer& buf = program.buffers[b];
+    if (buf.role == BufferRole::kInput || of(buf.node) < 0) continue;
+    if (eval.numel(of(buf.node)) != steps.numel(b)) continue;
+    eval.set_source(of(buf.node), {steps.host_bytes(b), buf.dtype, steps.numel(b)});
+  }
+  std::vector<double> want;
+  try {
+    for (int64_t e : verdict.elements) {
+      eval.set_step_limit(eval.steps() + step_limit);
+      want.push_back(eval.value(root, e));
+    }
+  } catch (const native::StepLimitReached&) {
+    eval.set_step_limit(-1);
+    return;
+  }
+  eval.set_step_limit(-1);
+  verdict.original = root;
+  verdict.original_want = std::move(want);
+}
 }  // namespace
 
 KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
@@ -114,6 +155,7 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
   const Program& program = steps.program();
   KernelCheckReport report;
   native::ElementEval eval(graph, dims);
+  native::ElementEval original_eval(options.original ? *options.original : graph, dims);
   std::map<BufferId, uint64_t> sums;  // a written buffer's checksum, as its kernel left it
   std::map<BufferId, int> writer;     // and the kernel that wrote it
   std::set<std::string> units;        // code checked so far
@@ -177,6 +219,11 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
                                 ? native::load_f(stored, written, e)
                                 : static_cast<double>(native::load_i(stored, written, e)));
       verdict.elements.push_back(e);
+    }
+    if (options.original && fresh) {  // a repeat of the code runs the same rewrite's output
+      check_original_class(*options.original, options.original_of, inputs, steps, kernel,
+                           original_eval, options.original_step_limit, verdict);
+      report.classes_checked += verdict.original >= 0;
     }
     report.kernels.push_back(std::move(verdict));
   }

@@ -215,6 +215,8 @@ void CpuRuntime::set_data(NodeId input, const void* data, int64_t count, DType d
 void CpuRuntime::clear_data() {
   inputs_.clear();
   outputs_.clear();
+  plan_valid_ = false;
+  std::vector<uint8_t>().swap(arena_);  // a check's dims' temporaries are not the next run's
 }
 
 void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count, DType dtype,

@@ -1,6 +1,7 @@
 // element_eval.h: one element of a node at a time, each op as eval_node.cc computes it.
 #include "runtime/native/element_eval.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -12,7 +13,7 @@ namespace luminal::native {
 namespace {
 // Memo entries kept at most: past it the memo starts over (a sample's elements are reused
 // within the sample and its neighbours, not across a whole kernel).
-constexpr size_t kMemoLimit = size_t{1} << 22;
+constexpr size_t kMemoLimit = size_t{1} << 16;
 
 std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) {
   std::vector<int64_t> idx(shape.size());
@@ -29,12 +30,51 @@ ElementEval::ElementEval(const Graph& graph, const DynMap& dims)
 
 void ElementEval::set_source(NodeId node, ElementSource source) {
   sources_[node] = source;
-  memo_.clear();
+  forget();
 }
 
 void ElementEval::clear_sources() {
   sources_.clear();
-  memo_.clear();
+  forget();
+}
+
+void ElementEval::forget() { memo_.forget(); }
+
+void ElementMemo::forget() {
+  size_ = 0;
+  if (++generation_ == 0) {  // wrapped: no slot may look current
+    slots_.assign(slots_.size(), Slot{});
+    generation_ = 1;
+  }
+}
+
+size_t ElementMemo::slot_of(uint64_t key) const {
+  const size_t mask = slots_.size() - 1;
+  size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 17) & mask;
+  while (slots_[i].generation == generation_ && slots_[i].key != key) i = (i + 1) & mask;
+  return i;
+}
+
+const double* ElementMemo::find(uint64_t key) const {
+  if (slots_.empty()) return nullptr;
+  const Slot& s = slots_[slot_of(key)];
+  return s.generation == generation_ ? &s.value : nullptr;
+}
+
+void ElementMemo::insert(uint64_t key, double value) {
+  if (2 * (size_ + 1) > slots_.size()) {  // grow: at most half full
+    std::vector<Slot> old = std::move(slots_);
+    slots_.assign(std::max<size_t>(1024, 2 * old.size()), Slot{});
+    const uint32_t live = generation_;
+    generation_ = 1;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.generation == live) insert(s.key, s.value);
+    }
+  }
+  Slot& s = slots_[slot_of(key)];
+  if (s.generation != generation_) ++size_;
+  s = {key, generation_, value};
 }
 
 const ElementEval::Info& ElementEval::info(NodeId node) {
@@ -75,11 +115,10 @@ double ElementEval::value(NodeId node, int64_t flat) {
                : static_cast<double>(load_i(s.dtype, s.data, flat));
   }
   const uint64_t key = static_cast<uint64_t>(node) << 40 | static_cast<uint64_t>(flat);
-  auto hit = memo_.find(key);
-  if (hit != memo_.end()) return hit->second;
+  if (const double* hit = memo_.find(key)) return *hit;
   const double v = compute(node, flat);
-  if (memo_.size() >= kMemoLimit) memo_.clear();
-  memo_.emplace(key, v);
+  if (memo_.size() >= kMemoLimit) forget();
+  memo_.insert(key, v);
   return v;
 }
 
@@ -89,7 +128,7 @@ double ElementEval::operand(NodeId node, const Info& in, size_t k,
 }
 
 double ElementEval::compute(NodeId node, int64_t flat) {
-  ++steps_;
+  if (++steps_ > step_limit_ && step_limit_ >= 0) throw StepLimitReached{};
   const Node& n = graph_.node(node);
   const Info& in = info(node);
   const std::vector<int64_t> idx = unflatten(flat, in.shape);

@@ -15,6 +15,30 @@
 
 namespace luminal::native {
 
+// Thrown by value() past the step limit (set_step_limit).
+struct StepLimitReached {};
+
+// The memo of computed elements: an open-addressing table whose entries are forgotten all at
+// once by a generation count (forget() runs at every source set, thousands of times a check).
+class ElementMemo {
+ public:
+  const double* find(uint64_t key) const;
+  void insert(uint64_t key, double value);
+  void forget();
+  size_t size() const { return size_; }
+
+ private:
+  struct Slot {
+    uint64_t key = 0;
+    uint32_t generation = 0;  // the slot holds an entry where it equals generation_
+    double value = 0;
+  };
+  size_t slot_of(uint64_t key) const;
+  std::vector<Slot> slots_;
+  uint32_t generation_ = 1;
+  size_t size_ = 0;
+};
+
 // A node's value as stored: contiguous, row-major, in `dtype`'s storage.
 struct ElementSource {
   const uint8_t* data = nullptr;
@@ -35,6 +59,8 @@ class ElementEval {
   const std::vector<int64_t>& shape(NodeId node);
   // Elements computed and reduction steps taken so far: the work done.
   int64_t steps() const { return steps_; }
+  // value() throws StepLimitReached once steps() passes `limit` (-1: no limit).
+  void set_step_limit(int64_t limit) { step_limit_ = limit; }
 
  private:
   struct Info {
@@ -48,13 +74,15 @@ class ElementEval {
   // Operand k of `node` at its logical index `idx` (0 in its view's padding).
   double operand(NodeId node, const Info& in, size_t k, const std::vector<int64_t>& idx);
   double read(NodeId node, int64_t p);  // element p of node's buffer, bounds checked
+  void forget();                         // drops every memoized element
 
   const Graph& graph_;
   DynMap dims_;
   std::vector<Info> info_;
   std::unordered_map<NodeId, ElementSource> sources_;
-  std::unordered_map<uint64_t, double> memo_;
+  ElementMemo memo_;
   int64_t steps_ = 0;
+  int64_t step_limit_ = -1;
 };
 
 }  // namespace luminal::native

@@ -38,8 +38,13 @@ AUTO_NATIVE_WORK = 2e7
 # kernel running code checked before, and the interpreter's steps per kernel past which it
 # samples no more.
 KERNEL_SAMPLES = 48
-KERNEL_REPEAT_SAMPLES = 4
-KERNEL_STEP_BUDGET = 1 << 21
+KERNEL_REPEAT_SAMPLES = 1
+# The extra sets kernel by kernel look for errors of the whole size (an overflow, a NaN, a
+# value range a kernel mishandles): fewer samples, and no class check (a rewrite's soundness
+# is the ordinary sets').
+EXTRA_KERNEL_SAMPLES = 8
+EXTRA_KERNEL_REPEAT_SAMPLES = 0
+KERNEL_STEP_BUDGET = 1 << 19
 # Every candidate is checked at a second binding of the symbols too (second_dims): each at 1
 # where the search binds it above 1, else at SECOND_ROWS, above every row count a kernel
 # branches on at run time (a GEMV for M <= gemv_rows, at most 16), so both sides are taken.
@@ -106,6 +111,8 @@ class CheckSet:
     # where a fused chain's f32 rounding near the edge of a range (a GELU's 1 + erf(x) at
     # x = -100) differs from the interpreter's per node by more than CHECK_TOLERANCE.
     normwise: bool = False
+    # by_kernel: the kernels whose class the last check compared with the graph as written
+    classes_checked: int = 0
 
 
 def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
@@ -428,14 +435,15 @@ def start_reference(run: SearchRun, verify: bool, reference: str) -> None:
 def reference_kind(run: SearchRun, reference: str) -> str:
     """What the candidates are checked against: ``reference``, or for "auto", "native" (the
     interpreter, output by output) up to AUTO_NATIVE_WORK and on NativeRuntime, else
-    "runtime" (the runtime running the graph as written; kernel by kernel too where it can).
-    "kernels": kernel by kernel alone."""
+    "kernels" (kernel by kernel against the interpreter and each kernel's class against the
+    graph as written) where the runtime can, else "runtime" (the runtime running the graph
+    as written)."""
     if reference != "auto":
         return reference
     if isinstance(run.runtime, NativeRuntime) or \
             _core.graph_work(run.g, run.dims) <= AUTO_NATIVE_WORK:
         return "native"
-    return "runtime"
+    return "kernels" if run.core_rt.can_check_kernels() else "runtime"
 
 
 def second_dims(g, dims: dict) -> dict:
@@ -487,7 +495,9 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
             run.inputs = random_inputs(g, run.dims, run.seed, run.normwise)
         if not run.need_check:
             return
-        run.report.reference = "the interpreter, kernel by kernel"
+        run.report.reference = "the interpreter, kernel by kernel" + (
+            ", each kernel's class against the graph as written"
+            if getattr(run, "space", None) is not None else "")
         ordinary = CheckSet("ordinary", run.inputs, run.dims, strict=True, by_kernel=True,
                             redraw=lambda high: random_inputs(g, run.dims, run.seed,
                                                               run.normwise, high))
@@ -642,13 +652,18 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet) -> str:
     interpreter finds a Gather index out of range, the set's ints are drawn again from the
     next of INT_HIGHS (the set changed for every candidate after)."""
     highs = list(INT_HIGHS)
+    space = getattr(run, "space", None)
+    extra = check.normwise  # an extra set
+    rewritten = space is not None and prog is not run.original and not extra
+    original, original_of = (run.g, space.original_nodes(prog)) if rewritten else (None, [])
     while True:
         _set_inputs(run.core_rt, prog.inputs, check.inputs)
         triples = [(node, data, dtype) for node, (dtype, data) in zip(prog.inputs, check.inputs)]
         try:
-            report = run.core_rt.check_kernels(check.dims, triples, KERNEL_SAMPLES,
-                                               KERNEL_REPEAT_SAMPLES, KERNEL_STEP_BUDGET,
-                                               run.seed)
+            report = run.core_rt.check_kernels(
+                check.dims, triples, EXTRA_KERNEL_SAMPLES if extra else KERNEL_SAMPLES,
+                EXTRA_KERNEL_REPEAT_SAMPLES if extra else KERNEL_REPEAT_SAMPLES,
+                KERNEL_STEP_BUDGET, run.seed, original, original_of)
             break
         except LuminalError as e:
             highs.pop(0)
@@ -657,15 +672,38 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet) -> str:
             check.inputs = check.redraw(highs[0])
             if getattr(run, "sets", None) and check is run.sets[0]:
                 run.inputs = check.inputs
-    for k, root, dtype, elements, got, want, problem in report["kernels"]:
+    check.classes_checked = report["classes_checked"]
+    for k, root, dtype, elements, got, want, problem, orig, orig_want in report["kernels"]:
         where = f"kernel {k} (computing %{root}, {dt.name(dtype)})"
         if problem:
             return f"{where}: {problem}"
+        normwise = run.normwise or check.normwise
         wrong = value_disagreement(np.asarray(got), np.asarray(want), dtype, check.strict,
-                                   run.normwise or check.normwise, elements)
+                                   normwise, elements)
+        if not wrong and orig >= 0:
+            wrong = value_disagreement(np.asarray(got), np.asarray(orig_want), dtype,
+                                       check.strict, normwise, elements)
+            wrong = wrong and f"against the graph as written's %{orig} (a rewrite): {wrong}"
         if wrong:
             return f"{where}: {wrong}"
     return ""
+
+
+def check_as_written(run: SearchRun) -> str | None:
+    """Where the candidates were checked kernel by kernel alone (no reference outputs) and
+    none passed: the graph as written compiled and checked the same way on the ordinary set,
+    before the search falls back to it. What is wrong with it (also in the report's wrong
+    rules), or None."""
+    if not (run.need_check and run.sets and run.sets[0].by_kernel and run.sets[0].want is None):
+        return None
+    run.core_rt.compile(run.g)
+    wrong = kernel_disagreement(run, run.original, run.sets[0])
+    run.core_rt.clear_data()
+    if not wrong:
+        return None
+    run.report.wrong_rules.append(f"the graph as written on {run.core_rt.name}, on the "
+                                  f"ordinary set: {wrong}")
+    return wrong
 
 
 def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:

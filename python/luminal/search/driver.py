@@ -43,8 +43,8 @@ from .. import _core
 from ..errors import CompileError, LuminalError, ShapeError
 from . import cache as search_cache
 from . import cost as search_cost
-from .check import (EXTRA_SETS_WORK, _run, check_candidate, finish_reference, recheck,
-                    run_reference, start_reference)
+from .check import (EXTRA_SETS_WORK, _run, check_as_written, check_candidate,
+                    finish_reference, recheck, run_reference, start_reference)
 from .descent import Descent
 from .extract import _prepare, estimate, extract, insert_combination, prepared_of, saturate
 from .report import (CandidateResult, SearchReport, _label, _Phase, _Progress, fill_report)
@@ -355,11 +355,15 @@ def _attempt_program(run: SearchRun, program, label: str):
 def pick(run: SearchRun) -> None:
     """Pick: among the re-timed finalists (none re-timed: the timed candidates), the cost
     model's pick unless a challenger is faster by more than the margin
-    (timing.pick); untimed, the first usable candidate; none usable, the graph as written.
-    The runtime adopts it. When the runtime still holds the winner, it only maps its ids."""
+    (timing.pick); untimed, the first usable candidate; none usable, the graph as written,
+    itself checked kernel by kernel where the candidates were (check.check_as_written). The
+    runtime adopts it. When the runtime still holds the winner, it only maps its ids."""
     usable = [i for i, r in enumerate(run.results) if r.status in ("ok", "untimed")]
     wrong = getattr(run, "reference_wrong", None)
+    if not usable and wrong is None:
+        wrong = check_as_written(run)
     if not usable and wrong:
+        run.report.candidates = run.results + run.skipped
         run.cx.last_search_report = run.report  # what failed, for the caller to read
         raise CompileError(f"search: {run.core_rt.name} runs this graph wrongly: as written, "
                            f"{wrong}; and no candidate passed its check")

@@ -693,12 +693,17 @@ def check_as_written(run: SearchRun) -> str | None:
     """Where the candidates were checked kernel by kernel alone (no reference outputs) and
     none passed: the graph as written compiled and checked the same way on the ordinary set,
     before the search falls back to it. What is wrong with it (also in the report's wrong
-    rules), or None."""
+    rules), or None (also where it cannot run at the check's dims)."""
     if not (run.need_check and run.sets and run.sets[0].by_kernel and run.sets[0].want is None):
         return None
-    run.core_rt.compile(run.g)
-    wrong = kernel_disagreement(run, run.original, run.sets[0])
-    run.core_rt.clear_data()
+    try:
+        run.core_rt.compile(run.g)
+        wrong = kernel_disagreement(run, run.original, run.sets[0])
+    except LuminalError as e:  # e.g. an output no memory holds: execute will say so
+        run.report.wrong_rules.append(f"the graph as written not checked ({e})")
+        return None
+    finally:
+        run.core_rt.clear_data()
     if not wrong:
         return None
     run.report.wrong_rules.append(f"the graph as written on {run.core_rt.name}, on the "

@@ -15,26 +15,28 @@ namespace {
 // within the sample and its neighbours, not across a whole kernel).
 constexpr size_t kMemoLimit = size_t{1} << 16;
 
-std::vector<int64_t> unflatten(int64_t flat, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> idx(shape.size());
+void unflatten(int64_t flat, const std::vector<int64_t>& shape, std::vector<int64_t>& idx) {
+  idx.resize(shape.size());
   for (size_t k = shape.size(); k-- > 0;) {
     idx[k] = shape[k] > 0 ? flat % shape[k] : 0;
     flat = shape[k] > 0 ? flat / shape[k] : 0;
   }
-  return idx;
 }
 }  // namespace
 
 ElementEval::ElementEval(const Graph& graph, const DynMap& dims)
-    : graph_(graph), dims_(dims), info_(graph.size()) {}
+    : graph_(graph), dims_(dims), info_(graph.size()), sources_(graph.size()) {}
 
 void ElementEval::set_source(NodeId node, ElementSource source) {
-  sources_[node] = source;
+  ElementSource& slot = sources_.at(static_cast<size_t>(node));
+  if (!slot.data) sourced_.push_back(node);
+  slot = source;
   forget();
 }
 
 void ElementEval::clear_sources() {
-  sources_.clear();
+  for (NodeId node : sourced_) sources_[static_cast<size_t>(node)] = ElementSource{};
+  sourced_.clear();
   forget();
 }
 
@@ -103,9 +105,8 @@ double ElementEval::read(NodeId node, int64_t p) {
 }
 
 double ElementEval::value(NodeId node, int64_t flat) {
-  auto source = sources_.find(node);
-  if (source != sources_.end()) {
-    const ElementSource& s = source->second;
+  const ElementSource& s = sources_[static_cast<size_t>(node)];
+  if (s.data) {
     if (flat < 0 || flat >= s.numel) {
       throw InternalError("check: element " + std::to_string(flat) + " of a source of " +
                           std::to_string(s.numel));
@@ -131,7 +132,15 @@ double ElementEval::compute(NodeId node, int64_t flat) {
   if (++steps_ > step_limit_ && step_limit_ >= 0) throw StepLimitReached{};
   const Node& n = graph_.node(node);
   const Info& in = info(node);
-  const std::vector<int64_t> idx = unflatten(flat, in.shape);
+  // Index vectors of this depth of the recursion, reused (no allocation per element).
+  ++depth_;
+  struct Leave {
+    size_t& depth;
+    ~Leave() { --depth; }
+  } leave{depth_};
+  if (scratch_.size() < 3 * depth_) scratch_.resize(3 * depth_);  // a deque: no moves
+  std::vector<int64_t>& idx = scratch_[3 * depth_ - 3];
+  unflatten(flat, in.shape, idx);
   auto dtype_of = [&](size_t k) { return graph_.node(n.inputs[k].node).dtype; };
   if (is_unary(n.op)) return stored_value(n.dtype, unary_eval(n.op, operand(node, in, 0, idx)));
   if (is_binary(n.op)) {
@@ -164,7 +173,8 @@ double ElementEval::compute(NodeId node, int64_t flat) {
       const bool is_sum = n.op == OpKind::SumReduce;
       const DType from = dtype_of(0);
       const NodeId child = n.inputs[0].node;
-      std::vector<int64_t> full(v.dims.size());
+      std::vector<int64_t>& full = scratch_[3 * depth_ - 2];
+      full.resize(v.dims.size());
       for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : idx[j++];
       if (is_float(from)) {
         double acc = is_sum ? 0.0 : -INFINITY;
@@ -200,7 +210,8 @@ double ElementEval::compute(NodeId node, int64_t flat) {
                          std::to_string(data_numel) + " elements (shape " +
                          dims_to_string(n.inputs[0].view.dims) + ")");
       }
-      std::vector<int64_t> didx(dv.dims.size());
+      std::vector<int64_t>& didx = scratch_[3 * depth_ - 1];
+      didx.resize(dv.dims.size());
       for (size_t k = dv.dims.size(); k-- > 0;) {
         didx[k] = g % dv.dims[k];
         g /= dv.dims[k];

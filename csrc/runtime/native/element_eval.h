@@ -8,7 +8,7 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
+#include <deque>
 #include <vector>
 
 #include "runtime/native/host_elements.h"
@@ -79,10 +79,13 @@ class ElementEval {
   const Graph& graph_;
   DynMap dims_;
   std::vector<Info> info_;
-  std::unordered_map<NodeId, ElementSource> sources_;
+  std::vector<ElementSource> sources_;  // per node; data null: computed
+  std::vector<NodeId> sourced_;         // the nodes with a source, to clear
   ElementMemo memo_;
   int64_t steps_ = 0;
   int64_t step_limit_ = -1;
+  std::deque<std::vector<int64_t>> scratch_;  // three index vectors per recursion depth
+  size_t depth_ = 0;
 };
 
 }  // namespace luminal::native

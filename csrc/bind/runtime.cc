@@ -32,8 +32,7 @@ void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
 
 // Runtime::check_kernels with the inputs' data as (node, array, dtype) triples, and the graph
 // as written with each program node's original (KernelCheckOptions::original, optional); each
-// kernel's verdict as a tuple (kernel, root, dtype, elements, got, want, problem, original,
-// original_want).
+// kernel's verdict as a tuple (kernel, root, dtype, elements, got, want, problem, original).
 nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
                        const std::vector<std::tuple<NodeId, CpuArray, DType>>& inputs,
                        int samples, int repeat_samples, int64_t step_budget, uint64_t seed,
@@ -58,7 +57,7 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
   nb::list kernels;
   for (const KernelSamples& k : report.kernels) {
     kernels.append(nb::make_tuple(k.kernel, k.root, k.dtype, k.elements, k.got, k.want,
-                                  k.problem, k.original, k.original_want));
+                                  k.problem, k.original));
   }
   nb::dict out;
   out["kernels"] = kernels;

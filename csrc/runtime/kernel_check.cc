@@ -109,19 +109,17 @@ double sampled_value(native::ElementEval& eval, const Graph& graph, size_t k, No
   }
 }
 
-// The original's formula for kernel's root class at the verdict's elements, from the kernel's
-// operands and the inputs, each given to the original node of its class; the verdict's
-// original stays -1 where the root's class has no original node or a sample passes
-// `step_limit`.
-void check_original_class(const Graph& original, const std::vector<NodeId>& original_of,
-                          const std::map<NodeId, native::ElementSource>& inputs,
-                          KernelSteps& steps, const Kernel& kernel, native::ElementEval& eval,
-                          int64_t step_limit, KernelSamples& verdict) {
+// Gives `eval` (over the graph as written) the kernel's operands and the inputs, each as the
+// original node of its class; returns the original node of the root's class, or -1 where it
+// has none (or of another size).
+NodeId set_original_sources(const std::vector<NodeId>& original_of,
+                            const std::map<NodeId, native::ElementSource>& inputs,
+                            KernelSteps& steps, const Kernel& kernel, native::ElementEval& eval) {
   auto of = [&](NodeId n) {
     return n >= 0 && static_cast<size_t>(n) < original_of.size() ? original_of[n] : NodeId{-1};
   };
   const NodeId root = of(kernel.root);
-  if (root < 0 || eval.numel(root) != steps.numel(kernel.out)) return;
+  if (root < 0 || eval.numel(root) != steps.numel(kernel.out)) return -1;
   const Program& program = steps.program();
   eval.clear_sources();
   for (const auto& [node, source] : inputs) {
@@ -133,19 +131,34 @@ void check_original_class(const Graph& original, const std::vector<NodeId>& orig
     if (eval.numel(of(buf.node)) != steps.numel(b)) continue;
     eval.set_source(of(buf.node), {steps.host_bytes(b), buf.dtype, steps.numel(b)});
   }
-  std::vector<double> want;
+  return root;
+}
+
+// Samples `root` of `eval`'s graph at `elements` into the verdict (want, got from `written`),
+// while the steps stay within `budget` (two samples always). The first sample may take at most
+// `first_limit` steps (-1: any): past it nothing is sampled and it returns false.
+bool take_samples(native::ElementEval& eval, const Graph& graph, size_t k, NodeId root,
+                  const std::vector<int64_t>& elements, int64_t budget, int64_t first_limit,
+                  const uint8_t* written, DType stored, const DynMap& dims,
+                  KernelSamples& verdict) {
+  const int64_t start = eval.steps();
+  if (first_limit >= 0) eval.set_step_limit(start + first_limit);
   try {
-    for (int64_t e : verdict.elements) {
-      eval.set_step_limit(eval.steps() + step_limit);
-      want.push_back(eval.value(root, e));
+    for (int64_t e : elements) {
+      if (verdict.elements.size() >= 2 && eval.steps() - start > budget) break;
+      verdict.want.push_back(sampled_value(eval, graph, k, root, e, dims));
+      eval.set_step_limit(-1);
+      verdict.got.push_back(is_float(stored)
+                                ? native::load_f(stored, written, e)
+                                : static_cast<double>(native::load_i(stored, written, e)));
+      verdict.elements.push_back(e);
     }
   } catch (const native::StepLimitReached&) {
     eval.set_step_limit(-1);
-    return;
+    verdict.want.clear();
+    return false;
   }
-  eval.set_step_limit(-1);
-  verdict.original = root;
-  verdict.original_want = std::move(want);
+  return true;
 }
 }  // namespace
 
@@ -196,38 +209,41 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
     }
     sums[out] = checksum(written, bytes_of(out));
     writer[out] = static_cast<int>(k);
-    // Samples: the root's value from the operands the kernel read and the graph's inputs.
-    eval.clear_sources();
-    for (const auto& [node, source] : inputs) eval.set_source(node, source);
-    for (BufferId b : kernel.reads()) {
-      const Buffer& buf = program.buffers[b];
-      if (buf.role == BufferRole::kInput) continue;  // the interpreter's own data
-      eval.set_source(buf.node, {steps.host_bytes(b), buf.dtype, steps.numel(b)});
-    }
+    // Samples: where the kernel's code is new and its root's class has a node in the graph as
+    // written, that node's value from the operands the kernel read and the graph's inputs
+    // (which also checks the rewrites that made the kernel's graph); else, or where that
+    // formula reaches behind the operands, the kernel's own root's.
     const bool fresh = units.insert(steps.unit(static_cast<int>(k))).second;
     report.distinct += fresh;
     std::mt19937_64 rng(options.seed * 1000003u + k);
     const std::vector<int64_t> elements =
         sample_elements(eval.shape(kernel.root), eval.numel(kernel.root),
                         fresh ? options.samples : options.repeat_samples, rng);
-    const int64_t start = eval.steps();
     const DType stored = program.buffers[out].dtype;
-    for (int64_t e : elements) {
-      if (verdict.elements.size() >= 2 && eval.steps() - start > options.step_budget) break;
-      verdict.want.push_back(sampled_value(eval, graph, k, kernel.root, e, dims));
-      verdict.got.push_back(is_float(stored)
-                                ? native::load_f(stored, written, e)
-                                : static_cast<double>(native::load_i(stored, written, e)));
-      verdict.elements.push_back(e);
-    }
     if (options.original && fresh) {  // a repeat of the code runs the same rewrite's output
-      check_original_class(*options.original, options.original_of, inputs, steps, kernel,
-                           original_eval, options.original_step_limit, verdict);
-      report.classes_checked += verdict.original >= 0;
+      const NodeId root =
+          set_original_sources(options.original_of, inputs, steps, kernel, original_eval);
+      if (root >= 0 && take_samples(original_eval, *options.original, k, root, elements,
+                                    options.step_budget, options.original_step_limit,
+                                    written, stored, dims, verdict)) {
+        verdict.original = root;
+        ++report.classes_checked;
+      }
+    }
+    if (verdict.original < 0) {
+      eval.clear_sources();
+      for (const auto& [node, source] : inputs) eval.set_source(node, source);
+      for (BufferId b : kernel.reads()) {
+        const Buffer& buf = program.buffers[b];
+        if (buf.role == BufferRole::kInput) continue;  // the interpreter's own data
+        eval.set_source(buf.node, {steps.host_bytes(b), buf.dtype, steps.numel(b)});
+      }
+      take_samples(eval, graph, k, kernel.root, elements, options.step_budget, -1, written,
+                   stored, dims, verdict);
     }
     report.kernels.push_back(std::move(verdict));
   }
-  report.steps = eval.steps();
+  report.steps = eval.steps() + original_eval.steps();
   return report;
 }
 

@@ -29,16 +29,16 @@ struct KernelCheckOptions {
                                   // are drawn (the first two are always)
   uint64_t seed = 0;
   // The graph as written, with per node of the program's graph the node of `original` in its
-  // e-class (-1: none; egraph::SearchSpace::original_nodes): each sampled element is also
-  // computed by the original's formula for the root's class, from the same operands (those
-  // with an original node) and inputs, so a wrong rewrite shows at the kernel it changed, and
-  // a deep network's rounding does not compound as it would end to end. Checked where the
-  // kernel's code is new (a model's repeated layers: the first). Null: not checked.
+  // e-class (-1: none; egraph::SearchSpace::original_nodes): where the kernel's code is new (a
+  // model's repeated layers: the first), its samples are computed by the original's formula
+  // for the root's class, from the same operands (those with an original node) and inputs,
+  // instead of the program graph's own: a wrong rewrite shows at the kernel it changed, and a
+  // deep network's rounding does not compound as it would end to end. Null: not used.
   const Graph* original = nullptr;
   std::vector<NodeId> original_of;
-  // The interpreter steps one sample of the original's formula may take: past it (a formula
-  // reaching behind the kernel's operands, to tensors the program keeps in a rewritten form)
-  // the kernel's class is not checked.
+  // The interpreter steps the first sample of the original's formula may take: past it (a
+  // formula reaching behind the kernel's operands, to tensors the program keeps in a
+  // rewritten form) the kernel is sampled on the program's graph instead.
   int64_t original_step_limit = 1 << 16;
 };
 
@@ -50,17 +50,15 @@ struct KernelSamples {
   std::vector<int64_t> elements;   // flat indices sampled
   std::vector<double> got, want;   // the kernel's value and the interpreter's, per element
   std::string problem;             // a fault found beside the samples, "" for none
-  // The node of the graph as written in the root's class (-1: none, or not checked), and its
-  // formula's value per sampled element (empty when not checked).
+  // The node of the graph as written whose formula gave `want` (-1: the program graph's root).
   NodeId original = -1;
-  std::vector<double> original_want;
 };
 
 struct KernelCheckReport {
   std::vector<KernelSamples> kernels;  // in execution order
   int64_t steps = 0;                   // the interpreter's work, all kernels
   int distinct = 0;                    // kernels whose code was checked first here
-  int classes_checked = 0;             // kernels whose class was checked on the original
+  int classes_checked = 0;             // kernels sampled on the graph as written
 };
 
 // What a runtime lends the check: its program, one kernel run at a time (kernels before it

@@ -48,13 +48,38 @@ std::vector<uint8_t> poison(DType dtype) {
   }
 }
 
-// The first element of `bytes` (count elements) still holding the poison, or -1.
-int64_t first_poisoned(const uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark) {
-  const size_t size = mark.size();
+// `count` elements of `bytes` set to the poison: one, then copies doubling in length.
+void fill_poison(uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark) {
+  if (count <= 0) return;
+  const size_t total = static_cast<size_t>(count) * mark.size();
+  std::memcpy(bytes, mark.data(), mark.size());
+  for (size_t done = mark.size(); done < total; done *= 2) {
+    std::memcpy(bytes + done, bytes, std::min(done, total - done));
+  }
+}
+
+// The first element of `bytes` (count elements of width W) still holding the poison, or -1.
+template <typename W>
+int64_t first_poisoned_as(const uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark) {
+  W want;
+  std::memcpy(&want, mark.data(), sizeof(W));
   for (int64_t i = 0; i < count; ++i) {
-    if (std::memcmp(bytes + static_cast<size_t>(i) * size, mark.data(), size) == 0) return i;
+    W v;
+    std::memcpy(&v, bytes + static_cast<size_t>(i) * sizeof(W), sizeof(W));
+    if (v == want) return i;
   }
   return -1;
+}
+
+int64_t first_poisoned(const uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark) {
+  switch (mark.size()) {
+    case 4:
+      return first_poisoned_as<uint32_t>(bytes, count, mark);
+    case 2:
+      return first_poisoned_as<uint16_t>(bytes, count, mark);
+    default:
+      return first_poisoned_as<uint8_t>(bytes, count, mark);
+  }
 }
 
 // Up to `count` distinct elements of a tensor of `shape` (numel elements): its first and last
@@ -192,10 +217,7 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
     const std::vector<uint8_t> mark = poison(program.buffers[out].dtype);
     const bool first_write = !writer.count(out);
     if (first_write) {
-      uint8_t* bytes = steps.host_bytes(out);
-      for (int64_t i = 0; i < steps.numel(out); ++i) {
-        std::memcpy(bytes + static_cast<size_t>(i) * mark.size(), mark.data(), mark.size());
-      }
+      fill_poison(steps.host_bytes(out), steps.numel(out), mark);
       steps.commit(out);
     }
     steps.run_kernel(static_cast<int>(k));

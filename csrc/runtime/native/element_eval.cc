@@ -85,7 +85,17 @@ const ElementEval::Info& ElementEval::info(NodeId node) {
     const Node& n = graph_.node(node);
     i.shape = evaluate(n.shape, dims_);
     i.numel = checked_numel(i.shape, [&] { return "check: node %" + std::to_string(node); });
-    for (const Edge& e : n.inputs) i.views.push_back(evaluate(e.view, dims_));
+    for (const Edge& e : n.inputs) {
+      const ConcreteView v = evaluate(e.view, dims_);
+      bool flat = v.dims == i.shape && v.offset == 0;
+      int64_t stride = 1;
+      for (size_t k = v.dims.size(); flat && k-- > 0;) {
+        flat = (v.strides[k] == stride || v.dims[k] == 1) && v.lo[k] <= 0 && v.hi[k] >= v.dims[k];
+        stride *= v.dims[k];
+      }
+      i.views.push_back(v);
+      i.flat.push_back(flat);
+    }
     i.ready = true;
   }
   return i;
@@ -123,9 +133,15 @@ double ElementEval::value(NodeId node, int64_t flat) {
   return v;
 }
 
-double ElementEval::operand(NodeId node, const Info& in, size_t k,
-                            const std::vector<int64_t>& idx) {
-  return read(graph_.node(node).inputs[k].node, locate(in.views[k], idx));
+double ElementEval::operand(NodeId node, const Info& in, size_t k, int64_t flat,
+                            std::vector<int64_t>& idx, bool& have_idx) {
+  const NodeId child = graph_.node(node).inputs[k].node;
+  if (in.flat[k]) return read(child, flat);
+  if (!have_idx) {
+    unflatten(flat, in.shape, idx);
+    have_idx = true;
+  }
+  return read(child, locate(in.views[k], idx));
 }
 
 double ElementEval::compute(NodeId node, int64_t flat) {
@@ -140,13 +156,19 @@ double ElementEval::compute(NodeId node, int64_t flat) {
   } leave{depth_};
   if (scratch_.size() < 3 * depth_) scratch_.resize(3 * depth_);  // a deque: no moves
   std::vector<int64_t>& idx = scratch_[3 * depth_ - 3];
-  unflatten(flat, in.shape, idx);
+  bool have_idx = false;
+  auto index = [&]() -> const std::vector<int64_t>& {
+    if (!have_idx) unflatten(flat, in.shape, idx);
+    have_idx = true;
+    return idx;
+  };
   auto dtype_of = [&](size_t k) { return graph_.node(n.inputs[k].node).dtype; };
-  if (is_unary(n.op)) return stored_value(n.dtype, unary_eval(n.op, operand(node, in, 0, idx)));
+  auto arg = [&](size_t k) { return operand(node, in, k, flat, idx, have_idx); };
+  if (is_unary(n.op)) return stored_value(n.dtype, unary_eval(n.op, arg(0)));
   if (is_binary(n.op)) {
     const DType operand_dtype = dtype_of(0);
-    const double a = operand(node, in, 0, idx);
-    const double b = operand(node, in, 1, idx);
+    const double a = arg(0);
+    const double b = arg(1);
     if (is_float(operand_dtype)) {
       const double r = binary_float(n.op, a, b);
       return is_float(n.dtype) ? stored_value(n.dtype, r) : round_to_dtype(r, n.dtype);
@@ -175,7 +197,8 @@ double ElementEval::compute(NodeId node, int64_t flat) {
       const NodeId child = n.inputs[0].node;
       std::vector<int64_t>& full = scratch_[3 * depth_ - 2];
       full.resize(v.dims.size());
-      for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : idx[j++];
+      const std::vector<int64_t>& at = index();
+      for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : at[j++];
       if (is_float(from)) {
         double acc = is_sum ? 0.0 : -INFINITY;
         for (int64_t r = 0; r < v.dims[axis]; ++r) {
@@ -204,7 +227,7 @@ double ElementEval::compute(NodeId node, int64_t flat) {
       const int64_t data_numel = checked_numel(dv.dims, [&] {
         return "check: the data Gather %" + std::to_string(node) + " reads";
       });
-      int64_t g = static_cast<int64_t>(operand(node, in, 1, idx));
+      int64_t g = static_cast<int64_t>(arg(1));
       if (g < 0 || g >= data_numel) {
         throw ShapeError("Gather: index " + std::to_string(g) + " is out of range for data of " +
                          std::to_string(data_numel) + " elements (shape " +
@@ -220,7 +243,7 @@ double ElementEval::compute(NodeId node, int64_t flat) {
     }
     case OpKind::Cast:
     case OpKind::Output: {
-      const double x = operand(node, in, 0, idx);
+      const double x = arg(0);
       const DType from = dtype_of(0);
       if (is_float(from) || is_quantized(from)) {
         return is_float(n.dtype) ? stored_value(n.dtype, x) : round_to_dtype(x, n.dtype);

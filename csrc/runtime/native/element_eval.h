@@ -68,11 +68,16 @@ class ElementEval {
     std::vector<int64_t> shape;
     int64_t numel = 0;
     std::vector<ConcreteView> views;  // each input's, evaluated
+    // Per input: its view reads element i of the operand for element i (row-major, the same
+    // shape, no mask), so no index is unflattened for it.
+    std::vector<char> flat;
   };
   const Info& info(NodeId node);
   double compute(NodeId node, int64_t flat);
-  // Operand k of `node` at its logical index `idx` (0 in its view's padding).
-  double operand(NodeId node, const Info& in, size_t k, const std::vector<int64_t>& idx);
+  // Operand k of `node` at element `flat`, whose logical index is `idx` (unflattened on
+  // demand: `have_idx`); 0 in its view's padding.
+  double operand(NodeId node, const Info& in, size_t k, int64_t flat, std::vector<int64_t>& idx,
+                 bool& have_idx);
   double read(NodeId node, int64_t p);  // element p of node's buffer, bounds checked
   void forget();                         // drops every memoized element
 

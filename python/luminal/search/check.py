@@ -512,7 +512,7 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
         run.sets = [ordinary]
         run.report.check_sets = ["ordinary"]
         with _Phase(run.report, "reference run"):
-            _add_second_binding(run, kernels_only=True)
+            _add_kernel_extra_sets(run, _add_second_binding(run, kernels_only=True))
         return
     ref_rt = _core.NativeRuntime() if reference == "native" else run.core_rt
     by_kernel = ref_rt is run.core_rt and run.core_rt.can_check_kernels()
@@ -549,7 +549,9 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
     run.report.check_sets = ["ordinary"]
     with _Phase(run.report, "reference run"):
         _add_extra_sets(run, work)
-        _add_second_binding(run, kernels_only=False)
+        second = _add_second_binding(run, kernels_only=False)
+        if second is not None:
+            _add_kernel_extra_sets(run, second)
 
 
 def _reference_outputs(run: SearchRun, ref_rt, ordinary) -> list:
@@ -602,18 +604,18 @@ def _add_extra_sets(run: SearchRun, work: float) -> None:
         run.report.check_sets.append(check.name + shrunk)
 
 
-def _add_second_binding(run: SearchRun, kernels_only: bool) -> None:
-    """The check sets at the second binding of the symbols (second_dims), whose parameters
-    are drawn from the other distribution (init_scale where the ordinary set's are not, and
-    the reverse; where outputs are compared end to end in norm, the same): the ordinary
-    set, and kernel by kernel the extra sets on it too. Against the interpreter's outputs
-    where the graph there is small enough for it (AUTO_NATIVE_WORK) and not
-    ``kernels_only`` (reference "kernels"), else kernel by kernel where the runtime can; a
+def _add_second_binding(run: SearchRun, kernels_only: bool) -> tuple | None:
+    """The ordinary check set at the second binding of the symbols (second_dims), whose
+    parameters are drawn from the other distribution (init_scale where the ordinary set's
+    are not, and the reverse; where outputs are compared end to end in norm, the same).
+    Against the interpreter's outputs where the graph there is small enough for it
+    (AUTO_NATIVE_WORK) and not ``kernels_only`` (reference "kernels"), else kernel by kernel
+    where the runtime can (then returns its (dims, inputs), for _add_kernel_extra_sets); a
     binding the graph cannot take (a negative dim) is left out."""
     g = run.g
     dims = second_dims(g, run.dims)
     if dims == run.dims:
-        return
+        return None
     at = " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
     try:
         overrun = _core.view_overrun(g, dims)
@@ -624,32 +626,47 @@ def _add_second_binding(run: SearchRun, kernels_only: bool) -> None:
         if by_kernel and not run.core_rt.can_check_kernels():
             run.report.check_sets.append(f"none{at} (work {work:.3g}; {run.core_rt.name} "
                                          f"has no kernel-by-kernel check)")
-            return
+            return None
         init_scaled = not run.normwise if by_kernel else run.normwise
         base = random_inputs(g, dims, run.seed + 1, init_scaled)
     except LuminalError as e:
         run.report.check_sets.append(f"none{at} (left out: {e})")
-        return
-    ordinary = CheckSet("ordinary", base, dims, strict=True, by_kernel=by_kernel,
+        return None
+    ordinary = CheckSet("ordinary" + at, base, dims, strict=True, by_kernel=by_kernel,
                         redraw=lambda high: random_inputs(g, dims, run.seed + 1, init_scaled,
                                                           high))
-    sets = [ordinary] + (extra_sets(g, dims, run.seed, base) if by_kernel else [])
-    native = None
-    for check in sets:
+    if not by_kernel:
+        try:
+            native = _core.NativeRuntime()
+            native.compile(g)
+            ordinary.want = _run(native, g.inputs(), g.outputs(), base, dims)
+        except LuminalError as e:
+            run.report.check_sets.append(f"{ordinary.name} (left out: {e})")
+            return None
+    run.sets.append(ordinary)
+    run.report.check_sets.append(ordinary.name + (" (kernel by kernel)" if by_kernel else ""))
+    return (dims, base) if by_kernel else None
+
+
+def _add_kernel_extra_sets(run: SearchRun, second: tuple | None) -> None:
+    """The extra sets (extra_sets), kernel by kernel, at whichever binding has less work:
+    the search's dims, on the ordinary set's inputs, or the second binding's ``second`` (its
+    dims and inputs): each set of one binding shares its parameters, which are then set on
+    the runtime once."""
+    g = run.g
+    dims, base, at = run.dims, run.inputs, ""
+    if second is not None and _core.graph_work(g, second[0]) < _core.graph_work(g, dims):
+        dims, base = second
+        at = " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
+    # At the search's dims right after the ordinary set, whose parameters they keep.
+    place = len(run.sets) if at else 1
+    for check in extra_sets(g, dims, run.seed, base):
         check.name += at
-        check.by_kernel = by_kernel
-        check.normwise = check is not ordinary
-        if not by_kernel:
-            try:
-                if native is None:
-                    native = _core.NativeRuntime()
-                    native.compile(g)
-                check.want = _run(native, g.inputs(), g.outputs(), check.inputs, dims)
-            except LuminalError as e:
-                run.report.check_sets.append(f"{check.name} (left out: {e})")
-                continue
-        run.sets.append(check)
-        run.report.check_sets.append(check.name + (" (kernel by kernel)" if by_kernel else ""))
+        check.by_kernel = True
+        check.normwise = True
+        run.sets.insert(place, check)
+        run.report.check_sets.insert(place, check.name + " (kernel by kernel)")
+        place += 1
 
 
 def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None = None) -> str:

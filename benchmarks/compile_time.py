@@ -44,7 +44,8 @@ def session(args) -> dict:
     s = CausalLMSession(model, rt, search=args.search)
     report = s.graph.last_search_report
     return {"seconds": time.perf_counter() - t0, "cpu_seconds": cpu_seconds() - c0,
-            "phases": report.phases, "objects_compiled": objects(cpu_cache) - before,
+            "phases": report.phases, "check_seconds": report.check_seconds,
+            "objects_compiled": objects(cpu_cache) - before,
             "summary": str(report).splitlines()[0],
             "candidates": [f"{c.status} {c.choice}" for c in report.candidates]}
 
@@ -87,6 +88,11 @@ def main() -> None:
             print(f"{label}: session {r['seconds']:.2f} s ({r['cpu_seconds']:.1f} CPU s), "
                   f"{r['summary']}")
             print(f"  seconds: {phases}")
+            checks = r["phases"].get("check", 0.0) + r["phases"].get("reference run", 0.0) + \
+                r["phases"].get("recheck", 0.0)
+            by_set = ", ".join(f"{k} {v:.2f}" for k, v in r["check_seconds"].items())
+            print(f"  the check: {checks:.2f} s, {checks / r['seconds']:.0%} of the session"
+                  + (f" (by set: {by_set})" if by_set else ""))
             print(f"  kernel objects compiled: {r['objects_compiled']}")
             for c in r["candidates"]:
                 print(f"  {c}")

@@ -198,16 +198,17 @@ def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False,
     scales = [init_scale(g, node, shape) if init_scaled else 1.0
               for node, (_, _, _, shape) in zip(g.inputs(), shapes)]
     pooled = _pooled_sizes(shapes, scales)
-    pools = {}  # float dtype -> [its pool, the inputs that took a window of it]
+    pools = {}  # (float dtype, scale) -> [its pool, the inputs that took a window of it]
     out = []
     for (dtype, count, name, shape), scale in zip(shapes, scales):
         try:
-            if dtype in pooled and count > RANDOM_POOL and scale == 1.0:
-                if dtype not in pools:
-                    pools[dtype] = [random_floats(rng, pooled[dtype] + RANDOM_POOL, dtype), 0]
-                pool, taken = pools[dtype]
+            key = (dtype, scale)
+            if key in pooled and count > RANDOM_POOL:
+                if key not in pools:
+                    pools[key] = [random_floats(rng, pooled[key] + RANDOM_POOL, dtype, scale), 0]
+                pool, taken = pools[key]
                 start = taken * POOL_STEP % RANDOM_POOL
-                pools[dtype][1] += 1
+                pools[key][1] += 1
                 out.append((dtype, pool[start:start + count]))
                 continue
             if dt.is_float(dtype):
@@ -232,15 +233,16 @@ POOL_STEP = 104729
 
 
 def _pooled_sizes(shapes: list, scales: list) -> dict:
-    """{float dtype: the biggest count}: of the inputs bigger than RANDOM_POOL at scale 1, which
-    share one pool of random_floats per dtype, of that count plus RANDOM_POOL, each reading a
-    window of it (random_inputs). Past RANDOM_POOL values repeat anyway, so a window is what
-    that input's own draw would be, shifted; a 1B model's weights then take one array of its
-    embedding's size instead of a copy of every weight (2.5 GB, a second of a cold compile)."""
+    """{(float dtype, scale): the biggest count}: of the inputs bigger than RANDOM_POOL, which
+    share one pool of random_floats per dtype and scale (init_scale's: one per fan-in), of
+    that count plus RANDOM_POOL, each reading a window of it (random_inputs). Past
+    RANDOM_POOL values repeat anyway, so a window is what that input's own draw would be,
+    shifted; a 1B model's weights then take an array of its biggest weight's size per scale
+    instead of a copy of every weight (2.5 GB, seconds of a cold compile)."""
     biggest = {}
     for (dtype, count, _, _), scale in zip(shapes, scales):
-        if dt.is_float(dtype) and count > RANDOM_POOL and scale == 1.0:
-            biggest[dtype] = max(biggest.get(dtype, 0), count)
+        if dt.is_float(dtype) and count > RANDOM_POOL:
+            biggest[dtype, scale] = max(biggest.get((dtype, scale), 0), count)
     return biggest
 
 

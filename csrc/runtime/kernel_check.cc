@@ -235,7 +235,16 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
     // written, that node's value from the operands the kernel read and the graph's inputs
     // (which also checks the rewrites that made the kernel's graph); else, or where that
     // formula reaches behind the operands, the kernel's own root's.
-    const bool fresh = units.insert(steps.unit(static_cast<int>(k))).second;
+    const NodeId class_node =
+        options.original && kernel.root < static_cast<NodeId>(options.original_of.size())
+            ? options.original_of[kernel.root]
+            : NodeId{-1};
+    const std::string& unit = steps.unit(static_cast<int>(k));
+    const std::string key = unit + "@" + std::to_string(class_node);
+    report.checked.insert(key);
+    // New: code not run before in this program (a model's layers share it), and not passed
+    // by an earlier program for this class.
+    const bool fresh = units.insert(unit).second && !options.checked.count(key);
     report.distinct += fresh;
     std::mt19937_64 rng(options.seed * 1000003u + k);
     const std::vector<int64_t> elements =

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,10 @@ struct KernelCheckOptions {
   // formula reaching behind the kernel's operands, to tensors the program keeps in a
   // rewritten form) the kernel is sampled on the program's graph instead.
   int64_t original_step_limit = 1 << 16;
+  // Kernels checked already on these inputs (KernelCheckReport::checked of earlier programs
+  // of one search): a kernel of the same code computing the same class of the graph as
+  // written is sampled as a repeat.
+  std::set<std::string> checked;
 };
 
 // One kernel's verdict.
@@ -59,6 +64,8 @@ struct KernelCheckReport {
   int64_t steps = 0;                   // the interpreter's work, all kernels
   int distinct = 0;                    // kernels whose code was checked first here
   int classes_checked = 0;             // kernels sampled on the graph as written
+  // Each kernel as "code unit@original node of its class" (-1: none): for options.checked.
+  std::set<std::string> checked;
 };
 
 // What a runtime lends the check: its program, one kernel run at a time (kernels before it

@@ -683,6 +683,9 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
     extra = check.normwise  # an extra set
     rewritten = space is not None and prog is not run.original and not extra
     original, original_of = (run.g, space.original_nodes(prog)) if rewritten else (None, [])
+    # Kernels an earlier candidate passed on this set (the same code for the same class):
+    # sampled as repeats here. A search's candidates share most of their kernels.
+    checked = run.__dict__.setdefault("checked_kernels", {}).setdefault(check.name, set())
     while True:
         _set_inputs(run.core_rt, prog.inputs, check.inputs, held)
         triples = [(node, data, dtype) for node, (dtype, data) in zip(prog.inputs, check.inputs)]
@@ -690,7 +693,7 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
             report = run.core_rt.check_kernels(
                 check.dims, triples, EXTRA_KERNEL_SAMPLES if extra else KERNEL_SAMPLES,
                 EXTRA_KERNEL_REPEAT_SAMPLES if extra else KERNEL_REPEAT_SAMPLES,
-                KERNEL_STEP_BUDGET, run.seed, original, original_of)
+                KERNEL_STEP_BUDGET, run.seed, original, original_of, checked)
             break
         except LuminalError as e:
             highs.pop(0)
@@ -710,6 +713,7 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
             wrong = f"against the graph as written's %{orig} (its code or a rewrite): {wrong}"
         if wrong:
             return f"{where}: {wrong}"
+    checked |= report["checked"]
     return ""
 
 

@@ -134,17 +134,22 @@ double sampled_value(native::ElementEval& eval, const Graph& graph, size_t k, No
   }
 }
 
-// Gives `eval` (over the graph as written) the kernel's operands and the inputs, each as the
-// original node of its class; returns the original node of the root's class, or -1 where it
-// has none (or of another size).
-NodeId set_original_sources(const std::vector<NodeId>& original_of,
-                            const std::map<NodeId, native::ElementSource>& inputs,
-                            KernelSteps& steps, const Kernel& kernel, native::ElementEval& eval) {
-  auto of = [&](NodeId n) {
-    return n >= 0 && static_cast<size_t>(n) < original_of.size() ? original_of[n] : NodeId{-1};
-  };
+// Node `n` of the program's graph as the node of the graph as written in its class
+// (KernelCheckOptions::original_of), or -1.
+NodeId original_node(const std::vector<NodeId>& original_of, NodeId n) {
+  return n >= 0 && static_cast<size_t>(n) < original_of.size() ? original_of[n] : NodeId{-1};
+}
+
+// Gives `eval` the graph's inputs (the check data) and the operands the kernel read (as the
+// program left them), each as the node `as` names it in eval's graph (-1: not given; null
+// `as`: the program's own nodes); returns the node standing for the kernel's root, or (with
+// `as`) -1 where it has none or one of another size, and nothing is given.
+NodeId set_kernel_sources(const std::map<NodeId, native::ElementSource>& inputs,
+                          KernelSteps& steps, const Kernel& kernel, native::ElementEval& eval,
+                          const std::vector<NodeId>* as) {
+  auto of = [&](NodeId n) { return as ? original_node(*as, n) : n; };
   const NodeId root = of(kernel.root);
-  if (root < 0 || eval.numel(root) != steps.numel(kernel.out)) return -1;
+  if (as && (root < 0 || eval.numel(root) != steps.numel(kernel.out))) return -1;
   const Program& program = steps.program();
   eval.clear_sources();
   for (const auto& [node, source] : inputs) {
@@ -152,8 +157,8 @@ NodeId set_original_sources(const std::vector<NodeId>& original_of,
   }
   for (BufferId b : kernel.reads()) {
     const Buffer& buf = program.buffers[b];
-    if (buf.role == BufferRole::kInput || of(buf.node) < 0) continue;
-    if (eval.numel(of(buf.node)) != steps.numel(b)) continue;
+    if (buf.role == BufferRole::kInput) continue;  // the interpreter's own data
+    if (of(buf.node) < 0 || eval.numel(of(buf.node)) != steps.numel(b)) continue;
     eval.set_source(of(buf.node), {steps.host_bytes(b), buf.dtype, steps.numel(b)});
   }
   return root;
@@ -236,9 +241,7 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
     // (which also checks the rewrites that made the kernel's graph); else, or where that
     // formula reaches behind the operands, the kernel's own root's.
     const NodeId class_node =
-        options.original && kernel.root < static_cast<NodeId>(options.original_of.size())
-            ? options.original_of[kernel.root]
-            : NodeId{-1};
+        options.original ? original_node(options.original_of, kernel.root) : NodeId{-1};
     const std::string& unit = steps.unit(static_cast<int>(k));
     const std::string key = unit + "@" + std::to_string(class_node);
     report.checked.insert(key);
@@ -253,7 +256,7 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
     const DType stored = program.buffers[out].dtype;
     if (options.original && fresh) {  // a repeat of the code runs the same rewrite's output
       const NodeId root =
-          set_original_sources(options.original_of, inputs, steps, kernel, original_eval);
+          set_kernel_sources(inputs, steps, kernel, original_eval, &options.original_of);
       if (root >= 0 && take_samples(original_eval, *options.original, k, root, elements,
                                     options.step_budget, options.original_step_limit,
                                     written, stored, dims, verdict)) {
@@ -262,13 +265,7 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
       }
     }
     if (verdict.original < 0) {
-      eval.clear_sources();
-      for (const auto& [node, source] : inputs) eval.set_source(node, source);
-      for (BufferId b : kernel.reads()) {
-        const Buffer& buf = program.buffers[b];
-        if (buf.role == BufferRole::kInput) continue;  // the interpreter's own data
-        eval.set_source(buf.node, {steps.host_bytes(b), buf.dtype, steps.numel(b)});
-      }
+      set_kernel_sources(inputs, steps, kernel, eval, nullptr);
       take_samples(eval, graph, k, kernel.root, elements, options.step_budget, -1, written,
                    stored, dims, verdict);
     }

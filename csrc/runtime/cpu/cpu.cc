@@ -178,10 +178,7 @@ void CpuRuntime::compile(const Prepared& prepared) {
       if (it != packed_.end()) it->second.as_stored = true;
     }
   }
-  inputs_.clear();
-  outputs_.clear();
-  plan_valid_ = false;
-  std::vector<uint8_t>().swap(arena_);  // sized by this program's plans, not an earlier one's
+  clear_data();  // the arena too: sized by this program's plans, not an earlier one's
   compiled_ = true;
 }
 

@@ -31,16 +31,14 @@ void ElementEval::set_source(NodeId node, ElementSource source) {
   ElementSource& slot = sources_.at(static_cast<size_t>(node));
   if (!slot.data) sourced_.push_back(node);
   slot = source;
-  forget();
+  memo_.forget();
 }
 
 void ElementEval::clear_sources() {
   for (NodeId node : sourced_) sources_[static_cast<size_t>(node)] = ElementSource{};
   sourced_.clear();
-  forget();
+  memo_.forget();
 }
-
-void ElementEval::forget() { memo_.forget(); }
 
 void ElementMemo::forget() {
   size_ = 0;
@@ -128,20 +126,9 @@ double ElementEval::value(NodeId node, int64_t flat) {
   const uint64_t key = static_cast<uint64_t>(node) << 40 | static_cast<uint64_t>(flat);
   if (const double* hit = memo_.find(key)) return *hit;
   const double v = compute(node, flat);
-  if (memo_.size() >= kMemoLimit) forget();
+  if (memo_.size() >= kMemoLimit) memo_.forget();
   memo_.insert(key, v);
   return v;
-}
-
-double ElementEval::operand(NodeId node, const Info& in, size_t k, int64_t flat,
-                            std::vector<int64_t>& idx, bool& have_idx) {
-  const NodeId child = graph_.node(node).inputs[k].node;
-  if (in.flat[k]) return read(child, flat);
-  if (!have_idx) {
-    unflatten(flat, in.shape, idx);
-    have_idx = true;
-  }
-  return read(child, locate(in.views[k], idx));
 }
 
 double ElementEval::compute(NodeId node, int64_t flat) {
@@ -163,7 +150,11 @@ double ElementEval::compute(NodeId node, int64_t flat) {
     return idx;
   };
   auto dtype_of = [&](size_t k) { return graph_.node(n.inputs[k].node).dtype; };
-  auto arg = [&](size_t k) { return operand(node, in, k, flat, idx, have_idx); };
+  // Operand k at this element (0 in its view's padding): no index where its view is flat.
+  auto arg = [&](size_t k) {
+    const NodeId child = n.inputs[k].node;
+    return in.flat[k] ? read(child, flat) : read(child, locate(in.views[k], index()));
+  };
   if (is_unary(n.op)) return stored_value(n.dtype, unary_eval(n.op, arg(0)));
   if (is_binary(n.op)) {
     const DType operand_dtype = dtype_of(0);

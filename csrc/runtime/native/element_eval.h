@@ -74,12 +74,7 @@ class ElementEval {
   };
   const Info& info(NodeId node);
   double compute(NodeId node, int64_t flat);
-  // Operand k of `node` at element `flat`, whose logical index is `idx` (unflattened on
-  // demand: `have_idx`); 0 in its view's padding.
-  double operand(NodeId node, const Info& in, size_t k, int64_t flat, std::vector<int64_t>& idx,
-                 bool& have_idx);
   double read(NodeId node, int64_t p);  // element p of node's buffer, bounds checked
-  void forget();                         // drops every memoized element
 
   const Graph& graph_;
   DynMap dims_;

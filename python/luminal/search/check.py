@@ -28,11 +28,11 @@ if TYPE_CHECKING:
     from .report import CandidateResult
 
 # reference="auto" checks against NativeRuntime up to this many elements touched per run (a few
-# seconds of the interpreter); bigger graphs against the runtime itself running the graph as
-# written (which catches a wrong rewrite), and where the runtime can (can_check_kernels), that
-# program and every candidate kernel by kernel against the interpreter as well
-# (runtime/kernel_check.h: each kernel's output at sampled elements, from the very operands it
-# read), which catches a fault in the code they share (a renderer's, the compiler's).
+# seconds of the interpreter); bigger graphs kernel by kernel where the runtime can
+# (can_check_kernels; runtime/kernel_check.h: each kernel's output at sampled elements, from
+# the very operands it read, on the graph as written's formula for its class), which catches
+# a fault in code every program shares (a renderer's, the compiler's) and a wrong rewrite;
+# elsewhere against the runtime itself running the graph as written (a wrong rewrite only).
 AUTO_NATIVE_WORK = 2e7
 # The kernel-by-kernel check: elements sampled per kernel whose code is not checked yet, per
 # kernel running code checked before, and the interpreter's steps per kernel past which it
@@ -111,8 +111,6 @@ class CheckSet:
     # where a fused chain's f32 rounding near the edge of a range (a GELU's 1 + erf(x) at
     # x = -100) differs from the interpreter's per node by more than CHECK_TOLERANCE.
     normwise: bool = False
-    # by_kernel: the kernels whose class the last check compared with the graph as written
-    classes_checked: int = 0
 
 
 def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
@@ -508,9 +506,7 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
         run.report.reference = "the interpreter, kernel by kernel" + (
             ", each kernel's class against the graph as written"
             if getattr(run, "space", None) is not None else "")
-        ordinary = CheckSet("ordinary", run.inputs, run.dims, strict=True, by_kernel=True,
-                            redraw=lambda high: random_inputs(g, run.dims, run.seed,
-                                                              run.normwise, high))
+        ordinary = _ordinary_by_kernel(run, run.inputs)
         run.sets = [ordinary]
         run.report.check_sets = ["ordinary"]
         with _Phase(run.report, "reference run"):
@@ -554,6 +550,15 @@ def run_reference(run: SearchRun, verify: bool, reference: str) -> None:
         second = _add_second_binding(run, kernels_only=False)
         if second is not None:
             _add_kernel_extra_sets(run, second)
+
+
+def _ordinary_by_kernel(run: SearchRun, inputs: list) -> CheckSet:
+    """The ordinary set at the search's dims (``inputs``: random_inputs of run.seed), checked
+    kernel by kernel, its ints drawn again below a bound where a Gather finds them out of
+    range."""
+    return CheckSet("ordinary", inputs, run.dims, strict=True, by_kernel=True,
+                    redraw=lambda high: random_inputs(run.g, run.dims, run.seed, run.normwise,
+                                                      high))
 
 
 def _reference_outputs(run: SearchRun, ref_rt, ordinary) -> list:
@@ -685,7 +690,7 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
     original, original_of = (run.g, space.original_nodes(prog)) if rewritten else (None, [])
     # Kernels an earlier candidate passed on this set (the same code for the same class):
     # sampled as repeats here. A search's candidates share most of their kernels.
-    checked = run.__dict__.setdefault("checked_kernels", {}).setdefault(check.name, set())
+    checked = run.checked_kernels.setdefault(check.name, set())
     while True:
         _set_inputs(run.core_rt, prog.inputs, check.inputs, held)
         triples = [(node, data, dtype) for node, (dtype, data) in zip(prog.inputs, check.inputs)]
@@ -702,19 +707,16 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
             check.inputs = check.redraw(highs[0])
             if getattr(run, "sets", None) and check is run.sets[0]:
                 run.inputs = check.inputs
-    check.classes_checked = report["classes_checked"]
     kernels = report["kernels"]
     # The kernels whose samples equal the interpreter's bit for bit (NaNs where it has NaNs)
     # need no tolerance: one comparison over all of them (hundreds of kernels in a model).
-    got_all = np.array([v for kernel in kernels for v in kernel[4]], np.float64)
-    want_all = np.array([v for kernel in kernels for v in kernel[5]], np.float64)
+    got_all = np.array([v for _, _, _, _, got, _, _, _ in kernels for v in got], np.float64)
+    want_all = np.array([v for _, _, _, _, _, want, _, _ in kernels for v in want], np.float64)
     same = (got_all == want_all) | (np.isnan(got_all) & np.isnan(want_all))
     unequal_before = np.concatenate([[0], np.cumsum(~same)])  # per sample position
-    ends = np.cumsum([len(kernel[4]) for kernel in kernels], dtype=np.int64)
-    starts = ends - [len(kernel[4]) for kernel in kernels]
-    for (k, root, dtype, elements, got, want, problem, orig), start, end in \
-            zip(kernels, starts, ends):
-        differs = unequal_before[end] > unequal_before[start]
+    ends = np.cumsum([len(elements) for _, _, _, elements, _, _, _, _ in kernels])
+    for (k, root, dtype, elements, got, want, problem, orig), end in zip(kernels, ends):
+        differs = unequal_before[end] > unequal_before[end - len(elements)]
         where = f"kernel {k} (computing %{root}, {dt.name(dtype)})"
         if problem:
             return f"{where}: {problem}"
@@ -801,9 +803,7 @@ def recheck(run: SearchRun, program) -> str:
     runtime."""
     inputs = random_inputs(run.g, run.dims, run.seed, run.normwise)
     if run.core_rt.can_check_kernels():
-        check = CheckSet("ordinary", inputs, run.dims, strict=True, by_kernel=True,
-                         redraw=lambda high: random_inputs(run.g, run.dims, run.seed,
-                                                           run.normwise, high))
+        check = _ordinary_by_kernel(run, inputs)
         try:
             return kernel_disagreement(run, program, check)
         except LuminalError as e:

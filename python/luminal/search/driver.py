@@ -194,6 +194,8 @@ class SearchRun:
         self.kernel_estimates = {}
         self.kernel_roots = {}  # the same key -> each kernel's root node
         self.out_dtypes = [self.g.node_dtype(o) for o in self.g.outputs()]
+        # Per check set, the kernels a candidate passed on it (check.kernel_disagreement).
+        self.checked_kernels = {}
         # Quantized activations of computed values: outputs compared in norm (check.py).
         self.normwise = _core.rounds_computed_activations(self.g)
 

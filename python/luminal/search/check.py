@@ -754,13 +754,15 @@ def check_as_written(run: SearchRun) -> str | None:
     return wrong
 
 
-def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:
-    """Runs the compiled ``prog`` on each check set, the ordinary one first; on the first
-    that disagrees, sets res.detail and res.failed_set. Leaves the ordinary inputs set.
-    Returns the seconds of the ordinary run."""
+def check_candidate(run: SearchRun, prog, res: CandidateResult, sets: list | None = None) \
+        -> float:
+    """Runs the compiled ``prog`` on each of ``sets`` (default: every check set, the
+    ordinary one first); on the first that disagrees, sets res.detail and res.failed_set.
+    Leaves the ordinary inputs set. Returns the seconds of the ordinary run (None when it
+    was not among ``sets``)."""
     seconds = []
     held = {}  # what the runtime holds, while only kernel_disagreement sets inputs
-    for check in list(run.sets):
+    for check in list(run.sets if sets is None else sets):
         t0 = time.perf_counter()
         try:
             if check.by_kernel:
@@ -794,6 +796,31 @@ def check_candidate(run: SearchRun, prog, res: CandidateResult) -> float:
     if len(run.sets) > 1 or run.sets[0].by_kernel:
         _set_inputs(run.core_rt, prog.inputs, run.inputs, held)
     return seconds[0] if seconds else None
+
+
+def check_rest(run: SearchRun, res: CandidateResult, compile_it) -> bool:
+    """The sets after the ordinary one, for a candidate checked on the ordinary set alone
+    (res.deferred: the search runs a candidate at that set's dims and inputs only, before
+    the pick, driver.attempt): ``compile_it()`` puts it back in the runtime, then it is
+    checked, and marked wrong (the wrong rule reported) or failed if it is. Whether it
+    passed."""
+    if not res.deferred:
+        return True
+    res.deferred = False
+    compile_it()
+    p, _ = run.order[run.results.index(res)]
+    try:
+        with _Phase(run.report, "check"):
+            check_candidate(run, run.programs[p], res, run.sets[1:])
+    except LuminalError as e:
+        res.status = "failed"
+        res.detail = f"{type(e).__name__}: {e}"
+        return False
+    if not res.detail:
+        return True
+    res.status = "wrong"
+    run.report.wrong_rules.append(f"program {p} [{res.choice}] {res.detail}\n{run.texts[p]}")
+    return False
 
 
 def recheck(run: SearchRun, program) -> str:

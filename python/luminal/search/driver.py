@@ -43,7 +43,7 @@ from .. import _core
 from ..errors import CompileError, LuminalError, ShapeError
 from . import cache as search_cache
 from . import cost as search_cost
-from .check import (EXTRA_SETS_WORK, _run, check_as_written, check_candidate,
+from .check import (EXTRA_SETS_WORK, _run, check_as_written, check_candidate, check_rest,
                     finish_reference, recheck, run_reference, start_reference)
 from .descent import Descent
 from .extract import _prepare, estimate, extract, insert_combination, prepared_of, saturate
@@ -286,11 +286,16 @@ def attempt(run: SearchRun, p: int, choice, res: CandidateResult) -> None:
         t_check = None
         with _Phase(run.report, "check"):
             if run.need_check:
-                t_check = check_candidate(run, prog, res)
+                # Timed candidates run at the ordinary set's dims and inputs only: checked
+                # on that set first, on the others once the pick reaches them (check_rest).
+                res.deferred = run.budget > 1 and len(run.sets) > 1
+                t_check = check_candidate(run, prog, res,
+                                          run.sets[:1] if res.deferred else run.sets)
             elif run.budget > 1:
                 _run(core_rt, prog.inputs, prog.outputs, run.inputs, run.dims)
         if res.detail:
             res.status = "wrong"
+            res.deferred = False
             run.report.wrong_rules.append(f"program {p} [{res.choice}] {res.detail}\n"
                                           f"{run.texts[p]}")
             return
@@ -299,6 +304,7 @@ def attempt(run: SearchRun, p: int, choice, res: CandidateResult) -> None:
                 time_candidate(run, p, res, t_check)
     except LuminalError as e:
         res.status = "failed"
+        res.deferred = False
         res.detail = f"{type(e).__name__}: {e}"
 
 
@@ -361,28 +367,21 @@ def pick(run: SearchRun) -> None:
     itself checked kernel by kernel where the candidates were (check.check_as_written). The
     runtime adopts it. When the runtime still holds the winner, it only maps its ids."""
     usable = [i for i, r in enumerate(run.results) if r.status in ("ok", "untimed")]
+    best = _pick_checked(run, usable)
     wrong = getattr(run, "reference_wrong", None)
-    if not usable and wrong is None:
+    if best is None and wrong is None:
         wrong = check_as_written(run)
-    if not usable and wrong:
+    if best is None and wrong:
         run.report.candidates = run.results + run.skipped
         run.cx.last_search_report = run.report  # what failed, for the caller to read
         raise CompileError(f"search: {run.core_rt.name} runs this graph wrongly: as written, "
                            f"{wrong}; and no candidate passed its check")
-    if not usable:
-        run.report.winner = None
+    run.report.winner = best
+    if best is None:
         run.win_program = run.original
         run.win_choice = _core.TuningChoice()
         run.win_text = run.original_text
     else:
-        timed = {i: (run.results[i].seconds, run.results[i].spread or 0.0)
-                 for i in usable if run.results[i].seconds is not None}
-        retimed = {i: t for i, t in timed.items() if run.results[i].retimed}
-        if timed:
-            best, run.report.margin = pick_fastest(retimed or timed, 0)
-        else:
-            best = usable[0]
-        run.report.winner = best
         p, run.win_choice = run.order[best]
         run.win_program = run.programs[p]
         run.win_text = run.texts[p]
@@ -394,6 +393,35 @@ def pick(run: SearchRun) -> None:
             p, _ = run.order[run.report.winner] if run.report.winner is not None else (-1, None)
             prepared = run.prepared.get((p, str(run.win_choice)))
             run.runtime._load(run.cx, run.win_program, run.win_choice, prepared)
+
+
+def _pick_checked(run: SearchRun, usable: list):
+    """The fastest of ``usable`` (timing.pick: re-timed finalists first, the cost model's
+    pick the incumbent), or the first untimed, that passes the check sets it was not yet
+    checked on (check_rest); one that fails is dropped as wrong and the pick goes on. None
+    when none is left."""
+    while usable:
+        timed = {i: (run.results[i].seconds, run.results[i].spread or 0.0)
+                 for i in usable if run.results[i].seconds is not None}
+        retimed = {i: t for i, t in timed.items() if run.results[i].retimed}
+        if timed:
+            best, run.report.margin = pick_fastest(retimed or timed, 0)
+        else:
+            best = usable[0]
+        if check_rest(run, run.results[best], functools.partial(_hold, run, best)):
+            return best
+        usable.remove(best)
+    return None
+
+
+def _hold(run: SearchRun, i: int) -> None:
+    """Compiles candidate ``i`` into the runtime unless it holds it (from the runtime's
+    cache: it was compiled before)."""
+    if run.compiled != i:
+        p, choice = run.order[i]
+        run.compiled = i
+        with _Phase(run.report, "compile"):
+            run.core_rt.compile_prepared(prepared_of(run, p, choice))
 
 
 def store(run: SearchRun) -> None:

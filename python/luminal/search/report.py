@@ -29,6 +29,9 @@ class CandidateResult:
     fingerprint: str = ""     # what the runtime runs, hashed (search: _fingerprint)
     detail: str = ""
     failed_set: str = ""      # "wrong": the check set it disagreed on
+    # Checked on the ordinary set only so far: the pick checks the others before it takes
+    # it (check.check_rest); a candidate that lost stays so.
+    deferred: bool = False
     estimate: float | None = None  # the calibrated cost model's seconds (cost.py)
 
 
@@ -80,8 +83,9 @@ class SearchReport:
             mark = "*" if i == self.winner else " "
             if c.estimate is not None:
                 t += f" (model {c.estimate * 1e3:.3f} ms)"
+            note = " (checked on the ordinary set only)" if c.deferred else ""
             lines.append(f" {mark} program {c.rank} [{c.choice}] cost {c.cost:.4g}: {c.status} "
-                         f"{t} {c.detail}".rstrip())
+                         f"{t} {c.detail}{note}".rstrip())
         if self.margin is not None:
             lines.append(f"   a challenger had to win by {self.margin * 1e3:.3f} ms")
         if self.rank_correlation is not None or self.kernel_rank_correlation is not None:

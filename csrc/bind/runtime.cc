@@ -34,12 +34,13 @@ void set_data(Runtime& rt, NodeId input, const CpuArray& data, DType dtype) {
 // Runtime::check_kernels with the inputs' data as (node, array, dtype) triples, and the graph
 // as written with each program node's original (KernelCheckOptions::original, optional) and
 // the kernels checked before (KernelCheckOptions::checked); each kernel's verdict as a tuple
-// (kernel, root, dtype, elements, got, want, problem, original), and the kernels checked.
+// (kernel, root, dtype, elements, got, want, problem, original), the kernels checked, the
+// kernels' seconds and whether it stopped past stop_after_seconds.
 nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
                        const std::vector<std::tuple<NodeId, CpuArray, DType>>& inputs,
                        int samples, int repeat_samples, int64_t step_budget, uint64_t seed,
                        const Graph* original, const std::vector<NodeId>& original_of,
-                       const std::set<std::string>& checked) {
+                       const std::set<std::string>& checked, double stop_after_seconds) {
   std::map<NodeId, native::ElementSource> sources;
   for (const auto& [node, data, dtype] : inputs) {
     const int64_t count = elements_in(dtype, data.itemsize(), static_cast<int64_t>(data.size()));
@@ -53,6 +54,7 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
   options.original = original;
   options.original_of = original_of;
   options.checked = checked;
+  options.stop_after_seconds = stop_after_seconds;
   KernelCheckReport report;
   {
     nb::gil_scoped_release release;
@@ -69,6 +71,8 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
   out["distinct"] = report.distinct;
   out["classes_checked"] = report.classes_checked;
   out["checked"] = report.checked;
+  out["kernel_seconds"] = report.kernel_seconds;
+  out["stopped"] = report.stopped;
   return out;
 }
 
@@ -140,7 +144,8 @@ void init_runtime(nb::module_& m) {
       .def("can_check_kernels", &Runtime::can_check_kernels)
       .def("check_kernels", &check_kernels_of, "dyn_map"_a, "inputs"_a, "samples"_a,
            "repeat_samples"_a, "step_budget"_a, "seed"_a, "original"_a.none() = nb::none(),
-           "original_of"_a = std::vector<NodeId>{}, "checked"_a = std::set<std::string>{});
+           "original_of"_a = std::vector<NodeId>{}, "checked"_a = std::set<std::string>{},
+           "stop_after_seconds"_a = 0.0);
   nb::class_<NativeRuntime, Runtime>(m, "NativeRuntime").def(nb::init<>());
 }
 

@@ -2,6 +2,7 @@
 #include "runtime/kernel_check.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <set>
@@ -225,7 +226,10 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
       fill_poison(steps.host_bytes(out), steps.numel(out), mark);
       steps.commit(out);
     }
+    const auto started = std::chrono::steady_clock::now();
     steps.run_kernel(static_cast<int>(k));
+    report.kernel_seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const uint8_t* written = steps.host_bytes(out);
     if (first_write && verdict.problem.empty()) {
       const int64_t unwritten = first_poisoned(written, steps.numel(out), mark);
@@ -270,6 +274,11 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
                    stored, dims, verdict);
     }
     report.kernels.push_back(std::move(verdict));
+    if (options.stop_after_seconds > 0 && report.kernel_seconds > options.stop_after_seconds &&
+        k + 1 < program.kernels.size()) {
+      report.stopped = true;
+      break;
+    }
   }
   report.steps = eval.steps() + original_eval.steps();
   return report;

@@ -45,6 +45,10 @@ struct KernelCheckOptions {
   // of one search): a kernel of the same code computing the same class of the graph as
   // written is sampled as a repeat.
   std::set<std::string> checked;
+  // Seconds the kernels may run in all (the checker's own work not counted) before the check
+  // stops after the kernel that passed them: a search candidate already slower than one
+  // timed before has lost, and is checked no further. 0: no limit.
+  double stop_after_seconds = 0;
 };
 
 // One kernel's verdict.
@@ -64,6 +68,8 @@ struct KernelCheckReport {
   int64_t steps = 0;                   // the interpreter's work, all kernels
   int distinct = 0;                    // kernels whose code was checked first here
   int classes_checked = 0;             // kernels sampled on the graph as written
+  double kernel_seconds = 0;           // the run time of the kernels run
+  bool stopped = false;                // past stop_after_seconds before the last kernel
   // Each kernel as "code unit@original node of its class" (-1: none): for options.checked.
   std::set<std::string> checked;
 };

@@ -81,6 +81,9 @@ LARGE_INTS = 30000  # the large-ints set: ints in [-LARGE_INTS, LARGE_INTS], pro
 EXP2_EDGE = {dt.float32: 128.0, dt.float16: 16.0, dt.bfloat16: 128.0}
 
 RANDOM_POOL = (1 << 22) + 15  # random float values drawn for one input at most (a prime)
+# Float inputs of more elements take a window of one pool per dtype and scale
+# (_pooled_sizes); smaller ones are drawn each on its own.
+POOLED_FROM = 1 << 16
 # Random floats as bit patterns, per storage dtype: (word type, kept bits, set bits). The kept
 # bits are the sign, the exponent's lowest bit and the mantissa, the set bits the rest of an
 # exponent of 2^-1: values +-[0.5, 2) with random mantissas, each one a word of random bits.
@@ -201,7 +204,7 @@ def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False,
     for (dtype, count, name, shape), scale in zip(shapes, scales):
         try:
             key = (dtype, scale)
-            if key in pooled and count > RANDOM_POOL:
+            if key in pooled and count > POOLED_FROM:
                 if key not in pools:
                     pools[key] = [random_floats(rng, pooled[key] + RANDOM_POOL, dtype, scale), 0]
                 pool, taken = pools[key]
@@ -225,21 +228,23 @@ def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False,
     return out
 
 
-# Where the inputs bigger than RANDOM_POOL of one float dtype start in their shared pool: the
+# Where the inputs bigger than POOLED_FROM of one float dtype start in their shared pool: the
 # k-th at k * POOL_STEP (mod RANDOM_POOL, a prime), so no two read the same values in step.
 POOL_STEP = 104729
 
 
 def _pooled_sizes(shapes: list, scales: list) -> dict:
-    """{(float dtype, scale): the biggest count}: of the inputs bigger than RANDOM_POOL, which
+    """{(float dtype, scale): the biggest count}: of the inputs bigger than POOLED_FROM, which
     share one pool of random_floats per dtype and scale (init_scale's: one per fan-in), of
     that count plus RANDOM_POOL, each reading a window of it (random_inputs). Past
     RANDOM_POOL values repeat anyway, so a window is what that input's own draw would be,
     shifted; a 1B model's weights then take an array of its biggest weight's size per scale
-    instead of a copy of every weight (2.5 GB, seconds of a cold compile)."""
+    instead of a copy of every weight (2.5 GB, seconds of a cold compile), and no draw of its
+    own each (scaled ones converted to f32 and back: 1.5 s for a 1B model's projections).
+    """
     biggest = {}
     for (dtype, count, _, _), scale in zip(shapes, scales):
-        if dt.is_float(dtype) and count > RANDOM_POOL:
+        if dt.is_float(dtype) and count > POOLED_FROM:
             biggest[dtype, scale] = max(biggest.get((dtype, scale), 0), count)
     return biggest
 
@@ -676,13 +681,16 @@ def _add_kernel_extra_sets(run: SearchRun, second: tuple | None) -> None:
         place += 1
 
 
-def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None = None) -> str:
+def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None = None,
+                        stop_after: float = 0.0, ran: dict | None = None) -> str:
     """Runs the compiled ``prog`` kernel by kernel on ``check``'s inputs (set first), each
     kernel checked against the interpreter (runtime/kernel_check.h): "" when every kernel's
     samples match (value_disagreement, by the kernel's dtype) and no kernel left an element
     unwritten or changed another's operand, else which kernel and what. Where the
     interpreter finds a Gather index out of range, the set's ints are drawn again from the
-    next of INT_HIGHS (the set changed for every candidate after). ``held``: see _set_inputs."""
+    next of INT_HIGHS (the set changed for every candidate after). ``held``: see _set_inputs.
+    ``stop_after``: the kernels' seconds past which the run stops (0: none); ``ran`` gets the
+    kernels' "seconds", whether it "stopped", and how many kernels it "checked"."""
     highs = list(INT_HIGHS)
     space = getattr(run, "space", None)
     extra = check.normwise  # an extra set
@@ -698,7 +706,7 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
             report = run.core_rt.check_kernels(
                 check.dims, triples, EXTRA_KERNEL_SAMPLES if extra else KERNEL_SAMPLES,
                 EXTRA_KERNEL_REPEAT_SAMPLES if extra else KERNEL_REPEAT_SAMPLES,
-                KERNEL_STEP_BUDGET, run.seed, original, original_of, checked)
+                KERNEL_STEP_BUDGET, run.seed, original, original_of, checked, stop_after)
             break
         except LuminalError as e:
             highs.pop(0)
@@ -708,6 +716,9 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
             if getattr(run, "sets", None) and check is run.sets[0]:
                 run.inputs = check.inputs
     kernels = report["kernels"]
+    if ran is not None:
+        ran.update(seconds=report["kernel_seconds"], stopped=report["stopped"],
+                   checked=len(kernels))
     # The kernels whose samples equal the interpreter's bit for bit (NaNs where it has NaNs)
     # need no tolerance: one comparison over all of them (hundreds of kernels in a model).
     got_all = np.array([v for _, _, _, _, got, _, _, _ in kernels for v in got], np.float64)
@@ -754,18 +765,30 @@ def check_as_written(run: SearchRun) -> str | None:
     return wrong
 
 
-def check_candidate(run: SearchRun, prog, res: CandidateResult, sets: list | None = None) \
-        -> float:
+def check_candidate(run: SearchRun, prog, res: CandidateResult, sets: list | None = None,
+                    lost_after: float = 0.0) -> float:
     """Runs the compiled ``prog`` on each of ``sets`` (default: every check set, the
     ordinary one first); on the first that disagrees, sets res.detail and res.failed_set.
     Leaves the ordinary inputs set. Returns the seconds of the ordinary run (None when it
-    was not among ``sets``)."""
+    was not among ``sets``). ``lost_after``: the seconds past which a run of the ordinary set
+    checked kernel by kernel has lost the search's race (0: none); the check stops there,
+    and res becomes "lost" (its seconds: the kernels' until then)."""
     seconds = []
     held = {}  # what the runtime holds, while only kernel_disagreement sets inputs
     for check in list(run.sets if sets is None else sets):
         t0 = time.perf_counter()
         try:
-            if check.by_kernel:
+            if check.by_kernel and check is run.sets[0]:
+                ran = {}
+                wrong = kernel_disagreement(run, prog, check, held, lost_after, ran)
+                seconds.append(ran["seconds"])
+                if ran["stopped"] and not wrong:
+                    res.status, res.seconds = "lost", ran["seconds"]
+                    res.detail = (f"lost: stopped after {ran['checked']} kernels, which ran "
+                                  f"{ran['seconds'] * 1e3:.3f} ms, over {lost_after * 1e3:.3f}"
+                                  f" ms")
+                    return ran["seconds"]
+            elif check.by_kernel:
                 wrong = kernel_disagreement(run, prog, check, held)
                 if not wrong and check.want is not None:
                     got = [np.asarray(run.core_rt.get(o)) for o in prog.outputs]

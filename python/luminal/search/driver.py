@@ -48,7 +48,7 @@ from .check import (EXTRA_SETS_WORK, _run, check_as_written, check_candidate, ch
 from .descent import Descent
 from .extract import _prepare, estimate, extract, insert_combination, prepared_of, saturate
 from .report import (CandidateResult, SearchReport, _label, _Phase, _Progress, fill_report)
-from .timing import _best_time, pick as pick_fastest, retime, time_candidate
+from .timing import _best_time, lost_after, pick as pick_fastest, retime, time_candidate
 
 DEFAULT_DIM = 16
 
@@ -289,10 +289,15 @@ def attempt(run: SearchRun, p: int, choice, res: CandidateResult) -> None:
                 # Timed candidates run at the ordinary set's dims and inputs only: checked
                 # on that set first, on the others once the pick reaches them (check_rest).
                 res.deferred = run.budget > 1 and len(run.sets) > 1
+                best = _best_time(run.results) if run.budget > 1 else None
                 t_check = check_candidate(run, prog, res,
-                                          run.sets[:1] if res.deferred else run.sets)
+                                          run.sets[:1] if res.deferred else run.sets,
+                                          lost_after(best))
             elif run.budget > 1:
                 _run(core_rt, prog.inputs, prog.outputs, run.inputs, run.dims)
+        if res.status == "lost":  # slower than the best: not checked further, nor timed
+            res.deferred = False
+            return
         if res.detail:
             res.status = "wrong"
             res.deferred = False

@@ -21,7 +21,8 @@ class CandidateResult:
     rank: int                 # position in the cost model's order of programs
     choice: str               # the tuning choice
     cost: float               # the cost model's estimate
-    # "ok", "untimed", "wrong" (disagrees with the reference), "failed", "skipped" (time limit)
+    # "ok", "untimed", "wrong" (disagrees with the reference), "failed", "skipped" (time limit),
+    # "lost" (its checking run passed timing.lost_after: stopped there, not usable)
     status: str = "untimed"
     seconds: float | None = None  # median execute time (of the re-timing, when re-timed)
     spread: float | None = None   # the interquartile range of those samples

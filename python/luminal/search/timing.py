@@ -103,6 +103,13 @@ def _best_time(results: list):
     return min(times) if times else None
 
 
+def lost_after(best: float | None) -> float:
+    """The seconds a candidate's checking run may take before it has lost to the fastest
+    so far (``best``, its median; None: nothing timed yet, no limit, 0): over SLOW_RUN and
+    LOST_MARGIN x best. The check then stops (check.check_candidate)."""
+    return 0.0 if best is None else max(SLOW_RUN, LOST_MARGIN * best)
+
+
 def time_candidate(run: SearchRun, p: int, res: CandidateResult, t_check: float | None) -> None:
     """Times candidate ``p``, just run once (checked: the first warm-up): its kernels one
     by one when the runtime can (their total is the first sample, or with more warm-ups
@@ -112,7 +119,7 @@ def time_candidate(run: SearchRun, p: int, res: CandidateResult, t_check: float 
     samples = []
     warmups = run.warmup - 1
     best = _best_time(run.results)
-    if t_check is not None and best is not None and t_check > max(SLOW_RUN, LOST_MARGIN * best):
+    if t_check is not None and best is not None and t_check > lost_after(best):
         res.seconds, res.spread, res.status = t_check, 0.0, "ok"
         return
     if run.timing_kernels:

@@ -269,3 +269,46 @@ def test_original_nodes_map_a_candidate_onto_the_graph_as_written():
     for node, orig in mapped:
         assert g.node_shape(orig) == c.node_shape(node)
         assert g.node_dtype(orig) == c.node_dtype(node)
+
+
+def test_a_candidate_past_the_race_limit_is_stopped_and_never_picked(tmp_path, monkeypatch):
+    """A candidate whose checking run has taken longer than timing.lost_after allows (here
+    any time at all, once one candidate is timed) is stopped after the kernel that passed
+    it: "lost", with its seconds so far, neither timed nor checked on the other sets, and
+    never the winner, which is checked on every set and matches torch."""
+    from luminal.search import timing
+
+    monkeypatch.setattr(timing, "SLOW_RUN", 0.0)
+    monkeypatch.setattr(timing, "LOST_MARGIN", 1e-9)
+    cx, x, w, y = norm_matmul()
+    cx.build_search_space(lm.CpuRuntime)
+    rt = cx.search(lm.CpuRuntime(cache_dir=str(tmp_path)), 4, cache=False, progress=False)
+    report = cx.last_search_report
+    lost = [c for c in report.candidates if c.status == "lost"]
+    assert lost and all("stopped after 1 kernels" in c.detail and c.seconds > 0
+                        and not c.deferred for c in lost), str(report)
+    # Not stopped: the first, and a program of one kernel (nothing runs after its first).
+    winner = report.candidates[report.winner]
+    assert winner.status == "ok" and not winner.deferred, str(report)
+    xt, wt = torch.randn(512, 512), torch.randn(512, 256)
+    rt.set_data(x, xt)
+    rt.set_data(w, wt)
+    rt.execute(cx.dyn_map)
+    assert_close(rt.get(y), (xt / (xt * xt).mean(-1, keepdim=True).sqrt()) @ wt,
+                 rtol=1e-4, atol=1e-4)
+
+
+def test_the_kernel_check_stops_past_its_time_limit():
+    """check_kernels with stop_after_seconds stops after the first kernel past it; without,
+    every kernel runs; either way it reports the kernels' seconds."""
+    cx, x, w, y = norm_matmul()
+    rt = lm.CpuRuntime()
+    rt._load(cx)
+    inputs = search_check.random_inputs(cx._g, {}, 0)
+    triples = [(n, data, dtype) for n, (dtype, data) in zip(cx._g.inputs(), inputs)]
+    for n, (dtype, data) in zip(cx._g.inputs(), inputs):
+        rt._rt.set_data(n, data, dtype)
+    whole = rt._rt.check_kernels({}, triples, 4, 1, 1 << 16, 0)
+    assert not whole["stopped"] and len(whole["kernels"]) > 1 and whole["kernel_seconds"] > 0
+    cut = rt._rt.check_kernels({}, triples, 4, 1, 1 << 16, 0, stop_after_seconds=1e-12)
+    assert cut["stopped"] and len(cut["kernels"]) == 1 and cut["kernel_seconds"] > 0

@@ -45,6 +45,11 @@ KERNEL_REPEAT_SAMPLES = 1
 EXTRA_KERNEL_SAMPLES = 8
 EXTRA_KERNEL_REPEAT_SAMPLES = 0
 KERNEL_STEP_BUDGET = 1 << 19
+# A cache hit's re-check kernel by kernel (recheck): a program that passed every set when it
+# was stored, re-run to catch an entry damaged or no longer what this build makes of it;
+# fewer samples per kernel of new code (0.33 of a 1B model's 0.55 s re-check were the
+# interpreter's at KERNEL_SAMPLES).
+RECHECK_SAMPLES = 8
 # Every candidate is checked at a second binding of the symbols too (second_dims): each at 1
 # where the search binds it above 1, else at SECOND_ROWS, above every row count a kernel
 # branches on at run time (a GEMV for M <= gemv_rows, at most 16), so both sides are taken.
@@ -114,6 +119,9 @@ class CheckSet:
     # where a fused chain's f32 rounding near the edge of a range (a GELU's 1 + erf(x) at
     # x = -100) differs from the interpreter's per node by more than CHECK_TOLERANCE.
     normwise: bool = False
+    # (samples per kernel of new code, per repeat) where not the ordinary sets' (KERNEL_*)
+    # or the extra sets' (EXTRA_KERNEL_*): a cache hit's re-check (RECHECK_SAMPLES).
+    samples: tuple | None = None
 
 
 def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
@@ -699,14 +707,15 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
     # Kernels an earlier candidate passed on this set (the same code for the same class):
     # sampled as repeats here. A search's candidates share most of their kernels.
     checked = run.checked_kernels.setdefault(check.name, set())
+    samples = check.samples or ((EXTRA_KERNEL_SAMPLES, EXTRA_KERNEL_REPEAT_SAMPLES) if extra
+                                else (KERNEL_SAMPLES, KERNEL_REPEAT_SAMPLES))
     while True:
         _set_inputs(run.core_rt, prog.inputs, check.inputs, held)
         triples = [(node, data, dtype) for node, (dtype, data) in zip(prog.inputs, check.inputs)]
         try:
             report = run.core_rt.check_kernels(
-                check.dims, triples, EXTRA_KERNEL_SAMPLES if extra else KERNEL_SAMPLES,
-                EXTRA_KERNEL_REPEAT_SAMPLES if extra else KERNEL_REPEAT_SAMPLES,
-                KERNEL_STEP_BUDGET, run.seed, original, original_of, checked, stop_after)
+                check.dims, triples, *samples, KERNEL_STEP_BUDGET, run.seed, original,
+                original_of, checked, stop_after)
             break
         except LuminalError as e:
             highs.pop(0)
@@ -854,6 +863,7 @@ def recheck(run: SearchRun, program) -> str:
     inputs = random_inputs(run.g, run.dims, run.seed, run.normwise)
     if run.core_rt.can_check_kernels():
         check = _ordinary_by_kernel(run, inputs)
+        check.samples = (RECHECK_SAMPLES, KERNEL_REPEAT_SAMPLES)
         try:
             return kernel_disagreement(run, program, check)
         except LuminalError as e:

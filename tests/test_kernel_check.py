@@ -88,6 +88,7 @@ def test_a_fault_only_above_gemv_rows_is_caught_at_the_second_binding(tmp_path, 
     report = cx.last_search_report
     gemv = [c for c in report.candidates if "gemv_rows" in c.choice]
     assert gemv, str(report)
+    rows = search_check.SECOND_ROWS
     # The sets past the ordinary one are checked as the pick reaches a candidate: each GEMV
     # candidate it reached failed there, and the one it took passed every set.
     if report.winner is not None:
@@ -96,17 +97,20 @@ def test_a_fault_only_above_gemv_rows_is_caught_at_the_second_binding(tmp_path, 
     assert any(c.status == "wrong" for c in gemv), str(report)
     for c in gemv:
         assert c.deferred or (c.status == "wrong" and
-                              c.failed_set.startswith("ordinary at m=40")), str(report)
-    assert f"ordinary at m={search_check.SECOND_ROWS}" in " ".join(report.check_sets)
+                              c.failed_set.startswith(f"ordinary at m={rows}")), str(report)
+    assert f"ordinary at m={rows}" in " ".join(report.check_sets)
 
 
 def test_second_dims_take_both_sides_of_a_row_branch():
     cx = lm.Graph()
     x, cache = cx.tensor(("s", 8), name="x"), cx.tensor(("p", 8), name="cache")
     (x.sum(0) + cache.sum(0)).output()
-    assert search_check.second_dims(cx._g, {"s": 1, "p": 256}) == {"s": 40, "p": 1}
-    assert search_check.second_dims(cx._g, {"s": 128, "p": 0}) == {"s": 1, "p": 40}
-    assert search_check.SECOND_ROWS > 16  # the most gemv_rows a schedule may take
+    rows = search_check.SECOND_ROWS
+    assert search_check.second_dims(cx._g, {"s": 1, "p": 256}) == {"s": rows, "p": 1}
+    assert search_check.second_dims(cx._g, {"s": 128, "p": 0}) == {"s": 1, "p": rows}
+    assert rows > 16  # the most gemv_rows a schedule may take
+    # A whole row tile and a remainder for every tile_m of the rules (cpu_tiles_*.rules).
+    assert all(rows > m and rows % m for m in (4, 6, 8, 12, 14, 16))
 
 
 def table_rows(max_positions=32):
@@ -121,10 +125,10 @@ def table_rows(max_positions=32):
 
 
 def test_the_second_binding_stays_inside_what_the_graph_can_take():
-    cx, *_ = table_rows(32)
-    assert search_check.second_dims(cx._g, {"s": 1, "p": 31}) == {"s": 31, "p": 1}
-    assert "table" in _core.view_overrun(cx._g, {"s": 32, "p": 1})
-    assert _core.view_overrun(cx._g, {"s": 31, "p": 1}) == ""
+    cx, *_ = table_rows(16)  # fewer rows than SECOND_ROWS
+    assert search_check.second_dims(cx._g, {"s": 1, "p": 15}) == {"s": 15, "p": 1}
+    assert "table" in _core.view_overrun(cx._g, {"s": 16, "p": 1})
+    assert _core.view_overrun(cx._g, {"s": 15, "p": 1}) == ""
 
 
 @pytest.mark.parametrize("runtime", [lm.NativeRuntime, lm.CpuRuntime])

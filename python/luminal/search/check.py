@@ -50,10 +50,13 @@ KERNEL_STEP_BUDGET = 1 << 19
 # fewer samples per kernel of new code (0.33 of a 1B model's 0.55 s re-check were the
 # interpreter's at KERNEL_SAMPLES).
 RECHECK_SAMPLES = 8
-# Every candidate is checked at a second binding of the symbols too (second_dims): each at 1
-# where the search binds it above 1, else at SECOND_ROWS, above every row count a kernel
-# branches on at run time (a GEMV for M <= gemv_rows, at most 16), so both sides are taken.
-SECOND_ROWS = 40
+# The program the search picks is checked at a second binding of the symbols too
+# (second_dims): each at 1 where the search binds it above 1, else at SECOND_ROWS, above every
+# row count a kernel branches on at run time (a GEMV for M <= gemv_rows, at most 16), so both
+# sides are taken; 21 rows also fill one whole row tile of every tile_m the rules offer (4 to
+# 16) and leave a remainder for each. (40 left none for 4 and 8, and its GEMMs took 1.2 s of
+# a 1B model's 1.8 s check there.)
+SECOND_ROWS = 21
 # The extra check sets (extra_sets) run against the interpreter for graphs up to this much work
 # (a tenth of a second a run), at the search's dims or, above it, with every symbolic dim bound
 # to SHRUNK_DIM; bigger graphs are checked on the ordinary set only. A cache hit is re-verified

@@ -42,6 +42,8 @@ class EGraph {
   // e-nodes of each (canonical children, no duplicates).
   const std::vector<Id>& classes() const { return class_ids_; }
   const std::vector<ENode>& nodes(Id c) const { return class_nodes_.at(find(c)); }
+  // The classes with an e-node reading class c (canonical, each once, in increasing order).
+  const std::vector<Id>& readers(Id c) const { return class_readers_.at(find(c)); }
 
   size_t num_nodes() const { return nodes_.size(); }
   size_t num_classes() const { return class_ids_.size(); }
@@ -72,7 +74,8 @@ class EGraph {
   std::vector<Attr> attrs_;
   std::unordered_map<std::string, AttrId> attr_ids_;
   std::vector<Id> class_ids_;
-  std::unordered_map<Id, std::vector<ENode>> class_nodes_;
+  std::vector<std::vector<ENode>> class_nodes_;  // by canonical class id
+  std::vector<std::vector<Id>> class_readers_;   // likewise (readers())
   size_t rejected_merges_ = 0;
   size_t merges_ = 0;
   bool clean_ = true;

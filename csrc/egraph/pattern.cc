@@ -10,21 +10,31 @@ namespace luminal::egraph {
 
 namespace {
 
-// The index of name in names, appended where create is set; -1 where absent.
-int index_in(std::vector<std::string>& names, const std::string& name, bool create) {
+// The index of name in names, appended where create is set (up to `most` names, a Subst's
+// room); -1 where absent.
+int index_in(std::vector<std::string>& names, const std::string& name, bool create,
+             size_t most, const char* what) {
   for (size_t i = 0; i < names.size(); ++i) {
     if (names[i] == name) return static_cast<int>(i);
   }
   if (!create) return -1;
+  if (names.size() == most) {
+    throw CompileError("a rule binds at most " + std::to_string(most) + " " + what +
+                       "; " + name + " is one too many");
+  }
   names.push_back(name);
   return static_cast<int>(names.size() - 1);
 }
 
 }  // namespace
 
-int Scope::var(const std::string& name, bool create) { return index_in(vars, name, create); }
+int Scope::var(const std::string& name, bool create) {
+  return index_in(vars, name, create, kMaxRuleVars, "variables (?root included)");
+}
 
-int Scope::label(const std::string& name, bool create) { return index_in(labels, name, create); }
+int Scope::label(const std::string& name, bool create) {
+  return index_in(labels, name, create, kMaxRuleLabels, "labels");
+}
 
 namespace {
 const char* category_name(OpCategory c) { return c == OpCategory::Unary ? "Unary" : "Binary"; }
@@ -226,6 +236,7 @@ std::vector<Subst> match_in(EGraph& g, const Pattern& p, EEdge e, bool nested,
   std::vector<Subst> out;
   switch (p.kind) {
     case Pattern::Kind::Var:
+      out.reserve(in.size());
       for (Subst& s : in) {
         EEdge& slot = s.vars[p.var];
         if (slot.cls == Subst::kUnbound) {
@@ -252,6 +263,7 @@ std::vector<Subst> match_in(EGraph& g, const Pattern& p, EEdge e, bool nested,
   for (const ENode& n : g.nodes(e.cls)) {
     if (p.op_class ? op_category(n.op) != *p.op_class : n.op != p.op) continue;
     std::vector<Subst> cur;
+    cur.reserve(in.size());
     for (const Subst& s : in) {
       if (p.label >= 0) {
         AttrId bound = s.labels[p.label];

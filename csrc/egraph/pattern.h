@@ -13,6 +13,9 @@
 // scalar constant broadcast to its sibling's shape (a number whose value the match decides).
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,13 +40,41 @@ struct Pattern {
                         const std::vector<std::string>& labels) const;
 };
 
+// At most N elements, stored inline: a Subst is copied for every e-node a pattern matches,
+// and three heap vectors per copy were half of a 1B model's saturation time.
+template <typename T, size_t N>
+class InlineVec {
+ public:
+  void assign(size_t n, const T& value) {
+    size_ = static_cast<uint8_t>(n);
+    std::fill_n(items_.begin(), n, value);
+  }
+  T& operator[](size_t i) { return items_[i]; }
+  const T& operator[](size_t i) const { return items_[i]; }
+  size_t size() const { return size_; }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + size_; }
+  bool operator==(const InlineVec& o) const {
+    return std::equal(begin(), end(), o.begin(), o.end());
+  }
+
+ private:
+  std::array<T, N> items_{};
+  uint8_t size_ = 0;
+};
+
+// The most variables (?root included) and labels one rule binds (Scope::var, Scope::label
+// refuse more).
+constexpr size_t kMaxRuleVars = 16;
+constexpr size_t kMaxRuleLabels = 8;
+
 // A match: an edge per variable, an attribute and an op per label (unbound: cls == kUnbound /
 // -2).
 struct Subst {
   static constexpr Id kUnbound = 0xFFFFFFFFu;
-  std::vector<EEdge> vars;
-  std::vector<AttrId> labels;
-  std::vector<OpKind> label_ops;  // the op of the e-node each label bound
+  InlineVec<EEdge, kMaxRuleVars> vars;
+  InlineVec<AttrId, kMaxRuleLabels> labels;
+  InlineVec<OpKind, kMaxRuleLabels> label_ops;  // the op of the e-node each label bound
 };
 
 // Names of variables and labels, filled while parsing a rule; slot 0 is always ?root.

@@ -44,7 +44,11 @@ void EGraph::analyse() {
 }
 
 void EGraph::index_classes() {
-  class_nodes_.clear();
+  // Emptied, not freed: the lists keep their room for the next rebuild.
+  for (auto& list : class_nodes_) list.clear();
+  for (auto& list : class_readers_) list.clear();
+  class_nodes_.resize(data_.size());
+  class_readers_.resize(data_.size());
   class_ids_.clear();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Id c = find(node_class_[i]);
@@ -53,6 +57,14 @@ void EGraph::index_classes() {
     list.push_back(nodes_[i]);
   }
   std::sort(class_ids_.begin(), class_ids_.end());
+  for (Id c : class_ids_) {
+    for (const ENode& n : class_nodes_[c]) {
+      for (const EEdge& e : n.children) {
+        std::vector<Id>& readers = class_readers_[find(e.cls)];
+        if (readers.empty() || readers.back() != c) readers.push_back(c);
+      }
+    }
+  }
 }
 
 void EGraph::rebuild() {

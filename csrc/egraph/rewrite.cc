@@ -213,12 +213,9 @@ bool read_only_by(const EGraph& g, Id root, AttrId attr) {
     }
   }
   if (labelled.empty()) return false;
-  for (Id c : g.classes()) {
-    if (c == root) continue;
-    for (const ENode& n : g.nodes(c)) {
-      for (const EEdge& e : n.children) {
-        if (labelled.count(g.find(e.cls))) return false;
-      }
+  for (Id c : labelled) {
+    for (Id reader : g.readers(c)) {
+      if (reader != root) return false;
     }
   }
   return true;

@@ -67,16 +67,21 @@ std::vector<std::pair<Subst, size_t>> distinct(std::vector<Subst> matches) {
   auto same = [](const Subst& a, const Subst& b) {
     return a.vars == b.vars && a.labels == b.labels && a.label_ops == b.label_ops;
   };
-  std::unordered_map<uint64_t, std::vector<size_t>> seen;  // key -> indices into out
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  std::unordered_map<uint64_t, size_t> last;  // key -> the last index into out with it
+  std::vector<size_t> earlier;                // per index into out: the one before of its key
   std::vector<std::pair<Subst, size_t>> out;
+  last.reserve(matches.size());
   for (Subst& m : matches) {
-    std::vector<size_t>& at = seen[key(m)];
-    auto it = std::find_if(at.begin(), at.end(), [&](size_t i) { return same(out[i].first, m); });
-    if (it != at.end()) {
-      ++out[*it].second;
+    auto [at, fresh] = last.try_emplace(key(m), out.size());
+    size_t i = fresh ? kNone : at->second;
+    while (i != kNone && !same(out[i].first, m)) i = earlier[i];
+    if (i != kNone) {
+      ++out[i].second;
       continue;
     }
-    at.push_back(out.size());
+    earlier.push_back(fresh ? kNone : at->second);
+    at->second = out.size();
     out.push_back({std::move(m), 1});
   }
   return out;
@@ -115,7 +120,6 @@ class ChangedClasses {
   // last call's, and the classes up to reach_ levels above them.
   void update(const EGraph& g, int iteration) {
     std::unordered_map<Id, Seen> now;
-    std::unordered_map<Id, std::vector<Id>> parents;
     std::vector<Id> frontier;
     for (Id c : g.classes()) {
       const ClassData& d = g.data(c);
@@ -123,9 +127,6 @@ class ChangedClasses {
       auto it = seen_.find(c);
       if (it == seen_.end() || !(it->second == seen)) frontier.push_back(c);
       now.emplace(c, seen);
-      for (const ENode& n : g.nodes(c)) {
-        for (const EEdge& e : n.children) parents[g.find(e.cls)].push_back(c);
-      }
     }
     seen_ = std::move(now);
     for (int level = 0; level <= reach_ && !frontier.empty(); ++level) {
@@ -133,8 +134,8 @@ class ChangedClasses {
       for (Id c : frontier) {
         if (changed_at(c) == iteration) continue;  // marked already, its parents with it
         changed_[c] = iteration;
-        auto it = parents.find(c);
-        if (it != parents.end()) next.insert(next.end(), it->second.begin(), it->second.end());
+        const std::vector<Id>& parents = g.readers(c);
+        next.insert(next.end(), parents.begin(), parents.end());
       }
       frontier = std::move(next);
     }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "core/errors.h"
@@ -231,14 +232,35 @@ bool is_const(const Expr& e, int64_t value) {
   return e.try_const() == std::optional<int64_t>(value);
 }
 
-std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
-  Expr stride = e.substitute(var, 1) - e.substitute(var, 0);
-  Expr rest = e - stride * Expr::symbol(var);
-  for (const Expr* part : {&rest, &stride}) {
-    for (const std::string& name : part->symbols()) {
-      if (name == var) return std::nullopt;
-    }
+// Whether symbol `var` occurs in e.
+static bool mentions(const Expr& e, const std::string& var) {
+  if (e.is_symbol()) return e.node()->name == var;
+  for (const Expr& a : e.node()->args) {
+    if (mentions(a, var)) return true;
   }
+  return false;
+}
+
+std::optional<Expr> affine_stride(const Expr& e, const std::string& var) {
+  if (!mentions(e, var)) return Expr(0);
+  // Lowering asks this of the same indices again and again (a model's layers give equal
+  // kernels): the answers of this thread's last questions are kept.
+  struct Answer {
+    Expr e;
+    std::string var;
+    std::optional<Expr> stride;
+  };
+  thread_local std::unordered_map<size_t, std::vector<Answer>> answers;
+  const size_t key = e.hash() * 31 + std::hash<std::string>{}(var);
+  if (answers.size() > 4096) answers.clear();
+  std::vector<Answer>& known = answers[key];
+  for (const Answer& a : known) {
+    if (a.var == var && a.e == e) return a.stride;
+  }
+  std::optional<Expr> stride = e.substitute(var, 1) - e.substitute(var, 0);
+  const Expr rest = e - *stride * Expr::symbol(var);
+  if (mentions(rest, var) || mentions(*stride, var)) stride = std::nullopt;
+  known.push_back({e, var, stride});
   return stride;
 }
 

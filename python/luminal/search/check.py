@@ -137,16 +137,29 @@ def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     word, keep, set_bits = _RANDOM_FLOAT_BITS[dtype]
     words_per_draw = 8 // np.dtype(word).itemsize
     drawn = min(count, RANDOM_POOL)
-    draws = -(-drawn // words_per_draw)
-    bits = rng.integers(0, 1 << 64, size=draws, dtype=np.uint64).view(word)[:drawn]
+    out = np.empty(count, word)  # the one array made (a chunk of draws at a time beside it)
+    step = _DRAW_CHUNK * words_per_draw
+    for start in range(0, drawn, step):
+        n = min(step, drawn - start)
+        draws = -(-n // words_per_draw)
+        out[start:start + n] = rng.integers(0, 1 << 64, size=draws,
+                                            dtype=np.uint64).view(word)[:n]
+    bits = out[:drawn]
     bits &= word(keep)
     bits |= word(set_bits)
     if scale != 1.0:
         scaled = _from_storage(bits.view(dt.storage(dtype)), dtype).astype(np.float32) * scale
-        bits = np.asarray(_to_storage(scaled, dtype)).view(word)
-    if drawn < count:
-        bits = np.resize(bits, count)
-    return bits.view(dt.storage(dtype))
+        bits[:] = np.asarray(_to_storage(scaled, dtype)).view(word)
+    filled = drawn  # the rest repeats the first `drawn`, doubling what is copied each time
+    while filled < count:
+        n = min(filled, count - filled)
+        out[filled:filled + n] = out[:n]
+        filled += n
+    return out.view(dt.storage(dtype))
+
+
+# Random words drawn at a time (random_floats): the same stream as one draw of them all.
+_DRAW_CHUNK = 1 << 20
 
 
 def random_blocks(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
@@ -217,9 +230,9 @@ def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False,
             key = (dtype, scale)
             if key in pooled and count > POOLED_FROM:
                 if key not in pools:
-                    pools[key] = [random_floats(rng, pooled[key] + RANDOM_POOL, dtype, scale), 0]
+                    pools[key] = [random_floats(rng, pooled[key] + POOL_STARTS, dtype, scale), 0]
                 pool, taken = pools[key]
-                start = taken * POOL_STEP % RANDOM_POOL
+                start = taken * POOL_STEP % POOL_STARTS
                 pools[key][1] += 1
                 out.append((dtype, pool[start:start + count]))
                 continue
@@ -240,14 +253,16 @@ def random_inputs(g, dims: dict, seed: int, init_scaled: bool = False,
 
 
 # Where the inputs bigger than POOLED_FROM of one float dtype start in their shared pool: the
-# k-th at k * POOL_STEP (mod RANDOM_POOL, a prime), so no two read the same values in step.
+# k-th at k * POOL_STEP (mod POOL_STARTS: odd, so the first POOL_STARTS all differ), so no
+# two read the same values in step; the pool is POOL_STARTS longer than its biggest input.
 POOL_STEP = 104729
+POOL_STARTS = 1 << 16
 
 
 def _pooled_sizes(shapes: list, scales: list) -> dict:
     """{(float dtype, scale): the biggest count}: of the inputs bigger than POOLED_FROM, which
     share one pool of random_floats per dtype and scale (init_scale's: one per fan-in), of
-    that count plus RANDOM_POOL, each reading a window of it (random_inputs). Past
+    that count plus POOL_STARTS, each reading a window of it (random_inputs). Past
     RANDOM_POOL values repeat anyway, so a window is what that input's own draw would be,
     shifted; a 1B model's weights then take an array of its biggest weight's size per scale
     instead of a copy of every weight (2.5 GB, seconds of a cold compile), and no draw of its

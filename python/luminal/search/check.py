@@ -1,9 +1,10 @@
 """What a search candidate is checked on, and when it disagrees: the input sets (ordinary
 values, large magnitudes, values at the edge of exp2's range, large and negative ints, zeros)
 and the per-element tolerance, each set deterministic for a seed; and the search's phases that
-use them: the reference's outputs on each set (run_reference), a candidate run on every set
-(check_candidate), a cache hit re-run on the ordinary set (recheck). Not the compiling of
-candidates (driver.py).
+use them: the reference's outputs on each set (run_reference), a candidate run on the
+ordinary set before it is timed (check_candidate, stopped once it has lost the race) and on
+the others once the pick reaches it (check_rest), a cache hit re-run on the ordinary set
+(recheck). Not the compiling of candidates (driver.py).
 """
 
 from __future__ import annotations

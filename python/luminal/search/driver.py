@@ -7,12 +7,13 @@ would run, its generated code, and kept for its estimate, compile and load), and
 skipped before anything is compiled: the budget counts distinct programs. Each is compiled, checked against the reference interpreter (NativeRuntime
 on the graph as written; for graphs too big for the interpreter, the runtime itself on the
 graph as written, see AUTO_NATIVE_WORK, and where it can, kernel by kernel against the
-interpreter) on several input sets (check.py: ordinary values at the search's dims and at a
-second binding of them, large magnitudes, exp2's edge, large ints, zeros), and
-timed (timing.py: repeats, then the finalists re-timed in interleaved rounds); the runtime
-comes back loaded with the winner, the cost model's pick unless a challenger is faster by more
-than the measured spread. A candidate that disagrees on any set is dropped and reported as a
-wrong rule, with the set. Budget 1 takes the cost model's pick without timing (still checked,
+interpreter) on the ordinary set at the search's dims, and timed there (timing.py: repeats,
+then the finalists re-timed in interleaved rounds); the pick, the cost model's pick unless a
+challenger is faster by more than the measured spread, is checked on the other sets too
+(check.py: the ordinary values at a second binding of the dims, large magnitudes, exp2's edge,
+large ints, zeros) before the runtime comes back loaded with it. A candidate that disagrees on
+any set is dropped and reported as a wrong rule, with the set (the pick then goes on); one
+stopped mid-check for being slower than the race allows is "lost". Budget 1 takes the cost model's pick without timing (still checked,
 unless it is the graph as written on NativeRuntime). search() runs as a flat list of named
 phases, each a function of the SearchRun it shares: cache lookup (re-verified on the ordinary
 set), extract (extract.py), reference (check.py), attempt each, descend, re-time the finalists

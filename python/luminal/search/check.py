@@ -858,9 +858,9 @@ def check_rest(run: SearchRun, res: CandidateResult, compile_it) -> bool:
     if not res.deferred:
         return True
     res.deferred = False
-    compile_it()
     p, _ = run.order[run.results.index(res)]
     try:
+        compile_it()
         with _Phase(run.report, "check"):
             check_candidate(run, run.programs[p], res, run.sets[1:])
     except LuminalError as e:

@@ -369,7 +369,8 @@ def _attempt_program(run: SearchRun, program, label: str):
 def pick(run: SearchRun) -> None:
     """Pick: among the re-timed finalists (none re-timed: the timed candidates), the cost
     model's pick unless a challenger is faster by more than the margin
-    (timing.pick); untimed, the first usable candidate; none usable, the graph as written,
+    (timing.pick); untimed, the first usable candidate; each checked on the sets it was not
+    yet (check.check_rest) before it is taken; none usable, the graph as written,
     itself checked kernel by kernel where the candidates were (check.check_as_written). The
     runtime adopts it. When the runtime still holds the winner, it only maps its ids."""
     usable = [i for i, r in enumerate(run.results) if r.status in ("ok", "untimed")]

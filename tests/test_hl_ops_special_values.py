@@ -124,6 +124,25 @@ def test_where_keeps_inf_and_nan():
     compare(lambda c, a, b: lm.where(c, a, b), torch.where, cond, x, y)
 
 
+@pytest.mark.parametrize("chosen, other", [(0.0, -INF), (-INF, 0.0)])
+def test_where_of_a_zero_and_minus_inf_is_exact(chosen, other):
+    """An additive mask where(c, 0, -inf) (as torch's SDPA builds it) is log2 of the condition
+    (no gather): +0 and -inf exactly, in f32 and bf16."""
+    cond = torch.tensor([True, False, False, True, True])
+    for dtype in (torch.float32, torch.bfloat16):
+        cx = lm.Graph()
+        c = cx.tensor((5,), lm.bool_)
+        out = lm.where(c, cx.full((5,), chosen, dtype), cx.full((5,), other, dtype)).output()
+        rt = cx.search(lm.NativeRuntime(), 1)
+        rt.set_data(c, cond)
+        rt.execute(cx.dyn_map)
+        got = torch.from_numpy(np.asarray(rt.get(out)).astype(np.float32))
+        want = torch.where(cond, torch.tensor(chosen), torch.tensor(other))
+        assert torch.equal(got, want) and torch.equal(got.signbit(), want.signbit()), \
+            (dtype, got, want)
+        assert not [n for n in range(len(cx._g)) if cx._g.node_op(n) == lm._core.OpKind.Gather]
+
+
 def test_reductions_with_special_values():
     x = torch.tensor([[1.0, 3.0, 3.0, NAN, 2.0], [4.0, -1.0, 4.0, 0.0, -INF]])
     compare(lambda t: t.max(1), lambda t: tuple(t.max(1)), x)

@@ -216,14 +216,101 @@ def test_as_strided_of_a_contiguous_tensor_matches_and_of_a_transposed_one_is_re
         CompiledGraph(gm, (), {"runtime": "native", "cache": False})
 
 
+class FirstOutput(nn.Module):
+    """A transformers block's first output (its hidden states), for a loss."""
+
+    def __init__(self, block):
+        super().__init__()
+        self.block = block
+
+    def forward(self, x):
+        return self.block(x)[0]
+
+
+class MaskedEncoder(nn.Module):
+    """torch's encoder layer with a float attention mask (-inf on some keys of each query)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(16, 4, 24, dropout=0.0, batch_first=True)
+        keep = torch.rand(6, 6, generator=torch.Generator().manual_seed(2)) < 0.6
+        keep |= torch.eye(6, dtype=torch.bool)  # every query sees a key
+        self.register_buffer("mask", torch.zeros(6, 6).masked_fill(~keep, float("-inf")))
+
+    def forward(self, x):
+        return self.layer(x, src_mask=self.mask)
+
+
+def gpt2_block(n_embd=16, heads=4, positions=64):
+    return transformers.GPT2Model(transformers.GPT2Config(
+        vocab_size=8, n_embd=n_embd, n_layer=1, n_head=heads, n_positions=positions,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=0, eos_token_id=0,
+        attn_implementation="sdpa")).h[0]
+
+
+def test_safe_softmax_gives_zeros_on_a_fully_masked_row():
+    """aten._safe_softmax (SDPA's math path, kept whole by the decompositions) over any dim:
+    a row of -inf gives 0s where softmax gives NaN, other rows softmax's values."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from luminal.fx.backend import CompiledGraph
+
+    x = torch.randn(3, 5, 4)
+    x[1, :, 2] = float("-inf")  # column 2 of batch 1: fully masked along dim 1
+    x[0, 3, :] = float("-inf")  # row 3 of batch 0: fully masked along dim 2
+    for dim in (1, 2, -1):
+        def safe(t):
+            return torch.ops.aten._safe_softmax.default(t, dim)
+        gm = make_fx(safe, tracing_mode="fake")(x)
+        got = CompiledGraph(gm, (), {"runtime": "native", "cache": False})(x)[0]
+        torch.testing.assert_close(got, safe(x))
+
+
 # Convolutions with stride, padding, dilation and groups, overlapping pooling windows with
 # padding: the backward's transposed convolution, weight gradient per group and max-pool
-# gradient placed window offset by window offset.
+# gradient placed window offset by window offset. Attention (SDPA, causal and with a float
+# mask): its backward from the forward's logsumexp (a decomposition of the forward that
+# returned the weights there gave wrong gradients).
 TRAINED = dict(MODELS, odd_cnn=(
     lambda: nn.Sequential(nn.Conv2d(4, 6, 3, stride=2, padding=2, dilation=2, groups=2),
                           nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1), nn.Flatten(),
                           nn.Linear(6 * 3 * 3, 3)),
-    lambda: torch.randn(2, 4, 11, 11)))
+    lambda: torch.randn(2, 4, 11, 11)),
+    gpt2_block=(lambda: FirstOutput(gpt2_block()), lambda: torch.randn(2, 7, 16)),
+    masked_encoder=(MaskedEncoder, lambda: torch.randn(2, 6, 16)))
+
+
+def test_a_gpt2_block_through_the_backend_runs_attention_in_one_kernel(monkeypatch):
+    """SDPA as AOT autograd leaves it (the CPU flash attention op, kept whole) reaches the
+    fused attention kernel luminal.nn's attention runs: the program's attention is one
+    kernel, and its memory grows with the sequence, not with its square (no S x S scores or
+    mask); outputs match eager."""
+    from luminal.fx import backend
+
+    graphs = []
+    init = backend.CompiledGraph.__init__
+
+    def spy(self, *args):
+        init(self, *args)
+        graphs.append(self)
+
+    monkeypatch.setattr(backend.CompiledGraph, "__init__", spy)
+    torch.manual_seed(0)
+    block = gpt2_block(n_embd=64, positions=1024).eval()
+    arena = {}
+    for length in (256, 512):
+        c = compiled(block, dynamic=False)
+        x = torch.randn(1, length, 64)
+        with torch.no_grad():
+            np.testing.assert_allclose(c(x)[0].numpy(), block(x)[0].numpy(), rtol=1e-4,
+                                       atol=1e-4)
+        assert report.compiled == 1 and not report.fallbacks, str(report)
+        g = graphs[-1]
+        assert "(schedule (attention 1))" in g.converted.graph.last_search_report.winner_program
+        arena[length] = g.runtime.memory()["arena_bytes"]
+    # Twice the tokens: about twice the memory (the 4 heads' S x S scores alone would add
+    # 3 MiB: 4 x 512^2 x 4 bytes against 4 x 256^2 x 4).
+    assert arena[512] < 2.2 * arena[256], arena
 
 
 @pytest.mark.parametrize("name", sorted(TRAINED))

@@ -101,6 +101,13 @@ void init_ir(nb::module_& m) {
         return edges;
       })
       .def("node_axis", [](const Graph& g, NodeId id) { return g.node(id).axis; })
+      // A numeric Constant's value; None for any other node (a symbolic constant too).
+      .def("node_value",
+           [](const Graph& g, NodeId id) -> std::optional<double> {
+             const Node& n = g.node(id);
+             if (n.op != OpKind::Constant || n.expr) return std::nullopt;
+             return n.value;
+           })
       .def("node_schedule", [](const Graph& g, NodeId id) { return g.node(id).schedule; })
       .def("scheduled", &Graph::scheduled, "node"_a, "schedule"_a)
       .def("node_to_string", &Graph::node_to_string)

@@ -167,6 +167,30 @@ def _cdist(x1, x2, p, compute_mode=None):
 
 
 # An entry taking the graph first (creation ops) is listed in NEEDS_GRAPH.
+def _safe_softmax(x, dim, dtype=None):
+    from ..nn.sdpa import safe_softmax
+
+    out = safe_softmax(x.to(dt.float32) if dt.is_float(x.dtype) else x, dim)
+    return out.to(to_dtype(dtype) if dtype is not None else x.dtype)
+
+
+def decompositions() -> dict:
+    """The core ATen decompositions the backend and torch.export run before converting, less
+    two, kept whole so that a model's SDPA reaches the same fused attention kernel as
+    luminal.nn's: aten._scaled_dot_product_flash_attention_for_cpu (what SDPA dispatches to
+    on the CPU; aten_nn: luminal.nn's attention, and the logsumexp its backward reads, which
+    the decomposition got wrong) and aten._safe_softmax (SDPA's math path elsewhere, which
+    decomposes into a softmax and a where over an any of its -inf test; here the softmax our
+    own attention builds)."""
+    from torch._decomp import core_aten_decompositions
+
+    table = core_aten_decompositions()
+    for op in (aten._scaled_dot_product_flash_attention_for_cpu.default,
+               aten._safe_softmax.default):
+        table.pop(op, None)
+    return table
+
+
 ATEN = {
     aten.add.Tensor: lambda a, b, alpha=1: a + (b if alpha == 1 else b * alpha),
     aten.add.Scalar: lambda a, b, alpha=1: a + b * alpha,
@@ -249,6 +273,9 @@ ATEN = {
     aten.var.correction: _var,
     aten.cumsum.default: lambda x, dim, dtype=None: x.cumsum(dim),
     aten._softmax.default: lambda x, dim, half_to_float=False: x.softmax(dim),
+    # Kept whole by decompositions(): the softmax our own attention builds, which its fused
+    # kernel reads (an all -inf row gives 0s, as torch's).
+    aten._safe_softmax.default: lambda x, dim, dtype=None: _safe_softmax(x, dim, dtype),
     aten._log_softmax.default: lambda x, dim, half_to_float=False: x.log_softmax(dim),
     aten.mm.default: operator.matmul,
     aten.bmm.default: operator.matmul,

@@ -1,17 +1,21 @@
 """The ATen backward ops that AOT autograd leaves in a backward graph after the core ATen
 decompositions, as luminal ops: convolution_backward (the input's gradient a transposed
-convolution, the weight's a convolution of the input by the output gradient, per group) and
+convolution, the weight's a convolution of the input by the output gradient, per group),
 max_pool2d_with_indices_backward (each window's gradient placed at its argmax, window by
-window offset). Not here: the forward ops (aten.py)."""
+window offset) and the CPU flash attention's backward (the softmax recomputed from the
+forward's logsumexp). Not here: the forward ops (aten.py)."""
 
 from __future__ import annotations
 
 import itertools
+import math
 
+from .. import dtype as dt
 from ..hl_ops.joining import cat
 from ..hl_ops.shape_utils import int_tuple
 from ..nn import functional as F
 from ..nn._grid import grid_coords, iota_grid
+from ..nn.sdpa import attention_scores
 from .unsupported import Unsupported
 
 
@@ -109,3 +113,25 @@ def max_pool2d_with_indices_backward(grad, x, kernel, stride, padding, dilation,
         term = _place(term, grad.ndim - 1, stride[1], kx * dilation[1] - padding[1], width)
         total = term if total is None else total + term
     return total
+
+
+def flash_attention_for_cpu_backward(grad, q, k, v, out, logsumexp, dropout_p, is_causal,
+                                     attn_mask=None, scale=None):
+    """(dq, dk, dv) of aten._scaled_dot_product_flash_attention_for_cpu: the weights P
+    recomputed as exp(scores - logsumexp) (0 on a fully masked row, whose logsumexp is 0),
+    dv = P^T g, dS = P * (g v^T - rowsum(g * out)), dq = dS k * scale, dk = dS^T q * scale."""
+    if dropout_p:
+        raise Unsupported("scaled_dot_product_attention's backward with dropout_p > 0")
+    if q.ndim >= 3 and q.shape[-3] != k.shape[-3]:
+        raise Unsupported("scaled_dot_product_attention's backward over grouped-query heads")
+    scores, _ = attention_scores(q, k, attn_mask, is_causal, scale,
+                                 op="scaled_dot_product_attention backward")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    g, o = grad.to(dt.float32), out.to(dt.float32)
+    p = (scores - logsumexp.to(dt.float32).unsqueeze(-1)).exp()
+    dv = p.transpose(-2, -1).matmul(g)
+    ds = p * (g.matmul(v.to(dt.float32).transpose(-2, -1)) - (g * o).sum(-1, keepdim=True))
+    dq = ds.matmul(k.to(dt.float32)) * float(scale)
+    dk = ds.transpose(-2, -1).matmul(q.to(dt.float32)) * float(scale)
+    return dq.to(q.dtype), dk.to(k.dtype), dv.to(v.dtype)

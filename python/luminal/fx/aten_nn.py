@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 
 from ..nn import functional as F
+from ..nn.sdpa import attention_logsumexp
 from . import aten_backward
 from .unsupported import Unsupported
 
@@ -128,7 +129,28 @@ def _upsample(x, size, scales, mode, align_corners):
     return F.interpolate(x, size=tuple(size), mode=mode, align_corners=align_corners)
 
 
+def _flash_attention_for_cpu(q, k, v, dropout_p=0.0, is_causal=False, attn_mask=None,
+                             scale=None):
+    """(output, logsumexp) of aten._scaled_dot_product_flash_attention_for_cpu, which
+    aten.decompositions() keeps whole: its core ATen decomposition returns the attention
+    weights where the op returns each row's logsumexp, and the op's backward (which AOT
+    autograd leaves whole) reads them as that: a training step's gradients were wrong. The
+    output is luminal.nn's attention (its fused kernel); the logsumexp is computed only where
+    a graph returns it (a training forward, for the backward:
+    aten_backward.flash_attention_for_cpu_backward)."""
+    if dropout_p:
+        raise Unsupported("scaled_dot_product_attention with dropout_p > 0 (luminal graphs "
+                          "hold no random state)")
+    gqa = q.ndim >= 3 and q.shape[-3] != k.shape[-3]
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask, 0.0, is_causal, scale,
+                                         enable_gqa=gqa)
+    return out, attention_logsumexp(q, k, attn_mask, is_causal, scale, enable_gqa=gqa)
+
+
 NN = {
+    aten._scaled_dot_product_flash_attention_for_cpu.default: _flash_attention_for_cpu,
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default:
+        aten_backward.flash_attention_for_cpu_backward,
     aten.native_layer_norm.default: _layer_norm,
     aten._native_batch_norm_legit_no_training.default: _batch_norm,
     aten._native_batch_norm_legit_functional.default: _batch_norm_training,

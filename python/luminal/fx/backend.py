@@ -20,7 +20,7 @@ import numpy
 import torch
 
 from .. import runtime as runtime_module
-from .aten import Unsupported
+from .aten import Unsupported, decompositions
 from .convert import convert
 
 
@@ -50,7 +50,6 @@ _OPTIONS = {"runtime", "search", "cache", "verbose"}
 def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options=None):
     """The dynamo backend (registered as "luminal" through the torch_dynamo_backends entry
     point; ``options`` are torch.compile's)."""
-    from torch._decomp import core_aten_decompositions
     from torch._functorch.aot_autograd import aot_module_simplified
 
     options = dict(options or {})
@@ -86,7 +85,7 @@ def luminal_backend(gm: torch.fx.GraphModule, example_inputs, options=None):
     # each is an ATen graph of its own, compiled the same way; the backward has no weights.
     return aot_module_simplified(gm, example_inputs, fw_compiler=compiler(parameters),
                                  bw_compiler=compiler(set()),
-                                 decompositions=core_aten_decompositions())
+                                 decompositions=decompositions())
 
 
 def _fallback(gm, reason: str, boxed: bool = False):

@@ -42,10 +42,11 @@ def from_torch(module, example_inputs, dynamic_shapes=None) -> TorchProgram:
     """``module`` (an nn.Module, in eval mode for inference) traced at ``example_inputs`` (a
     tuple of tensors)."""
     import torch
-    from torch._decomp import core_aten_decompositions
+
+    from .aten import decompositions
 
     exported = torch.export.export(module, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
-    exported = exported.run_decompositions(core_aten_decompositions())
+    exported = exported.run_decompositions(decompositions())
     specs = exported.graph_signature.input_specs
     kinds = torch.export.graph_signature.InputKind
     weight_kinds = (kinds.PARAMETER, kinds.BUFFER, kinds.CONSTANT_TENSOR)

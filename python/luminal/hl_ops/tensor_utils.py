@@ -7,6 +7,7 @@ methods live here, and helpers on dims alone live in shape_utils.py."""
 from __future__ import annotations
 
 import functools
+import math
 
 from .._core import Expr, OpKind
 from .. import dtype as dt
@@ -118,8 +119,24 @@ def where(condition, x, y):
     a, b = to_tensor(x, graph, dtype), to_tensor(y, graph, dtype)
     cond, a, b = broadcast_all([condition, a, b], "where")
     if dt.is_float(dtype):
+        # An additive mask (0 where true, -inf where false: torch's SDPA builds its causal
+        # bias so) as log2 of the condition, exactly, as luminal.nn's masks are: a kernel
+        # reading it computes it in place, where a choose gathers from a stacked pair.
+        values = [uniform_value(a), uniform_value(b)]
+        if values == [0.0, -math.inf] and math.copysign(1.0, values[0]) > 0:
+            return cond.to(dtype).log2()
+        if values == [-math.inf, 0.0] and math.copysign(1.0, values[1]) > 0:
+            return cond.logical_not().to(dtype).log2()
         return choose(cond.to(dt.int32), [b, a])
     return blend(cond, a, b)
+
+
+def uniform_value(t):
+    """The number every element of ``t`` holds where it is a numeric constant read through an
+    unmasked view (a full, a scalar broadcast), else None."""
+    if t.st.has_mask():
+        return None
+    return t.graph._g.node_value(t.id)
 
 
 def blend(mask, a, b):

@@ -32,41 +32,67 @@ def _causal_bias(graph, length, keys):
     return neg_inf_where_false(iota_grid(graph, [length, keys], c[1].le(c[0])))
 
 
-def safe_softmax(scores):
-    """softmax over the last dim in which an all -inf row gives zeros instead of NaN."""
-    m = scores.amax(-1, keepdim=True).maximum(_F32_LOWEST)
+def safe_softmax(scores, dim: int = -1):
+    """softmax over ``dim`` (the last by default) in which an all -inf row gives zeros instead
+    of NaN (torch's aten._safe_softmax, which SDPA's math path applies)."""
+    m = scores.amax(dim, keepdim=True).maximum(_F32_LOWEST)
     e = (scores - m).exp()
-    total = e.sum(-1, keepdim=True)
+    total = e.sum(dim, keepdim=True)
     return e / (total + (total == 0).to(total.dtype))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale=None, enable_gqa: bool = False):
     op = "scaled_dot_product_attention"
-    for t, name in ((query, "query"), (key, "key"), (value, "value")):
+    if dropout_p:
+        raise NotImplementedError(f"{op}: dropout_p > 0 is not supported (no random state)")
+    if value.ndim < 2:
+        raise ShapeError(f"{op}: value needs at least 2 dims (..., seq, features), got shape "
+                         f"{value.shape}")
+    if as_expr(key.st.dims[-2]) != as_expr(value.st.dims[-2]):
+        raise ShapeError(f"{op}: key of shape {key.shape} and value of shape {value.shape} "
+                         f"differ in the sequence dim")
+    scores, masked = attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa, op)
+    out_dtype = dt.promote(dt.promote(query.dtype, key.dtype), value.dtype)
+    v = value.to(dt.float32)
+    if enable_gqa and query.ndim >= 3:
+        v = _repeat_heads(v, const_int(query.st.dims[-3], op, "query heads"), op, "value")
+    weights = safe_softmax(scores) if masked else scores.softmax(-1)
+    return weights.matmul(v).to(out_dtype)
+
+
+def attention_logsumexp(query, key, attn_mask=None, is_causal: bool = False, scale=None,
+                        enable_gqa: bool = False):
+    """The log of each query row's softmax denominator in scaled_dot_product_attention (f32,
+    shape (..., L)): log(sum(exp(scores))) over the keys, 0 for a row whose every key is
+    masked, as torch's CPU flash attention returns it for its backward."""
+    scores, _ = attention_scores(query, key, attn_mask, is_causal, scale, enable_gqa,
+                                 "attention_logsumexp")
+    m = scores.amax(-1, keepdim=True).maximum(_F32_LOWEST)
+    total = (scores - m).exp().sum(-1, keepdim=True)
+    empty = (total == 0).to(total.dtype)  # a fully masked row: m * 0 + log(1)
+    return (m * (1 - empty) + (total + empty).log()).squeeze(-1)
+
+
+def attention_scores(query, key, attn_mask=None, is_causal: bool = False, scale=None,
+                     enable_gqa: bool = False, op: str = "attention_scores"):
+    """(q @ k^T * scale + the mask's bias, in f32; whether a mask was added), the shapes
+    checked (errors name ``op``)."""
+    for t, name in ((query, "query"), (key, "key")):
         if t.ndim < 2:
             raise ShapeError(f"{op}: {name} needs at least 2 dims (..., seq, features), got "
                              f"shape {t.shape}")
-    if dropout_p:
-        raise NotImplementedError(f"{op}: dropout_p > 0 is not supported (no random state)")
     if is_causal and attn_mask is not None:
         raise ShapeError(f"{op}: give attn_mask or is_causal, not both")
     if as_expr(query.st.dims[-1]) != as_expr(key.st.dims[-1]):
         raise ShapeError(f"{op}: query of shape {query.shape} and key of shape {key.shape} "
                          f"differ in the feature dim")
-    if as_expr(key.st.dims[-2]) != as_expr(value.st.dims[-2]):
-        raise ShapeError(f"{op}: key of shape {key.shape} and value of shape {value.shape} "
-                         f"differ in the sequence dim")
-    out_dtype = dt.promote(dt.promote(query.dtype, key.dtype), value.dtype)
-    q, k, v = query.to(dt.float32), key.to(dt.float32), value.to(dt.float32)
+    q, k = query.to(dt.float32), key.to(dt.float32)
     if enable_gqa and query.ndim >= 3:
-        heads = const_int(query.st.dims[-3], op, "query heads")
-        k = _repeat_heads(k, heads, op, "key")
-        v = _repeat_heads(v, heads, op, "value")
+        k = _repeat_heads(k, const_int(query.st.dims[-3], op, "query heads"), op, "key")
     if scale is None:
         scale = 1.0 / math.sqrt(const_int(query.st.dims[-1], op, "the feature dim"))
     scores = q.matmul(k.transpose(-2, -1)) * float(scale)
-    masked = is_causal or attn_mask is not None
     if is_causal:
         scores = scores + _causal_bias(q.graph, q.st.dims[-2], k.st.dims[-2])
     elif attn_mask is not None:
@@ -75,5 +101,4 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
         else:
             bias = attn_mask.to(dt.float32)
         scores = scores + bias
-    weights = safe_softmax(scores) if masked else scores.softmax(-1)
-    return weights.matmul(v).to(out_dtype)
+    return scores, is_causal or attn_mask is not None

@@ -4,6 +4,8 @@
 // Not thread-safe. Ids are never reused; a merged class's id stays valid through find().
 #pragma once
 
+#include <array>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -45,6 +47,11 @@ class EGraph {
   // The classes with an e-node reading class c (canonical, each once, in increasing order).
   const std::vector<Id>& readers(Id c) const { return class_readers_.at(find(c)); }
 
+  // Answers of rule conditions that walk far (rewrite.cc's quant-dot), keyed by the condition
+  // and its operands, for the graph as last rebuilt: rules that share a condition ask it
+  // again in one search. Matching reads a clean graph only; rebuild() empties it.
+  std::map<std::array<int64_t, 5>, bool>& condition_answers() const { return answers_; }
+
   size_t num_nodes() const { return nodes_.size(); }
   size_t num_classes() const { return class_ids_.size(); }
   size_t rejected_merges() const { return rejected_merges_; }
@@ -76,6 +83,7 @@ class EGraph {
   std::vector<Id> class_ids_;
   std::vector<std::vector<ENode>> class_nodes_;  // by canonical class id
   std::vector<std::vector<Id>> class_readers_;   // likewise (readers())
+  mutable std::map<std::array<int64_t, 5>, bool> answers_;
   size_t rejected_merges_ = 0;
   size_t merges_ = 0;
   bool clean_ = true;

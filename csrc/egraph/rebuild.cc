@@ -69,6 +69,7 @@ void EGraph::index_classes() {
 
 void EGraph::rebuild() {
   if (clean_) return;
+  answers_.clear();
   while (rehash_once()) {
   }
   analyse();

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <unordered_map>
 
 #include "core/errors.h"
 #include "egraph/matmul_shape.h"
@@ -139,10 +140,12 @@ bool row_scaled(const EGraph& g, Id c, int depth, std::set<Id>& seen) {
 class EGraphQa : public QaGraph {
  public:
   explicit EGraphQa(const EGraph& g) : g_(g) {}
-  std::vector<QaNode> nodes(int64_t id) const override {
-    std::vector<QaNode> out;
-    std::set<std::vector<std::pair<int64_t, ViewId>>> seen;
+  const std::vector<QaNode>& nodes(int64_t id) const override {
     const Id c = g_.find(static_cast<Id>(id));
+    auto [known, fresh] = nodes_.try_emplace(c);
+    std::vector<QaNode>& out = known->second;
+    if (!fresh) return out;
+    std::set<std::vector<std::pair<int64_t, ViewId>>> seen;
     for (const ENode& n : g_.nodes(c)) {
       std::vector<std::pair<int64_t, ViewId>> key = {{static_cast<int64_t>(n.op), -1}};
       for (const EEdge& e : n.children) key.emplace_back(g_.find(e.cls), e.view);
@@ -151,7 +154,7 @@ class EGraphQa : public QaGraph {
       if (!seen.insert(key).second) continue;
       QaNode q{n.op, g_.data(c).dtype, n.attr >= 0 ? g_.attr(n.attr).node.axis : -1, {}};
       for (const EEdge& e : n.children) {
-        q.inputs.push_back(QaEdge{g_.find(e.cls), &g_.view(e.view)});
+        q.inputs.push_back(QaEdge{g_.find(e.cls), &g_.view(e.view), g_.is_identity(e)});
       }
       out.push_back(std::move(q));
     }
@@ -167,6 +170,7 @@ class EGraphQa : public QaGraph {
 
  private:
   const EGraph& g_;
+  mutable std::unordered_map<int64_t, std::vector<QaNode>> nodes_;  // by canonical class
 };
 
 // Whether class `c` holds a Gather whose index is Int: a window of the data (a convolution's
@@ -188,9 +192,13 @@ bool holds_dequantized(const EGraph& g, Id c) {
 }
 
 bool quant_dot(const EGraph& g, const EEdge& a, const EEdge& b) {
+  const std::array<int64_t, 5> key{0, g.find(a.cls), a.view, g.find(b.cls), b.view};
+  auto [known, fresh] = g.condition_answers().try_emplace(key, false);
+  if (!fresh) return known->second;
   EGraphQa qa(g);
   for (const auto& [act, weight] : {std::pair{a, b}, std::pair{b, a}}) {
     if (holds_dequantized(g, weight.cls) && match_q8_0_activations(qa, g.find(act.cls))) {
+      known->second = true;
       return true;
     }
   }

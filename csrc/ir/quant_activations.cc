@@ -4,11 +4,13 @@
 // block scales along their 32 values and the reads of x.
 #include "ir/quant_activations.h"
 
+#include <array>
 #include <functional>
 #include <map>
 #include <string>
 #include <tuple>
 
+#include "core/errors.h"
 #include "ir/scalar_ops.h"
 
 namespace luminal {
@@ -35,27 +37,53 @@ class Matcher {
     if (!binary(out, OpKind::Mul, I([this](int64_t q) { return this->q(q); }), block_of("d16"))) {
       return std::nullopt;
     }
-    s_.inner.insert(out);
-    return QaMatch{s_.x, s_.inner};
+    s_.inner.push_back(out);
+    return QaMatch{s_.x, std::set<int64_t>(s_.inner.begin(), s_.inner.end())};
   }
 
  private:
+  // The tensors the formula names (definition()), by index.
+  static constexpr const char* kNames[] = {"frac", "a",        "sy",  "y",  "inv",
+                                           "keep", "d16",      "d",   "up", "residual",
+                                           "ulp",  "d0",       "amax"};
+  static constexpr size_t kNameCount = sizeof(kNames) / sizeof(kNames[0]);
+  static size_t name_index(const std::string& name) {
+    for (size_t k = 0; k < kNameCount; ++k) {
+      if (name == kNames[k]) return k;
+    }
+    throw InternalError("q8_0 activations: no tensor named " + name);
+  }
+
+  // What a match has bound so far. Backtracking rolls back to a Mark: the bindings (a few
+  // words) and how many inner tensors there were (inner only grows), so no attempt
+  // allocates (an e-graph's classes hold many forms of each node).
   struct State {
-    std::map<std::string, int64_t> named;
+    std::array<int64_t, kNameCount> named;  // -1: unbound
     QaEdge x;
-    std::set<int64_t> inner;
+    std::vector<int64_t> inner;  // the formula's tensors found (repeats allowed)
   };
+  struct Mark {
+    std::array<int64_t, kNameCount> named;
+    QaEdge x;
+    size_t inner = 0;
+  };
+  Mark mark() const { return Mark{s_.named, s_.x, s_.inner.size()}; }
+  void roll_back(const Mark& m) {
+    s_.named = m.named;
+    s_.x = m.x;
+    s_.inner.resize(m.inner);
+  }
 
   // One of id's nodes of `op` for which `test` holds (the state rolled back after each miss).
   bool node(int64_t id, OpKind op, const std::function<bool(const QaNode&)>& test) {
     for (const QaNode& n : g_.nodes(id)) {
       if (n.op != op) continue;
-      State saved = s_;
+      const Mark saved = mark();
       if (test(n)) {
-        s_.inner.insert(id);
+        s_.inner.push_back(id);
         return true;
       }
-      s_ = saved;
+      roll_back(saved);
     }
     return false;
   }
@@ -63,17 +91,15 @@ class Matcher {
   // A binary node of `op` reading (a, b), in either order where op commutes.
   bool binary(int64_t id, OpKind op, const EdgeTest& a, const EdgeTest& b) {
     return node(id, op, [&](const QaNode& n) {
-      State saved = s_;
+      const Mark saved = mark();
       if (a(n.inputs[0]) && b(n.inputs[1])) return true;
-      s_ = saved;
+      roll_back(saved);
       bool commutes = op == OpKind::Add || op == OpKind::Mul;
       return commutes && a(n.inputs[1]) && b(n.inputs[0]);
     });
   }
 
-  bool identity(const QaEdge& e) const {
-    return e.view->is_contiguous() && e.view->dims == g_.shape(e.id);
-  }
+  static bool identity(const QaEdge& e) { return e.identity; }
 
   // An identity read of a tensor for which `test` holds.
   EdgeTest I(IdTest test) {
@@ -84,18 +110,18 @@ class Matcher {
   // definition that failed is not tried again with the same x (an e-graph's classes hold
   // many forms, and a miss deep in the formula would be searched again from every branch).
   EdgeTest named(const std::string& name) {
-    return [this, name](const QaEdge& e) {
+    const size_t k = name_index(name);
+    return [this, name, k](const QaEdge& e) {
       if (!identity(e)) return false;
-      auto it = s_.named.find(name);
-      if (it != s_.named.end()) return it->second == e.id;
-      const std::tuple<std::string, int64_t, int64_t, const ShapeTracker*> key{
-          name, e.id, s_.x.id, s_.x.view};
+      if (s_.named[k] >= 0) return s_.named[k] == e.id;
+      const std::tuple<size_t, int64_t, int64_t, const ShapeTracker*> key{k, e.id, s_.x.id,
+                                                                          s_.x.view};
       if (failed_.count(key)) return false;
       if (!definition(name, e.id)) {
         failed_.insert(key);
         return false;
       }
-      s_.named[name] = e.id;
+      s_.named[k] = e.id;
       return true;
     };
   }
@@ -116,7 +142,7 @@ class Matcher {
         stride = stride * shape[k];
       }
       ShapeTracker as_identity = ShapeTracker::contiguous(shape);
-      QaEdge inner{e.id, &as_identity};
+      QaEdge inner{e.id, &as_identity, true};
       return named(name)(inner);
     };
   }
@@ -257,8 +283,12 @@ class Matcher {
   }
 
   const QaGraph& g_;
-  State s_;
-  std::set<std::tuple<std::string, int64_t, int64_t, const ShapeTracker*>> failed_;
+  State s_ = [] {
+    State s;
+    s.named.fill(-1);
+    return s;
+  }();
+  std::set<std::tuple<size_t, int64_t, int64_t, const ShapeTracker*>> failed_;
 };
 
 }  // namespace
@@ -291,11 +321,18 @@ bool rounds_computed_activations(const Graph& g) {
   return false;
 }
 
-std::vector<QaNode> GraphQa::nodes(int64_t id) const {
+const std::vector<QaNode>& GraphQa::nodes(int64_t id) const {
+  auto [it, fresh] = nodes_.try_emplace(id);
+  if (!fresh) return it->second;
   const Node& n = g_.node(static_cast<NodeId>(id));
   QaNode q{n.op, n.dtype, n.axis, {}};
-  for (const Edge& e : n.inputs) q.inputs.push_back(QaEdge{e.node, &e.view});
-  return {q};
+  for (const Edge& e : n.inputs) {
+    const bool identity =
+        e.view.is_contiguous() && e.view.dims == g_.node(e.node).shape;
+    q.inputs.push_back(QaEdge{e.node, &e.view, identity});
+  }
+  it->second.push_back(std::move(q));
+  return it->second;
 }
 
 std::vector<Expr> GraphQa::shape(int64_t id) const {

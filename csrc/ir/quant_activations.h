@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <vector>
 
 #include "ir/graph.h"
@@ -21,6 +22,7 @@ constexpr int64_t kQ8Block = 32;  // values per block of quantized activations
 struct QaEdge {
   int64_t id = -1;
   const ShapeTracker* view = nullptr;
+  bool identity = false;  // the view reads the tensor as produced (contiguous over its shape)
 };
 struct QaNode {
   OpKind op = OpKind::Add;
@@ -31,7 +33,8 @@ struct QaNode {
 class QaGraph {
  public:
   virtual ~QaGraph() = default;
-  virtual std::vector<QaNode> nodes(int64_t id) const = 0;
+  // Valid while the QaGraph lives (the matcher asks again and again as it backtracks).
+  virtual const std::vector<QaNode>& nodes(int64_t id) const = 0;
   virtual std::vector<Expr> shape(int64_t id) const = 0;
   // The one value every element read through `e` has, if known (a constant, broadcast).
   virtual std::optional<double> uniform(const QaEdge& e) const = 0;
@@ -56,12 +59,13 @@ bool rounds_computed_activations(const Graph& g);
 class GraphQa : public QaGraph {
  public:
   explicit GraphQa(const Graph& g) : g_(g) {}
-  std::vector<QaNode> nodes(int64_t id) const override;
+  const std::vector<QaNode>& nodes(int64_t id) const override;
   std::vector<Expr> shape(int64_t id) const override;
   std::optional<double> uniform(const QaEdge& e) const override;
 
  private:
   const Graph& g_;
+  mutable std::unordered_map<int64_t, std::vector<QaNode>> nodes_;
 };
 
 }  // namespace luminal

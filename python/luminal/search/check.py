@@ -47,10 +47,14 @@ EXTRA_KERNEL_SAMPLES = 8
 EXTRA_KERNEL_REPEAT_SAMPLES = 0
 KERNEL_STEP_BUDGET = 1 << 19
 # A cache hit's re-check kernel by kernel (recheck): a program that passed every set when it
-# was stored, re-run to catch an entry damaged or no longer what this build makes of it;
-# fewer samples per kernel of new code (0.33 of a 1B model's 0.55 s re-check were the
-# interpreter's at KERNEL_SAMPLES).
+# was stored, re-run to catch an entry damaged or no longer what this build makes of it:
+# every kernel run alone, its output wholly written and its operands unchanged, and each
+# distinct code sampled RECHECK_SAMPLES times; a kernel repeating code (a model's other
+# layers) is not sampled (0.33 of a 1B model's 0.55 s re-check were the interpreter's at
+# KERNEL_SAMPLES, and a Q4_0 model's one sample per repeat took 1 s: a GEMV row of the Q8_0
+# round trip each).
 RECHECK_SAMPLES = 8
+RECHECK_REPEAT_SAMPLES = 0
 # The program the search picks is checked at a second binding of the symbols too
 # (second_dims): each at 1 where the search binds it above 1, else at SECOND_ROWS, above every
 # row count a kernel branches on at run time (a GEMV for M <= gemv_rows, at most 16), so both
@@ -882,7 +886,7 @@ def recheck(run: SearchRun, program) -> str:
     inputs = random_inputs(run.g, run.dims, run.seed, run.normwise)
     if run.core_rt.can_check_kernels():
         check = _ordinary_by_kernel(run, inputs)
-        check.samples = (RECHECK_SAMPLES, KERNEL_REPEAT_SAMPLES)
+        check.samples = (RECHECK_SAMPLES, RECHECK_REPEAT_SAMPLES)
         try:
             return kernel_disagreement(run, program, check)
         except LuminalError as e:

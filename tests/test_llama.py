@@ -243,6 +243,18 @@ def test_cli_run_generates_what_transformers_does(tmp_path, capsys):
     assert f"luminal: runtime {default} (the fastest available" in err
 
 
+def test_cli_refuses_a_prompt_the_tokenizer_gives_no_tokens_for_before_compiling(tmp_path,
+                                                                                   capsys):
+    from luminal.cli import main
+
+    make_hf_llama(tmp_path, seed=5, **CONFIGS["mha-untied"])
+    _tiny_tokenizer(tmp_path)
+    assert main(["run", str(tmp_path), "--prompt", "", "--runtime", "native"]) == 1
+    err = capsys.readouterr().err
+    assert "the tokenizer gives no tokens for the prompt ''" in err.splitlines()[-1]
+    assert "compiling" not in err
+
+
 def test_cli_runtime_override(tmp_path, capsys):
     from luminal.cli import main
 

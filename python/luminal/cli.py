@@ -131,11 +131,15 @@ def cmd_run(args) -> int:
         tokenizer = load_tokenizer(args.tokenizer or args.model_dir)
         model = LlamaForCausalLM.from_pretrained(args.model_dir, max_context=args.max_context,
                                                  activations=args.activations or "f32")
+    prompt = tokenizer.encode(args.prompt).ids
+    if not prompt:
+        raise LuminalError(f"luminal run: the tokenizer gives no tokens for the prompt "
+                           f"{args.prompt!r} (give --prompt text the model's vocabulary "
+                           f"covers, or --tokenizer)")
     rt = chosen_runtime(args)
     with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
                   f"(search {args.search})"):
         session = CausalLMSession(model, rt, search=args.search)
-    prompt = tokenizer.encode(args.prompt).ids
     sampler = Sampler(args.temperature, args.top_p, args.seed)
     stats = GenerationStats()
     decoder = StreamDecoder(tokenizer)

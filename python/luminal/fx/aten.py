@@ -166,7 +166,6 @@ def _cdist(x1, x2, p, compute_mode=None):
 
 
 
-# An entry taking the graph first (creation ops) is listed in NEEDS_GRAPH.
 def _safe_softmax(x, dim, dtype=None):
     from ..nn.sdpa import safe_softmax
 
@@ -191,6 +190,7 @@ def decompositions() -> dict:
     return table
 
 
+# An entry taking the graph first (creation ops) is listed in NEEDS_GRAPH.
 ATEN = {
     aten.add.Tensor: lambda a, b, alpha=1: a + (b if alpha == 1 else b * alpha),
     aten.add.Scalar: lambda a, b, alpha=1: a + b * alpha,
@@ -275,7 +275,7 @@ ATEN = {
     aten._softmax.default: lambda x, dim, half_to_float=False: x.softmax(dim),
     # Kept whole by decompositions(): the softmax our own attention builds, which its fused
     # kernel reads (an all -inf row gives 0s, as torch's).
-    aten._safe_softmax.default: lambda x, dim, dtype=None: _safe_softmax(x, dim, dtype),
+    aten._safe_softmax.default: _safe_softmax,
     aten._log_softmax.default: lambda x, dim, half_to_float=False: x.log_softmax(dim),
     aten.mm.default: operator.matmul,
     aten.bmm.default: operator.matmul,

@@ -659,7 +659,7 @@ def _add_second_binding(run: SearchRun, kernels_only: bool) -> tuple | None:
     dims = second_dims(g, run.dims)
     if dims == run.dims:
         return None
-    at = " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
+    at = _at(dims)
     try:
         overrun = _core.view_overrun(g, dims)
         if overrun:
@@ -691,6 +691,11 @@ def _add_second_binding(run: SearchRun, kernels_only: bool) -> tuple | None:
     return (dims, base) if by_kernel else None
 
 
+def _at(dims: dict) -> str:
+    """The suffix (" at p=1, s=21") by which a check set's name gives its binding."""
+    return " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
+
+
 def _add_kernel_extra_sets(run: SearchRun, second: tuple | None) -> None:
     """The extra sets (extra_sets), kernel by kernel, at whichever binding has less work:
     the search's dims, on the ordinary set's inputs, or the second binding's ``second`` (its
@@ -700,7 +705,7 @@ def _add_kernel_extra_sets(run: SearchRun, second: tuple | None) -> None:
     dims, base, at = run.dims, run.inputs, ""
     if second is not None and _core.graph_work(g, second[0]) < _core.graph_work(g, dims):
         dims, base = second
-        at = " at " + ", ".join(f"{s}={v}" for s, v in sorted(dims.items()))
+        at = _at(dims)
     # At the search's dims right after the ordinary set, whose parameters they keep.
     place = len(run.sets) if at else 1
     for check in extra_sets(g, dims, run.seed, base):
@@ -810,18 +815,19 @@ def check_candidate(run: SearchRun, prog, res: CandidateResult, sets: list | Non
     for check in list(run.sets if sets is None else sets):
         t0 = time.perf_counter()
         try:
-            if check.by_kernel and check is run.sets[0]:
+            if check.by_kernel:
+                first = check is run.sets[0]
                 ran = {}
-                wrong = kernel_disagreement(run, prog, check, held, lost_after, ran)
-                seconds.append(ran["seconds"])
+                wrong = kernel_disagreement(run, prog, check, held,
+                                            lost_after if first else 0.0, ran)
+                if first:
+                    seconds.append(ran["seconds"])
                 if ran["stopped"] and not wrong:
                     res.status, res.seconds = "lost", ran["seconds"]
                     res.detail = (f"lost: stopped after {ran['checked']} kernels, which ran "
                                   f"{ran['seconds'] * 1e3:.3f} ms, over {lost_after * 1e3:.3f}"
                                   f" ms")
                     return ran["seconds"]
-            elif check.by_kernel:
-                wrong = kernel_disagreement(run, prog, check, held)
                 if not wrong and check.want is not None:
                     got = [np.asarray(run.core_rt.get(o)) for o in prog.outputs]
                     wrong = disagreement(got, check.want, run.out_dtypes, check.strict,
@@ -853,16 +859,17 @@ def check_candidate(run: SearchRun, prog, res: CandidateResult, sets: list | Non
     return seconds[0] if seconds else None
 
 
-def check_rest(run: SearchRun, res: CandidateResult, compile_it) -> bool:
-    """The sets after the ordinary one, for a candidate checked on the ordinary set alone
-    (res.deferred: the search runs a candidate at that set's dims and inputs only, before
-    the pick, driver.attempt): ``compile_it()`` puts it back in the runtime, then it is
-    checked, and marked wrong (the wrong rule reported) or failed if it is. Whether it
-    passed."""
+def check_rest(run: SearchRun, i: int, compile_it) -> bool:
+    """The sets after the ordinary one, for candidate ``i`` (of run.results) if it was checked
+    on the ordinary set alone (deferred: the search runs a candidate at that set's dims and
+    inputs only, before the pick, driver.attempt): ``compile_it()`` puts it back in the
+    runtime, then it is checked, and marked wrong (the wrong rule reported) or failed if it
+    is. Whether it passed."""
+    res = run.results[i]
     if not res.deferred:
         return True
     res.deferred = False
-    p, _ = run.order[run.results.index(res)]
+    p, _ = run.order[i]
     try:
         compile_it()
         with _Phase(run.report, "check"):

@@ -415,7 +415,7 @@ def _pick_checked(run: SearchRun, usable: list):
             best, run.report.margin = pick_fastest(retimed or timed, 0)
         else:
             best = usable[0]
-        if check_rest(run, run.results[best], functools.partial(_hold, run, best)):
+        if check_rest(run, best, functools.partial(_hold, run, best)):
             return best
         usable.remove(best)
     return None

@@ -559,7 +559,8 @@ def test_amx_int8_gemm_is_refused_where_it_cannot_run():
 def test_row_groups_match_gguf_for_every_m(dtype, case, n):
     """W laid out in groups of 4 rows when its data is set (quant_rows 4): N of a partial last
     group (7, 45, 33), K of part of a chunk, a chunk and one block, and two chunks; M of the
-    group GEMV (1, 7, 8) and of the GEMM that packs from the groups."""
+    group GEMV (1 to 64: passes of four, two and one rows of x) and of the GEMM that packs from
+    the groups (65 on)."""
     values, cases = GROUP_TYPES[dtype]
     blocks = cases[case]
     k = blocks * values
@@ -568,7 +569,7 @@ def test_row_groups_match_gguf_for_every_m(dtype, case, n):
     rt._load(cx)
     name = lm.dtype.name(dtype)
     assert f"lm_qdotg_{name}(K, " in rt.source and f"lm_qpackg_{name}(" in rt.source
-    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 128, 513))
+    check_every_m(rt, x, w, y, dtype, k, n, blocks, (1, 7, 8, 9, 13, 64, 65, 128, 513))
     assert rt._rt.memory().packed_input_bytes > 0
 
 

@@ -57,9 +57,16 @@ void emit_quant_pack_panel(DType stored, int64_t width, int64_t nr, CodeWriter& 
 // again for every row of x, for a GEMM that unpacks each block once: the f32 GEMM on x's
 // round trip dequantized (c/matmul.cc emit_gemm), or the int8 GEMM (int8_gemm 1).
 constexpr int64_t kInt8GemvRows = 8;
-// The rows that take the int8 GEMV under a schedule's `gemv_rows` (0: kInt8GemvRows).
-inline int64_t int8_gemv_rows(int64_t gemv_rows) {
-  return gemv_rows > 0 ? gemv_rows : kInt8GemvRows;
+// A weight in row groups (quant_rows 4) meets kGroupXRows rows of x a pass of its GEMV
+// (c/quant_int8_groups.cc), with no pack: measured ahead of the int8 GEMM, whose pack of the
+// weight is a fixed cost, up to 128 rows (Q4_0, 2048 x 8192: 16 rows 1.3 against 5.8 ms, 64
+// rows 4.7 against 7.4, 128 rows 9.2 against 9.6, 512 rows 42 against 26).
+constexpr int64_t kGroupGemvRows = 64;
+// The rows that take the int8 GEMV under a schedule's `gemv_rows` (0: kInt8GemvRows, or
+// kGroupGemvRows for a weight in row groups).
+inline int64_t int8_gemv_rows(int64_t gemv_rows, bool row_groups) {
+  if (gemv_rows > 0) return gemv_rows;
+  return row_groups ? kGroupGemvRows : kInt8GemvRows;
 }
 // Whether quantized-activation kernel `k` (MatmulInfo::a_q8_0) multiplies the rows past the
 // int8 GEMV's in int8 too (c/quant_int8_gemm.cc): its schedule has int8_gemm 1 or 2 (checked
@@ -76,12 +83,15 @@ std::string amx_int8_micro_name(DType w);
 std::string amx_int8_switch_name(int64_t g);
 std::string amx_int8_prelude(DType w, int64_t g, bool minimum, std::set<std::string>& seen);
 
-// The int8 GEMV on a weight of `w` in row groups (c/quant_int8_groups.cc, quant_rows 4):
-// "lm_qdotg_q4_0", its definition and helpers (those `seen` lacks; int8_gemm_prelude's
-// lm_dpbusd before them), and what x's per-block offsets are its sums times (Q4_0 2, Q8_0 32:
-// the weight's offset over a row's 4 lanes; Q4_K 0, none: its minimums are taken off in f32).
-std::string group_gemv_name(DType w);
-std::string group_gemv_function(DType w);
+// The int8 GEMV on a weight of `w` in row groups (c/quant_int8_groups.cc, quant_rows 4) for
+// x_rows rows of x at once ("lm_qdotg_q4_0", "lm_qdotg_q4_0_x2", "lm_qdotg_q4_0_x4": each
+// group's weights loaded and unpacked once for them), its definition and helpers (those `seen`
+// lacks, every x_rows up to kGroupXRows; int8_gemm_prelude's lm_dpbusd before them), and what
+// x's per-block offsets are its sums times (Q4_0 2, Q8_0 32: the weight's offset over a row's
+// 4 lanes; Q4_K 0, none: its minimums are taken off in f32).
+constexpr int64_t kGroupXRows = 4;
+std::string group_gemv_name(DType w, int64_t x_rows);
+std::string group_gemv_function(DType w, int64_t x_rows);
 std::string group_gemv_prelude(DType w, std::set<std::string>& seen);
 int64_t group_x_offset(DType w);
 

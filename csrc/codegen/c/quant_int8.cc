@@ -5,7 +5,9 @@
 // rows of W per task, each weight block's integers meet x's in int8 dot products (AVX-512
 // VNNI vpdpbusd, else AVX2 pmaddubsw + pmaddwd, else plain C), times d_x * d_w summed in f32.
 // Offsets of unsigned weights (a K-quant's minimum, Q6_K's 32) are taken off with x's block
-// sums, Q4_0's 8 in the integers. Past kInt8GemvRows rows (prefill) x's round trip is
+// sums, Q4_0's 8 in the integers. A weight in row groups meets four rows of x a pass
+// (c/quant_int8_groups.cc). Past kInt8GemvRows rows (kGroupGemvRows in row groups: a
+// prefill) x's round trip is
 // dequantized into an f32 copy for the f32 GEMM, which widens each weight block once for all
 // rows, or, under int8_gemm 1, multiplied in the int8 GEMM (c/quant_int8_gemm.cc). Not the
 // f32 quantized GEMV (c/quant.cc) nor the formula's recognition (ir/quant_activations.h).
@@ -326,7 +328,7 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.line("char* lm_xq = (char*)(((unsigned long)lm_raw + 63) & ~63ul);");
   w.line("const int64_t lm_wblocks = (N + " + wrows + " - 1) / " + wrows + ";");
   const bool wide = outer == 0;  // the GEMM path takes rows am apart, no batch loops
-  const int64_t most = int8_gemv_rows(schedule_of(k).gemv_rows);
+  const int64_t most = int8_gemv_rows(schedule_of(k).gemv_rows, groups);
   w.line(std::string("const int lm_wide = ") + (wide ? "M > " + str(most) : "0") + ";");
   const bool int8 = takes_int8_gemm(k, vector_width_);  // past `most` rows (c/quant_int8_gemm.cc)
   if (!int8) w.line("float* lm_xf = lm_wide ? (float*)malloc(sizeof(float) * M * am + 64) : 0;");
@@ -365,15 +367,19 @@ bool CRenderer::render_quant_dot(const Program& program, const Kernel& k, CodeWr
   w.open("if (!lm_wide)");
   open_weight_row_tasks(k, outer, kWRows, w);
   w.line("(void)A;");
-  w.open("for (int64_t lm_i = 0; lm_i < M; lm_i++)");
-  if (groups) {
-    w.line(group_gemv_name(stored) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, B + n0 / " +
-           wrows + " * lm_gbytes, C + lm_i * N + n0, rows);");
+  if (groups) {  // kGroupXRows rows of x a pass while they last, then fewer
+    w.line("int64_t lm_i = 0;");
+    for (int64_t x_rows = kGroupXRows; x_rows >= 1; x_rows /= 2) {
+      w.line("for (; lm_i + " + str(x_rows) + " <= M; lm_i += " + str(x_rows) + ") " +
+             group_gemv_name(stored, x_rows) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, "
+             "lm_xbytes, B + n0 / " + wrows + " * lm_gbytes, C + lm_i * N + n0, N, rows);");
+    }
   } else {
+    w.open("for (int64_t lm_i = 0; lm_i < M; lm_i++)");
     w.line(dot4_name(stored) + "(K, lm_xq + (lm_bt * M + lm_i) * lm_xbytes, B + n0 * lm_ldw, "
            "lm_ldw, C + lm_i * N + n0, rows);");
+    w.close();
   }
-  w.close();
   emit_matmul_epilogue(k, outer, "0", "M", "n0", "n0 + rows", w);
   w.close();
   w.close();

@@ -24,27 +24,58 @@ namespace {
 
 std::string str(int64_t v) { return std::to_string(v); }
 
-// The integers' sums of block `i` (a C expression: its index in the chunk at `ch`, and the
-// block's index `kb`) against x, into lm_vi16 `p`.
-void emit_group_block(DType w, const std::string& i, const std::string& kb, CodeWriter& c) {
-  const int64_t slot = group_slot_bytes(w);
-  c.line("const signed char* restrict xb = qx + (" + kb + ") * 32;");
-  c.line("lm_vi16 p = (lm_vi16){0} + ox[" + kb + "];");
-  c.line("const lm_vi16 xl = lm_bcast16(xb), xh = lm_bcast16(xb + 16);");
-  const std::string at = "ch + (" + i + ") * " + str(slot);
+// Row r's pointers into x's rows (xs bytes apart): its integers qx<r>, scales per block dx<r>.
+void emit_x_rows(int64_t x_rows, CodeWriter& c) {
+  for (int64_t r = 0; r < x_rows; ++r) {
+    const std::string R = str(r);
+    c.line("const signed char* restrict qx" + R + " = (const signed char*)(xq + " + R +
+           " * xs);");
+    c.line("const float* restrict dx" + R + " = (const float*)(xq + " + R + " * xs + K);");
+  }
+}
+
+// The group's integers of block `i` in the chunk at `ch`, loaded once for every row of x:
+// Q4_0's low and high nibbles (lo, hi), Q8_0's two vectors.
+void emit_group_weights(DType w, const std::string& i, CodeWriter& c) {
+  const std::string at = "ch + (" + i + ") * " + str(group_slot_bytes(w));
   if (w == DType::Q4_0) {
     c.line("const lm_vi16 q = *(const lm_vi16*)(" + at + ");");
-    c.line("p = lm_dpbusd(p, q & 0x0f0f0f0f, xl);");
-    c.line("p = lm_dpbusd(p, (q >> 4) & 0x0f0f0f0f, xh);");
+    c.line("const lm_vi16 lo = q & 0x0f0f0f0f, hi = (q >> 4) & 0x0f0f0f0f;");
   } else {
-    c.line("p = lm_dpbusd(p, *(const lm_vi16*)(" + at + "), xl);");
-    c.line("p = lm_dpbusd(p, *(const lm_vi16*)(" + at + " + 64), xh);");
+    c.line("const lm_vi16 lo = *(const lm_vi16*)(" + at + "), hi = *(const lm_vi16*)(" + at +
+           " + 64);");
+  }
+}
+
+// Row r of x's integer sums of block `kb` against the weights (lo, hi) into lm_vi16 p<r>.
+void emit_group_block(int64_t r, const std::string& kb, CodeWriter& c) {
+  const std::string R = str(r);
+  const std::string xb = "qx" + R + " + (" + kb + ") * 32";
+  c.line("lm_vi16 p" + R + " = (lm_vi16){0} + ox" + R + "[" + kb + "];");
+  c.line("p" + R + " = lm_dpbusd(p" + R + ", lo, lm_bcast16(" + xb + "));");
+  c.line("p" + R + " = lm_dpbusd(p" + R + ", hi, lm_bcast16(" + xb + " + 16));");
+}
+
+// Row r's results: c[r * ldc + j] = the sum of its accumulator's lanes 4j .. 4j + 3 (and, for
+// Q4_K, the minimums' lanes j, j + 4, j + 8, j + 12).
+void emit_group_store(int64_t x_rows, bool minimums, CodeWriter& c) {
+  for (int64_t r = 0; r < x_rows; ++r) {
+    const std::string R = str(r);
+    c.line("const lm_vf16 a" + R + " = a" + R + "_0 + a" + R + "_1;");
+    std::string e;
+    if (minimums) {
+      e = " + ((e" + R + "[j] + e" + R + "[j + 4]) + (e" + R + "[j + 8] + e" + R + "[j + 12]))";
+    }
+    c.line("for (int64_t j = 0; j < rows; j++) c[" + R + " * ldc + j] = ((a" + R + "[4 * j] + a" +
+           R + "[4 * j + 1]) + (a" + R + "[4 * j + 2] + a" + R + "[4 * j + 3]))" + e + ";");
   }
 }
 
 }  // namespace
 
-std::string group_gemv_name(DType w) { return std::string("lm_qdotg_") + dtype_name(w); }
+std::string group_gemv_name(DType w, int64_t x_rows) {
+  return std::string("lm_qdotg_") + dtype_name(w) + (x_rows > 1 ? "_x" + str(x_rows) : "");
+}
 
 int64_t group_x_offset(DType w) {
   if (w == DType::Q4_0) return 8 / 4;
@@ -89,7 +120,9 @@ const char* kGroupHelpers =
 std::string group_gemv_prelude(DType w, std::set<std::string>& seen) {
   std::string s;
   if (seen.insert("lm_bcast16").second) s += kGroupHelpers;
-  if (seen.insert(group_gemv_name(w)).second) s += group_gemv_function(w);
+  for (int64_t x_rows = kGroupXRows; x_rows >= 1; x_rows /= 2) {
+    if (seen.insert(group_gemv_name(w, x_rows)).second) s += group_gemv_function(w, x_rows);
+  }
   return s;
 }
 
@@ -104,14 +137,18 @@ std::string spread(const std::string& v, int64_t at) {
 }
 
 // Q4_K's GEMV body: a block (256 k) at a time, its 8 sub-blocks' sums (2 vpdpbusd each) times
-// their scales in a0 / a1, the minimums' part in e.
-void emit_q4_k_group_gemv(CodeWriter& c) {
+// their scales in a<r>_0 / a<r>_1, the minimums' part in e<r>, for each row r of x.
+void emit_q4_k_group_gemv(int64_t x_rows, CodeWriter& c) {
   const DType w = DType::Q4_K;
   const int64_t per = group_chunk_blocks(w);
   const int64_t slot = group_slot_bytes(w);
   const int64_t meta = group_meta_bytes(w);
-  c.line("const float* restrict sx = (const float*)(xq + K + K / 32 * 4);");
-  c.line("lm_vf16 a0 = {0}, a1 = {0}, e = {0};");
+  for (int64_t r = 0; r < x_rows; ++r) {
+    const std::string R = str(r);
+    c.line("const float* restrict sx" + R + " = (const float*)(xq + " + R +
+           " * xs + K + K / 32 * 4);");
+    c.line("lm_vf16 a" + R + "_0 = {0}, a" + R + "_1 = {0}, e" + R + " = {0};");
+  }
   c.open("for (int64_t b = 0; b < K / 256; b++)");
   c.line("const uint8_t* restrict ch = w + b / " + str(per) + " * " + str(group_chunk_bytes(w)) +
          ";");
@@ -121,50 +158,66 @@ void emit_q4_k_group_gemv(CodeWriter& c) {
          str(meta) + ";");
   c.line("const lm_vf16 d4 = lm_f16x4r(m + 64), dm4 = lm_f16x4r(m + 72);");
   c.line("const lm_vf16 sc0 = lm_u8x16(m) * d4, sc1 = lm_u8x16(m + 16) * d4;");
-  // x's sums per 32 (of its 16 sums per 16) at lanes 4s + r, against the minimums' layout
-  c.line("const lm_vf16 xs = *(const lm_vf16u*)(sx + b * 16);");
-  for (int64_t half = 0; half < 2; ++half) {
-    std::string even, odd;
-    for (int l = 0; l < 16; ++l) {
-      even += ", " + str(half * 8 + l / 4 * 2);
-      odd += ", " + str(half * 8 + l / 4 * 2 + 1);
+  c.line("const lm_vf16 mn0 = lm_u8x16(m + 32) * dm4, mn1 = lm_u8x16(m + 48) * dm4;");
+  // x's sums per 32 (of its 16 sums per 16) at lanes 4s + j, against the minimums' layout
+  for (int64_t r = 0; r < x_rows; ++r) {
+    const std::string R = str(r);
+    c.open("");
+    c.line("const lm_vf16 xs = *(const lm_vf16u*)(sx" + R + " + b * 16);");
+    std::string half_sums;
+    for (int64_t half = 0; half < 2; ++half) {
+      std::string even, odd;
+      for (int l = 0; l < 16; ++l) {
+        even += ", " + str(half * 8 + l / 4 * 2);
+        odd += ", " + str(half * 8 + l / 4 * 2 + 1);
+      }
+      c.line("const lm_vf16 x" + str(half) + " = __builtin_shufflevector(xs, xs" + even +
+             ") + __builtin_shufflevector(xs, xs" + odd + ");");
     }
-    c.line("const lm_vf16 x" + str(half) + " = __builtin_shufflevector(xs, xs" + even +
-           ") + __builtin_shufflevector(xs, xs" + odd + ");");
+    c.line("e" + R + " -= mn0 * x0 + mn1 * x1;");
+    c.close();
   }
-  c.line("e -= (lm_u8x16(m + 32) * x0 + lm_u8x16(m + 48) * x1) * dm4;");
-  c.line("const signed char* restrict xb0 = qx + b * 256;");
   for (int64_t j = 0; j < 4; ++j) {
     c.open("");
     c.line("const lm_vi16 v0 = *(const lm_vi16*)(q + " + str(128 * j) +
            "), v1 = *(const lm_vi16*)(q + " + str(128 * j + 64) + ");");
-    const std::string x = "xb0 + " + str(64 * j);
-    c.line("const lm_vi16 p0 = lm_dpbusd(lm_dpbusd((lm_vi16){0}, v0 & 0x0f0f0f0f, lm_bcast16(" +
-           x + ")), v1 & 0x0f0f0f0f, lm_bcast16(" + x + " + 16));");
-    c.line("const lm_vi16 p1 = lm_dpbusd(lm_dpbusd((lm_vi16){0}, (v0 >> 4) & 0x0f0f0f0f, "
-           "lm_bcast16(" + x + " + 32)), (v1 >> 4) & 0x0f0f0f0f, lm_bcast16(" + x + " + 48));");
+    c.line("const lm_vi16 l0 = v0 & 0x0f0f0f0f, l1 = v1 & 0x0f0f0f0f, h0 = (v0 >> 4) & "
+           "0x0f0f0f0f, h1 = (v1 >> 4) & 0x0f0f0f0f;");
     for (int64_t h = 0; h < 2; ++h) {
       const int64_t sub = 2 * j + h;
-      const std::string v = sub < 4 ? "sc0" : "sc1";
-      c.line("a" + str(h) + " += __builtin_convertvector(p" + str(h) + ", lm_vf16) * (" +
-             spread(v, sub % 4) + " * dx[b * 8 + " + str(sub) + "]);");
+      c.line("const lm_vf16 s" + str(h) + " = " + spread(sub < 4 ? "sc0" : "sc1", sub % 4) + ";");
+    }
+    for (int64_t r = 0; r < x_rows; ++r) {
+      const std::string R = str(r);
+      const std::string x = "qx" + R + " + b * 256 + " + str(64 * j);
+      c.line("const lm_vi16 p" + R + "_0 = lm_dpbusd(lm_dpbusd((lm_vi16){0}, l0, lm_bcast16(" + x +
+             ")), l1, lm_bcast16(" + x + " + 16));");
+      c.line("const lm_vi16 p" + R + "_1 = lm_dpbusd(lm_dpbusd((lm_vi16){0}, h0, lm_bcast16(" + x +
+             " + 32)), h1, lm_bcast16(" + x + " + 48));");
+      for (int64_t h = 0; h < 2; ++h) {
+        const std::string H = str(h);
+        c.line("a" + R + "_" + H + " += __builtin_convertvector(p" + R + "_" + H +
+               ", lm_vf16) * (s" + H + " * dx" + R + "[b * 8 + " + str(2 * j + h) + "]);");
+      }
     }
     c.close();
   }
   c.close();
-  c.line("const lm_vf16 a = a0 + a1;");
-  c.line("for (int64_t r = 0; r < rows; r++) c[r] = ((a[4 * r] + a[4 * r + 1]) + (a[4 * r + 2] + "
-         "a[4 * r + 3])) + ((e[r] + e[r + 4]) + (e[r + 8] + e[r + 12]));");
+  emit_group_store(x_rows, true, c);
 }
 
 // Q4_0's and Q8_0's: a chunk (8 blocks) at a time, then the last chunk's blocks.
-void emit_block_group_gemv(DType w, CodeWriter& c) {
+void emit_block_group_gemv(DType w, int64_t x_rows, CodeWriter& c) {
   const int64_t per = group_chunk_blocks(w);
   const std::string chunk = str(group_chunk_bytes(w));
   const std::string scales = str(per * group_slot_bytes(w));
-  c.line("const int* restrict ox = (const int*)(xq + K + K / 32 * 4 + K / 16 * 4);");
+  for (int64_t r = 0; r < x_rows; ++r) {
+    const std::string R = str(r);
+    c.line("const int* restrict ox" + R + " = (const int*)(xq + " + R +
+           " * xs + K + K / 32 * 4 + K / 16 * 4);");
+    c.line("lm_vf16 a" + R + "_0 = {0}, a" + R + "_1 = {0};");
+  }
   c.line("const int64_t nb = K / 32;");
-  c.line("lm_vf16 a0 = {0}, a1 = {0};");
   c.line("int64_t c0 = 0;");
   c.open("for (; c0 + " + str(per) + " <= nb; c0 += " + str(per) + ")");
   c.line("const uint8_t* restrict ch = w + c0 / " + str(per) + " * " + chunk + ";");
@@ -173,43 +226,53 @@ void emit_block_group_gemv(DType w, CodeWriter& c) {
          " + 32);");
   for (int64_t i = 0; i < per; ++i) {
     c.open("");
-    emit_group_block(w, str(i), "c0 + " + str(i), c);
-    const std::string s = i < 4 ? "s0" : "s1";
-    c.line("a" + str(i % 2) + " += __builtin_convertvector(p, lm_vf16) * (" + spread(s, i % 4) +
-           " * dx[c0 + " + str(i) + "]);");
+    emit_group_weights(w, str(i), c);
+    c.line("const lm_vf16 sc = " + spread(i < 4 ? "s0" : "s1", i % 4) + ";");
+    for (int64_t r = 0; r < x_rows; ++r) {
+      const std::string R = str(r);
+      emit_group_block(r, "c0 + " + str(i), c);
+      c.line("a" + R + "_" + str(i % 2) + " += __builtin_convertvector(p" + R +
+             ", lm_vf16) * (sc * dx" + R + "[c0 + " + str(i) + "]);");
+    }
     c.close();
   }
   c.close();
   // the last chunk's blocks, fewer than a chunk: their scales one by one
   c.open("for (int64_t i = 0; c0 + i < nb; i++)");
   c.line("const uint8_t* restrict ch = w + c0 / " + str(per) + " * " + chunk + ";");
-  emit_group_block(w, "i", "c0 + i", c);
-  c.line("const lm_vf16 sc = lm_f16x4r(ch + " + scales + " + i * " + str(group_meta_bytes(w)) +
+  emit_group_weights(w, "i", c);
+  c.line("const lm_vf16 sc4 = lm_f16x4r(ch + " + scales + " + i * " + str(group_meta_bytes(w)) +
          ");");
-  c.line("a0 += __builtin_convertvector(p, lm_vf16) * (" + spread("sc", 0) + " * dx[c0 + i]);");
+  c.line("const lm_vf16 sc = " + spread("sc4", 0) + ";");
+  for (int64_t r = 0; r < x_rows; ++r) {
+    const std::string R = str(r);
+    emit_group_block(r, "c0 + i", c);
+    c.line("a" + R + "_0 += __builtin_convertvector(p" + R + ", lm_vf16) * (sc * dx" + R +
+           "[c0 + i]);");
+  }
   c.close();
-  c.line("const lm_vf16 a = a0 + a1;");
-  c.line("for (int64_t r = 0; r < rows; r++) c[r] = (a[4 * r] + a[4 * r + 1]) + (a[4 * r + 2] + "
-         "a[4 * r + 3]);");
+  emit_group_store(x_rows, false, c);
 }
 
 }  // namespace
 
-// static void lm_qdotg_q4_0(int64_t K, const char* xq, const uint8_t* w, float* c,
-// int64_t rows): c[r] = row r (r < rows) of the group at w times the quantized row xq (K int8,
-// K / 32 f32 scales, K / 16 f32 sums times the scale, and for Q4_0 and Q8_0 K / 32 int32
-// offsets: -group_x_offset times a block's sum).
-std::string group_gemv_function(DType w) {
+// static void lm_qdotg_q4_0_x4(int64_t K, const char* xq, int64_t xs, const uint8_t* w,
+// float* c, int64_t ldc, int64_t rows): c[i * ldc + j] = row j (j < rows) of the group at w
+// times quantized row i of x (i < 4, xs bytes apart from xq): K int8, K / 32 f32 scales,
+// K / 16 f32 sums times the scale, and for Q4_0 and Q8_0 K / 32 int32 offsets
+// (-group_x_offset times a block's sum). The group's weights are loaded and unpacked once for
+// the x_rows rows of x.
+std::string group_gemv_function(DType w, int64_t x_rows) {
   CodeWriter c;
-  c.open("static void " + group_gemv_name(w) +
-         "(int64_t K, const char* restrict xq, const uint8_t* restrict w, float* restrict c, "
-         "int64_t rows)");
-  c.line("const signed char* restrict qx = (const signed char*)xq;");
-  c.line("const float* restrict dx = (const float*)(xq + K);");
+  c.open("static void " + group_gemv_name(w, x_rows) +
+         "(int64_t K, const char* restrict xq, int64_t xs, const uint8_t* restrict w, "
+         "float* restrict c, int64_t ldc, int64_t rows)");
+  c.line("(void)ldc;");
+  emit_x_rows(x_rows, c);
   if (w == DType::Q4_K) {
-    emit_q4_k_group_gemv(c);
+    emit_q4_k_group_gemv(x_rows, c);
   } else {
-    emit_block_group_gemv(w, c);
+    emit_block_group_gemv(w, x_rows, c);
   }
   c.close();
   return c.str();

@@ -59,7 +59,7 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   // row groups (quant_rows 4, c/quant_int8_groups.cc) meets x four rows a 512-bit instruction
   // where the GEMV on GGUF's blocks takes one a 256-bit one: half the price there.
   if (schedule_param(schedule, kQuantDotParam) == std::optional<int64_t>(1)) {
-    const double rows = static_cast<double>(int8_gemv_rows(tile.gemv_rows));
+    const double rows = static_cast<double>(int8_gemv_rows(tile.gemv_rows, tile.quant_rows > 0));
     if (size.m <= rows) {
       const double gemv = b_elements * std::max(kStreamCycles / 2, size.m / (8 * lanes));
       if (tile.quant_rows > 0) return gemv * 0.5;

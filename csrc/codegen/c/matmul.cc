@@ -416,6 +416,21 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   // few rows; else on to the GEMM
   if (renders_quant_gemv(k, vector_width_)) emit_quant_gemv(k, outer, w);
   if (renders_gemv(k) && !k.panels) emit_gemv(k, outer, w);
+  if (mm.a_widened && !takes_bf16_dot(k, vector_width_)) {
+    // A's 16-bit words widened once into f32, in A's layout, for the f32 GEMM to read
+    w.line("const int64_t lm_xan = M > 0 && K > 0 ? (M - 1) * am + (K - 1) * ak + 1 : 1;");
+    w.line("float* lm_xa = (float*)malloc(sizeof(float) * lm_xan);");
+    w.open("");
+    emit_batch_bases(k, outer, storage_type(mm.b_stored), w);
+    w.line("(void)B;");
+    w.line("(void)C;");
+    w.line("for (int64_t i = 0; i < M; i++) for (int64_t kk = 0; kk < K; kk++) "
+           "lm_xa[i * am + kk * ak] = " + to_compute(mm.a_stored, "A[i * am + kk * ak]") + ";");
+    w.close();
+    emit_gemm(k, outer, "lm_xa", w);
+    w.line("free(lm_xa);");
+    return true;
+  }
   emit_gemm(k, outer, "", w);
   return true;
 }

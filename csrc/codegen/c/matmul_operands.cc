@@ -17,7 +17,12 @@ bool renders_matmul(const Kernel& k, int64_t native) {
   const MatmulInfo& mm = k.matmul;
   if (takes_bf16_dot(k, native)) return true;
   if (!mm.present || mm.dtype != DType::F32 || mm.product_widened) return false;
-  if (mm.a_widened) return false;
+  // a 16-bit A widened in the body: the GEMV widens it as it copies rows, the GEMM reads a
+  // widened copy (render_matmul); not under batch loops the GEMM runs per batch
+  if (mm.a_widened && (mm.m_loop != folded_batch_loops(k) ||
+                       (mm.a_stored != DType::BF16 && mm.a_stored != DType::F16))) {
+    return false;
+  }
   if (is_quantized(mm.b_stored) && (mm.a_computed || !renders_quant_gemv(k, native))) {
     return false;
   }

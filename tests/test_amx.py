@@ -34,6 +34,28 @@ def test_a_transposed_a_is_staged_and_matches_torch(m):
 
 
 @needs_amx
+def test_few_rows_of_a_block_take_the_dot_products_on_the_same_panels():
+    """A block of up to kAmxFewRows real rows (a decode step; a prompt's last rows) runs the
+    bf16 dot products' micro-kernel of its rows on the weight's pair panels, not the tiles' 32
+    rows: every M from 1 to 4 and a last block of 1 to 4 rows past 32, against torch."""
+    cx = lm.Graph()
+    x = cx.tensor(("m", 96), lm.bfloat16, "x")
+    w = cx.tensor((70, 96), lm.bfloat16, "w", parameter=True)
+    y = scheduled(widened(x) @ widened(w).t(), [("bf16_dot", 2), ("pack_b", 1),
+                                                ("tile_k", 1024)]).output()
+    rt = CpuRuntime()
+    rt._load(cx)
+    assert "tdpbf16ps" in rt.source and "lm_mmbf_4x32(" in rt.source
+    wt = bf16((70, 96), 3)
+    rt.set_data(w, wt)
+    for m in (1, 2, 3, 4, 5, 33, 36, 37):
+        xt = bf16((m, 96), m)
+        rt.set_data(x, xt)
+        rt.execute({"m": m})
+        close(rt.get(y), expected(xt, wt.T))
+
+
+@needs_amx
 def test_the_search_times_amx_tiles_and_keeps_a_correct_program():
     """The AMX tiles are among the candidates the search verifies and times for
     prefill_linear, and what it keeps matches torch."""

@@ -196,7 +196,8 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
       }
     }
     if (takes_bf16_dot(k, vector_width_)) {
-      s += takes_amx(k, vector_width_) ? amx_prelude(seen) : bf16_dot_prelude(t.mr, t.nr, seen);
+      if (takes_amx(k, vector_width_)) s += amx_prelude(seen);  // and its few rows' kernels
+      s += bf16_dot_prelude(takes_amx(k, vector_width_) ? kAmxFewRows : t.mr, t.nr, seen);
       if (renders_gemv(k) && !k.panels) s += gemv_prelude(k, seen);
       continue;
     }
@@ -325,7 +326,13 @@ void emit_row_tile(const Tiles& t, std::optional<DType> panel, const std::string
   std::string args = "(kcur, " + a_args + ", " + bp + ", C + i * N + n0 + jr, N, rows, " +
                      "ncols - jr < " + nr + " ? ncols - jr : " + nr + ", pc == 0);";
   if (amx) {
-    w.line(amx_micro_kernel_name() + args);
+    // few rows (a decode step): the bf16 dot products' micro-kernel of exactly that many rows
+    // on the same pair panels, where a block of tiles computes 32 rows however few are real
+    w.open("if (rows <= " + std::to_string(kAmxFewRows) + ")");
+    emit_dispatch("rows", kAmxFewRows, [&](int64_t rows) { return bf16_dot_name(rows, t.nr); },
+                  args, w);
+    w.close();
+    w.line("else " + amx_micro_kernel_name() + args);
   } else if (dot) {
     emit_dispatch("rows", t.mr, [&](int64_t rows) { return bf16_dot_name(rows, t.nr); }, args,
                   w);

@@ -7,6 +7,7 @@ timed test. Targets (issue 35): the 1B shape in <= 5 s cold and <= 0.5 s from th
 
     python benchmarks/compile_time.py                            # the 1B shape
     python benchmarks/compile_time.py --layers 4 --vocab 32000   # a quick look
+    python benchmarks/compile_time.py --activations bf16         # searched at a prefill
 """
 
 from __future__ import annotations
@@ -37,7 +38,8 @@ def session(args) -> dict:
 
     t0 = time.perf_counter()
     c0 = cpu_seconds()
-    model = AutoModelForCausalLM.from_pretrained(args.model_dir, max_context=args.context)
+    model = AutoModelForCausalLM.from_pretrained(args.model_dir, max_context=args.context,
+                                                 activations=args.activations)
     cpu_cache = os.path.join(args.cache_dir, "cpu")
     rt = lm.CpuRuntime(threads=args.threads, cache_dir=cpu_cache)
     before = objects(cpu_cache)
@@ -63,6 +65,8 @@ def main() -> None:
     ap.add_argument("--search", type=int, default=4, help="search budget (luminal run's: 4)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--context", type=int, default=200, help="the model's max_context")
+    ap.add_argument("--activations", default="f32", choices=["f32", "bf16"],
+                    help="from_pretrained's (bf16: a session searched at a prefill)")
     ap.add_argument("--model-dir", help=argparse.SUPPRESS)
     ap.add_argument("--cache-dir", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -76,7 +80,8 @@ def main() -> None:
               f", {facts['params'] / 1e9:.2f} B params; search budget {args.search}")
         cmd = [sys.executable, __file__, "--model-dir", args.model_dir, "--cache-dir",
                os.path.join(tmp, "cache"), "--search", str(args.search), "--threads",
-               str(args.threads), "--context", str(args.context)]
+               str(args.threads), "--context", str(args.context), "--activations",
+               args.activations]
         env = dict(os.environ, LUMINAL_SEARCH_CACHE=os.path.join(tmp, "cache", "search"))
         for label in ("cold", "cached"):
             done = subprocess.run(cmd, capture_output=True, text=True, env=env)

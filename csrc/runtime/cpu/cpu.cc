@@ -7,6 +7,8 @@
 #include <chrono>
 #include <cstring>
 
+#include <sys/mman.h>
+
 #include "codegen/c/matmul.h"
 #include "codegen/c/renderer.h"
 #include "codegen/c/schedule.h"
@@ -223,15 +225,23 @@ void CpuRuntime::set_data_borrowed(NodeId input, const void* data, int64_t count
 }
 
 namespace {
-// `bytes` for the panels of `input`, 64-byte aligned.
+// `bytes` for the panels of `input`, 64-byte aligned; from kHugePage bytes on, in huge pages
+// where the system grants them (the packing's first touch of 4 KB pages was two thirds of a
+// 2048 x 8192 bf16 weight's 31 ms; and the GEMM's reads of a model's panels miss the TLB less).
+constexpr size_t kHugePage = size_t{2} << 20;
+
 std::unique_ptr<uint8_t, void (*)(void*)> allocate_panels(int64_t bytes, const std::string& input) {
   const size_t size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
-  const size_t align = static_cast<size_t>(kArenaAlign);
+  const size_t align = size >= kHugePage ? kHugePage : static_cast<size_t>(kArenaAlign);
+  const size_t rounded = (size + align - 1) / align * align;
   void* p = nullptr;
-  if (posix_memalign(&p, align, (size + align - 1) / align * align) != 0) {
+  if (posix_memalign(&p, align, rounded) != 0) {
     throw ShapeError("set_data: the panels of " + input + ": " + std::to_string(bytes) +
                      " bytes could not be allocated on this machine");
   }
+#ifdef MADV_HUGEPAGE
+  if (align == kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice: refused is fine
+#endif
   return {static_cast<uint8_t*>(p), std::free};
 }
 

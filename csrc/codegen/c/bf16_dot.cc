@@ -49,6 +49,9 @@ std::string bf16_dot_name(int64_t rows, int64_t nr) {
 
 namespace {
 
+// Rows up to which a micro-kernel is bound by reading B's panel, not by its products.
+constexpr int64_t kFewRows = 4;
+
 // The micro-kernel of `mr` rows: c[0:mr, 0:nr] (+)= a[0:mr, 0:kc] * bp (pairs, nr wide). Rows
 // past `rows` read the last real one and are not stored; columns past `cols` are not stored.
 std::string micro_kernel(int64_t mr, int64_t nr) {
@@ -69,6 +72,12 @@ std::string micro_kernel(int64_t mr, int64_t nr) {
   }
   // One pair step: `word(r)` is row r's pair of A as a 32-bit word.
   auto step = [&](const std::string& p, const std::function<std::string(const std::string&)>& word) {
+    if (mr <= kFewRows) {  // few rows stream B: fetch its panel ahead (c/gemv.cc's distance)
+      for (int64_t at = 0; at < nr * 4; at += 64) {
+        w.line("__builtin_prefetch((const char*)(bp + " + p + " * " + std::to_string(nr) + ") + " +
+               std::to_string(kGemvPrefetchBytes + at) + ");");
+      }
+    }
     for (int64_t j = 0; j < nv; ++j) {
       w.line("const " + kPairs + " b" + std::to_string(j) + " = *(const " + kPairs + "u*)(bp + " +
              p + " * " + std::to_string(nr) + " + " + std::to_string(j * kLanes) + ");");

@@ -263,3 +263,18 @@ def test_a_parameter_set_before_the_search_from_data_the_caller_keeps_is_set_aft
         rt.set_data(w, wt.clone())
     rt = cx.search(rt, 3, cache=False)
     run_rows(rt, x, y, wt, rows=(1, 3))
+
+
+@pytest.mark.parametrize("threads", [1, 3, 8])
+@pytest.mark.parametrize("wdtype", WEIGHTS, ids=str)
+def test_panels_laid_out_by_several_threads_match_torch(threads, wdtype):
+    """A weight's panels are laid out by the runtime's threads, each a range of (k block, panel):
+    more threads than panels of a block, a split that is not even, and a last k block and panel
+    of their own sizes (K 300 in blocks of 128, N 70 in panels of TILE_N) read by every M."""
+    cx, x, w, y = linear(300, 70, wdtype, schedule=(("pack_b", 1), ("tile_k", 128)))
+    rt = CpuRuntime(threads=threads)
+    rt._load(cx)
+    wt = weights((70, 300), wdtype, seed=threads)
+    rt.set_data(w, wt)
+    assert rt.memory()["packed_input_bytes"] > 0
+    run_rows(rt, x, y, wt)

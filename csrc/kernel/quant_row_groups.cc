@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/parallel_for.h"
 #include "core/quant.h"
 #include "kernel/weight_layout.h"
 
@@ -68,7 +69,8 @@ int64_t group_bytes(DType dtype, int64_t k) {
   return (blocks + per - 1) / per * group_chunk_bytes(dtype);
 }
 
-void pack_row_groups(const PackedPanels& panels, const uint8_t* data, uint8_t* out) {
+void pack_row_groups(const PackedPanels& panels, const uint8_t* data, uint8_t* out,
+                     int threads) {
   const DType w = panels.stored;
   const int64_t bv = block_values(w);
   const int64_t bb = block_bytes(w);
@@ -78,26 +80,28 @@ void pack_row_groups(const PackedPanels& panels, const uint8_t* data, uint8_t* o
   const int64_t chunk = group_chunk_bytes(w);
   const int64_t pieces = integer_bytes(w) / 16;  // 16-byte pieces of a row's integers
   const uint8_t flip = w == DType::Q8_0 ? 0x80 : 0;
-  const int64_t groups = panels.padded_n() / kGroupRows;
-  std::memset(out, 0, static_cast<size_t>(groups * group_bytes(w, panels.k)));
-  for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* group = out + g * group_bytes(w, panels.k);
-    for (int64_t r = 0; r < kGroupRows && g * kGroupRows + r < panels.n; ++r) {
-      const int64_t n = g * kGroupRows + r;
-      const uint8_t* row = data + (panels.offset + n * panels.b_n) / bv * bb;
-      for (int64_t kb = 0; kb < blocks; ++kb) {
-        const uint8_t* block = row + kb * bb;
-        uint8_t* at = group + kb / per * chunk;
-        const int64_t i = kb % per;
-        const uint8_t* integers = block + integers_at(w);
-        for (int64_t h = 0; h < pieces; ++h) {
-          uint8_t* dst = at + i * slot + (h * kGroupRows + r) * 16;
-          for (int64_t j = 0; j < 16; ++j) dst[j] = integers[h * 16 + j] ^ flip;
+  const int64_t bytes = group_bytes(w, panels.k);
+  parallel_for(panels.padded_n() / kGroupRows, threads, [&](int64_t begin, int64_t end) {
+    std::memset(out + begin * bytes, 0, static_cast<size_t>((end - begin) * bytes));
+    for (int64_t g = begin; g < end; ++g) {
+      uint8_t* group = out + g * bytes;
+      for (int64_t r = 0; r < kGroupRows && g * kGroupRows + r < panels.n; ++r) {
+        const int64_t n = g * kGroupRows + r;
+        const uint8_t* row = data + (panels.offset + n * panels.b_n) / bv * bb;
+        for (int64_t kb = 0; kb < blocks; ++kb) {
+          const uint8_t* block = row + kb * bb;
+          uint8_t* at = group + kb / per * chunk;
+          const int64_t i = kb % per;
+          const uint8_t* integers = block + integers_at(w);
+          for (int64_t h = 0; h < pieces; ++h) {
+            uint8_t* dst = at + i * slot + (h * kGroupRows + r) * 16;
+            for (int64_t j = 0; j < 16; ++j) dst[j] = integers[h * 16 + j] ^ flip;
+          }
+          pack_scales(w, block, r, at + per * slot + i * group_meta_bytes(w));
         }
-        pack_scales(w, block, r, at + per * slot + i * group_meta_bytes(w));
       }
     }
-  }
+  });
 }
 
 }  // namespace luminal

@@ -40,7 +40,8 @@ int64_t group_bytes(DType dtype, int64_t k);
 
 // Lays `data` (the parameter's blocks, in GGUF order) out as `panels` (quant_rows: stored a
 // type with row groups, k and n the matmul's K and N, offset and b_n in elements) into `out`,
-// of panels.bytes() bytes.
-void pack_row_groups(const PackedPanels& panels, const uint8_t* data, uint8_t* out);
+// of panels.bytes() bytes, its groups split over `threads` threads.
+void pack_row_groups(const PackedPanels& panels, const uint8_t* data, uint8_t* out,
+                     int threads = 1);
 
 }  // namespace luminal

@@ -13,6 +13,7 @@
 #include "codegen/c/renderer.h"
 #include "codegen/c/schedule.h"
 #include "core/errors.h"
+#include "core/parallel_for.h"
 #include "core/sizes.h"
 #include "kernel/kernel_work.h"
 #include "kernel/lower.h"
@@ -246,50 +247,54 @@ std::unique_ptr<uint8_t, void (*)(void*)> allocate_panels(int64_t bytes, const s
 }
 
 // Lays `data` (a parameter's elements, of T: 4 or 2 bytes) out as `panels` in `out`
-// (PackedPanels' layout, kernel/weight_layout.h): k block by k block, panel by panel, row by row.
-template <typename T>
-void pack_panels(const PackedPanels& panels, const T* data, T* out) {
+// (PackedPanels' layout, kernel/weight_layout.h): k block by k block, panel by panel, row by
+// row, the panels split over `threads` threads. `step`: k a panel row holds (2 for pairs);
+// `row(src, n0, cols, k, rows, dst)` writes panel row k (of the block's `rows` k, src at its
+// first) of columns n0 .. n0 + cols into dst, zero-padded to the panel's width.
+template <typename T, typename Src, typename Row>
+void pack_blocks(const PackedPanels& panels, const Src* data, T* out, int64_t step, int threads,
+                 const Row& row) {
   const int64_t width = panels.width;
-  const int64_t depth = panels.depth;
-  const int64_t b_k = panels.b_k;
-  const int64_t b_n = panels.b_n;
-  T* dst = out;
-  for (int64_t k0 = 0; k0 < panels.k; k0 += depth) {
-    const int64_t rows = std::min(depth, panels.k - k0);
-    for (int64_t n0 = 0; n0 < panels.n; n0 += width) {
+  const int64_t across = (panels.n + width - 1) / width;  // panels a k block
+  const int64_t blocks = (panels.k + panels.depth - 1) / panels.depth;
+  const int64_t full = (panels.depth + step - 1) / step;  // rows of a whole block's panel
+  parallel_for(blocks * across, threads, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t k0 = t / across * panels.depth;
+      const int64_t n0 = t % across * width;
+      const int64_t rows = std::min(panels.depth, panels.k - k0);
       const int64_t cols = std::min(width, panels.n - n0);
-      const T* block = data + panels.offset + k0 * b_k + n0 * b_n;
-      for (int64_t k = 0; k < rows; ++k) {
-        const T* src = block + k * b_k;
-        for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * b_n];
-        for (int64_t j = cols; j < width; ++j) dst[j] = T{0};
-        dst += width;
+      T* dst = out + (t / across * full * across + t % across * ((rows + step - 1) / step)) * width;
+      const Src* block = data + panels.offset + k0 * panels.b_k + n0 * panels.b_n;
+      for (int64_t k = 0; k < rows; k += step, dst += width) {
+        row(block + k * panels.b_k, cols, k, rows, dst);
+        std::fill(dst + cols, dst + width, T{0});
       }
     }
-  }
+  });
+}
+
+template <typename T>
+void pack_panels(const PackedPanels& panels, const T* data, T* out, int threads) {
+  pack_blocks<T>(panels, data, out, 1, threads,
+                 [&](const T* src, int64_t cols, int64_t, int64_t, T* dst) {
+                   for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * panels.b_n];
+                 });
 }
 
 // The same for `pairs` panels of 16-bit elements: a row of a panel is `width` 32-bit words,
 // each two k of one column (the lower k in the low half; past the block's last k, 0).
-void pack_panel_pairs(const PackedPanels& panels, const uint16_t* data, uint32_t* out) {
-  const int64_t width = panels.width;
-  uint32_t* dst = out;
-  for (int64_t k0 = 0; k0 < panels.k; k0 += panels.depth) {
-    const int64_t rows = std::min(panels.depth, panels.k - k0);
-    for (int64_t n0 = 0; n0 < panels.n; n0 += width) {
-      const int64_t cols = std::min(width, panels.n - n0);
-      const uint16_t* block = data + panels.offset + k0 * panels.b_k + n0 * panels.b_n;
-      for (int64_t k = 0; k < rows; k += 2) {
-        const uint16_t* lo = block + k * panels.b_k;
-        for (int64_t j = 0; j < cols; ++j) {
-          const uint32_t hi = k + 1 < rows ? lo[panels.b_k + j * panels.b_n] : 0u;
-          dst[j] = static_cast<uint32_t>(lo[j * panels.b_n]) | hi << 16;
-        }
-        for (int64_t j = cols; j < width; ++j) dst[j] = 0;
-        dst += width;
-      }
-    }
-  }
+void pack_panel_pairs(const PackedPanels& panels, const uint16_t* data, uint32_t* out,
+                      int threads) {
+  pack_blocks<uint32_t>(panels, data, out, 2, threads,
+                        [&](const uint16_t* lo, int64_t cols, int64_t k, int64_t rows,
+                            uint32_t* dst) {
+                          for (int64_t j = 0; j < cols; ++j) {
+                            const uint32_t hi =
+                                k + 1 < rows ? lo[panels.b_k + j * panels.b_n] : 0u;
+                            dst[j] = static_cast<uint32_t>(lo[j * panels.b_n]) | hi << 16;
+                          }
+                        });
 }
 }  // namespace
 
@@ -308,14 +313,16 @@ void CpuRuntime::keep_input(NodeId input, const void* data, int64_t count, DType
     d.panels = allocate_panels(d.panel_bytes, input_desc(graph_, input));
     uint8_t* out = d.panels.get();
     if (panels.row_groups) {
-      pack_row_groups(panels, static_cast<const uint8_t*>(data), out);
+      pack_row_groups(panels, static_cast<const uint8_t*>(data), out, options_.threads);
     } else if (panels.pairs) {
       pack_panel_pairs(panels, static_cast<const uint16_t*>(data),
-                       reinterpret_cast<uint32_t*>(out));
+                       reinterpret_cast<uint32_t*>(out), options_.threads);
     } else if (dtype_size(dtype) == 4) {
-      pack_panels(panels, static_cast<const uint32_t*>(data), reinterpret_cast<uint32_t*>(out));
+      pack_panels(panels, static_cast<const uint32_t*>(data), reinterpret_cast<uint32_t*>(out),
+                  options_.threads);
     } else {
-      pack_panels(panels, static_cast<const uint16_t*>(data), reinterpret_cast<uint16_t*>(out));
+      pack_panels(panels, static_cast<const uint16_t*>(data), reinterpret_cast<uint16_t*>(out),
+                  options_.threads);
     }
     d.packed = out;
     if (!layout->second.as_stored) {

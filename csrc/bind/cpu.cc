@@ -72,6 +72,7 @@ void init_cpu(nb::module_& m) {
                    nb::rv_policy::copy)
       .def_prop_ro("arena_bytes", &CpuRuntime::arena_bytes)
       .def("memory", &CpuRuntime::memory)
+      .def("reads_as_stored", &CpuRuntime::reads_as_stored, "input"_a)
       .def_prop_ro("threads", [](const CpuRuntime& rt) { return rt.options().threads; })
       .def_prop_ro("vector_width", [](const CpuRuntime& rt) { return rt.options().vector_width; })
       .def_prop_ro("dot_products", [](const CpuRuntime& rt) { return rt.options().dot_products; })

@@ -217,6 +217,12 @@ class Runtime:
         finally:
             guard.lock.release()
 
+    def _keeps_only_its_layout(self, tensor) -> bool:
+        """Whether the runtime read ``tensor``'s data, as last set, only into a layout of its
+        own (a CpuRuntime's packed panels) and does not read the caller's memory again."""
+        reads = getattr(self._rt, "reads_as_stored", None)
+        return reads is not None and not reads(self._ids.get(tensor.id, tensor.id))
+
     def _remember_parameter(self, tensor, setter: str, data, storage: np.ndarray) -> None:
         if not tensor.is_parameter:
             return

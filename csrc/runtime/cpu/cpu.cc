@@ -454,6 +454,11 @@ CpuRuntime::Bound CpuRuntime::bind_buffers(const DynMap& dyn_map) {
   return bound;
 }
 
+bool CpuRuntime::reads_as_stored(NodeId input) const {
+  auto it = inputs_.find(input);
+  return it == inputs_.end() || it->second.data != nullptr || it->second.packed == nullptr;
+}
+
 CpuMemoryUse CpuRuntime::memory() const {
   CpuMemoryUse use;
   for (const auto& [node, d] : inputs_) {

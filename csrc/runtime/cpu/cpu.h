@@ -112,6 +112,9 @@ class CpuRuntime : public Runtime {
   const CompileStats& last_compile_stats() const { return loaded_.stats; }
   int64_t arena_bytes() const { return plan_.arena_bytes; }
   CpuMemoryUse memory() const;
+  // Whether the data last set for `input` is read as it is (held, borrowed or copied), not
+  // only through the panels it was laid out in (false: the caller's memory is not read again).
+  bool reads_as_stored(NodeId input) const;
 
  private:
   struct InputData {

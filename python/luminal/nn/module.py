@@ -13,6 +13,7 @@ from collections import OrderedDict
 from .. import dtype as dt
 from ..errors import WeightsError
 from ..weights.convert import to_parameter_storage
+from ..weights.pages import release_pages
 
 
 class Parameter:
@@ -151,8 +152,10 @@ class Module:
                 if p.bound_in(graph) is None or name not in keys:
                     continue
                 storage = to_parameter_storage(state_dict, name, p.shape, p.dtype, where)
-                runtime.set_storage(p.bound_in(graph),
-                                    storage.reshape(dt.storage_shape(p.dtype, p.shape)))
+                node = p.bound_in(graph)
+                runtime.set_storage(node, storage.reshape(dt.storage_shape(p.dtype, p.shape)))
+                if runtime._keeps_only_its_layout(node):  # its file pages are not read again
+                    release_pages(storage)
             for _, b in self.named_buffers():
                 if b.bound_in(graph) is not None:
                     runtime.set_data(b.bound_in(graph), b.value)

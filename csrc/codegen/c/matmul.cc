@@ -196,8 +196,9 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
       }
     }
     if (takes_bf16_dot(k, vector_width_)) {
-      if (takes_amx(k, vector_width_)) s += amx_prelude(seen);  // and its few rows' kernels
-      s += bf16_dot_prelude(takes_amx(k, vector_width_) ? kAmxFewRows : t.mr, t.nr, seen);
+      const bool amx = takes_amx(k, vector_width_);
+      if (amx) s += amx_prelude(seen);  // and its few rows' kernels (kAmxFewRows)
+      s += bf16_dot_prelude(amx ? kAmxFewRows : t.mr, t.nr, seen);
       if (renders_gemv(k) && !k.panels) s += gemv_prelude(k, seen);
       continue;
     }

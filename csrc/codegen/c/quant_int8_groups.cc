@@ -8,8 +8,9 @@
 // scales (the 6-bit scale times d, laid out as bytes) and x's, and the minimums (times dmin)
 // times x's sums per 32 in one more accumulator, row r's in lanes r, r + 4, r + 8, r + 12.
 // Against the GEMV on GGUF's blocks (c/quant_int8.cc), which spends a 256-bit vector on one
-// row's block, a quarter of the instructions a block. Not the GEMM of the same layout (its
-// pack, c/quant_int8_gemm.cc) nor x's quantization.
+// row's block, a quarter of the instructions a block. One call meets 1, 2 or 4 rows of x
+// (kGroupXRows), each group's weights loaded and unpacked once for them. Not the GEMM of the
+// same layout (its pack, c/quant_int8_gemm.cc) nor x's quantization.
 #include <set>
 #include <string>
 
@@ -164,7 +165,6 @@ void emit_q4_k_group_gemv(int64_t x_rows, CodeWriter& c) {
     const std::string R = str(r);
     c.open("");
     c.line("const lm_vf16 xs = *(const lm_vf16u*)(sx" + R + " + b * 16);");
-    std::string half_sums;
     for (int64_t half = 0; half < 2; ++half) {
       std::string even, odd;
       for (int l = 0; l < 16; ++l) {
@@ -267,7 +267,6 @@ std::string group_gemv_function(DType w, int64_t x_rows) {
   c.open("static void " + group_gemv_name(w, x_rows) +
          "(int64_t K, const char* restrict xq, int64_t xs, const uint8_t* restrict w, "
          "float* restrict c, int64_t ldc, int64_t rows)");
-  c.line("(void)ldc;");
   emit_x_rows(x_rows, c);
   if (w == DType::Q4_K) {
     emit_q4_k_group_gemv(x_rows, c);

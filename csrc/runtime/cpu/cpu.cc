@@ -249,8 +249,8 @@ std::unique_ptr<uint8_t, void (*)(void*)> allocate_panels(int64_t bytes, const s
 // Lays `data` (a parameter's elements, of T: 4 or 2 bytes) out as `panels` in `out`
 // (PackedPanels' layout, kernel/weight_layout.h): k block by k block, panel by panel, row by
 // row, the panels split over `threads` threads. `step`: k a panel row holds (2 for pairs);
-// `row(src, n0, cols, k, rows, dst)` writes panel row k (of the block's `rows` k, src at its
-// first) of columns n0 .. n0 + cols into dst, zero-padded to the panel's width.
+// `row(src, cols, k, rows, dst)` writes the `cols` columns at src of the panel row at k (of the
+// block's `rows` k) into dst; pack_blocks pads the row with zeros to the panel's width.
 template <typename T, typename Src, typename Row>
 void pack_blocks(const PackedPanels& panels, const Src* data, T* out, int64_t step, int threads,
                  const Row& row) {

@@ -20,6 +20,7 @@ from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
 from .mapping import WeightsMapping
+from .pages import map_file
 from .sizes import numpy_can_hold
 
 _MAGIC = b"GGUF"
@@ -101,7 +102,7 @@ class GGUFFile(WeightsMapping):
         self.path = os.fspath(path)
         self.source = self.path
         try:
-            self._map = np.memmap(self.path, dtype=np.uint8, mode="c")
+            self._map = map_file(self.path)
         except (OSError, ValueError) as e:
             raise WeightsError(f"{self.path}: cannot open GGUF file ({e})") from None
         cur = _Cursor(self._map, self.path)

@@ -1,9 +1,11 @@
-"""release_pages: drops this process's pages of a weight read from a memory-mapped file (a
-view of an ``np.memmap``, as the safetensors and GGUF readers give) once the runtime keeps the
-weight only in a layout of its own (packed panels, quantized row groups): the file's pages
-then no longer count twice in the process's memory. The mapping stays valid; a later read maps
-the pages from the file again. Not the readers (weights/safetensors.py, weights/gguf.py) nor
-the choice to call it (nn/module.py load_state_dict)."""
+"""The weights readers' file maps (map_file) and release_pages, which drops this process's
+pages of a weight read from one once the runtime keeps the weight only in a layout of its own
+(packed panels, quantized row groups): the file's pages then no longer count twice in the
+process's memory. The mapping stays valid; a later read maps the pages from the file again.
+Only the readers' maps are released: they are copy-on-write and nothing writes them, where a
+caller's own copy-on-write map may hold writes that dropping its pages would undo. Not the
+readers (weights/safetensors.py, weights/gguf.py) nor the choice to call it (nn/module.py
+load_state_dict)."""
 
 from __future__ import annotations
 
@@ -12,11 +14,20 @@ import mmap
 import numpy as np
 
 
+class ReaderMap(np.memmap):
+    """A file's bytes mapped copy-on-write by a weights reader, which never writes them (the
+    core takes writable arrays only, hence not read-only)."""
+
+
+def map_file(path: str) -> ReaderMap:
+    return ReaderMap(path, dtype=np.uint8, mode="c")
+
+
 def _mapped_root(array: np.ndarray):
-    """The np.memmap over the whole mapping that ``array`` views, or None."""
+    """The reader's map over the whole file that ``array`` views, or None."""
     node = array
     while isinstance(node, np.ndarray):
-        if isinstance(node, np.memmap) and isinstance(node.base, mmap.mmap):
+        if isinstance(node, ReaderMap) and isinstance(node.base, mmap.mmap):
             return node
         node = node.base
     return None
@@ -24,8 +35,8 @@ def _mapped_root(array: np.ndarray):
 
 def release_pages(array: np.ndarray) -> bool:
     """madvise(MADV_DONTNEED) over the whole pages of ``array``'s bytes when it views a
-    memory-mapped file that nothing wrote (the readers map copy-on-write and never write); a
-    no-op (False) for any other array, or where the system has no such advice."""
+    reader's map (map_file); a no-op (False) for any other array, or where the system has no
+    such advice."""
     advice = getattr(mmap, "MADV_DONTNEED", None)
     root = _mapped_root(array)
     if advice is None or root is None or array.nbytes == 0 or not array.flags.c_contiguous:

@@ -16,6 +16,7 @@ from .. import dtype as dt
 from ..errors import WeightsError
 from .convert import bf16_to_f32
 from .mapping import WeightsMapping
+from .pages import map_file
 from .sizes import numpy_can_hold
 
 # safetensors dtype name -> (numpy storage dtype, luminal dtype or None when converted)
@@ -130,7 +131,7 @@ class SafeTensorsFile(WeightsMapping):
         if count == 0:
             return np.zeros(shape, np_dtype), lm_dtype
         if self._map is None:
-            self._map = np.memmap(self.path, dtype=np.uint8, mode="c")
+            self._map = map_file(self.path)
         start = self._data_start + begin
         data = self._map[start:start + count * np_dtype.itemsize]
         return np.ndarray(shape, np_dtype, buffer=data), lm_dtype

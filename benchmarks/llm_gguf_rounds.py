@@ -108,7 +108,7 @@ def gguf_file(kind: str, args, tmp: str) -> str:
     return path
 
 
-def rounds(kind: str, path: str, args) -> dict:
+def rounds(path: str, args) -> dict:
     """Both engines on `path`, alternating: their prefill and decode seconds per round."""
     engines = {"luminal": Luminal(path, args), "llama.cpp": LlamaCpp(path, args)}
     vocab = engines["luminal"].vocab
@@ -163,7 +163,7 @@ def main() -> None:
         print(f"{'type':6} {'run':7} {'luminal best':>10} {'median':>8} {'llama.cpp':>10} "
               f"{'median':>8} {'speedup best':>8} {'median':>7} {'rounds':>10}")
         for kind, path in paths.items():
-            report(kind, rounds(kind, path, args), bandwidth, args)
+            report(kind, rounds(path, args), bandwidth, args)
     print("speedup: llama.cpp's time over luminal's (> 1: luminal faster); decode: the steps "
           "after a 10-token prompt; of bound: "
           "decode tok/s over (read bandwidth / the GGUF's bytes read per token), luminal / "

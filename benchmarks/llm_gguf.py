@@ -109,28 +109,52 @@ def reference_logprobs(model_dir: str, positions: int) -> None:
     np.save(os.path.join(os.path.dirname(model_dir), "reference_logprobs.npy"), logprobs)
 
 
-def run_llama_cpp(path: str, args) -> dict:
-    import llama_cpp  # a benchmark-only dependency
+class LlamaCpp:
+    """llama.cpp (llama-cpp-python, n_batch 512) on a GGUF file."""
 
-    llm = llama_cpp.Llama(path, n_ctx=args.prompt_tokens + args.decode + 16, n_threads=args.threads,
-                          n_threads_batch=args.threads, verbose=False)
-    vocab = llm.n_vocab()
-    prompt = prompt_ids(args.prompt_tokens, vocab)
-    llm.eval(prompt)  # warm-up
-    llm.reset()
+    def __init__(self, path: str, args):
+        import llama_cpp  # a benchmark-only dependency
+
+        self.llm = llama_cpp.Llama(path, n_ctx=args.prompt_tokens + args.decode + 16,
+                                   n_batch=512, n_threads=args.threads,
+                                   n_threads_batch=args.threads, verbose=False)
+        self.vocab = self.llm.n_vocab()
+
+    def prefill(self, ids) -> None:
+        self.llm.reset()
+        self.llm.eval(ids)
+
+    def decode(self, ids, n: int):
+        """(the n greedy tokens after the one the prefill of `ids` gives, the seconds of the n
+        decode steps)."""
+        self.prefill(ids)
+        tokens = [int(self.llm.sample(temp=0.0))]  # the prefill's
+        t0 = time.perf_counter()
+        for _ in range(n):
+            self.llm.eval([tokens[-1]])
+            tokens.append(int(self.llm.sample(temp=0.0)))
+        return tokens[1:], time.perf_counter() - t0
+
+
+def run_llama_cpp(path: str, args) -> dict:
+    engine = LlamaCpp(path, args)
+    prompt = prompt_ids(args.prompt_tokens, engine.vocab)
+    engine.prefill(prompt)  # warm-up
     t0 = time.perf_counter()
-    llm.eval(prompt)
+    engine.prefill(prompt)
     prefill = time.perf_counter() - t0
-    llm.reset()
-    llm.eval(prompt_ids(10, vocab))
-    tokens = []
-    t0 = time.perf_counter()
-    for _ in range(args.decode):
-        token = llm.sample(temp=0.0)
-        tokens.append(int(token))
-        llm.eval([token])
-    return {"decode_tok_s": args.decode / (time.perf_counter() - t0),
-            "prompt_tok_s": args.prompt_tokens / prefill, "tokens": tokens}
+    tokens, seconds = engine.decode(prompt_ids(10, engine.vocab), args.decode)
+    return {"decode_tok_s": args.decode / seconds, "prompt_tok_s": args.prompt_tokens / prefill,
+            "tokens": tokens}
+
+
+def model_flags(args) -> list:
+    """The model-shape flags of `args` that were given, for a child process's command."""
+    cmd = []
+    for flag in ("layers", "hidden", "intermediate", "vocab"):
+        if getattr(args, flag):
+            cmd += [f"--{flag}", str(getattr(args, flag))]
+    return cmd
 
 
 def child(args) -> None:
@@ -162,10 +186,7 @@ def spawn(engine: str, path: str, args, cache_dir: str) -> dict:
            str(args.threads), "--decode", str(args.decode), "--prompt-tokens",
            str(args.prompt_tokens), "--search", str(args.search), "--preset", args.preset,
            "--accuracy-positions", str(args.accuracy_positions),
-           "--activations", activations or args.activations]
-    for flag in ("layers", "hidden", "intermediate", "vocab"):
-        if getattr(args, flag):
-            cmd += [f"--{flag}", str(getattr(args, flag))]
+           "--activations", activations or args.activations] + model_flags(args)
     env = dict(os.environ, LUMINAL_SEARCH_CACHE=cache_dir)  # cold searches, this run's own
     done = subprocess.run(cmd, capture_output=True, text=True, env=env)
     for line in done.stdout.splitlines():

@@ -23,7 +23,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -31,7 +30,8 @@ import numpy as np  # noqa: E402
 
 from bandwidth import read_bandwidth  # noqa: E402
 from llm import add_model_args, prompt_ids  # noqa: E402
-from llm_gguf import bytes_per_token  # noqa: E402
+from llm_gguf import LlamaCpp, bytes_per_token, model_flags  # noqa: E402
+from prefill import timed  # noqa: E402
 
 LLM_GGUF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "llm_gguf.py")
 
@@ -61,36 +61,6 @@ class Luminal:
         return tokens[1:], n / stats.tokens_per_second  # the first token is the prefill's
 
 
-class LlamaCpp:
-    def __init__(self, path, args):
-        import llama_cpp  # a benchmark-only dependency
-
-        self.llm = llama_cpp.Llama(path, n_ctx=args.prompt_tokens + args.decode + 16,
-                                   n_batch=512, n_threads=args.threads,
-                                   n_threads_batch=args.threads, verbose=False)
-        self.vocab = self.llm.n_vocab()
-
-    def prefill(self, ids):
-        self.llm.reset()
-        self.llm.eval(ids)
-
-    def decode(self, ids, n):
-        self.llm.reset()
-        self.llm.eval(ids)
-        tokens = [int(self.llm.sample(temp=0.0))]  # the prefill's
-        t0 = time.perf_counter()
-        for _ in range(n):
-            self.llm.eval([tokens[-1]])
-            tokens.append(int(self.llm.sample(temp=0.0)))
-        return tokens[1:], time.perf_counter() - t0
-
-
-def timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def gguf_file(kind: str, args, tmp: str) -> str:
     """The .gguf of `kind`: in --gguf-dir if there, else llm_gguf.py's build and quantize."""
     folder = args.gguf_dir or tmp
@@ -100,10 +70,7 @@ def gguf_file(kind: str, args, tmp: str) -> str:
     model_dir = os.path.join(folder, "model")
     for engine in ([] if os.path.isdir(model_dir) else ["build"]) + [f"quantize:{kind}"]:
         cmd = [sys.executable, LLM_GGUF, "--engine", engine, "--path", model_dir,
-               "--preset", args.preset, "--accuracy-positions", "0"]
-        for flag in ("layers", "hidden", "intermediate", "vocab"):
-            if getattr(args, flag):
-                cmd += [f"--{flag}", str(getattr(args, flag))]
+               "--preset", args.preset, "--accuracy-positions", "0"] + model_flags(args)
         subprocess.run(cmd, check=True, capture_output=True)
     return path
 
@@ -133,9 +100,9 @@ def report(kind: str, r: dict, bandwidth: float, args) -> None:
         ours, theirs = t[("luminal", what)], t[("llama.cpp", what)]
         per = [b / a for a, b in zip(ours, theirs)]
         best, median = min(theirs) / min(ours), statistics.median(theirs) / statistics.median(ours)
-        line = (f"{kind:6} {what:7} {count / min(ours):10.1f} "
+        line = (f"{kind:6} {what:7} {count / min(ours):12.1f} "
                 f"{count / statistics.median(ours):8.1f} {count / min(theirs):10.1f} "
-                f"{count / statistics.median(theirs):8.1f} {best:8.2f}x {median:7.2f}x"
+                f"{count / statistics.median(theirs):8.1f} {best:11.2f}x {median:7.2f}x"
                 f" {min(per):5.2f}-{max(per):4.2f}x")
         if what == "decode":
             line += (f"  of bound {count / min(ours) / bound:4.0%} / "
@@ -160,8 +127,8 @@ def main() -> None:
         bandwidth = read_bandwidth(args.threads)
         print(f"{args.threads} threads, {args.rounds} rounds, read bandwidth "
               f"{bandwidth / 1e9:.1f} GB/s; tokens/s")
-        print(f"{'type':6} {'run':7} {'luminal best':>10} {'median':>8} {'llama.cpp':>10} "
-              f"{'median':>8} {'speedup best':>8} {'median':>7} {'rounds':>10}")
+        print(f"{'type':6} {'run':7} {'luminal best':>12} {'median':>8} {'llama.cpp':>10} "
+              f"{'median':>8} {'speedup best':>12} {'median':>8} {'rounds':>11}")
         for kind, path in paths.items():
             report(kind, rounds(path, args), bandwidth, args)
     print("speedup: llama.cpp's time over luminal's (> 1: luminal faster); decode: the steps "

@@ -47,9 +47,10 @@ def check_rows(rt, x, y, w, wt, ms, dim="m"):
 
 
 @pytest.mark.parametrize("wdtype", WEIGHTS, ids=str)
-@pytest.mark.parametrize("k,n", [(5, 13), (37, 33), (64, 1), (130, 7)])
+@pytest.mark.parametrize("k,n", [(5, 13), (37, 33), (64, 1), (130, 7), (300, 70)])
 def test_gemv_matches_torch_for_every_m(k, n, wdtype):
-    """One program for every M: GEMV up to gemv_rows (8), GEMM above it."""
+    """One program for every M: GEMV up to gemv_rows (8), GEMM above it (300 x 70: two k
+    blocks and two panels, the second's columns a partial vector)."""
     cx, x, w, y = linear(k, n, wdtype)
     rt = CpuRuntime()
     rt._load(cx)
@@ -59,12 +60,13 @@ def test_gemv_matches_torch_for_every_m(k, n, wdtype):
 
 @pytest.mark.parametrize("wdtype", [lm.bfloat16, lm.float16], ids=str)
 def test_widened_gemm_packs_from_16_bit_storage(wdtype):
-    """Without the GEMV path the GEMM reads the 16-bit weight as it packs it."""
+    """Without the GEMV path the GEMM reads the 16-bit weight as it packs it: W (n, k) read
+    transposed, a stream along k per column."""
     cx, x, w, y = linear(37, 29, wdtype, gemv_rows=0)
     rt = CpuRuntime()
     rt._load(cx)
     assert "lm_gemv" not in rt.source
-    assert "const uint16_t* restrict src = B" in rt.source
+    assert "lm_mm_pack_t_" + str(wdtype).split(".")[-1].lower() in rt.source
     check_rows(rt, x, y, w, weights((29, 37), wdtype), (1, 7, 13))
 
 

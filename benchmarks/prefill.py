@@ -11,6 +11,7 @@ range of the rounds' own speedups. The last position's greedy token of both is c
     python benchmarks/prefill.py                        # the 1B shape, 128 and 512 tokens
     python benchmarks/prefill.py --prompts 128,512,1024 --rounds 9
     python benchmarks/prefill.py --model-dir DIR        # a directory llm.py's build wrote
+    python benchmarks/prefill.py --activations f32      # luminal's default activations
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--search", type=int, default=RUN_SEARCH)
     ap.add_argument("--model-dir", help="a model directory already built (else one is made)")
+    ap.add_argument("--activations", default="bf16", choices=["bf16", "f32"],
+                    help="luminal's (f32: from_pretrained's default, the prompt run by the "
+                         "program searched at a decode step)")
     args = ap.parse_args()
     prompts = [int(p) for p in args.prompts.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,7 +70,7 @@ def run(path: str, prompts: list, args) -> None:
     vocab = ref.config.vocab_size
     t0 = time.perf_counter()
     model = AutoModelForCausalLM.from_pretrained(path, max_context=max(prompts) + 1,
-                                                 activations="bf16")
+                                                 activations=args.activations)
     session = CausalLMSession(model, lm.CpuRuntime(threads=args.threads), search=args.search)
     print(f"luminal: compiled in {time.perf_counter() - t0:.1f} s; "
           f"{str(session.graph.last_search_report).splitlines()[0]}", flush=True)

@@ -177,8 +177,9 @@ std::string micro_kernel(const Tiles& t, DType panel) {
   return w.str();
 }
 
-// Whether the GEMM packs B read transposed: its k contiguous (stride 1), its n not (a
-// Linear's weight (n, k)).
+// Whether B read transposed (its k contiguous, stride 1, its n not: a Linear's weight (n, k))
+// takes the pack helper of transposed_pack_name, given the GEMM packs B as plain floats (no
+// runtime panels, bf16 dot pairs, quantized tiles or windows: emit_gemm's other packs).
 bool packs_transposed(const MatmulInfo& mm) {
   return is_const(mm.b_k, 1) && !is_const(mm.b_n, 1);
 }
@@ -203,17 +204,14 @@ std::string transposed_pack_function(const Tiles& t, DType stored, const std::st
   w.open("static inline void " + transposed_pack_name(t, stored) + "(const " +
          type + "* restrict src, int64_t bn, int64_t kcur, int64_t wcols, "
          "float* restrict panel)");
-  const std::string bytes = std::to_string(t.vw * 4);
-  w.line("typedef float lm_pv __attribute__((vector_size(" + bytes + ")));");
-  w.line("typedef float lm_pvu __attribute__((vector_size(" + bytes +
-         "), aligned(4), may_alias));");
+  const std::string vec = vec_type(t);  // its typedefs precede it in the prelude
   w.open("for (int64_t j0 = 0; j0 < " + nr + "; j0 += " + vw + ")");
   w.line("const " + type + "* restrict s = src + j0 * bn;");
   w.open("for (int64_t kk = 0; kk < kcur; kk++)");
-  w.line("lm_pv v;");
+  w.line(vec + " v;");
   w.line("for (int64_t j = 0; j < " + vw + "; j++) v[j] = j0 + j < wcols ? " + element +
          " : 0.0f;");
-  w.line("*(lm_pvu*)(panel + kk * " + nr + " + j0) = v;");
+  w.line("*(" + vec + "u*)(panel + kk * " + nr + " + j0) = v;");
   w.close();
   w.close();
   w.close();

@@ -106,7 +106,8 @@ std::string Kernel::to_string() const {
                            loops[matmul.n_loop].var +
                            (matmul.a_q8_0 ? " a=q8_0" : "") +
                            (matmul.a_computed ? " a=computed" : "") +
-                           (matmul.b_window ? " b=window" : "") + ")";
+                           (matmul.b_window ? " b=window" : "") +
+                           (matmul.winograd ? " winograd" : "") + ")";
   if (row.present) {
     std::string along = row.row_loop >= 0 ? loops[row.row_loop].var : "none";
     s += "\n  (row reductions=" + std::to_string(row.reductions.size()) + " along=" + along + ")";

@@ -17,6 +17,7 @@
 #include "ir/graph.h"
 #include "ir/op.h"
 #include "kernel/weight_layout.h"
+#include "kernel/winograd.h"
 
 namespace luminal {
 
@@ -132,6 +133,10 @@ struct MatmulInfo {
   // Exprs move with n and k in no fixed stride (b_k and b_n are 0), never with m. A renderer
   // that cannot gather b as it reads it renders the generic loop nest.
   bool b_window = false;
+  // The window is a 3x3 stride-1 convolution the kernel computes by Winograd's F(2x2, 3x3)
+  // (schedule kWinogradParam, kernel/winograd.h): its geometry. A renderer that has no Winograd
+  // kernel renders the window matmul.
+  std::optional<WinogradConv> winograd;
 };
 
 // A kernel's reductions over its rows and where each value runs (kernel/row_kernel.h).

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernel/window.h"
+#include "kernel/winograd.h"
 
 namespace luminal {
 
@@ -199,6 +200,10 @@ MatmulInfo match_matmul(const Kernel& kernel) {
     info.dtype = DType::F32;
     if (static_cast<size_t>(kernel.reduce_at) + 1 < values.size()) {
       info.epilogue_from = kernel.reduce_at + 1;
+    }
+    if (schedule_param(kernel.schedule, kWinogradParam) == std::optional<int64_t>(1) &&
+        info.epilogue_from < 0) {
+      info.winograd = winograd_conv(kernel, info);
     }
     return info;
   }

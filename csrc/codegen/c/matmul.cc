@@ -220,6 +220,11 @@ std::string transposed_pack_function(const Tiles& t, DType stored, const std::st
 
 }  // namespace
 
+GemmBlock gemm_block(const Kernel& k, int64_t native) {
+  const Tiles t = tiles_of(k, native);
+  return GemmBlock{t.mr, t.nr, t.vw, micro_name(t, DType::F32)};
+}
+
 std::string CRenderer::matmul_prelude(const Program& program) const {
   std::set<int64_t> widths;
   std::set<std::string> seen;  // names of the micro-kernels and helpers emitted so far
@@ -474,6 +479,10 @@ bool CRenderer::render_matmul(const Program& program, const Kernel& k, CodeWrite
   const MatmulInfo& mm = k.matmul;
   const int outer = mm.m_loop - folded_batch_loops(k);
   if (!takes_gemm(k, vector_width_)) return false;
+  if (mm.winograd) {
+    emit_winograd(k, w);
+    return true;
+  }
   emit_matmul_sizes(k, outer, w);
   // few rows; else on to the GEMM
   if (renders_quant_gemv(k, vector_width_)) emit_quant_gemv(k, outer, w);

@@ -121,6 +121,15 @@ void emit_gemm_task_bounds(CodeWriter& w);
 // the loops from `outer` to m fold into the rows.
 void emit_window_pack_panel(const Kernel& k, int outer, int64_t nr, CodeWriter& w);
 
+// The register block of matmul kernel `k`'s f32 GEMM (c/matmul.cc): rows, columns and floats
+// a vector, and the name of its micro-kernel of whole panels (in the prelude of every kernel
+// that renders_matmul without the runtime's panels), which c/winograd.cc calls too.
+struct GemmBlock {
+  int64_t mr = 0, nr = 0, vw = 0;
+  std::string micro;
+};
+GemmBlock gemm_block(const Kernel& k, int64_t native);
+
 // Whether `k`, a matmul the C renderer takes, also gets the f32 GEMV path: its schedule sets
 // gemv_rows, B is contiguous along k and not in blocks (those take c/quant.cc's GEMV), and M
 // is not known to be above gemv_rows.

@@ -112,6 +112,9 @@ class CRenderer : public CLikeRenderer {
   // (batch, n block, m chunk) tasks, B packed (or dequantized) into panels; A read from
   // `a_base` where given (emit_batch_bases).
   void emit_gemm(const Kernel& k, int outer, const std::string& a_base, CodeWriter& w) const;
+  // The Winograd convolution of matmul kernel `k` (MatmulInfo::winograd, c/winograd.cc): the
+  // whole kernel body.
+  void emit_winograd(const Kernel& k, CodeWriter& w) const;
   // The epilogue of matmul kernel `k` (MatmulInfo::epilogue_from) over the summed elements
   // C[row, col] of rows [rows_from, rows_to) and columns [cols_from, cols_to), in place
   // (c/matmul.cc); nothing when `k` has none. The first `outer` loops are batches.

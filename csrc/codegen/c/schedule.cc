@@ -39,6 +39,7 @@ constexpr Param kParams[] = {
     {kEpilogueParam, nullptr, 0},
     {kPrologueParam, nullptr, 0},
     {kWindowParam, nullptr, 0},
+    {kWinogradParam, nullptr, 0},
     {kRowParam, nullptr, 0},
     {kAttentionParam, nullptr, 0},
     {kQuantDotParam, nullptr, 0},

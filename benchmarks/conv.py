@@ -1,7 +1,8 @@
 """ResNet-18's convolution shapes one at a time (random data, batch --batch): luminal's program
 as the graph is written (the windows stored by an im2col kernel, then the GEMM) against the
 implicit GEMM (schedule window 1, the cost model's pick: each panel of windows copied from the
-input in runs as the GEMM packs it) and torch's conv2d, side by side in one run. Prints
+input in runs as the GEMM packs it), Winograd's F(2x2, 3x3) (schedule winograd 1, 3x3 layers
+only) and torch's conv2d, side by side in one run. Prints
 milliseconds (median of --iters) and GFLOP/s, and each luminal program's ratio to torch. Not
 a test.
 
@@ -45,7 +46,8 @@ def luminal_conv(x_data, w_data, stride, schedule, iters):
     rt.set_data(x, x_data)
     rt.set_data(w, w_data)
     ms = median_ms(lambda: rt.execute({}), iters)
-    return ms, np.asarray(rt.get(out)), "b=window" in rt._rt.program_text()
+    text = rt._rt.program_text()
+    return ms, np.asarray(rt.get(out)), "b=window" in text, " winograd" in text
 
 
 def main() -> int:
@@ -56,8 +58,9 @@ def main() -> int:
     args = ap.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     print(f"batch {args.batch}, {torch.get_num_threads()} threads; ms (GFLOP/s)")
-    print(f"{'conv':>26} | {'luminal stored':>16} | {'luminal window':>16} | {'torch':>16} | "
-          f"stored/torch | window/torch")
+    print(f"{'conv':>26} | {'luminal stored':>16} | {'luminal window':>16} | "
+          f"{'luminal winograd':>16} | {'torch':>16} | stored/torch | window/torch | "
+          f"winograd/torch")
     for cin, cout, side, k, stride in SHAPES:
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(args.batch, cin, side, side, generator=gen)
@@ -68,15 +71,21 @@ def main() -> int:
                                                                     padding=k // 2), args.iters)
         flop = 2.0 * want.numel() * cin * k * k
         row = []
-        for schedule in (None, [("window", 1)]):
-            ms, got, windowed = luminal_conv(x, w, stride, schedule, args.iters)
+        for schedule in (None, [("window", 1)], [("window", 1), ("winograd", 1)]):
+            if len(schedule or []) == 2 and k != 3:
+                row.append(None)  # Winograd's F(2x2, 3x3) takes 3x3 stride-1 layers only
+                continue
+            ms, got, windowed, winograd = luminal_conv(x, w, stride, schedule, args.iters)
             assert windowed == (schedule is not None)
+            assert winograd == (len(schedule or []) == 2)
             err = np.abs(got - want.numpy()).max() / max(1.0, float(want.abs().max()))
             assert err < 1e-4, f"luminal differs from torch by {err}"
             row.append(ms)
         label = f"{cin}->{cout} {side}x{side} k{k} s{stride}"
-        cells = " | ".join(f"{ms:7.2f} ({flop / ms / 1e6:5.0f})" for ms in row + [torch_ms])
-        print(f"{label:>26} | {cells} | {torch_ms / row[0]:11.2f}x | {torch_ms / row[1]:11.2f}x")
+        cells = " | ".join(f"{ms:7.2f} ({flop / ms / 1e6:5.0f})" if ms else f"{'-':>16}"
+                           for ms in row + [torch_ms])
+        ratios = " | ".join(f"{torch_ms / ms:11.2f}x" if ms else f"{'-':>12}" for ms in row)
+        print(f"{label:>26} | {cells} | {ratios}")
     return 0
 
 

@@ -73,6 +73,8 @@ ScheduleParams priced_schedule(const Kernel& k, int64_t vector_width) {
     schedule.push_back({"pack_b", 0});
     schedule.push_back({"quant_rows", 0});
   }
+  // a window that is no Winograd convolution is the window matmul (kernel/winograd.h)
+  if (!k.matmul.winograd) schedule.push_back({kWinogradParam, 0});
   return schedule;
 }
 }  // namespace

@@ -1,8 +1,8 @@
 """ResNet-18's convolution shapes one at a time (random data, batch --batch): luminal's program
 as the graph is written (the windows stored by an im2col kernel, then the GEMM) against the
 implicit GEMM (schedule window 1, the cost model's pick: each panel of windows copied from the
-input in runs as the GEMM packs it), Winograd's F(2x2, 3x3) (schedule winograd 1, 3x3 layers
-only) and torch's conv2d, side by side in one run. Prints
+input in runs as the GEMM packs it), Winograd's F(2x2, 3x3) and F(4x4, 3x3) (schedule winograd 2
+and 4, 3x3 layers only) and torch's conv2d, side by side in one run. Prints
 milliseconds (median of --iters) and GFLOP/s, and each luminal program's ratio to torch. Not
 a test.
 
@@ -59,8 +59,8 @@ def main() -> int:
     torch.set_num_threads(os.cpu_count() or 1)
     print(f"batch {args.batch}, {torch.get_num_threads()} threads; ms (GFLOP/s)")
     print(f"{'conv':>26} | {'luminal stored':>16} | {'luminal window':>16} | "
-          f"{'luminal winograd':>16} | {'torch':>16} | stored/torch | window/torch | "
-          f"winograd/torch")
+          f"{'winograd 2':>16} | {'winograd 4':>16} | {'torch':>16} | stored/torch | "
+          f"window/torch | winograd 2/torch | winograd 4/torch")
     for cin, cout, side, k, stride in SHAPES:
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(args.batch, cin, side, side, generator=gen)
@@ -71,7 +71,8 @@ def main() -> int:
                                                                     padding=k // 2), args.iters)
         flop = 2.0 * want.numel() * cin * k * k
         row = []
-        for schedule in (None, [("window", 1)], [("window", 1), ("winograd", 1)]):
+        for schedule in (None, [("window", 1)], [("window", 1), ("winograd", 2)],
+                         [("window", 1), ("winograd", 4)]):
             if len(schedule or []) == 2 and k != 3:
                 row.append(None)  # Winograd's F(2x2, 3x3) takes 3x3 stride-1 layers only
                 continue

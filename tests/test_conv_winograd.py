@@ -1,6 +1,6 @@
-"""Winograd's F(2x2, 3x3) (kernel/winograd.h, codegen/c/winograd.cc): a 3x3 stride-1
-convolution's window matmul scheduled `winograd 1` beside `window 1` transforms tiles and
-filters, multiplies them in 16 GEMMs and transforms back. Every such convolution against torch
+"""Winograd's F(m x m, 3x3), m = 2 or 4 (kernel/winograd.h, codegen/c/winograd.cc): a 3x3
+stride-1 convolution's window matmul scheduled `winograd m` beside `window 1` transforms tiles
+and filters, multiplies them in (m + 2)^2 GEMMs and transforms back. Every such convolution against torch
 on odd shapes (partial tiles, channels past no vector, out channels past a panel, padding 0 to
 2, a non-square and a transposed input); the convolutions it does not take (stride, dilation,
 groups, other kernels) lowered as the window matmul; the cost model's pick and a search."""
@@ -17,13 +17,18 @@ from matmul_cases import scheduled
 from test_conv_window import CPU_RULES, check, run_cpu
 from test_runtime_rules import schedule_of
 
-WINOGRAD = [("window", 1), ("winograd", 1)]
+TILES = [2, 4]
 
 
-def test_the_winograd_rule_offers_it_beside_the_window():
+def winograd(tile):
+    return [("window", 1), ("winograd", tile)]
+
+
+def test_the_winograd_rules_offer_both_tiles_beside_the_window():
     rules = [r for r in CPU_RULES if "winograd" in r.name]
-    assert [r.name for r in rules] == ["cpu-conv-winograd"]
-    assert set(WINOGRAD) <= set(schedule_of(rules[0]))
+    assert [r.name for r in rules] == ["cpu-conv-winograd", "cpu-conv-winograd-4"]
+    for rule, tile in zip(rules, TILES):
+        assert set(winograd(tile)) <= set(schedule_of(rule))
 
 
 def conv(n, c, o, h, w, padding=1, stride=1, dilation=1, groups=1, kernel=3,
@@ -62,13 +67,14 @@ CASES = {
 }
 
 
+@pytest.mark.parametrize("tile", TILES)
 @pytest.mark.parametrize("name", list(CASES))
-def test_every_winograd_conv_matches_torch(name):
+def test_every_winograd_conv_matches_torch(name, tile):
     cx, feeds, y, want = conv(**CASES[name])
-    out = scheduled(y, WINOGRAD).output()
+    out = scheduled(y, winograd(tile)).output()
     got, program, source = run_cpu(cx, feeds, out)
     assert "b=window winograd" in program, program
-    assert "Winograd F(2x2, 3x3)" in source
+    assert f"Winograd F({tile}x{tile}, 3x3)" in source
     check(got, want)
 
 
@@ -83,7 +89,7 @@ NOT_TAKEN = {
 @pytest.mark.parametrize("name", list(NOT_TAKEN))
 def test_convolutions_winograd_does_not_take_run_the_window_matmul(name):
     cx, feeds, y, want = conv(**NOT_TAKEN[name])
-    out = scheduled(y, WINOGRAD).output()
+    out = scheduled(y, winograd(2)).output()
     got, program, source = run_cpu(cx, feeds, out)
     assert "b=window" in program and "winograd" not in program, program
     assert "Winograd" not in source

@@ -52,9 +52,9 @@ inline constexpr char kPrologueParam[] = "prologue";
 // nn/_grid.gather_linear) reads B through the Gather in its kernel: the windows are gathered
 // as the GEMM packs its panels of B, never stored (implicit GEMM; kernel/window.h).
 inline constexpr char kWindowParam[] = "window";
-// "winograd" 1 beside window 1 on a convolution's SumReduce computes it by Winograd's F(2x2,
-// 3x3) where it is a 3x3 stride-1 convolution of one group (kernel/winograd.h); elsewhere it
-// is the window matmul.
+// "winograd" m (2 or 4) beside window 1 on a convolution's SumReduce computes it by Winograd's
+// F(m x m, 3x3) where it is a 3x3 stride-1 convolution of one group (kernel/winograd.h);
+// elsewhere it is the window matmul.
 inline constexpr char kWinogradParam[] = "winograd";
 
 // "(tile_m 4) (tile_n 16)"; "" when empty.

@@ -201,9 +201,10 @@ MatmulInfo match_matmul(const Kernel& kernel) {
     if (static_cast<size_t>(kernel.reduce_at) + 1 < values.size()) {
       info.epilogue_from = kernel.reduce_at + 1;
     }
-    if (schedule_param(kernel.schedule, kWinogradParam) == std::optional<int64_t>(1) &&
-        info.epilogue_from < 0) {
+    const std::optional<int64_t> tile = schedule_param(kernel.schedule, kWinogradParam);
+    if (tile && (*tile == 2 || *tile == 4) && info.epilogue_from < 0) {
       info.winograd = winograd_conv(kernel, info);
+      if (info.winograd) info.winograd->tile = *tile;
     }
     return info;
   }

@@ -1,9 +1,10 @@
 // Winograd convolution: a window matmul (kernel/window.h) that is a 3x3, stride-1, undilated
-// convolution of one group, with constant sizes, can run as Winograd's F(2x2, 3x3): each 4x4
-// tile of the input transformed (B^T d B), multiplied per channel pair with the transformed
-// 3x3 filter (G g G^T) as 16 GEMMs over the channels, and each product's tile transformed back
-// into 2x2 outputs (A^T m A): 16 multiplies for 4 outputs where the GEMM takes 36. Schedule
-// kWinogradParam (ir/graph.h; the CPU's rules offer it beside window 1, timing decides).
+// convolution of one group, with constant sizes, can run as Winograd's F(m x m, 3x3), m = 2 or
+// 4: each (m + 2)^2 tile of the input transformed (B^T d B), multiplied per channel pair with
+// the transformed 3x3 filter (G g G^T) as (m + 2)^2 GEMMs over the channels, and each product's
+// tile transformed back into m x m outputs (A^T p A): 16 multiplies for 4 outputs (m = 2) or
+// 36 for 16 (m = 4) where the GEMM takes 9 an output. Schedule kWinogradParam m (ir/graph.h;
+// the CPU's rules offer both beside window 1, timing decides).
 // This file: the convolution's geometry, read from the window load's index and mask and checked
 // at every output position and every step of k. Not the rendering (codegen/c/winograd.cc).
 #pragma once
@@ -25,8 +26,11 @@ struct WinogradConv {
   int64_t images = 0, channels = 0, out_rows = 0, out_cols = 0;
   int64_t rows = 0, cols = 0, pad_h = 0, pad_w = 0;
   int64_t origin = 0, image_stride = 0, channel_stride = 0, row_stride = 0, col_stride = 0;
-  // 2x2 output tiles: images * ceil(out_rows / 2) * ceil(out_cols / 2)
-  int64_t tiles() const { return images * ((out_rows + 1) / 2) * ((out_cols + 1) / 2); }
+  int64_t tile = 2;  // outputs a tile's side: F(tile x tile, 3x3), 2 or 4 (the schedule's)
+  // output tiles: images * ceil(out_rows / tile) * ceil(out_cols / tile)
+  int64_t tiles() const {
+    return images * ((out_rows + tile - 1) / tile) * ((out_cols + tile - 1) / tile);
+  }
 };
 
 // The geometry of matmul kernel `k` matched as `mm` (a window B, MatmulInfo::b_window; its

@@ -141,6 +141,12 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
       throw CompileError(prefix + "unknown schedule parameter '" + name + "' in " + where +
                          " (known: " + schedule_names(kParams) + ")");
     }
+    if (name == kWinogradParam) {  // F(m x m, 3x3) of m 2 or 4 (kernel/winograd.h), or none
+      if (value != 0 && value != 2 && value != 4) {
+        throw CompileError(prefix + "schedule parameter winograd must be 0, 2 or 4 in " + where);
+      }
+      continue;
+    }
     int64_t most = name == kRowParam ? 2 : 1;  // row 2: a softmax's max and sum online
     if (!known->field && (value < 0 || value > most)) {
       throw CompileError(prefix + "schedule parameter " + name + " must be 0 to " +

@@ -23,12 +23,13 @@ constexpr double kInt8PackCycles = 1.0;  // int8 GEMM: a block's integers into i
 constexpr double kAmxStepCycles = 96.0;   // AMX: a 32 x 32 block's step of 32 k
 constexpr double kAmxBlockCycles = 64.0;
 // Winograd's F(2x2, 3x3) (c/winograd.cc), its transforms: a filter's channel (9 loads into
-// vector lanes, G g G^T), a position's channel (the padded channels-last copy, B^T d B), a
-// tile's out channel (A^T m A and four scattered stores). From benchmarks/conv.py's layers
-// (AMD EPYC, AVX-512): the filters' transform 2 ms of a 512 -> 512 layer at one 7x7 image.
+// vector lanes, G g G^T; F(4x4)'s 36 values a pair at 36 / 16 of it), a position's channel (the
+// padded channels-last copy, B^T d B), a position's out channel (A^T p A, a scattered store).
+// From benchmarks/conv.py's layers (AMD EPYC, AVX-512): the filters' transform 2 ms of a
+// 512 -> 512 layer at one 7x7 image.
 constexpr double kWinogradFilterCycles = 40.0;
 constexpr double kWinogradInputCycles = 3.0;
-constexpr double kWinogradOutputCycles = 6.5;  // AMX: its C into the tiles and out, a k block
+constexpr double kWinogradOutputCycles = 1.6;  // AMX: its C into the tiles and out, a k block
 }  // namespace
 
 // In cycles, on a machine whose vectors hold `native` floats (CpuOptions::vector_width): an
@@ -99,17 +100,20 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   double fmas = tm * vecs;
   double cycles = std::max({fmas / 2, (vecs + tm) / 2, 4.0});
   if (fmas + vecs + 1 > registers) cycles *= 1.5;
-  // Winograd (winograd 1, c/winograd.cc) where k is 9 per channel: 16 GEMMs of the tiles (a
-  // quarter of the positions n) by the out channels (m) over the channels, the same block,
-  // and its transforms, the filters' on every call.
-  if (schedule_param(schedule, kWinogradParam) == std::optional<int64_t>(1) &&
-      std::fmod(size.k, 9.0) == 0) {
-    const double channels = size.k / 9, tiles = std::ceil(size.n / 4);
+  // Winograd (winograd t, c/winograd.cc) where k is 9 per channel: (t + 2)^2 GEMMs of the
+  // tiles (n / t^2 of the positions n) by the out channels (m) over the channels, the same
+  // block, and its transforms, the filters' ((t + 2)^2 values a pair) on every call.
+  const std::optional<int64_t> winograd = schedule_param(schedule, kWinogradParam);
+  if (winograd && (*winograd == 2 || *winograd == 4) && std::fmod(size.k, 9.0) == 0) {
+    const double t = static_cast<double>(*winograd), a2 = (t + 2) * (t + 2);
+    // the channels padded to whole vectors, the out channels to whole blocks (tn)
+    const double channels = std::ceil(size.k / 9 / lanes) * lanes;
+    const double tiles = std::ceil(size.n / (t * t));
     const double gemms =
-        16 * size.batch * std::ceil(tiles / tm) * std::ceil(size.m / tn) * channels * cycles;
-    return gemms + size.batch * (size.m * channels * kWinogradFilterCycles +
+        a2 * size.batch * std::ceil(tiles / tm) * std::ceil(size.m / tn) * channels * cycles;
+    return gemms + size.batch * (size.m * channels * kWinogradFilterCycles * a2 / 16 +
                                  size.n * channels * kWinogradInputCycles +
-                                 tiles * size.m * kWinogradOutputCycles);
+                                 size.n * size.m * kWinogradOutputCycles);
   }
   double blocks = size.batch * std::ceil(size.m / tm) * std::ceil(size.n / tn);
   // bf16 dot products (c/bf16_dot.cc): two k a step.

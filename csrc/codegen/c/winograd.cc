@@ -136,18 +136,20 @@ void CRenderer::emit_winograd(const Kernel& k, CodeWriter& w) const {
   w.open("for (int64_t lm_q = 0; lm_q < " + str(pmn / vw * cp) + "; lm_q++)");
   w.line("const int64_t m0 = lm_q / " + CP + " * " + VW + ", c = lm_q % " + CP + ";");
   w.line(v + " gk[3][3], t[" + str(a) + "][3], u[" + str(a) + "][" + str(a) + "];");
-  w.open("for (int64_t j = 0; j < 9; j++)");
-  w.line("for (int64_t l = 0; l < " + VW + "; l++) gk[j / 3][j % 3][l] = m0 + l < " +
-         str(outs) + " && c < " + str(g.channels) + " ? A[(m0 + l) * " + mm.a_m.to_c() +
-         " + (c * 9 + j) * " + mm.a_k.to_c() + "] : 0.0f;");
-  w.close();
+  for (int64_t j = 0; j < 9; ++j) {
+    w.line("for (int64_t l = 0; l < " + VW + "; l++) gk[" + str(j / 3) + "][" + str(j % 3) +
+           "][l] = m0 + l < " + str(outs) + " && c < " + str(g.channels) + " ? A[(m0 + l) * " +
+           mm.a_m.to_c() + " + (c * 9 + " + str(j) + ") * " + mm.a_k.to_c() + "] : 0.0f;");
+  }
   emit_sandwich(tr.g, tr.g, "t", "u", 3, w, [](size_t kk, size_t j) {
     return "gk[" + str(static_cast<int64_t>(kk)) + "][" + str(static_cast<int64_t>(j)) + "]";
   });
   w.line("float* restrict at = lm_u + (m0 / " + NR + " * " + CP + " + c) * " + NR + " + m0 % " +
          NR + ";");
-  w.line("for (int64_t xi = 0; xi < " + A2 + "; xi++) *(" + vu + "*)(at + xi * " +
-         str(pmn * cp) + ") = u[xi / " + str(a) + "][xi % " + str(a) + "];");
+  for (int64_t xi = 0; xi < a2; ++xi) {  // unrolled here: the arrays stay in registers
+    w.line("*(" + vu + "*)(at + " + str(xi * pmn * cp) + ") = u[" + str(xi / a) + "][" +
+           str(xi % a) + "];");
+  }
   w.close();
   // 2. the padded channels-last image
   w.line("#pragma omp for schedule(static)");
@@ -184,14 +186,19 @@ void CRenderer::emit_winograd(const Kernel& k, CodeWriter& w) const {
   w.open("for (int64_t c0 = 0; c0 < " + CP + "; c0 += " + VW + ")");
   w.line(v + " d[" + str(a) + "][" + str(a) + "], e[" + str(a) + "][" + str(a) + "], s[" +
          str(a) + "][" + str(a) + "];");
-  w.line("for (int64_t y = 0; y < " + str(a) + "; y++) for (int64_t x = 0; x < " + str(a) +
-         "; x++) d[y][x] = *(const " + vu + "*)(src + (y * " + str(xw) + " + x) * " + CP +
-         " + c0);");
+  for (int64_t y = 0; y < a; ++y) {
+    for (int64_t x = 0; x < a; ++x) {
+      w.line("d[" + str(y) + "][" + str(x) + "] = *(const " + vu + "*)(src + " +
+             str((y * xw + x) * cp) + " + c0);");
+    }
+  }
   emit_sandwich(tr.bt, tr.bt, "e", "s", a, w, [](size_t kk, size_t j) {
     return "d[" + str(static_cast<int64_t>(kk)) + "][" + str(static_cast<int64_t>(j)) + "]";
   });
-  w.line("for (int64_t xi = 0; xi < " + A2 + "; xi++) *(" + vu + "*)(dst + xi * " +
-         str(block * cp) + " + c0) = s[xi / " + str(a) + "][xi % " + str(a) + "];");
+  for (int64_t xi = 0; xi < a2; ++xi) {
+    w.line("*(" + vu + "*)(dst + " + str(xi * block * cp) + " + c0) = s[" + str(xi / a) + "][" +
+           str(xi % a) + "];");
+  }
   w.close();
   w.close();
   // the a * a GEMMs: (xi, panel, rows of tiles) tasks
@@ -218,8 +225,11 @@ void CRenderer::emit_winograd(const Kernel& k, CodeWriter& w) const {
   w.open("for (int64_t m0 = 0; m0 < " + str(outs) + "; m0 += " + VW + ")");
   w.line(v + " s[" + str(a) + "][" + str(a) + "], f[" + M + "][" + str(a) + "], y[" + M + "][" +
          M + "];");
-  w.line("for (int64_t xi = 0; xi < " + A2 + "; xi++) s[xi / " + str(a) + "][xi % " + str(a) +
-         "] = *(const " + vu + "*)(P + (xi * " + S + " + j) * " + PMN + " + m0);");
+  w.line("const float* restrict lm_pj = P + j * " + PMN + " + m0;");
+  for (int64_t xi = 0; xi < a2; ++xi) {
+    w.line("s[" + str(xi / a) + "][" + str(xi % a) + "] = *(const " + vu + "*)(lm_pj + " +
+           str(xi * block * pmn) + ");");
+  }
   emit_sandwich(tr.at, tr.at, "f", "y", a, w, [](size_t kk, size_t j) {
     return "s[" + str(static_cast<int64_t>(kk)) + "][" + str(static_cast<int64_t>(j)) + "]";
   });
@@ -227,8 +237,12 @@ void CRenderer::emit_winograd(const Kernel& k, CodeWriter& w) const {
          VW + ";");
   w.open("for (int64_t l = 0; l < lanes; l++)");
   w.line("float* restrict out = C + (m0 + l) * N + n;");
-  w.line("for (int64_t dy = 0; dy < down; dy++) for (int64_t dx = 0; dx < right; dx++) "
-         "out[dy * " + str(g.out_cols) + " + dx] = y[dy][dx][l];");
+  for (int64_t dy = 0; dy < m; ++dy) {
+    for (int64_t dx = 0; dx < m; ++dx) {
+      w.line("if (" + str(dy) + " < down && " + str(dx) + " < right) out[" +
+             str(dy * g.out_cols + dx) + "] = y[" + str(dy) + "][" + str(dx) + "][l];");
+    }
+  }
   w.close();
   w.close();
   w.close();

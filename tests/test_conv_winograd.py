@@ -115,3 +115,17 @@ def test_the_cost_models_pick_and_a_search_run_winograd_where_it_prices_below():
         rt.set_data(t, v)
     rt.execute({})
     check(np.asarray(rt.get(out)), want)
+
+
+def test_the_cost_model_keeps_the_window_where_the_filters_transform_outweighs_the_tiles():
+    """One 4x4 image through 256 -> 256 channels: 4 tiles (1 for F(4x4)) against 65536 filter
+    pairs transformed on every call (benchmarks/conv.py: 512 -> 512 at one 7x7 image, 2.0 ms
+    windowed against 4.7 ms F(2x2)); the cost model's pick is no Winograd there."""
+    cx, feeds, y, want = conv(n=1, c=256, o=256, h=4, w=4)
+    out = y.output()
+    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 1, cache=False)
+    assert "winograd" not in rt._rt.program_text()
+    for t, v in feeds.items():
+        rt.set_data(t, v)
+    rt.execute({})
+    check(np.asarray(rt.get(out)), want)

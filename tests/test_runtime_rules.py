@@ -17,6 +17,7 @@ from matmul_cases import scheduled
 CPU_RULES = _core.parse_rules(lm.CpuRuntime(cache_dir=CPU_CACHE).rewrite_rules(), "cpu.rules")
 CPU_RULE_NAMES = [r.name for r in CPU_RULES]
 MATMUL_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-matmul-")]
+WINOGRAD_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-conv-winograd")]
 INLINE_RULES = [r for r in CPU_RULES if r.name.startswith("cpu-inline-")]
 STORE_RULES = [r for r in CPU_RULES
                if r.name.startswith("cpu-store-") and r.name != "cpu-store-rounded"]
@@ -90,12 +91,13 @@ def test_cpu_offers_matmul_tilings_and_inlining():
                                                  "cpu-row-sum"]
     assert len(ATTENTION_RULES) == 1
     assert len(QUANT_DOT_RULES) == 1
+    assert [r.name for r in WINOGRAD_RULES] == ["cpu-conv-winograd", "cpu-conv-winograd-4"]
     assert len(INT8_GEMM_RULES) in (0, 2, 4)
     assert len(BF16_RULES) in (0, 7, 7 + 8)  # with AMX: its 8 too
     plain_matmul = [r for r in MATMUL_RULES if r not in BF16_RULES]
     assert len(plain_matmul) + len(INLINE_RULES) + len(STORE_RULES) + len(THREAD_RULES) + \
         len(WIDEN_RULES) + len(ROW_RULES) + len(ATTENTION_RULES) + len(QUANT_DOT_RULES) + \
-        len(INT8_GEMM_RULES) + len(BF16_RULES) == len(CPU_RULES)
+        len(INT8_GEMM_RULES) + len(BF16_RULES) + len(WINOGRAD_RULES) == len(CPU_RULES)
     assert all(schedule_of(r) for r in CPU_RULES)
 
 
@@ -127,7 +129,7 @@ def cpu_rule_case(cx, name):
     if "prologue" in name:  # a norm's rows times a weight (a parameter for the panels)
         x = F.rms_norm(cx.tensor((5, 16), name="x"), (16,))
         return x @ cx.tensor((16, 9), name="w", parameter="packed" in name)
-    if "window" in name:  # a convolution: its weight times the windows of its input
+    if "window" in name or "winograd" in name:  # a convolution: its weight times its windows
         return F.conv2d(cx.tensor((1, 3, 6, 6), name="x"), cx.tensor((4, 3, 3, 3), name="w"),
                         padding=1)
     if name.startswith("cpu-matmul-packed-") or name == "cpu-matmul-packed":  # B a parameter

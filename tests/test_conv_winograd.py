@@ -73,7 +73,7 @@ def test_every_winograd_conv_matches_torch(name, tile):
     cx, feeds, y, want = conv(**CASES[name])
     out = scheduled(y, winograd(tile)).output()
     got, program, source = run_cpu(cx, feeds, out)
-    assert "b=window winograd" in program, program
+    assert f"b=window winograd={tile}" in program, program
     assert f"Winograd F({tile}x{tile}, 3x3)" in source
     check(got, want)
 

@@ -107,7 +107,8 @@ std::string Kernel::to_string() const {
                            (matmul.a_q8_0 ? " a=q8_0" : "") +
                            (matmul.a_computed ? " a=computed" : "") +
                            (matmul.b_window ? " b=window" : "") +
-                           (matmul.winograd ? " winograd" : "") + ")";
+                           (matmul.winograd ? " winograd=" + std::to_string(matmul.winograd->tile)
+                                            : "") + ")";
   if (row.present) {
     std::string along = row.row_loop >= 0 ? loops[row.row_loop].var : "none";
     s += "\n  (row reductions=" + std::to_string(row.reductions.size()) + " along=" + along + ")";

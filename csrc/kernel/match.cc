@@ -201,8 +201,8 @@ MatmulInfo match_matmul(const Kernel& kernel) {
     if (static_cast<size_t>(kernel.reduce_at) + 1 < values.size()) {
       info.epilogue_from = kernel.reduce_at + 1;
     }
-    const std::optional<int64_t> tile = schedule_param(kernel.schedule, kWinogradParam);
-    if (tile && (*tile == 2 || *tile == 4) && info.epilogue_from < 0) {
+    const std::optional<int64_t> tile = winograd_tile(kernel.schedule);
+    if (tile && info.epilogue_from < 0) {
       info.winograd = winograd_conv(kernel, info);
       if (info.winograd) info.winograd->tile = *tile;
     }

@@ -93,6 +93,12 @@ bool fit_positions(const Tables& t, int64_t n_count, int64_t oh_n, int64_t ow_n,
 
 }  // namespace
 
+std::optional<int64_t> winograd_tile(const ScheduleParams& schedule) {
+  const std::optional<int64_t> tile = schedule_param(schedule, kWinogradParam);
+  if (tile && (*tile == 2 || *tile == 4)) return tile;
+  return std::nullopt;
+}
+
 std::optional<WinogradConv> winograd_conv(const Kernel& k, const MatmulInfo& mm) {
   if (!mm.present || !mm.b_window || k.reduce.size() != 1) return std::nullopt;
   std::map<std::string, Expr> folded;

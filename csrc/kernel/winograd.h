@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "ir/graph.h"
+
 namespace luminal {
 
 struct Kernel;
@@ -32,6 +34,9 @@ struct WinogradConv {
     return images * ((out_rows + tile - 1) / tile) * ((out_cols + tile - 1) / tile);
   }
 };
+
+// The tile `schedule` asks for (its kWinogradParam, where 2 or 4), or nullopt: no Winograd.
+std::optional<int64_t> winograd_tile(const ScheduleParams& schedule);
 
 // The geometry of matmul kernel `k` matched as `mm` (a window B, MatmulInfo::b_window; its
 // loops but m and n of one iteration, every size constant, C stored row-major m by n), or

@@ -15,6 +15,7 @@
 #include "kernel/prologue.h"
 #include "kernel/quant_row_groups.h"
 #include "kernel/row_kernel.h"
+#include "kernel/winograd.h"
 
 namespace luminal {
 
@@ -142,7 +143,7 @@ void check_cpu_schedule(const ScheduleParams& params, const std::string& where,
                          " (known: " + schedule_names(kParams) + ")");
     }
     if (name == kWinogradParam) {  // F(m x m, 3x3) of m 2 or 4 (kernel/winograd.h), or none
-      if (value != 0 && value != 2 && value != 4) {
+      if (value != 0 && !winograd_tile({{name, value}})) {
         throw CompileError(prefix + "schedule parameter winograd must be 0, 2 or 4 in " + where);
       }
       continue;

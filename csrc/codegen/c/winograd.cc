@@ -18,7 +18,6 @@
 
 #include "codegen/c/matmul.h"
 #include "codegen/c/renderer.h"
-#include "core/errors.h"
 #include "kernel/winograd.h"
 
 namespace luminal {

@@ -73,8 +73,13 @@ ScheduleParams priced_schedule(const Kernel& k, int64_t vector_width) {
     schedule.push_back({"pack_b", 0});
     schedule.push_back({"quant_rows", 0});
   }
-  // a window that is no Winograd convolution is the window matmul (kernel/winograd.h)
-  if (!k.matmul.winograd) schedule.push_back({kWinogradParam, 0});
+  // a window that is no Winograd convolution is the window matmul (kernel/winograd.h); the
+  // price reads the first winograd entry, so the schedule's own is dropped
+  if (!k.matmul.winograd) {
+    schedule.erase(std::remove_if(schedule.begin(), schedule.end(),
+                                  [](const auto& p) { return p.first == kWinogradParam; }),
+                   schedule.end());
+  }
   return schedule;
 }
 }  // namespace

@@ -10,6 +10,7 @@
 #include "codegen/c/quant.h"
 #include "codegen/c/schedule.h"
 #include "ir/graph.h"
+#include "kernel/winograd.h"
 
 namespace luminal {
 
@@ -21,7 +22,7 @@ constexpr double kWidenCycles = 0.25;  // a 16-bit element widened in a reader's
 constexpr double kNarrowCycles = 1.0;  // an f32 element rounded and stored in 16 bits
 constexpr double kInt8PackCycles = 1.0;  // int8 GEMM: a block's integers into its panels
 constexpr double kAmxStepCycles = 96.0;   // AMX: a 32 x 32 block's step of 32 k
-constexpr double kAmxBlockCycles = 64.0;
+constexpr double kAmxBlockCycles = 64.0;  // AMX: its C into the tiles and out, a k block
 // Winograd's F(2x2, 3x3) (c/winograd.cc), its transforms: a filter's channel (9 loads into
 // vector lanes, G g G^T; F(4x4)'s 36 values a pair at 36 / 16 of it), a position's channel (the
 // padded channels-last copy, B^T d B), a position's out channel (A^T p A, a scattered store).
@@ -29,7 +30,7 @@ constexpr double kAmxBlockCycles = 64.0;
 // 512 -> 512 layer at one 7x7 image.
 constexpr double kWinogradFilterCycles = 40.0;
 constexpr double kWinogradInputCycles = 3.0;
-constexpr double kWinogradOutputCycles = 1.6;  // AMX: its C into the tiles and out, a k block
+constexpr double kWinogradOutputCycles = 1.6;
 }  // namespace
 
 // In cycles, on a machine whose vectors hold `native` floats (CpuOptions::vector_width): an
@@ -103,8 +104,8 @@ double CpuKernelCost::matmul(const egraph::MatmulSize& size,
   // Winograd (winograd t, c/winograd.cc) where k is 9 per channel: (t + 2)^2 GEMMs of the
   // tiles (n / t^2 of the positions n) by the out channels (m) over the channels, the same
   // block, and its transforms, the filters' ((t + 2)^2 values a pair) on every call.
-  const std::optional<int64_t> winograd = schedule_param(schedule, kWinogradParam);
-  if (winograd && (*winograd == 2 || *winograd == 4) && std::fmod(size.k, 9.0) == 0) {
+  const std::optional<int64_t> winograd = winograd_tile(schedule);
+  if (winograd && std::fmod(size.k, 9.0) == 0) {
     const double t = static_cast<double>(*winograd), a2 = (t + 2) * (t + 2);
     // the channels padded to whole vectors, the out channels to whole blocks (tn)
     const double channels = std::ceil(size.k / 9 / lanes) * lanes;

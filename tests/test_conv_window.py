@@ -74,6 +74,16 @@ def run_cpu(cx, feeds, out):
     return np.asarray(rt.get(out)), rt._rt.program_text(), rt.source
 
 
+def run_searched(cx, feeds, out, budget):
+    """The program a search of ``budget`` keeps (uncached) run on ``feeds``: its output of
+    ``out`` and its program text."""
+    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), budget, cache=False)
+    for t, v in feeds.items():
+        rt.set_data(t, v)
+    rt.execute({})
+    return np.asarray(rt.get(out)), rt._rt.program_text()
+
+
 def check(got, want):
     want = want.float().numpy()
     scale = max(1.0, float(np.abs(want).max(initial=0.0)))
@@ -124,12 +134,8 @@ def test_a_scheduled_matmul_without_windows_lowers_as_by_default():
 def test_search_picks_a_correct_conv_program():
     """The search (candidates include the windowed matmul) keeps a program equal to torch."""
     cx, feeds, y, want = conv_case(**CASES["3x3_same"])
-    out = y.output()
-    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 6, cache=False)
-    for t, v in feeds.items():
-        rt.set_data(t, v)
-    rt.execute({})
-    check(np.asarray(rt.get(out)), want)
+    got, _ = run_searched(cx, feeds, y.output(), 6)
+    check(got, want)
 
 
 def test_the_cost_models_pick_gathers_the_windows():
@@ -139,10 +145,6 @@ def test_the_cost_models_pick_gathers_the_windows():
     More output channels than the GEMV's rows, as any but a toy network's (for fewer the GEMV
     is priced below either)."""
     cx, feeds, y, want = conv_case(nd=2, n=2, c=16, o=24, size=12, kernel=3, padding=1)
-    out = y.output()
-    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 1, cache=False)
-    assert "b=window" in rt._rt.program_text()
-    for t, v in feeds.items():
-        rt.set_data(t, v)
-    rt.execute({})
-    check(np.asarray(rt.get(out)), want)
+    got, program = run_searched(cx, feeds, y.output(), 1)
+    assert "b=window" in program
+    check(got, want)

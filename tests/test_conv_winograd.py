@@ -5,16 +5,14 @@ on odd shapes (partial tiles, channels past no vector, out channels past a panel
 2, a non-square and a transposed input); the convolutions it does not take (stride, dilation,
 groups, other kernels) lowered as the window matmul; the cost model's pick and a search."""
 
-import numpy as np
 import pytest
 import torch
 
 import luminal as lm
 import luminal.nn.functional as F
 
-from conftest import CPU_CACHE
 from matmul_cases import scheduled
-from test_conv_window import CPU_RULES, check, run_cpu
+from test_conv_window import CPU_RULES, check, run_cpu, run_searched
 from test_runtime_rules import schedule_of
 
 TILES = [2, 4]
@@ -101,20 +99,12 @@ def test_the_cost_models_pick_and_a_search_run_winograd_where_it_prices_below():
     GEMMs and transforms below the window GEMM; a search (candidates timed and checked
     against the interpreter) keeps a program equal to torch."""
     cx, feeds, y, want = conv(n=2, c=32, o=32, h=16, w=16)
-    out = y.output()
-    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 1, cache=False)
-    assert " winograd" in rt._rt.program_text()
-    for t, v in feeds.items():
-        rt.set_data(t, v)
-    rt.execute({})
-    check(np.asarray(rt.get(out)), want)
+    got, program = run_searched(cx, feeds, y.output(), 1)
+    assert " winograd" in program
+    check(got, want)
     cx, feeds, y, want = conv(n=2, c=32, o=32, h=16, w=16, seed=1)
-    out = y.output()
-    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 4, cache=False)
-    for t, v in feeds.items():
-        rt.set_data(t, v)
-    rt.execute({})
-    check(np.asarray(rt.get(out)), want)
+    got, _ = run_searched(cx, feeds, y.output(), 4)
+    check(got, want)
 
 
 def test_the_cost_model_keeps_the_window_where_the_filters_transform_outweighs_the_tiles():
@@ -122,10 +112,6 @@ def test_the_cost_model_keeps_the_window_where_the_filters_transform_outweighs_t
     pairs transformed on every call (benchmarks/conv.py: 512 -> 512 at one 7x7 image, 2.0 ms
     windowed against 4.7 ms F(2x2)); the cost model's pick is no Winograd there."""
     cx, feeds, y, want = conv(n=1, c=256, o=256, h=4, w=4)
-    out = y.output()
-    rt = cx.search(lm.CpuRuntime(cache_dir=CPU_CACHE), 1, cache=False)
-    assert "winograd" not in rt._rt.program_text()
-    for t, v in feeds.items():
-        rt.set_data(t, v)
-    rt.execute({})
-    check(np.asarray(rt.get(out)), want)
+    got, program = run_searched(cx, feeds, y.output(), 1)
+    assert "winograd" not in program
+    check(got, want)

@@ -10,6 +10,7 @@ import torch
 
 import luminal as lm
 import luminal.nn.functional as F
+from luminal import _core
 
 from matmul_cases import scheduled
 from test_conv_window import CPU_RULES, check, run_cpu, run_searched
@@ -115,3 +116,22 @@ def test_the_cost_model_keeps_the_window_where_the_filters_transform_outweighs_t
     got, program = run_searched(cx, feeds, y.output(), 1)
     assert "winograd" not in program
     check(got, want)
+
+
+def matmul_cycles(**case_and_schedule):
+    """The runtime's estimate (cpu_kernel_work's matmul_cycles) of the convolution's kernel."""
+    schedule = case_and_schedule.pop("schedule")
+    cx, _, y, _ = conv(**case_and_schedule)
+    scheduled(y, schedule).output()
+    return sum(w.matmul_cycles for w in _core.cpu_kernel_work(cx._g, _core.TuningChoice(), {}))
+
+
+def test_a_window_winograd_does_not_take_is_priced_as_the_window_matmul():
+    """A stride-2 convolution scheduled winograd runs the window matmul (above) and is priced
+    so; a 3x3 stride-1 one of 128 tiles is priced below it."""
+    strided = dict(n=2, c=32, o=32, h=16, w=16, stride=2)
+    assert matmul_cycles(**strided, schedule=winograd(2)) == \
+        matmul_cycles(**strided, schedule=[("window", 1)])
+    plain = dict(n=2, c=32, o=32, h=16, w=16)
+    assert matmul_cycles(**plain, schedule=winograd(2)) < \
+        matmul_cycles(**plain, schedule=[("window", 1)])

@@ -18,6 +18,7 @@ from luminal.search import check as search_check
 from luminal.nn import functional as F
 from luminal.nn.sdpa import scaled_dot_product_attention
 from matmul_cases import scheduled
+from test_attention_fusion import attention_program
 
 
 @pytest.fixture
@@ -316,3 +317,29 @@ def test_the_kernel_check_stops_past_its_time_limit():
     assert not whole["stopped"] and len(whole["kernels"]) > 1 and whole["kernel_seconds"] > 0
     cut = rt._rt.check_kernels({}, triples, 4, 1, 1 << 16, 0, stop_after_seconds=1e-12)
     assert cut["stopped"] and len(cut["kernels"]) == 1 and cut["kernel_seconds"] > 0
+
+
+def test_the_samples_of_an_attention_cost_about_their_scores():
+    """One sampled row of a fused attention over 512 keys costs its 512 scores of 64 products
+    each, not that for every key it reads: the cheap elements under the scores (a bias, a
+    scale) are recomputed, not memoized, so they cannot push the scores out of the memo."""
+    s, d = 512, 64
+    cx = lm.Graph()
+    q, k, v = (cx.tensor((1, 2, s, d), name=n) for n in "qkv")
+    bias = cx.tensor((d,), name="bias")
+    y = scaled_dot_product_attention(q + bias, k * 0.5, v).output()
+    rt = lm.CpuRuntime()
+    rt._load(cx, attention_program(cx))
+    assert "(attention rows=" in rt._rt.program_text()
+    inputs = search_check.random_inputs(cx._g, {}, 0)
+    triples = [(n, data, dtype) for n, (dtype, data) in zip(cx._g.inputs(), inputs)]
+    for n, (dtype, data) in zip(cx._g.inputs(), inputs):
+        rt._rt.set_data(n, data, dtype)
+    report = rt._rt.check_kernels({}, triples, 4, 1, 1 << 30, 0)
+    for kernel, _, _, elements, got, want, problem, _ in report["kernels"]:
+        assert not problem and elements, (kernel, problem)
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    # 4 samples of about a row of scores each (4 steps per product: the bias, the scale, the
+    # product, the sum) and the softmax's passes: 1.1e6 steps, under this bound of twice as
+    # many; the memo that kept every element thrashed and took more
+    assert 0 < report["steps"] < 4 * s * d * 4 * 4, report["steps"]

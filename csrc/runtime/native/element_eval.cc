@@ -14,6 +14,12 @@ namespace {
 // Memo entries kept at most: past it the memo starts over (a sample's elements are reused
 // within the sample and its neighbours, not across a whole kernel).
 constexpr size_t kMemoLimit = size_t{1} << 16;
+// Steps an element's computation must take to be memoized: cheaper ones (elementwise ops over
+// sources or memoized elements) are recomputed, so they cannot fill the memo and push out the
+// reductions worth keeping (the 64-step dot products of an attention's 1500 scores made of
+// 200 cheap elements each thrashed it: 1e9 steps for one sample). A DAG reusing a cheap
+// element still costs at most a few steps per use before a node above it is memoized.
+constexpr int64_t kMemoMinSteps = 4;
 
 void unflatten(int64_t flat, const std::vector<int64_t>& shape, std::vector<int64_t>& idx) {
   idx.resize(shape.size());
@@ -125,9 +131,12 @@ double ElementEval::value(NodeId node, int64_t flat) {
   }
   const uint64_t key = static_cast<uint64_t>(node) << 40 | static_cast<uint64_t>(flat);
   if (const double* hit = memo_.find(key)) return *hit;
+  const int64_t before = steps_;
   const double v = compute(node, flat);
-  if (memo_.size() >= kMemoLimit) memo_.forget();
-  memo_.insert(key, v);
+  if (steps_ - before >= kMemoMinSteps) {
+    if (memo_.size() >= kMemoLimit) memo_.forget();
+    memo_.insert(key, v);
+  }
   return v;
 }
 

@@ -4,7 +4,8 @@ machine is one-sided) and prints the kernels, and the kernels grouped by loop ne
 time. A developer tool. Default: all-MiniLM-L6-v2 on 4 sentences; --llama DIR profiles a
 step of a Llama directory's (or .gguf file's) session (--tokens new after --past cached positions); --yolo
 SCALE a YOLOv8 forward on one image; --gpt one train step (forward, backward, AdamW) of
-benchmarks/train.py's character GPT; --resnet BATCH a ResNet-18 forward (benchmarks/resnet.py).
+benchmarks/train.py's character GPT; --resnet BATCH a ResNet-18 forward (benchmarks/resnet.py);
+--whisper SIZE a Whisper encoder's window (benchmarks/whisper.py).
 
     python benchmarks/profile_kernels.py [--model minilm|softmax|layer_norm] [--texts 4]
         [--repeats 20] [--top 25] [--threads N]
@@ -12,6 +13,7 @@ benchmarks/train.py's character GPT; --resnet BATCH a ResNet-18 forward (benchma
     python benchmarks/profile_kernels.py --yolo s [--imgsz 640]
     python benchmarks/profile_kernels.py --gpt
     python benchmarks/profile_kernels.py --resnet 8 [--imgsz 224]
+    python benchmarks/profile_kernels.py --whisper base
 """
 
 from __future__ import annotations
@@ -152,6 +154,30 @@ class ResNetForward:
         self.dims = {}
 
 
+class WhisperEncoder:
+    """The encoder of a Whisper of ``size``'s shape (benchmarks/whisper.py's random model) on
+    one 30 s window of noise."""
+
+    def __init__(self, threads, size, search):
+        import tempfile
+
+        sys.path.insert(0, os.path.dirname(__file__))
+        from whisper import random_whisper
+
+        from luminal.models.audio import log_mel_spectrogram
+        from luminal.models.whisper import WhisperForConditionalGeneration, WhisperSession
+
+        with tempfile.TemporaryDirectory() as path:  # the weights are read lazily
+            random_whisper(path, size)
+            model = WhisperForConditionalGeneration.from_pretrained(path)
+            session = WhisperSession(model, lm.CpuRuntime(threads=threads), search=search)
+        audio = 0.1 * np.random.default_rng(0).standard_normal(16000 * 30)
+        session.encode(log_mel_spectrogram(audio, model.config.num_mel_bins))
+        self.raw = session.encoder_runtime._rt
+        self.label = f"whisper-{size} encoder, one window"
+        self.dims = {}
+
+
 class GPTTrainStep:
     """One train step of benchmarks/train.py's character GPT (batch 16, seq 128)."""
 
@@ -169,6 +195,8 @@ class GPTTrainStep:
 def workload(args):
     if args.resnet:
         return ResNetForward(args.threads, args.resnet, args.search, args.imgsz or 224)
+    if args.whisper:
+        return WhisperEncoder(args.threads, args.whisper, args.search)
     if args.gpt:
         return GPTTrainStep(args.threads, args.search)
     if args.yolo:
@@ -201,6 +229,8 @@ def main():
     p.add_argument("--resnet", type=int, metavar="BATCH",
                    help="ResNet-18 on a batch of --imgsz images (224 unless given)")
     p.add_argument("--gpt", action="store_true", help="a train step of the character GPT")
+    p.add_argument("--whisper", metavar="SIZE", help="the encoder of a Whisper of this shape "
+                   "(tiny, base, small)")
     args = p.parse_args()
     w = workload(args)
     names = [f"k{i}" for i in range(len(w.raw.kernel_times(w.dims)))]

@@ -186,7 +186,8 @@ def test_a_bad_attention_schedule_is_refused():
 # ---- every fused kernel against torch ------------------------------------------------------------
 
 SHAPES = [  # b, h, hk, s, t, d: s and t not multiples of the 16-row and 64-key tiles
-    (1, 2, 2, 37, 37, 16), (2, 4, 2, 5, 130, 8), (1, 1, 1, 70, 5, 64), (1, 3, 1, 1, 67, 32)]
+    (1, 2, 2, 37, 37, 16), (2, 4, 2, 5, 130, 8), (1, 1, 1, 70, 5, 64), (1, 3, 1, 1, 67, 32),
+    (1, 4, 2, 150, 131, 16)]  # the last: three query tiles share each packed key tile
 KINDS = ["plain", "large", "masked", "fully_masked"]
 
 
@@ -215,6 +216,38 @@ def test_fused_sdpa_with_symbolic_lengths_and_other_value_width():
         want = torch_sdpa(data, False, 0.3, False)
         got = run_fused(cx, inputs, y, data, {"s": s, "t": t})
         assert_close(got, want, rtol=2e-4, atol=2e-4)
+
+
+def test_fused_sdpa_packs_the_keys_of_heads_in_groups():
+    """30 heads of 10 key tiles each: more than one pack holds (256 tiles of 64 keys of 64
+    features), so the heads run in two groups, each packed, then attended."""
+    b, h, s, d = 1, 30, 600, 64
+    cx, inputs, y = sdpa_graph(b, h, h, s, s, d, causal=True)
+    shapes = {"q": (b, h, s, d), "k": (b, h, s, d), "v": (b, h, s, d)}
+    data = sdpa_data(shapes, None, "plain")
+    want = torch_sdpa(data, True, None, False)
+    assert_close(run_fused(cx, inputs, y, data), want, rtol=2e-4, atol=2e-4)
+
+
+def test_attention_whose_values_move_with_the_queries_is_not_fused():
+    """v read per query row (out[i] = sum_j p_ij v[i, j]): no tile of keys serves every query
+    row, which the fused kernel's tiles need; it runs unfused, and right."""
+    s, t, d = 70, 67, 16
+    cx = lm.Graph()
+    q, k = cx.tensor((s, d), name="q"), cx.tensor((t, d), name="k")
+    v = cx.tensor((s, t, d), name="v")
+    y = ((q @ k.transpose(0, 1)).softmax(-1).unsqueeze(-1) * v).sum(1).output()
+    g = torch.Generator().manual_seed(0)
+    data = {"q": torch.randn(s, d, generator=g), "k": torch.randn(t, d, generator=g),
+            "v": torch.randn(s, t, d, generator=g)}
+    rt = lm.CpuRuntime(cache_dir=CPU_CACHE)
+    rt._load(cx, attention_program(cx))
+    assert "(attention rows=" not in rt._rt.program_text()
+    for name, tensor in {"q": q, "k": k, "v": v}.items():
+        rt.set_data(tensor, data[name])
+    rt.execute(cx.dyn_map)
+    want = ((data["q"] @ data["k"].T).softmax(-1)[..., None] * data["v"]).sum(1)
+    assert_close(rt.get(y), want, rtol=2e-4, atol=2e-4)
 
 
 def test_fused_decode_one_query_over_symbolic_cached_keys():

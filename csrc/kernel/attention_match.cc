@@ -249,7 +249,9 @@ AttentionInfo match_attention(const Kernel& k) {
   }
   if (a.query_loop < 0) return {};
   split_score(k, a);
+  // k and v read no query row: a tile of keys and values serves every tile of query rows
   if (vars.reads(a.k, k.loops[a.query_loop].var)) return {};
+  if (vars.reads(a.value, k.loops[a.query_loop].var)) return {};
   for (size_t l = 0; l < k.loops.size(); ++l) {
     if (static_cast<int>(l) != a.value_loop) a.rows.push_back(static_cast<int>(l));
   }

@@ -191,7 +191,7 @@ struct AttentionInfo {
   ValueId weight = -1;   // w: the Exp2 of c * (score - shift)
   ValueId sum = -1;      // kReduce Sum of weight over the keys, or -1
   ValueId norm = -1;     // the row value the weights are multiplied by, or -1 for none
-  ValueId value = -1;    // v: a value over the keys and value_loop
+  ValueId value = -1;    // v: a value over the keys and value_loop (no query row's)
   // The loops of the query rows: every output loop but value_loop, outermost first (indices
   // into Kernel::loops; query_loop among them). A renderer runs one row at a time, or tiles of
   // query_loop.

@@ -1,8 +1,11 @@
 // The C renderer's attention kernels (kernel/attention.h): OpenMP over the outer loops and
 // tiles of kAttnRows query rows; per tile the queries are gathered once, then each tile of
-// kAttnKeys keys is gathered transposed, its scores computed as a small matmul (vectorized
-// along the keys), and folded into each row's running max, sum and output by the online
-// softmax (vectorized along the value features). Not the choice of what runs here (lowering).
+// kAttnKeys keys, transposed, and its values, has its scores computed as a small matmul
+// (vectorized along the keys) and folded into each row's running max, sum and output by the
+// online softmax (vectorized along the value features). Where several tiles of query rows
+// share the keys, each key tile is gathered once into a pack (groups of outer rows within
+// kPackBytes: the pack stays in cache and is never a fresh allocation) instead of once per
+// query tile. Not the choice of what runs here (lowering).
 #include <set>
 
 #include "codegen/c/renderer.h"
@@ -15,6 +18,9 @@ namespace {
 constexpr int kAttnRows = 64;  // query rows sharing each tile of keys (its gather)
 constexpr int kAttnKeys = 64;  // keys per tile
 constexpr int kAttnBlock = 16;  // columns of a register block (keys, value features)
+// The pack of gathered key tiles of a group of outer rows, in bytes at most (one row's tiles
+// at least).
+constexpr int64_t kPackBytes = int64_t{8} << 20;
 
 // The features of v rounded up to whole register blocks: the width of lm_o and lm_v.
 int64_t padded_values(const Loop& value_loop) {
@@ -144,17 +150,19 @@ void CRenderer::emit_attention_rows(const Kernel& k, CodeWriter& w) const {
   emit_attention_shift(k, "lm_mnew", "lm_gnew", w);
   w.line("const float lm_alpha = " + online_weight(c, "lm_gold", "lm_gnew") + ";");
   w.line("float lm_psum = 0.0f;");
+  // The weights over the whole tile (0 past lm_nk), by lm_exp2f_flush: a weight below 2^-127
+  // of the row's largest is 0 (it adds nothing a float sum of at least 1 keeps), so -inf and
+  // the rest cost no subnormal arithmetic (a microcode assist each on some cores: a causal
+  // mask's scores are half -inf) and no test of their own.
   w.line("#pragma omp simd reduction(+:lm_psum)");
-  open_loop(w, "lm_jj", "0", "lm_nk");
-  // exp2 of -inf is 0, given here: lm_exp2f would reach it through subnormal products, which
-  // cost a microcode assist each on some cores (a causal mask's scores are half -inf)
+  open_loop(w, "lm_jj", "0", tile);
   w.line("const float lm_x = lm_s[lm_r][lm_jj];");
-  w.line("const float lm_p = lm_x == (-1.0f / 0.0f) && lm_gnew != lm_x ? 0.0f : " +
-         online_weight(c, "lm_x", "lm_gnew") + ";");
+  w.line("const float lm_w = lm_x == lm_gnew ? 1.0f : lm_exp2f_flush(" + c +
+         " * (lm_x - lm_gnew));");
+  w.line("const float lm_p = lm_jj < lm_nk ? lm_w : 0.0f;");
   w.line("lm_s[lm_r][lm_jj] = lm_p;");
   w.line("lm_psum += lm_p;");
   w.close();
-  w.line("for (int64_t lm_jj = lm_nk; lm_jj < " + tile + "; lm_jj++) lm_s[lm_r][lm_jj] = 0.0f;");
   w.line("lm_l[lm_r] = lm_l[lm_r] * lm_alpha + lm_psum;");
   w.line("lm_m[lm_r] = lm_mnew;");
   w.line("#pragma omp simd");
@@ -175,29 +183,77 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   const std::string nvp = std::to_string(nv_padded);
   const std::string rows = std::to_string(kAttnRows);
   const std::string tile = std::to_string(kAttnKeys);
+  const std::string nq = ql.extent.to_c();
+  const std::string nkeys = keys.extent.to_c();
+  // The outer rows (every row loop but the queries'), run as one flat index lm_oi.
   std::vector<Loop> outer;
   for (int i : a.rows) {
     if (i != a.query_loop) outer.push_back(k.loops[i]);
   }
-  outer.push_back(Loop{"lm_qt", (ql.extent + Expr(kAttnRows - 1)) / Expr(kAttnRows)});
-  Expr work = ql.extent * keys.extent * (dot.extent + dl.extent);
-  for (size_t i = 0; i + 1 < outer.size(); ++i) work = work * outer[i].extent;
-  std::string team = omp_team(k, work.to_c());
-  if (!team.empty()) {
-    w.line("#pragma omp parallel for" + team + " schedule(dynamic) collapse(" +
-           std::to_string(outer.size()) + ")");
-  }
-  for (const Loop& l : outer) open_loop(w, l.var, "0", l.extent.to_c());
+  Expr outer_count(1);
+  for (const Loop& l : outer) outer_count = outer_count * l.extent;
+  const std::string outer_rows = outer_count.to_c();
+  auto bind_outer = [&](const std::string& flat) {
+    w.line("int64_t lm_of = " + flat + ";");
+    for (size_t i = outer.size(); i-- > 0;) {
+      w.line("const int64_t " + outer[i].var + " = lm_of % (" + outer[i].extent.to_c() + ");");
+      w.line("lm_of /= (" + outer[i].extent.to_c() + ");");
+    }
+  };
+  Expr work = ql.extent * keys.extent * (dot.extent + dl.extent) * outer_count;
+  const std::string team = omp_team(k, work.to_c());
+  const int64_t tile_floats = *dot.extent.try_const() * kAttnKeys + kAttnKeys * nv_padded;
+  // key tile `t` of the group's outer row lm_oi in the pack
+  auto packed = [&](const std::string& t) {
+    return "(lm_pack + (lm_oi * lm_nkt + " + t + ") * " + std::to_string(tile_floats) + ")";
+  };
+  w.line("const int64_t lm_nqt = (" + nq + " + " + rows + " - 1) / " + rows + ";");
+  w.line("const int64_t lm_nkt = (" + nkeys + " + " + tile + " - 1) / " + tile + ";");
+  // The pack: per outer row of the group, its key tiles (k transposed, then v), where more
+  // than one tile of query rows reads them.
+  w.line("int64_t lm_group = " + outer_rows + ";");
+  w.line("float* lm_pack_raw = 0;");
+  w.line("float* lm_pack = 0;");
+  w.open("if (lm_nqt > 1)");
+  w.line("lm_group = " + std::to_string(kPackBytes / (4 * tile_floats)) + " / lm_nkt;");
+  w.line("if (lm_group < 1) lm_group = 1;");
+  w.line("if (lm_group > " + outer_rows + ") lm_group = " + outer_rows + ";");
+  w.line("lm_pack_raw = (float*)malloc(sizeof(float) * lm_group * lm_nkt * " +
+         std::to_string(tile_floats) + " + 64);");
+  w.line("lm_pack = (float*)(((unsigned long long)lm_pack_raw + 63) & ~63ull);");
+  w.close();
+  w.open("for (int64_t lm_g0 = 0; lm_g0 < " + outer_rows + "; lm_g0 += lm_group)");
+  w.line("const int64_t lm_gn = " + outer_rows + " - lm_g0 < lm_group ? " + outer_rows +
+         " - lm_g0 : lm_group;");
+  w.open("if (lm_pack)");
+  if (!team.empty()) w.line("#pragma omp parallel for" + team + " schedule(static) collapse(2)");
+  open_loop(w, "lm_oi", "0", "lm_gn");
+  open_loop(w, "lm_ti", "0", "lm_nkt");
+  bind_outer("lm_g0 + lm_oi");
+  w.line("const int64_t lm_j0 = lm_ti * " + tile + ";");
+  w.line("const int64_t lm_nk = " + nkeys + " - lm_j0 < " + tile + " ? " + nkeys + " - lm_j0 : " +
+         tile + ";");
+  w.line("float (*lm_kt)[" + tile + "] = (float (*)[" + tile + "])" + packed("lm_ti") + ";");
+  w.line("float (*lm_v)[" + nvp + "] = (float (*)[" + nvp + "])(" + packed("lm_ti") + " + " + nd +
+         " * " + tile + ");");
+  emit_attention_gather(k, w);
+  w.close();
+  w.close();
+  w.close();
+  if (!team.empty()) w.line("#pragma omp parallel for" + team + " schedule(dynamic) collapse(2)");
+  open_loop(w, "lm_oi", "0", "lm_gn");
+  open_loop(w, "lm_qt", "0", "lm_nqt");
+  bind_outer("lm_g0 + lm_oi");
   w.line("const int64_t lm_q0 = lm_qt * " + rows + ";");
-  w.line("const int64_t lm_nq = " + ql.extent.to_c() + " - lm_q0 < " + rows + " ? " +
-         ql.extent.to_c() + " - lm_q0 : " + rows + ";");
+  w.line("const int64_t lm_nq = " + nq + " - lm_q0 < " + rows + " ? " + nq + " - lm_q0 : " +
+         rows + ";");
   const std::string aligned = " __attribute__((aligned(64)))";
   w.line("float lm_q[" + rows + "][" + nd + "]" + aligned + ";");
   w.line("float lm_o[" + rows + "][" + nvp + "]" + aligned + ";");
   w.line("float lm_m[" + rows + "], lm_l[" + rows + "];");
-  w.line("float lm_kt[" + nd + "][" + tile + "]" + aligned + ";");
   w.line("float lm_s[" + rows + "][" + tile + "]" + aligned + ";");
-  w.line("float lm_v[" + tile + "][" + nvp + "]" + aligned + ";");
+  w.line("float lm_kt_own[" + nd + "][" + tile + "]" + aligned + ";");
+  w.line("float lm_v_own[" + tile + "][" + nvp + "]" + aligned + ";");
   w.line("float lm_qmax = 0.0f;  /* the largest |q| of the tile, NaN if any is */");
   // The tile's queries (rows past the end 0), each row's state: max -inf, sum 0, output 0.
   open_loop(w, "lm_r", "0", rows);
@@ -215,16 +271,28 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
   w.line("lm_qmax = lm_fmax_nan(lm_qmax, " + q + " < 0.0f ? -" + q + " : " + q + ");");
   w.close();
   w.close();
-  w.open("for (int64_t lm_j0 = 0; lm_j0 < " + keys.extent.to_c() + "; lm_j0 += " + tile + ")");
-  w.line("const int64_t lm_nk = " + keys.extent.to_c() + " - lm_j0 < " + tile + " ? " +
-         keys.extent.to_c() + " - lm_j0 : " + tile + ";");
+  w.open("for (int64_t lm_j0 = 0; lm_j0 < " + nkeys + "; lm_j0 += " + tile + ")");
+  w.line("const int64_t lm_nk = " + nkeys + " - lm_j0 < " + tile + " ? " + nkeys + " - lm_j0 : " +
+         tile + ";");
   if (a.bias >= 0) emit_attention_bias(k, w);
+  // the tile's keys and values: from the pack, or gathered here
+  w.line("const float (*lm_ktp)[" + tile + "] = lm_kt_own;");
+  w.line("const float (*lm_vp)[" + nvp + "] = lm_v_own;");
+  w.open("if (lm_pack)");
+  w.line("lm_ktp = (const float (*)[" + tile + "])" + packed("lm_j0 / " + tile) + ";");
+  w.line("lm_vp = (const float (*)[" + nvp + "])(" + packed("lm_j0 / " + tile) + " + " + nd +
+         " * " + tile + ");");
+  w.close();
+  w.open("else");
+  w.line("float (*lm_kt)[" + tile + "] = lm_kt_own;");
+  w.line("float (*lm_v)[" + nvp + "] = lm_v_own;");
   emit_attention_gather(k, w);
+  w.close();
   // lm_s = lm_q . lm_kt: blocks of 4 rows x kAttnBlock keys held in registers
-  emit_attention_block_product(w, "lm_s", "", "lm_q", "lm_kt", nd, kAttnKeys);
+  emit_attention_block_product(w, "lm_s", "", "lm_q", "lm_ktp", nd, kAttnKeys);
   emit_attention_rows(k, w);
   // lm_o += lm_s . lm_v (rows past lm_nq have q = 0: their weights are 0, never stored)
-  emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_v", tile, nv_padded);
+  emit_attention_block_product(w, "lm_o", "lm_o", "lm_s", "lm_vp", tile, nv_padded);
   w.close();  // key tiles
   // out = o * norm(sum), NaN where the final shift is not finite (as exp2(inf - inf) makes it)
   open_loop(w, "lm_r", "0", "lm_nq");
@@ -235,7 +303,10 @@ bool CRenderer::render_attention(const Program& program, const Kernel& k, CodeWr
          store_expr(k.values.back().dtype, "lm_o[lm_r][" + dl.var + "] * lm_norm") + ";");
   w.close();
   w.close();
-  for (size_t i = 0; i < outer.size(); ++i) w.close();
+  w.close();  // query tiles
+  w.close();  // outer rows
+  w.close();  // groups
+  w.line("free(lm_pack_raw);");
   return true;
 }
 

@@ -281,7 +281,6 @@ std::string CRenderer::matmul_prelude(const Program& program) const {
       if (seen.insert(micro_name(part, panel)).second) s += micro_kernel(part, panel);
     }
   }
-  if (!s.empty()) s = "void* malloc(unsigned long);\nvoid free(void*);\n" + s;
   return s;
 }
 

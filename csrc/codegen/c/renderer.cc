@@ -25,7 +25,9 @@ std::string CRenderer::prelude(const Program& program) const {
        "float sinf(float);\n"
        "float sqrtf(float);\n"
        "float fmodf(float, float);\n"
-       "float floorf(float);\n";
+       "float floorf(float);\n"
+       "void* malloc(unsigned long);\n"
+       "void free(void*);\n";
   s += "/* 2^x without a libm call, so loops over it vectorize: 2^k * p(f) with |f| <= 0.5,\n"
        "   the scale split in two so subnormal and overflowing results round correctly. */\n";
   s += "static inline float lm_exp2f(float x) {\n"
@@ -44,6 +46,21 @@ std::string CRenderer::prelude(const Program& program) const {
        "  int32_t k2 = ki - k1;\n"
        "  float r = p * lm_float((uint32_t)(k1 + 127) << 23) * lm_float((uint32_t)(k2 + 127) << 23);\n"
        "  return x != x ? x : r;\n"
+       "}\n";
+  s += "/* 2^x with a result below 2^-127 flushed to 0 (-inf gives 0), one scale: an attention's\n"
+       "   softmax weights, each beside a weight of 1. NaN stays NaN. */\n";
+  s += "static inline float lm_exp2f_flush(float x) {\n"
+       "  float c = x < -127.0f ? -127.0f : (x > 128.0f ? 128.0f : x);\n"
+       "  float k = floorf(c + 0.5f);\n"
+       "  float f = c - k;\n"
+       "  float p = 1.535336188319500e-4f;\n"
+       "  p = p * f + 1.339887440266574e-3f;\n"
+       "  p = p * f + 9.618437357674640e-3f;\n"
+       "  p = p * f + 5.550332471162809e-2f;\n"
+       "  p = p * f + 2.402264791363012e-1f;\n"
+       "  p = p * f + 6.931472028550421e-1f;\n"
+       "  p = p * f + 1.0f;\n"
+       "  return p * lm_float((uint32_t)((int32_t)k + 127) << 23);\n"
        "}\n";
   s += "/* log2 with 0 and 1 answered without a libm call: a mask's log2 of a 0/1 value (-inf\n"
        "   where false) costs two compares per element. */\n";

@@ -314,17 +314,20 @@ void CRenderer::emit_attention_block_product(CodeWriter& w, const std::string& o
                                              const std::string& init, const std::string& a,
                                              const std::string& b, const std::string& inner,
                                              int64_t cols) const {
-  // Per block row, two vectors of columns where the machine's registers are 16 floats wide
-  // (16 accumulators of 32: the FMAs, not the loads, set the pace), else one.
-  const int vecs = vector_width_ >= 16 && cols % (2 * kAttnBlock) == 0 ? 2 : 1;
+  // Where the machine's registers are 16 floats wide: blocks of 6 rows by four vectors of
+  // columns (24 accumulators of 32 registers: 10 loads per 24 FMAs), or 8 rows by two; else
+  // 8 rows by one vector. The rows past the last whole block in blocks of 4.
+  const int vecs = vector_width_ < 16 ? 1 : cols % (4 * kAttnBlock) == 0 ? 4
+                                         : cols % (2 * kAttnBlock) == 0 ? 2 : 1;
+  const int block_rows = vecs == 4 ? 6 : 8;
   const std::string bytes = std::to_string(kAttnBlock * 4);
   auto acc = [](int x, int v) { return "lm_c" + std::to_string(x) + "_" + std::to_string(v); };
   auto col = [](int v) { return "lm_cb + " + std::to_string(v * kAttnBlock); };
   w.open("");
   w.line("int64_t lm_rb = 0;");
-  // blocks of 8 rows, then of 4 for the rest
-  for (int rows : {8, 4}) {
-    w.open(rows == 8 ? "for (; lm_rb + 8 <= lm_nq; lm_rb += 8)"
+  for (int rows : {block_rows, 4}) {
+    const std::string n = std::to_string(rows);
+    w.open(rows != 4 ? "for (; lm_rb + " + n + " <= lm_nq; lm_rb += " + n + ")"
                      : "for (; lm_rb < lm_nq; lm_rb += 4)");
     w.open("for (int64_t lm_cb = 0; lm_cb < " + std::to_string(cols) + "; lm_cb += " +
            std::to_string(vecs * kAttnBlock) + ")");

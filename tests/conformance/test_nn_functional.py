@@ -140,6 +140,23 @@ CONV_CASES = [
     Case("conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, stride=2, padding=1),
          [(2, 3, 5), (3, 4, 3)], ref=lambda x, w: TF.conv_transpose1d(x, w, stride=2, padding=1),
          **CONV_TOL),
+    # stride 1: as a convolution (flipped kernel, channels swapped per group)
+    Case("conv_transpose2d",
+         lambda x, w, b: F.conv_transpose2d(x, w, b, padding=(1, 2), groups=2, dilation=2,
+                                            output_padding=(1, 0)),
+         [(2, 4, 5, 6), (4, 3, 3, 2), (6,)], label="stride1_pad_groups_dilation_outpad",
+         ref=lambda x, w, b: TF.conv_transpose2d(x, w, b, padding=(1, 2), groups=2,
+                                                 dilation=2, output_padding=(1, 0)),
+         **CONV_TOL),
+    Case("conv_transpose2d", lambda x, w: F.conv_transpose2d(x, w, padding=(3, 1)),
+         [(2, 3, 7, 5), (3, 2, 3, 3)], label="stride1_pad_past_the_kernel",
+         ref=lambda x, w: TF.conv_transpose2d(x, w, padding=(3, 1)), **CONV_TOL),
+    Case("conv_transpose1d", lambda x, w: F.conv_transpose1d(x, w, padding=1),
+         [(2, 3, 5), (3, 4, 3)], label="stride1",
+         ref=lambda x, w: TF.conv_transpose1d(x, w, padding=1), **CONV_TOL),
+    Case("conv_transpose3d", lambda x, w: F.conv_transpose3d(x, w, padding=1),
+         [(1, 2, 3, 4, 3), (2, 3, 3, 2, 3)], label="stride1",
+         ref=lambda x, w: TF.conv_transpose3d(x, w, padding=1), **CONV_TOL),
 ]
 
 POOL_CASES = [

@@ -11,10 +11,10 @@ import itertools
 import math
 
 from .. import dtype as dt
-from ..hl_ops.joining import cat
 from ..hl_ops.shape_utils import int_tuple
 from ..nn import functional as F
 from ..nn._grid import grid_coords, iota_grid
+from ..nn.conv import conv_windows
 from ..nn.sdpa import attention_scores
 from .unsupported import Unsupported
 
@@ -34,21 +34,19 @@ def _input_grad(grad, weight, in_size, stride, padding, dilation, groups):
 
 
 def _weight_grad(grad, x, kernel, stride, padding, dilation, groups):
-    """d(conv)/d(weight): per group, the convolution of the input (channels as the batch) by
-    the output gradient (batch as the channels), stride and dilation swapped, cut to the
-    kernel."""
+    """d(conv)/d(weight): per group, the output gradient (Og, N*P) times the transposed
+    windows of the input the convolution read (N*P, Cg*K): the forward's window gather
+    (nn.conv.conv_windows), so it takes the window matmul's kernels instead of a gather of its
+    own, as the forward does."""
     nd = len(kernel)
-    conv = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+    n, cout = grad.shape[0], grad.shape[1]
     cin = x.shape[1] // groups
-    cout = grad.shape[1] // groups
-    parts = []
-    for g in range(groups):
-        xs = x[:, g * cin:(g + 1) * cin].transpose(0, 1)        # (cin, n, *in)
-        gs = grad[:, g * cout:(g + 1) * cout].transpose(0, 1)   # (cout, n, *out)
-        w = conv(xs, gs, None, dilation, padding, stride, 1)    # (cin, cout, *k')
-        cut = (slice(None), slice(None)) + tuple(slice(0, k) for k in kernel)
-        parts.append(w[cut].transpose(0, 1))                     # (cout, cin, *kernel)
-    return parts[0] if groups == 1 else cat(parts, 0)
+    cols, _ = conv_windows(x, list(kernel), stride, [(p, p) for p in padding], dilation,
+                           groups, "convolution_backward")          # (G, Cg*K, N*P)
+    g = grad.reshape([n, groups, cout // groups, -1]).permute([1, 2, 0, 3])
+    g = g.reshape([groups, cout // groups, -1])                      # (G, Og, N*P)
+    w = g.matmul(cols.transpose(1, 2))                               # (G, Og, Cg*K)
+    return w.reshape([cout, cin] + list(kernel))
 
 
 def convolution_backward(grad, x, weight, bias_sizes, stride, padding, dilation, transposed,

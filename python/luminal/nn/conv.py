@@ -62,6 +62,38 @@ def _padding(padding, nd, kernel, dilation, stride, op: str):
     return [(p, p) for p in int_tuple(padding, nd, "padding", op)]
 
 
+def conv_windows(x, kernel, stride, pads, dilation, groups: int, op: str, weight_shape=None):
+    """The windows of x (N, C, *spatial) a convolution reads, as (G, Cg*K, N*P) with the
+    batch beside the positions (so each group's matmul runs over every image's positions at
+    once: one pass over the weight; few positions, as in a late layer's 7x7, fill the GEMM's
+    blocks), and the output's spatial sizes; `pads` (before, after) per spatial axis."""
+    nd = len(kernel)
+    n = x.st.dims[0]
+    per_group = const_int(x.st.dims[1], op, "input channels") // groups
+    flat_pads = []
+    for before, after in reversed(pads):
+        flat_pads += [before, after]
+    xp = x.pad_zeros(flat_pads)
+    out_sizes = []
+    for j in range(nd):
+        span = dilation[j] * (kernel[j] - 1) + 1
+        length = xp.st.dims[2 + j]
+        if length.is_const() and length.as_const() < span:
+            raise ShapeError(f"{op}: padded input size {length} along spatial dim {j} is "
+                             f"smaller than the kernel span {span} (input shape {x.shape}, "
+                             f"weight shape {weight_shape})")
+        out_sizes.append((length - span) // stride[j] + 1)
+    sizes = [groups, per_group] + list(kernel) + [n] + out_sizes
+    # Source coordinates: n; group * per_group + channel; out * stride + tap * dilation.
+    src = [[(2 + nd, 1)], [(0, per_group), (1, 1)]]
+    for j in range(nd):
+        src.append([(3 + nd + j, stride[j]), (2 + j, dilation[j])])
+    cols = gather_linear(xp, sizes, src)
+    cols = cols.reshape([Expr(groups), Expr(per_group) * product(kernel),
+                         as_expr(n) * product(out_sizes)])
+    return cols, out_sizes
+
+
 def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op: str):
     x, unbatched = _batched(input, nd, op)
     w_dims = _check_weight(weight, nd, op)
@@ -86,30 +118,7 @@ def _conv_nd(input, weight, bias, stride, padding, dilation, groups, nd: int, op
         cols = x.reshape([n, Expr(g), Expr(per_group), product(dims[2:])])
         wmat = weight.reshape([g, out_channels // g, per_group])
         return _finish(cols, wmat, bias, n, g, out_channels // g, list(dims[2:]), unbatched, op)
-    flat_pads = []
-    for before, after in reversed(pads):
-        flat_pads += [before, after]
-    xp = x.pad_zeros(flat_pads)
-    out_sizes = []
-    for j in range(nd):
-        span = dilation[j] * (kernel[j] - 1) + 1
-        length = xp.st.dims[2 + j]
-        if length.is_const() and length.as_const() < span:
-            raise ShapeError(f"{op}: padded input size {length} along spatial dim {j} is "
-                             f"smaller than the kernel span {span} (input shape {input.shape}, "
-                             f"weight shape {weight.shape})")
-        out_sizes.append((length - span) // stride[j] + 1)
-    # The batch beside the positions: windows (G, Cg*K, N*P), so each group's matmul runs over
-    # every image's positions at once (one pass over the weight; few positions, as in a late
-    # layer's 7x7, fill the GEMM's blocks), its result (G, Og, N*P) read as (N, G*Og, *out).
-    sizes = [g, per_group] + kernel + [n] + out_sizes
-    # Source coordinates: n; group * per_group + channel; out * stride + tap * dilation.
-    src = [[(2 + nd, 1)], [(0, per_group), (1, 1)]]
-    for j in range(nd):
-        src.append([(3 + nd + j, stride[j]), (2 + j, dilation[j])])
-    cols = gather_linear(xp, sizes, src)
-    cols = cols.reshape([Expr(g), Expr(per_group) * product(kernel),
-                         as_expr(n) * product(out_sizes)])
+    cols, out_sizes = conv_windows(x, kernel, stride, pads, dilation, g, op, weight.shape)
     wmat = weight.reshape([g, out_channels // g, per_group * product(kernel).as_const()])
     out = wmat.matmul(cols).reshape([Expr(g), Expr(out_channels // g), n] + list(out_sizes))
     out = out.permute([2, 0, 1] + list(range(3, 3 + nd)))
@@ -140,6 +149,12 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
         if not 0 <= op_ < max(s, d):
             raise ShapeError(f"{op}: output_padding {output_padding} must be smaller than "
                              f"stride {stride} or dilation {dilation}")
+    n, g = dims[0], groups
+    per_group = in_channels // g
+    if all(st == 1 for st in stride) and \
+            all(d * (k - 1) >= p for d, k, p in zip(dilation, kernel, padding)):
+        return _conv_transpose_as_conv(input, weight, bias, padding, output_padding, g,
+                                       dilation, kernel, op)
     # A zero in front of each spatial axis: positions with no input element read it.
     flat_pads = []
     for _ in range(nd):
@@ -154,8 +169,6 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
             raise ShapeError(f"{op}: output size {size} along spatial dim {j} is not positive "
                              f"(input shape {input.shape}, weight shape {weight.shape})")
         out_sizes.append(size)
-    n, g = dims[0], groups
-    per_group = in_channels // g
     sizes = [n, g, per_group] + kernel + out_sizes
     c = grid_coords(sizes)
     src = [c[0], c[1] * per_group + c[2]]
@@ -172,6 +185,27 @@ def _conv_transpose_nd(input, weight, bias, stride, padding, output_padding, gro
     w = w.permute([0, 2, 1] + list(range(3, 3 + nd)))
     wmat = w.reshape([g, out_per_group, per_group * product(kernel).as_const()])
     return _finish(cols, wmat, bias, n, g, out_per_group, out_sizes, unbatched, op)
+
+
+def _conv_transpose_as_conv(input, weight, bias, padding, output_padding, groups, dilation,
+                            kernel, op: str):
+    """A transposed convolution of stride 1 as the convolution it is: y[o] = sum_k x[o + p -
+    k * d] w[k] reads x padded by d * (K - 1) - p (and the output padding after) with the
+    kernel flipped and its channels swapped per group, so it takes the convolutions' kernels
+    (a window matmul, Winograd) instead of a gather of its own. A backward's input gradient."""
+    nd = len(kernel)
+    in_channels, out_per_group = weight.st.dims[0], weight.st.dims[1]
+    per_group = const_int(in_channels, op, "weight dims") // groups
+    w = weight.reshape([groups, per_group, out_per_group] + kernel)
+    w = w.permute([0, 2, 1] + list(range(3, 3 + nd)))
+    w = w.reshape([groups * const_int(out_per_group, op, "weight dims"), per_group] + kernel)
+    w = w.flip(*range(2, 2 + nd))
+    flat_pads = []
+    for j in reversed(range(nd)):
+        before = dilation[j] * (kernel[j] - 1) - padding[j]
+        flat_pads += [before, before + output_padding[j]]
+    return _conv_nd(input.pad_zeros(flat_pads), weight=w, bias=bias, stride=1, padding=0,
+                    dilation=dilation, groups=groups, nd=nd, op=op)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

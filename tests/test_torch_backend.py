@@ -268,7 +268,8 @@ def test_safe_softmax_gives_zeros_on_a_fully_masked_row():
 
 # Convolutions with stride, padding, dilation and groups, overlapping pooling windows with
 # padding: the backward's transposed convolution, weight gradient per group and max-pool
-# gradient placed window offset by window offset. Attention (SDPA, causal and with a float
+# gradient placed window offset by window offset; pooling windows that tile the input: each
+# place's gradient from its one window. Attention (SDPA, causal and with a float
 # mask): its backward from the forward's logsumexp (a decomposition of the forward that
 # returned the weights there gave wrong gradients).
 TRAINED = dict(MODELS, odd_cnn=(
@@ -276,6 +277,11 @@ TRAINED = dict(MODELS, odd_cnn=(
                           nn.ReLU(), nn.MaxPool2d(3, stride=2, padding=1), nn.Flatten(),
                           nn.Linear(6 * 3 * 3, 3)),
     lambda: torch.randn(2, 4, 11, 11)),
+    # windows that tile the input (stride = kernel, not square), a row and a column uncovered
+    tiled_pool_cnn=(
+        lambda: nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.MaxPool2d((2, 3)),
+                              nn.Flatten(), nn.Linear(4 * 4 * 3, 3)),
+        lambda: torch.randn(2, 3, 9, 10)),
     gpt2_block=(lambda: FirstOutput(gpt2_block()), lambda: torch.randn(2, 7, 16)),
     masked_encoder=(MaskedEncoder, lambda: torch.randn(2, 6, 16)))
 

@@ -99,6 +99,9 @@ def max_pool2d_with_indices_backward(grad, x, kernel, stride, padding, dilation,
     height, width = x.shape[-2:]
     oh, ow = grad.shape[-2:]
     graph = grad.graph
+    if stride == kernel and padding == (0, 0) and dilation == (1, 1) and \
+            oh * stride[0] <= height and ow * stride[1] <= width:
+        return _tiled_max_pool_backward(grad, indices, kernel, height, width)
     total = None
     for ky, kx in itertools.product(range(kernel[0]), range(kernel[1])):
         c = grid_coords([oh, ow])
@@ -111,6 +114,24 @@ def max_pool2d_with_indices_backward(grad, x, kernel, stride, padding, dilation,
         term = _place(term, grad.ndim - 1, stride[1], kx * dilation[1] - padding[1], width)
         total = term if total is None else total + term
     return total
+
+
+def _tiled_max_pool_backward(grad, indices, kernel, height, width):
+    """Windows that tile the input (stride = kernel, no padding): each input place is in one
+    window, so its gradient is its window's where the window's index names it, else 0; one
+    elementwise pass over (..., oh, ky, ow, kx), the rows and columns no window covers 0."""
+    (sy, sx), (oh, ow) = kernel, grad.shape[-2:]
+    tiles = list(grad.shape[:-2]) + [oh, sy, ow, sx]
+
+    def spread(t):
+        return t.unsqueeze(-1).unsqueeze(-3).expand(*tiles)
+
+    c = grid_coords([oh, sy, ow, sx])
+    place = iota_grid(grad.graph, [oh, sy, ow, sx],
+                      (c[0] * sy + c[1]) * width + c[2] * sx + c[3]).to(indices.dtype)
+    hit = (spread(indices) == place).to(grad.dtype)
+    out = (spread(grad) * hit).reshape(list(grad.shape[:-2]) + [oh * sy, ow * sx])
+    return out.pad_zeros([0, width - ow * sx, 0, height - oh * sy])
 
 
 def flash_attention_for_cpu_backward(grad, q, k, v, out, logsumexp, dropout_p, is_causal,

@@ -33,14 +33,6 @@ def _to_numpy(data) -> np.ndarray:
         raise DTypeError(f"cannot read data of type {type(data).__name__}: {e}") from None
 
 
-def _torch_tensor_type():
-    """torch.Tensor where torch is imported already (never imports it)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    return torch.Tensor if torch is not None else ()
-
-
 def _to_storage(array: np.ndarray, dtype) -> np.ndarray:
     """``array`` converted to the storage layout of ``dtype`` (bf16 as its 16-bit words)."""
     if array.dtype == object or array.dtype.kind in "USV":
@@ -211,22 +203,6 @@ class Runtime:
         flat = np.ascontiguousarray(storage).reshape(-1)
         self._set_input(tensor, flat, "set_storage")
         self._remember_parameter(tensor, "set_storage", storage, flat)
-
-    def _set_checked(self, tensor, data) -> None:
-        """set_data for a caller that has checked the data fits (the fx backend: its graph fixes
-        each input's shape, dynamo's guards the arguments'): a CPU torch tensor or numpy array
-        of the input's shape, converted and set without set_data's checks."""
-        array = data.numpy() if isinstance(data, _torch_tensor_type()) else data
-        storage = _to_storage(array.reshape(-1), tensor.dtype)
-        self._set_input(tensor, storage, "set_data")
-        self._remember_parameter(tensor, "set_data", data, storage)
-
-    def _outputs_checked(self, outputs) -> list:
-        """get for output ids a caller took from _output_id once: their values under one hold
-        of the lock ((id, dtype) pairs)."""
-        with self._guard.lock:
-            self._guard.check_outputs("get")
-            return [_from_storage(self._rt.get(o), d) for o, d in outputs]
 
     def _set_input(self, tensor, storage: np.ndarray, op: str) -> None:
         guard = self._guard

@@ -98,11 +98,6 @@ def _fallback(gm, reason: str, boxed: bool = False):
     return gm.forward
 
 
-# torch dtypes whose CPU tensors numpy reads as they are (Tensor.numpy()).
-_NUMPY_DTYPES = {torch.float32, torch.float64, torch.float16, torch.int64, torch.int32,
-                 torch.int16, torch.int8, torch.uint8, torch.bool}
-
-
 class CompiledGraph:
     """One FX graph compiled by luminal: called with the graph's inputs (torch tensors and
     ints), returns its outputs as torch tensors."""
@@ -121,11 +116,6 @@ class CompiledGraph:
         self.runtime = cx.search(runtime(), options.get("search", 1),
                                  cache=options.get("cache", True),
                                  verbose=options.get("verbose", False))
-        # Each call's inputs and outputs by the runtime's trusted paths: the graph fixes their
-        # shapes and dynamo's guards the arguments'. Arguments numpy cannot hold as they are
-        # (bfloat16, not on the CPU, not strided as numpy can) go through set_data.
-        self._outputs = [(self.runtime._output_id(o[1]), o[1].dtype)
-                         for o in self.converted.outputs if o[0] == "tensor"]
 
     def __call__(self, *args):
         rt, conv = self.runtime, self.converted
@@ -147,22 +137,17 @@ class CompiledGraph:
                 if self._set.get(i) == key:
                     continue
                 self._set[i] = key
-            arg = arg.detach()
-            if arg.device.type == "cpu" and arg.dtype in _NUMPY_DTYPES and not arg.is_neg():
-                rt._set_checked(t, arg)
-            else:
-                rt.set_data(t, arg)
+            rt.set_data(t, arg.detach())
         dims = conv.dims_of(args)
         rt.execute(dims)
-        values = iter(rt._outputs_checked(self._outputs))
-        return [self._result(o, dims, values) for o in conv.outputs]
+        return [self._result(o, dims) for o in conv.outputs]
 
-    def _result(self, out, dims, values=None):
+    def _result(self, out, dims):
         kind = out[0]
         if kind == "tensor":
             # a fresh array (ascontiguousarray would make a 0-d array 1-d); a 0-d 16-bit
             # result comes back as a numpy scalar
-            array = numpy.asarray(next(values))
+            array = numpy.asarray(self.runtime.get(out[1]))
             return torch.from_numpy(array.copy() if not array.flags.c_contiguous else array) \
                 .to(out[2])
         if kind == "expr":

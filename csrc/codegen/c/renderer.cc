@@ -18,6 +18,21 @@
 
 namespace luminal {
 
+namespace {
+// 2^f for |f| <= 0.5 (a polynomial) after k = round(c), f = c - k: lm_exp2f's and
+// lm_exp2f_flush's, which differ in the clamp of c before it and the scale by 2^k after.
+constexpr const char* kExp2Polynomial =
+    "  float k = floorf(c + 0.5f);\n"
+    "  float f = c - k;\n"
+    "  float p = 1.535336188319500e-4f;\n"
+    "  p = p * f + 1.339887440266574e-3f;\n"
+    "  p = p * f + 9.618437357674640e-3f;\n"
+    "  p = p * f + 5.550332471162809e-2f;\n"
+    "  p = p * f + 2.402264791363012e-1f;\n"
+    "  p = p * f + 6.931472028550421e-1f;\n"
+    "  p = p * f + 1.0f;\n";
+}  // namespace
+
 std::string CRenderer::prelude(const Program& program) const {
   std::string s = CLikeRenderer::prelude(program);
   s += "float log2f(float);\n"
@@ -31,16 +46,8 @@ std::string CRenderer::prelude(const Program& program) const {
   s += "/* 2^x without a libm call, so loops over it vectorize: 2^k * p(f) with |f| <= 0.5,\n"
        "   the scale split in two so subnormal and overflowing results round correctly. */\n";
   s += "static inline float lm_exp2f(float x) {\n"
-       "  float c = x < -151.0f ? -151.0f : (x > 129.0f ? 129.0f : x);\n"
-       "  float k = floorf(c + 0.5f);\n"
-       "  float f = c - k;\n"
-       "  float p = 1.535336188319500e-4f;\n"
-       "  p = p * f + 1.339887440266574e-3f;\n"
-       "  p = p * f + 9.618437357674640e-3f;\n"
-       "  p = p * f + 5.550332471162809e-2f;\n"
-       "  p = p * f + 2.402264791363012e-1f;\n"
-       "  p = p * f + 6.931472028550421e-1f;\n"
-       "  p = p * f + 1.0f;\n"
+       "  float c = x < -151.0f ? -151.0f : (x > 129.0f ? 129.0f : x);\n" +
+       std::string(kExp2Polynomial) +
        "  int32_t ki = (int32_t)k;\n"
        "  int32_t k1 = ki >> 1;\n"
        "  int32_t k2 = ki - k1;\n"
@@ -50,16 +57,8 @@ std::string CRenderer::prelude(const Program& program) const {
   s += "/* 2^x with a result below 2^-127 flushed to 0 (-inf gives 0), one scale: an attention's\n"
        "   softmax weights, each beside a weight of 1. NaN stays NaN. */\n";
   s += "static inline float lm_exp2f_flush(float x) {\n"
-       "  float c = x < -127.0f ? -127.0f : (x > 128.0f ? 128.0f : x);\n"
-       "  float k = floorf(c + 0.5f);\n"
-       "  float f = c - k;\n"
-       "  float p = 1.535336188319500e-4f;\n"
-       "  p = p * f + 1.339887440266574e-3f;\n"
-       "  p = p * f + 9.618437357674640e-3f;\n"
-       "  p = p * f + 5.550332471162809e-2f;\n"
-       "  p = p * f + 2.402264791363012e-1f;\n"
-       "  p = p * f + 6.931472028550421e-1f;\n"
-       "  p = p * f + 1.0f;\n"
+       "  float c = x < -127.0f ? -127.0f : (x > 128.0f ? 128.0f : x);\n" +
+       std::string(kExp2Polynomial) +
        "  return p * lm_float((uint32_t)((int32_t)k + 127) << 23);\n"
        "}\n";
   s += "/* log2 with 0 and 1 answered without a libm call: a mask's log2 of a 0/1 value (-inf\n"

@@ -218,32 +218,27 @@ def _adapt(source: str) -> tuple[str, dict]:
 
 
 class Emulated:
-    """Graphs compiled together into one shared library; run(i, feeds) executes graph i."""
+    """Graphs compiled together into one shared library; run(i, feeds) executes graph i. The
+    hooks (_render, _adapt, _launcher, _plan, _fault_flag, _kernel_args) are what a backend of
+    another source language overrides (tests/metal_emu.py)."""
+
+    SHIMS = (SHIM,)
 
     def __init__(self, items, workdir):
         """``items``: (graph, choice dict, dyn_map) triples."""
         self.items = items
         self.plans = []
-        parts = [SHIM]
+        parts = list(self.SHIMS)
         for i, (cx, choice, dyn_map) in enumerate(items):
             tc = _core.TuningChoice()
             tc.params = sorted((choice or {}).items())
-            src = _core.cuda_render(cx._g, "sm_90", tc)
-            body, params = _adapt(src)
+            body, params = self._adapt(self._render(cx, tc))
             parts.append(f"namespace emu{i} {{\n{body}\n")
             for name, types in params.items():
-                args = ", ".join(
-                    f"*({t}*)a[{k}]" if t == "int64_t" else f"({t})a[{k}]"
-                    for k, t in enumerate(types))
-                parts.append(f'extern "C" void launch_{i}_{name}(void** a, unsigned gx, '
-                             f"unsigned gy, unsigned gz, unsigned bx) {{ emu_run(gx, gy, gz, bx, "
-                             f"[&] {{ {name}({args}); }}); }}\n")
+                parts.append(self._launcher(i, name, types))
             parts.append("}\n")
-            # The module's index fault flag (codegen kIndexFault), as CudaRuntime reads it.
-            parts.append(f'extern "C" int32_t* index_fault_{i}() '
-                         f'{{ return &emu{i}::lm_index_fault; }}\n')
-            # Few multiprocessors keep grid-stride kernels to a few blocks (and striding).
-            self.plans.append(_core.cuda_launch_plan(cx._g, "sm_90", tc, dyn_map, 1))
+            parts.append(self._fault_accessor(i))
+            self.plans.append(self._plan(cx, tc, dyn_map))
         code = "".join(parts)
         digest = hashlib.sha256(code.encode()).hexdigest()[:16]
         lib = os.path.join(workdir, f"emu_{digest}.so")
@@ -255,6 +250,36 @@ class Emulated:
                    src_path, "-o", lib]
             subprocess.run(cmd, check=True, capture_output=True, text=True)
         self.lib = ctypes.CDLL(lib)
+
+    # ---- the CUDA backend's hooks ----------------------------------------------------------
+    def _render(self, cx, tc) -> str:
+        return _core.cuda_render(cx._g, "sm_90", tc)
+
+    def _adapt(self, source: str) -> tuple[str, dict]:
+        return _adapt(source)
+
+    def _launcher(self, i: int, name: str, types: list) -> str:
+        args = ", ".join(f"*({t}*)a[{k}]" if t == "int64_t" else f"({t})a[{k}]"
+                         for k, t in enumerate(types))
+        return (f'extern "C" void launch_{i}_{name}(void** a, unsigned gx, unsigned gy, '
+                f"unsigned gz, unsigned bx) {{ emu_run(gx, gy, gz, bx, [&] {{ {name}({args}); }}); }}\n")
+
+    def _fault_accessor(self, i: int) -> str:
+        # The module's index fault flag (codegen kIndexFault), as CudaRuntime reads it.
+        return f'extern "C" int32_t* index_fault_{i}() {{ return &emu{i}::lm_index_fault; }}\n'
+
+    def _plan(self, cx, tc, dyn_map):
+        # Few multiprocessors keep grid-stride kernels to a few blocks (and striding).
+        return _core.cuda_launch_plan(cx._g, "sm_90", tc, dyn_map, 1)
+
+    def _fault_flag(self, i: int):
+        flag = getattr(self.lib, f"index_fault_{i}")
+        flag.restype = ctypes.POINTER(ctypes.c_int32)
+        return flag().contents
+
+    def _kernel_args(self, pointers: list, dims: list, fault) -> list:
+        """The launch's argument addresses: its buffers', then its dims'."""
+        return pointers + [ctypes.addressof(v) for v in dims]
 
     def run(self, i, feeds: dict, outputs: list) -> list:
         """Runs graph ``i`` with ``feeds`` {input tensor: array}; returns ``outputs``' values."""
@@ -278,24 +303,19 @@ class Emulated:
                     else np.full(max(numel, 1), np.nan if dtype != lm.int32 and
                                  dtype != lm.bool_ else 7).astype(storage)
                 arrays.append(fill)  # poisoned: every output element must be written
-        flag = getattr(self.lib, f"index_fault_{i}")
-        flag.restype = ctypes.POINTER(ctypes.c_int32)
-        fault = flag()
-        fault.contents.value = 0
+        fault = self._fault_flag(i)
+        fault.value = 0
         dim_values = [ctypes.c_int64(v) for v in dims]
         for name, grid, block, buffer_ids, empty in launches:
             if empty:
                 continue
-            ptrs = [ctypes.c_void_p(arrays[b].ctypes.data) for b in buffer_ids]
-            args = (ctypes.c_void_p * (len(ptrs) + len(dim_values)))()
-            for k, p in enumerate(ptrs):
-                args[k] = p.value
-            for k, v in enumerate(dim_values):
-                args[len(ptrs) + k] = ctypes.addressof(v)
+            ptrs = [arrays[b].ctypes.data for b in buffer_ids]
+            addresses = self._kernel_args(ptrs, dim_values, fault)
+            args = (ctypes.c_void_p * len(addresses))(*addresses)
             fn = getattr(self.lib, f"launch_{i}_{name}")
             fn(args, ctypes.c_uint(grid[0]), ctypes.c_uint(grid[1]), ctypes.c_uint(grid[2]),
                ctypes.c_uint(block[0]))
-        if fault.contents.value:  # as CudaRuntime.execute raises (runtime.cc throw_index_fault)
+        if fault.value:  # as CudaRuntime.execute raises (runtime.cc throw_index_fault)
             raise lm.ShapeError("emulated: Gather: an index is out of range for its data")
         results = []
         for t in outputs:
@@ -316,7 +336,7 @@ class _ProgramTensor:
         self.id, self.st, self.shape = node, st, (None,)
 
 
-def run_program(cx, program, feeds, y, workdir):
+def run_program(cx, program, feeds, y, workdir, emulator=None):
     """Runs an extracted ``program`` of cx's graph (at cx.dyn_map) in the emulator on ``feeds``
     ({input tensor: torch tensor}); returns output y's value, flat."""
     import types
@@ -325,7 +345,7 @@ def run_program(cx, program, feeds, y, workdir):
 
     ids = _id_map(cx._g, program)
     graph = types.SimpleNamespace(_g=program.graph)
-    emu = Emulated([(graph, None, dict(cx.dyn_map))], str(workdir))
+    emu = (emulator or Emulated)([(graph, None, dict(cx.dyn_map))], str(workdir))
     out_node = ids[cx._g.find_output(y.id, y.st)]
     graph._g = types.SimpleNamespace(find_output=lambda node, view: out_node)
     fed = {_ProgramTensor(ids[t.id]): v.numpy() for t, v in feeds.items()}

@@ -10,7 +10,7 @@
 
 #include "runtime/cuda/cuda.h"
 #include "runtime/cuda/cuda_arena.h"
-#include "codegen/cuda/launch.h"
+#include "codegen/gpu_launch.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -21,9 +21,9 @@ namespace {
 std::tuple<std::vector<uint32_t>, std::vector<uint32_t>, bool> launch_dims_py(
     int mode, int block, const Expr& items, const Expr& m, const Expr& n, const Expr& batch,
     int64_t tile_m, int64_t tile_n, const DynMap& dims, int multiprocessors) {
-  const cuda::KernelLaunch l{"test", static_cast<cuda::LaunchMode>(mode), block, items, m, n,
+  const gpu::KernelLaunch l{"test", static_cast<gpu::LaunchMode>(mode), block, items, m, n,
                              batch, tile_m, tile_n};
-  cuda::LaunchDims d = cuda::launch_dims(l, dims, multiprocessors);
+  gpu::LaunchDims d = gpu::launch_dims(l, dims, multiprocessors);
   return {{d.grid[0], d.grid[1], d.grid[2]}, {d.block[0], d.block[1], d.block[2]}, d.empty};
 }
 

@@ -113,6 +113,20 @@ std::string CLikeRenderer::type_prelude() const {
          "typedef unsigned char uint8_t;\n";
 }
 
+std::string CLikeRenderer::bit_cast_helpers() const {
+  std::string q = helper_qualifiers() + " ";
+  return q + "uint32_t lm_bits(float f) {\n"
+             "  union { float f; uint32_t u; } c;\n"
+             "  c.f = f;\n"
+             "  return c.u;\n"
+             "}\n" +
+         q + "float lm_float(uint32_t u) {\n"
+             "  union { float f; uint32_t u; } c;\n"
+             "  c.u = u;\n"
+             "  return c.f;\n"
+             "}\n";
+}
+
 bool reads_bound_indices(const Program& program) {
   for (const Kernel& k : program.kernels) {
     for (const Value& v : k.values) {
@@ -146,16 +160,7 @@ std::string CLikeRenderer::prelude(const Program& program) const {
            "  int64_t r = a % b;\n"
            "  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n"
            "}\n";
-  s += q + "uint32_t lm_bits(float f) {\n"
-           "  union { float f; uint32_t u; } c;\n"
-           "  c.f = f;\n"
-           "  return c.u;\n"
-           "}\n";
-  s += q + "float lm_float(uint32_t u) {\n"
-           "  union { float f; uint32_t u; } c;\n"
-           "  c.u = u;\n"
-           "  return c.f;\n"
-           "}\n";
+  s += bit_cast_helpers();
   s += q + "float lm_f16_to_f32(uint16_t h) {\n"
            "  uint32_t sign = (uint32_t)(h & 0x8000u) << 16;\n"
            "  uint32_t e = (h >> 10) & 0x1fu;\n"
@@ -301,7 +306,7 @@ std::string CLikeRenderer::value_expr(const Kernel& kernel, ValueId id) const {
       }
       // Via double (exact for int32): GCC would fold (float)(int)f into truncf(f), which
       // keeps the sign of a negative fraction's zero (-0.0) where the int cast gives +0.
-      if (is_float(v.dtype)) return round_to(v.dtype, "(float)(double)" + arg(0));
+      if (is_float(v.dtype)) return round_to(v.dtype, int_to_float(arg(0)));
       if (v.dtype == DType::Bool) return "(int32_t)(" + arg(0) + " != 0)";
       return arg(0);
     }

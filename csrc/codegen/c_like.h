@@ -53,6 +53,8 @@ class CLikeRenderer {
   // The base version gives the typedefs (type_prelude) and the helpers every language needs.
   virtual std::string prelude(const Program& program) const;
   virtual std::string type_prelude() const;  // int64_t, int32_t, uint32_t, uint16_t, uint8_t
+  // lm_bits and lm_float, a float's bits and back: through a union in C, as_type in MSL.
+  virtual std::string bit_cast_helpers() const;
   // Qualifiers of a helper function: "static inline" in C, "__device__ ..." in CUDA.
   virtual std::string helper_qualifiers() const { return "static inline"; }
   // "void k0(float* restrict b2, const float* restrict b0, int64_t d0)" and the like.
@@ -95,6 +97,9 @@ class CLikeRenderer {
   virtual std::string index_fault_declaration() const;
   // An expression that raises kIndexFault and is `zero` (a load of an index out of range).
   virtual std::string index_fault(const std::string& zero) const;
+  // An Int value `x` as a float: via double in C (see value_expr), directly where there is no
+  // double (MSL).
+  virtual std::string int_to_float(const std::string& x) const { return "(float)(double)" + x; }
   // "restrict" in C, "__restrict__" in CUDA.
   virtual std::string restrict_keyword() const { return "restrict"; }
 

@@ -15,7 +15,7 @@ constexpr int kWarp = 32;
 }  // namespace
 
 std::string CudaRenderer::render_attention_kernel(const Program& program, const Kernel& k,
-                                                  cuda::KernelLaunch& launch) const {
+                                                  gpu::KernelLaunch& launch) const {
   const AttentionInfo& a = k.attention;
   const Loop& dl = k.loops[a.value_loop];
   const Loop& keys = k.reduce[a.key_reduce];

@@ -17,8 +17,8 @@
 namespace luminal {
 
 namespace {
-using cuda::KernelLaunch;
-using cuda::LaunchMode;
+using gpu::KernelLaunch;
+using gpu::LaunchMode;
 
 constexpr int kDefaultRows = 8;  // rows of A per pass over W
 constexpr int kDefaultCols = 2;  // rows of W (columns of C) per warp: independent loads in flight
@@ -89,7 +89,7 @@ std::string CudaRenderer::render_gemv(const Program& program, const Kernel& k,
          ", 16-byte loads along k */");
   w.open(signature(program, k, launch.block));
   if (split > 1) {
-    w.line("__shared__ float lm_sums[" + str(launch.block / 32) + "][" + str(rows * cols) + "];");
+    w.line(shared("float lm_sums[" + str(launch.block / 32) + "][" + str(rows * cols) + "];"));
   }
   w.line("const int lm_lane = threadIdx.x & 31;");
   w.line("const int lm_part = (threadIdx.x >> 5) % " + str(split) + ";");
@@ -151,10 +151,10 @@ void CudaRenderer::emit_gemv_vectors(const Kernel& k, const GemvPlan& p, CodeWri
          "; lm_k < lm_kv; lm_k += " + str(32 * p.split * p.width) + ")");
   w.line("float lm_b[" + str(p.cols) + "][" + str(p.width) + "];");
   open_unrolled("c", p.cols, w);
-  w.line("const uint4 lm_raw = *(const uint4*)(" + p.b + " + lm_bc[c] + lm_k);");
+  w.line("const uint4 lm_raw = *(const " + global_pointer("uint4") + ")(" + p.b + " + lm_bc[c] + lm_k);");
   open_unrolled("u", p.width, w);
   w.line("lm_b[c][u] = " +
-         to_compute(mm.b_stored, "((const " + storage_type(mm.b_stored) + "*)&lm_raw)[u]") +
+         to_compute(mm.b_stored, "((const " + local_pointer(storage_type(mm.b_stored)) + ")&lm_raw)[u]") +
          ";");
   w.close();
   w.close();
@@ -165,12 +165,12 @@ void CudaRenderer::emit_gemv_vectors(const Kernel& k, const GemvPlan& p, CodeWri
   w.open("if (lm_avec)");
   w.line(p.a_raw + " lm_araw[" + str(p.a_loads) + "];");
   open_unrolled("q", p.a_loads, w);
-  w.line("lm_araw[q] = *(const " + p.a_raw + "*)(" + p.a + " + lm_ar + lm_k + q * " +
+  w.line("lm_araw[q] = *(const " + global_pointer(p.a_raw) + ")(" + p.a + " + lm_ar + lm_k + q * " +
          str(p.a_width) + ");");
   w.close();
   open_unrolled("u", p.width, w);
   w.line("lm_a[u] = " +
-         to_compute(mm.a_stored, "((const " + storage_type(mm.a_stored) + "*)lm_araw)[u]") +
+         to_compute(mm.a_stored, "((const " + local_pointer(storage_type(mm.a_stored)) + ")lm_araw)[u]") +
          ";");
   w.close();
   w.middle("} else {");
@@ -180,7 +180,7 @@ void CudaRenderer::emit_gemv_vectors(const Kernel& k, const GemvPlan& p, CodeWri
   w.close();
   open_unrolled("c", p.cols, w);
   open_unrolled("u", p.width, w);
-  w.line(p.acc + " = fmaf(lm_a[u], lm_b[c][u], " + p.acc + ");");
+  w.line(p.acc + " = " + fma() + "(lm_a[u], lm_b[c][u], " + p.acc + ");");
   w.close();
   w.close();
   w.close();
@@ -202,7 +202,7 @@ void CudaRenderer::emit_gemv_tail(const Kernel& k, const GemvPlan& p, CodeWriter
   w.line("const float lm_a = " +
          to_compute(mm.a_stored, p.a + "[lm_a0 + (lm_m0 + i) * lm_am + lm_k * lm_ak]") + ";");
   open_unrolled("c", p.cols, w);
-  w.line(p.acc + " = fmaf(lm_a, lm_b[c], " + p.acc + ");");
+  w.line(p.acc + " = " + fma() + "(lm_a, lm_b[c], " + p.acc + ");");
   w.close();
   w.close();
   w.close();
@@ -238,7 +238,7 @@ void CudaRenderer::emit_gemv_store(const Kernel& k, const GemvPlan& p, CodeWrite
     w.close();
     w.close();
     w.close();
-    w.line("__syncthreads();");
+    w.line(barrier());
     w.open("if (lm_part == 0 && lm_live && lm_lane < " + str(p.rows * p.cols) + ")");
     w.line("const int i = lm_lane / " + str(p.cols) + ", c = lm_lane % " + str(p.cols) + ";");
     w.line("float lm_total = 0.0f;");
@@ -251,7 +251,7 @@ void CudaRenderer::emit_gemv_store(const Kernel& k, const GemvPlan& p, CodeWrite
     emit_sum_store(k, "lm_total", w);
     w.close();
     w.close();
-    w.line("__syncthreads();");
+    w.line(barrier());
   }
 }
 

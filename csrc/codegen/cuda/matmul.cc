@@ -11,8 +11,8 @@
 namespace luminal {
 
 namespace {
-using cuda::KernelLaunch;
-using cuda::LaunchMode;
+using gpu::KernelLaunch;
+using gpu::LaunchMode;
 
 // The common preamble: batch vars from blockIdx.z, sizes, tile origin, operand bases/strides.
 struct MatmulNames {
@@ -117,8 +117,8 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) +
          "; matmul in 64x64 shared-memory tiles, f32 accumulators */");
   w.open(signature(program, k, 256));
-  w.line("__shared__ float lm_as[16][64 + 4];");
-  w.line("__shared__ float lm_bs[16][64 + 4];");
+  w.line(shared("float lm_as[16][64 + 4];"));
+  w.line(shared("float lm_bs[16][64 + 4];"));
   MatmulNames n = preamble(k, mm, kTile, kTile, w);
   const bool a_k_fast = is_const(mm.a_k, 1) || !is_const(mm.a_m, 1);
   const bool b_n_fast = is_const(mm.b_n, 1) || !is_const(mm.b_k, 1);
@@ -140,7 +140,7 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.line("lm_bs[lm_kb][lm_nn] = (lm_n < lm_N && lm_kbb < lm_K) ? " +
          to_compute(mm.b_stored, n.b + "[lm_b0 + lm_kbb * lm_bk + lm_n * lm_bn]") + " : 0.0f;");
   w.close();
-  w.line("__syncthreads();");
+  w.line(barrier());
   w.line("#pragma unroll");
   w.open("for (int lm_kk = 0; lm_kk < 16; lm_kk++)");
   w.line("float lm_a[4], lm_b[4];");
@@ -150,9 +150,9 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.line("for (int j = 0; j < 4; j++) lm_b[j] = lm_bs[lm_kk][lm_tx + 16 * j];");
   w.line("#pragma unroll");
   w.line("for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) "
-         "lm_acc[i][j] = fmaf(lm_a[i], lm_b[j], lm_acc[i][j]);");
+         "lm_acc[i][j] = " + fma() + "(lm_a[i], lm_b[j], lm_acc[i][j]);");
   w.close();
-  w.line("__syncthreads();");
+  w.line(barrier());
   w.close();
   store_tile(n, {4, 4}, "lm_m0 + lm_ty + 16 * i", "lm_n0 + lm_tx + 16 * j",
              [&](CodeWriter& out) { emit_sum_store(k, "lm_acc[i][j]", out); }, w);
@@ -215,7 +215,7 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   w.open("else");
   load_rows("lm_bs", "n", n.b, "lm_b0 + lm_k * lm_bk + lm_n * lm_bn", false, w);
   w.close();
-  w.line("__syncthreads();");
+  w.line(barrier());
   w.line("#pragma unroll");
   w.open("for (int lm_ks = 0; lm_ks < 32; lm_ks += 16)");
   w.line("uint32_t lm_af[4][4], lm_bf[4][2];");
@@ -237,7 +237,7 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   w.line("for (int i = 0; i < 4; i++) for (int j = 0; j < 4; j++) " + mma +
          "(lm_acc[i][j], lm_af[i], lm_bf[j]);");
   w.close();
-  w.line("__syncthreads();");
+  w.line(barrier());
   w.close();
   store_tile(n, {4, 4, 4}, "lm_m0 + lm_wm * 64 + i * 16 + lm_g + (c >> 1) * 8",
              "lm_n0 + lm_wn * 32 + j * 8 + lm_t * 2 + (c & 1)",

@@ -13,8 +13,8 @@
 namespace luminal {
 
 namespace {
-using cuda::KernelLaunch;
-using cuda::LaunchMode;
+using gpu::KernelLaunch;
+using gpu::LaunchMode;
 
 // Loads inside the reduction loop that read consecutive elements along r0: 16-byte loads.
 struct VectorLoad {
@@ -192,8 +192,8 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
       const Value& lv = kernel.values[v.value];
       size_t bytes = dtype_size(lv.dtype) * static_cast<size_t>(width);
       std::string raw = bytes == 16 ? "uint4" : "uint2";
-      w.line("const " + raw + " lm_raw" + std::to_string(v.value) + " = *(const " + raw +
-             "*)(" + buffer_name(lv.buffer) + " + (" + lv.index.substitute(r, Expr::symbol(
+      w.line("const " + raw + " lm_raw" + std::to_string(v.value) + " = *(const " +
+             global_pointer(raw) + ")(" + buffer_name(lv.buffer) + " + (" + lv.index.substitute(r, Expr::symbol(
              "lm_rb")).to_c() + "));");
     }
     w.line("#pragma unroll");
@@ -209,7 +209,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
         continue;
       }
       const Value& lv = kernel.values[i];
-      std::string raw = "((const " + storage_type(lv.dtype) + "*)&lm_raw" + std::to_string(i) +
+      std::string raw = "((const " + local_pointer(storage_type(lv.dtype)) + ")&lm_raw" + std::to_string(i) +
                         ")[lm_u]";
       w.line(compute_type(lv.dtype) + " " + value_name(i) + " = " + to_compute(lv.dtype, raw) +
              ";");
@@ -250,7 +250,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) +
          "; 32 outputs per block, 8 warps split the reduction */");
   w.open(signature(program, kernel, 256));
-  w.line("__shared__ " + t + " lm_part[8][33];");
+  w.line(shared(t + " lm_part[8][33];"));
   w.line("const int lm_lane = threadIdx.x & 31, lm_warp = threadIdx.x >> 5;");
   w.line("const int64_t lm_r_extent = " + loop.extent.to_c() + ";");
   w.open("for (int64_t lm_base = (int64_t)blockIdx.x * 32; lm_base < " + items +
@@ -265,7 +265,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   w.close();
   w.close();
   w.line("lm_part[lm_warp][lm_lane] = " + acc + ";");
-  w.line("__syncthreads();");
+  w.line(barrier());
   w.open("if (lm_warp == 0 && lm_o < " + items + ")");
   emit_unravel(kernel.loops, "lm_o", w);
   w.line(acc + " = lm_part[0][lm_lane];");
@@ -274,7 +274,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   finish_reduction(kernel, w);
   w.line(store_statement(kernel));
   w.close();
-  w.line("__syncthreads();");
+  w.line(barrier());
   w.close();
   w.close();
   return w.str();

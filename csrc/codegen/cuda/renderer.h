@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "codegen/c_like.h"
-#include "codegen/cuda/launch.h"
+#include "codegen/gpu_launch.h"
 
 namespace luminal {
 
@@ -52,7 +52,7 @@ void emit_unravel(const std::vector<Loop>& loops, const std::string& item, CodeW
 
 struct CudaSource {
   std::string source;                      // one translation unit, every kernel
-  std::vector<cuda::KernelLaunch> launches;  // per kernel, in execution order
+  std::vector<gpu::KernelLaunch> launches;  // per kernel, in execution order
 };
 
 class CudaRenderer : public CLikeRenderer {
@@ -62,7 +62,7 @@ class CudaRenderer : public CLikeRenderer {
   CudaRenderer(const CudaSchedule& schedule, int sm, const CudaSchedule& fixed = {})
       : schedule_(schedule), fixed_(fixed), sm_(sm) {}
   // The schedule `kernel` is rendered with.
-  CudaSchedule schedule_of(const Kernel& kernel) const;
+  virtual CudaSchedule schedule_of(const Kernel& kernel) const;
   // `with_prelude` = false leaves out the helpers, to put several programs in one unit.
   CudaSource render_program(const Program& program, bool with_prelude = true) const;
 
@@ -75,6 +75,19 @@ class CudaRenderer : public CLikeRenderer {
   void open_output_loops(const Kernel& kernel, CodeWriter& w) const override;
   void close_output_loops(const Kernel& kernel, CodeWriter& w) const override;
   std::string restrict_keyword() const override { return "__restrict__"; }
+
+  // What the thread mappings spell in CUDA and MSL spells apart (MetalRenderer,
+  // codegen/metal/renderer.h, renders these mappings in MSL): a kernel's signature, a block
+  // barrier, a shared-memory declaration, a pointer type in a cast to global or to thread-local
+  // memory, and the fused multiply-add.
+  virtual std::string signature(const Program& program, const Kernel& kernel, int block) const;
+  virtual std::string barrier() const { return "__syncthreads();"; }
+  virtual std::string shared(const std::string& declaration) const {
+    return "__shared__ " + declaration;
+  }
+  virtual std::string global_pointer(const std::string& type) const { return type + "*"; }
+  virtual std::string local_pointer(const std::string& type) const { return type + "*"; }
+  virtual std::string fma() const { return "fmaf"; }
 
  private:
   // The kernel a mapping renders (each with its launch mode).
@@ -89,17 +102,17 @@ class CudaRenderer : public CLikeRenderer {
   Mapping choose(const Kernel& kernel) const;
   // `kernel` in the thread mapping choose() picks for it, `launch` filled in to match.
   std::string render_mapped(const Program& program, const Kernel& kernel,
-                            cuda::KernelLaunch& launch) const;
+                            gpu::KernelLaunch& launch) const;
   std::string render_warp_kernel(const Program& program, const Kernel& kernel,
-                                 cuda::KernelLaunch& launch) const;
+                                 gpu::KernelLaunch& launch) const;
   std::string render_split_kernel(const Program& program, const Kernel& kernel,
-                                  cuda::KernelLaunch& launch) const;
+                                  gpu::KernelLaunch& launch) const;
   std::string render_tiled_matmul(const Program& program, const Kernel& kernel,
-                                  cuda::KernelLaunch& launch) const;
+                                  gpu::KernelLaunch& launch) const;
   std::string render_mma_matmul(const Program& program, const Kernel& kernel,
-                                cuda::KernelLaunch& launch) const;
+                                gpu::KernelLaunch& launch) const;
   std::string render_gemv(const Program& program, const Kernel& kernel,
-                          cuda::KernelLaunch& launch) const;
+                          gpu::KernelLaunch& launch) const;
   // render_gemv's pieces (cuda/gemv.cc): a pass's steps over whole 16-byte vectors of k, the
   // rest of k an element a lane then the warp sums, and the store of the pass's sums (through
   // shared memory where warps split k).
@@ -109,15 +122,15 @@ class CudaRenderer : public CLikeRenderer {
   void emit_gemv_store(const Kernel& k, const GemvPlan& p, CodeWriter& w) const;
   // A row kernel (kernel/row_kernel.h; cuda/row.cc): a warp per row.
   std::string render_row_kernel(const Program& program, const Kernel& kernel,
-                                cuda::KernelLaunch& launch) const;
+                                gpu::KernelLaunch& launch) const;
   // An attention kernel (kernel/attention.h; cuda/attention.cc): a warp per query row.
   std::string render_attention_kernel(const Program& program, const Kernel& kernel,
-                                      cuda::KernelLaunch& launch) const;
+                                      gpu::KernelLaunch& launch) const;
   // What the warp-per-row kernels share (cuda/row.cc): `launch` a warp per element of the
   // product of loops `rows` (RowInfo::rows, AttentionInfo::rows); the comment (`what`), the
   // signature, the grid-stride loop of warps and the row's loop variables, left open.
   void open_warp_per_row(const Program& program, const Kernel& k, const std::vector<int>& rows,
-                         const std::string& what, cuda::KernelLaunch& launch,
+                         const std::string& what, gpu::KernelLaunch& launch,
                          CodeWriter& w) const;
   // Row kernel `k`'s online loop (kernel/row_kernel.h match_online): its max and sum in one
   // loop of the lanes, each keeping a (max, sum) pair, combined across the warp.
@@ -125,7 +138,6 @@ class CudaRenderer : public CLikeRenderer {
                         CodeWriter& w) const;
   // The warp-wide reduction helper of reduction `red`: "lm_warp_sum" and the like.
   static std::string warp_reduce_fn(const Value& red);
-  std::string signature(const Program& program, const Kernel& kernel, int block) const;
   // What the reduction mappings share: the reduce value, its loop, its compute type, the
   // accumulator's and the reduced value's names.
   struct Reduction {

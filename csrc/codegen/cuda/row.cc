@@ -11,14 +11,14 @@ namespace luminal {
 
 void CudaRenderer::open_warp_per_row(const Program& program, const Kernel& k,
                                      const std::vector<int>& rows, const std::string& what,
-                                     cuda::KernelLaunch& launch, CodeWriter& w) const {
+                                     gpu::KernelLaunch& launch, CodeWriter& w) const {
   std::vector<Loop> outer;
   std::vector<Expr> extents;
   for (int i : rows) {
     outer.push_back(k.loops[i]);
     extents.push_back(k.loops[i].extent);
   }
-  launch.mode = cuda::LaunchMode::kWarpPerItem;
+  launch.mode = gpu::LaunchMode::kWarpPerItem;
   launch.items = product(extents);
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) + "; " + what + " */");
   w.open(signature(program, k, launch.block));
@@ -29,7 +29,7 @@ void CudaRenderer::open_warp_per_row(const Program& program, const Kernel& k,
 }
 
 std::string CudaRenderer::render_row_kernel(const Program& program, const Kernel& k,
-                                            cuda::KernelLaunch& launch) const {
+                                            gpu::KernelLaunch& launch) const {
   const RowInfo& row = k.row;
   CodeWriter w;
   open_warp_per_row(program, k, row.rows,

@@ -3,7 +3,6 @@
 // rules, or a program-wide tuning choice), layering them, and checking them. What each choice
 // renders lives in cuda/renderer.cc, cuda/matmul.cc and cuda/gemv.cc; what it costs in
 // runtime/cuda/cuda_kernel_cost.h.
-#include <optional>
 #include <string>
 
 #include "codegen/cuda/renderer.h"
@@ -15,19 +14,8 @@
 namespace luminal {
 
 namespace {
-// How a parameter's values are checked.
-enum class Range {
-  kUpTo,       // 0 (automatic) to max
-  kBlock,      // 0, or a multiple of 32 in [32, 1024]
-  kPowerOfTwo  // 0, or a power of two up to max
-};
-struct Param {
-  const char* name;
-  int CudaSchedule::*field;  // null: the lowering's own parameter, read from the node
-  Range range;
-  int max;
-};
-constexpr Param kParams[] = {
+using Range = ScheduleRange;
+constexpr ScheduleParam<CudaSchedule> kParams[] = {
     {"cuda_block", &CudaSchedule::block, Range::kBlock, 1024},
     {"cuda_reduce", &CudaSchedule::reduce, Range::kUpTo, 3},
     {"cuda_matmul", &CudaSchedule::matmul, Range::kUpTo, 4},
@@ -40,71 +28,18 @@ constexpr Param kParams[] = {
     {kRowParam, nullptr, Range::kUpTo, 2},
     {kAttentionParam, nullptr, Range::kUpTo, 1},
 };
-
-const Param* find_param(const std::string& name) {
-  for (const Param& p : kParams) {
-    if (name == p.name) return &p;
-  }
-  return nullptr;
-}
-
-bool in_range(const Param& p, int64_t value) {
-  if (value == 0) return true;
-  if (value < 0 || value > p.max) return false;
-  switch (p.range) {
-    case Range::kUpTo:
-      return true;
-    case Range::kBlock:
-      return value >= 32 && value % 32 == 0;
-    case Range::kPowerOfTwo:
-      return (value & (value - 1)) == 0;
-  }
-  return false;
-}
-
-std::string range_text(const Param& p) {
-  const std::string max = std::to_string(p.max);
-  switch (p.range) {
-    case Range::kUpTo:
-      return "0 (automatic) to " + max;
-    case Range::kBlock:
-      return "a multiple of 32 in [32, " + max + "] (0: automatic)";
-    case Range::kPowerOfTwo:
-      return "a power of two up to " + max + " (0: automatic)";
-  }
-  return "";
-}
 }  // namespace
 
 CudaSchedule CudaSchedule::with(const ScheduleParams& params) const {
-  CudaSchedule s = *this;
-  for (const auto& [name, value] : params) {
-    const Param* p = find_param(name);
-    if (p && p->field) s.*p->field = static_cast<int>(value);
-  }
-  return s;
+  return schedule_with(*this, kParams, params);
 }
 
 CudaSchedule CudaSchedule::under(const CudaSchedule& top) const {
-  CudaSchedule s = *this;
-  for (const Param& p : kParams) {
-    if (p.field && top.*p.field != 0) s.*p.field = top.*p.field;
-  }
-  return s;
+  return schedule_under(*this, kParams, top);
 }
 
 void check_cuda_schedule(const ScheduleParams& params, const std::string& where) {
-  for (const auto& [name, value] : params) {
-    const Param* known = find_param(name);
-    if (!known) {
-      throw CompileError("CUDA: unknown schedule parameter '" + name + "' in " + where +
-                         " (known: " + schedule_names(kParams) + ")");
-    }
-    if (!in_range(*known, value)) {
-      throw CompileError("CUDA: schedule parameter " + name + " = " + std::to_string(value) +
-                         " in " + where + " is out of range: " + range_text(*known));
-    }
-  }
+  check_schedule_params(kParams, params, where, "CUDA");
 }
 
 }  // namespace luminal

@@ -232,7 +232,7 @@ void CudaRuntime::compile(const Graph& graph, const TuningChoice& choice) {
   for (auto& [id, b] : inputs_) driver_->cuMemFree(b.ptr);
   inputs_.clear();
   driver_->check(driver_->cuModuleLoadData(&module_, cubin.data()), "cuModuleLoadData");
-  for (const cuda::KernelLaunch& l : src.launches) {
+  for (const gpu::KernelLaunch& l : src.launches) {
     CUfunction f = nullptr;
     driver_->check(driver_->cuModuleGetFunction(&f, module_, l.name.c_str()),
                    "cuModuleGetFunction");
@@ -336,7 +336,7 @@ void CudaRuntime::plan_run(const DynMap& dims) {
   const char* failed_call = nullptr;
   for (size_t k = 0; k < program_.kernels.size() && failure == 0; ++k) {
     const Kernel& kernel = program_.kernels[k];
-    LaunchDims d = launch_dims(launches_[k], dims, multiprocessors_);
+    gpu::LaunchDims d = gpu::launch_dims(launches_[k], dims, multiprocessors_);
     if (d.empty) continue;
     std::vector<CUdeviceptr> ptrs;
     ptrs.push_back(pointers_[kernel.out]);

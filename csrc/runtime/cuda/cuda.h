@@ -60,7 +60,7 @@ std::string cuda_fingerprint(const Graph& graph, const std::string& arch,
 struct CudaLaunchPlan {
   struct Launch {
     std::string name;
-    cuda::LaunchDims dims;
+    gpu::LaunchDims dims;
     std::vector<BufferId> buffers;  // the kernel's buffer parameters, in order
   };
   std::vector<Launch> launches;
@@ -151,7 +151,7 @@ class CudaRuntime : public Runtime {
   Program program_;
   Liveness liveness_;
   std::string source_;
-  std::vector<cuda::KernelLaunch> launches_;
+  std::vector<gpu::KernelLaunch> launches_;
   cuda::CUmodule module_ = nullptr;
   // The module's index fault flag (codegen kIndexFault) where a kernel reads a bound index,
   // else 0: read after every execute, cleared after a fault.

@@ -1,11 +1,11 @@
 // launch_dims: grid and block sizes of a kernel for one dyn_map.
-#include "codegen/cuda/launch.h"
+#include "codegen/gpu_launch.h"
 
 #include <algorithm>
 
 #include "core/errors.h"
 
-namespace luminal::cuda {
+namespace luminal::gpu {
 
 namespace {
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -14,7 +14,7 @@ int64_t eval_nonneg(const Expr& e, const DynMap& dims, const std::string& kernel
                     const char* what) {
   int64_t v = e.eval(dims);
   if (v < 0) {
-    throw ShapeError("CUDA launch of " + kernel + ": " + what + " " + e.to_string() + " is " +
+    throw ShapeError("launch of " + kernel + ": " + what + " " + e.to_string() + " is " +
                      std::to_string(v) + " < 0");
   }
   return v;
@@ -49,7 +49,7 @@ LaunchDims launch_dims(const KernelLaunch& launch, const DynMap& dims, int multi
       int64_t gy = std::max<int64_t>(1, ceil_div(m, launch.tile_m));
       int64_t gz = std::max<int64_t>(1, batch);
       if (gx > 2147483647 || gy > 65535 || gz > 65535) {
-        throw ShapeError("CUDA launch of " + launch.name + ": a grid of (" + std::to_string(gx) +
+        throw ShapeError("launch of " + launch.name + ": a grid of (" + std::to_string(gx) +
                          ", " + std::to_string(gy) + ", " + std::to_string(gz) +
                          ") tiles exceeds the device's limits");
       }
@@ -62,4 +62,4 @@ LaunchDims launch_dims(const KernelLaunch& launch, const DynMap& dims, int multi
   return d;
 }
 
-}  // namespace luminal::cuda
+}  // namespace luminal::gpu

@@ -1,6 +1,7 @@
-// How a rendered CUDA kernel maps onto the grid: the renderer decides a kernel's mapping
-// (KernelLaunch, symbolic in the program's dims), and launch_dims turns it into grid and
-// block sizes for one dyn_map. Pure arithmetic: tested without a GPU.
+// How a rendered GPU kernel maps onto the grid, shared by the CUDA and Metal renderers: the
+// renderer decides a kernel's mapping (KernelLaunch, symbolic in the program's dims), and
+// launch_dims turns it into grid and block sizes for one dyn_map. A CUDA block is a Metal
+// threadgroup, a warp a simdgroup (32 lanes on both). Pure arithmetic: tested without a GPU.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,11 @@
 
 #include "core/symbolic.h"
 
-namespace luminal::cuda {
+namespace luminal::gpu {
 
 enum class LaunchMode : uint8_t {
   kThreadPerItem,  // one thread per output element, grid-stride loop over `items`
-  kWarpPerItem,    // one warp per output element (warp-shuffle reduction), grid-stride
+  kWarpPerItem,    // one warp (simdgroup) per output element (a shuffle reduction), grid-stride
   kTile2D,         // matmul tiles: grid (ceil(n / tile_n), ceil(m / tile_m), batch)
   kSplitReduce,    // 32 outputs per block, its warps splitting the reduction, grid-stride
 };
@@ -28,7 +29,7 @@ struct KernelLaunch {
   Expr batch = 1;
   int64_t tile_m = 1;      // kTile2D: output tile of one block
   int64_t tile_n = 1;
-  int shared_bytes = 0;    // dynamic shared memory per block
+  int shared_bytes = 0;    // dynamic shared memory per block (CUDA; Metal's is static)
 };
 
 struct LaunchDims {
@@ -44,4 +45,4 @@ struct LaunchDims {
 LaunchDims launch_dims(const KernelLaunch& launch, const DynMap& dims, int multiprocessors,
                        int max_blocks_per_sm = 32);
 
-}  // namespace luminal::cuda
+}  // namespace luminal::gpu

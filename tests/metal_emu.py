@@ -1,0 +1,121 @@
+"""A CPU emulator for luminal's generated Metal Shading Language, for tests on any system, as
+tests/cuda_emu.py is for CUDA (whose fibers, barriers and shuffles it shares): the MSL of a
+graph is compiled by the host C++ compiler against a small header that maps MSL onto C++
+(address spaces and [[attributes]] dropped, threadgroup memory shared by a threadgroup's
+fibers, threadgroup_barrier a barrier, simd_shuffle_xor a simdgroup-wide exchange, as_type a bit
+copy, atomic_store_explicit a store), then every kernel runs with the runtime's own launch plan
+(runtime/metal/metal_plan.h) and calling convention (codegen/metal/renderer.h). It checks the
+kernels' logic (indexing, reductions, tiles, the calling convention); it says nothing about
+speed, and it does not check that Apple's compiler accepts the source (that needs a Mac)."""
+
+from __future__ import annotations
+
+import ctypes
+import re
+
+from luminal import _core
+
+import cuda_emu
+
+# After cuda_emu.SHIM: MSL's spellings in C++.
+METAL_SHIM = r"""
+#include <cstdint>
+typedef unsigned short ushort;
+struct uint3 { unsigned x, y, z; };
+inline uint3 emu_uint3(const dim3& d) { return {d.x, d.y, d.z}; }
+namespace metal {
+enum class mem_flags { mem_none, mem_device, mem_threadgroup };
+inline void threadgroup_barrier(mem_flags) { __syncthreads(); }
+template <typename T>
+T simd_shuffle_xor(T v, ushort mask) { return __shfl_xor_sync(0xffffffffu, v, (int)mask); }
+template <typename To, typename From>
+To as_type(From v) {
+  static_assert(sizeof(To) == sizeof(From), "as_type keeps the size");
+  To r;
+  std::memcpy(&r, &v, sizeof r);
+  return r;
+}
+struct atomic_int { int32_t value; };
+enum memory_order { memory_order_relaxed };
+inline void atomic_store_explicit(atomic_int* p, int32_t v, memory_order) { p->value = v; }
+}  // namespace metal
+#define kernel
+#define device
+#define constant
+#define thread
+#define threadgroup static
+"""
+
+_SIG = re.compile(r"^kernel void (\w+)\((.*)\) \{$", re.M)
+_ATTR = re.compile(r"\s*\[\[[^\]]*\]\]")
+_POSITIONS = {"threadIdx": "emu_uint3(threadIdx)", "blockIdx": "emu_uint3(blockIdx)",
+              "blockDim": "emu_uint3(blockDim)", "gridDim": "emu_uint3(gridDim)"}
+
+
+def _adapt(source: str) -> tuple[str, dict]:
+    """The MSL made host C++ (its include dropped: the shim is metal_stdlib) and each kernel's
+    parameters: ("ptr", type) for a buffer or the fault flag, ("dim", "") for a dim,
+    ("pos", expression) for a thread position."""
+    params = {}
+    for name, plist in _SIG.findall(source):
+        kinds = []
+        for p in plist.split(", "):
+            decl = _ATTR.sub("", p).strip()
+            var = decl.split()[-1].lstrip("*&")
+            if var in _POSITIONS:
+                kinds.append(("pos", _POSITIONS[var]))
+            elif "&" in decl:
+                kinds.append(("dim", ""))
+            else:
+                base = decl[: decl.rindex("*") + 1]
+                kinds.append(("ptr", " ".join(w for w in base.split() if w != "device")))
+        params[name] = kinds
+    return source.replace("#include <metal_stdlib>", ""), params
+
+
+class Emulated(cuda_emu.Emulated):
+    """cuda_emu.Emulated for the Metal renderer's source and launch plan."""
+
+    SHIMS = (cuda_emu.SHIM, METAL_SHIM)
+
+    def _render(self, cx, tc) -> str:
+        return _core.metal_render(cx._g, tc)
+
+    def _adapt(self, source: str) -> tuple[str, dict]:
+        return _adapt(source)
+
+    def _launcher(self, i: int, name: str, kinds: list) -> str:
+        args, k = [], 0
+        for kind, text in kinds:
+            if kind == "pos":
+                args.append(text)
+                continue
+            args.append(f"*(int64_t*)a[{k}]" if kind == "dim" else
+                        f"({text.replace('atomic_int', 'metal::atomic_int')})a[{k}]")
+            k += 1
+        return (f'extern "C" void launch_{i}_{name}(void** a, unsigned gx, unsigned gy, '
+                f"unsigned gz, unsigned bx) {{ emu_run(gx, gy, gz, bx, [&] {{ "
+                f"{name}({', '.join(args)}); }}); }}\n")
+
+    def _fault_accessor(self, i: int) -> str:
+        return ""  # a buffer of the launch (the calling convention's last)
+
+    def _plan(self, cx, tc, dyn_map):
+        # Few threadgroups keep grid-stride kernels striding.
+        return _core.metal_launch_plan(cx._g, tc, dyn_map, 32)
+
+    def _fault_flag(self, i: int):
+        if not hasattr(self, "_fault"):
+            self._fault = ctypes.c_int32(0)
+        return self._fault
+
+    def _kernel_args(self, pointers: list, dims: list, fault) -> list:
+        """Buffers, dims, then the index fault flag (codegen/metal/renderer.h)."""
+        return pointers + [ctypes.addressof(v) for v in dims] + [ctypes.addressof(fault)]
+
+
+def render(cx, choice: dict | None = None) -> str:
+    """The MSL of graph cx under schedule params ``choice``."""
+    tc = _core.TuningChoice()
+    tc.params = sorted((choice or {}).items())
+    return _core.metal_render(cx._g, tc)

@@ -213,7 +213,7 @@ def _attention(b, h, s, t, d, causal, schedule):
 def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False, doubled=False):
     """a @ b with the reduce node carrying `schedule`, built as hl_ops' matmul builds it (then
     doubled, exactly in any dtype: elementwise work an epilogue may take). As a reduction
-    (cuda_matmul 1) each half product rounds to its dtype (like torch's half mul) before the f32
+    (cuda_matmul 1, metal_matmul 1) each half product rounds to its dtype (like torch's half mul) before the f32
     sum; the tiled and tensor-core kernels multiply exactly, like torch's matmul."""
     cx = lm.Graph()
     a = cx.tensor((m, k), dtype)
@@ -230,7 +230,7 @@ def _scheduled_matmul(m, k, n, dtype, schedule, transposed_b=False, doubled=Fals
     da, db = _data(a.shape, dtype, 22), _data(b.shape, dtype, 23)
     dbt = db.t() if transposed_b else db
     ref = da @ dbt
-    if dtype != lm.float32 and ("cuda_matmul", 1) in schedule:
+    if dtype != lm.float32 and any(n.endswith("_matmul") and v == 1 for n, v in schedule):
         t = TORCH[dtype]
         ref = (da.to(t)[:, :, None] * dbt.to(t)[None, :, :]).float().sum(1)
     if doubled:

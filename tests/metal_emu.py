@@ -54,8 +54,8 @@ _POSITIONS = {"threadIdx": "emu_uint3(threadIdx)", "blockIdx": "emu_uint3(blockI
 
 def _adapt(source: str) -> tuple[str, dict]:
     """The MSL made host C++ (its include dropped: the shim is metal_stdlib) and each kernel's
-    parameters: ("ptr", type) for a buffer or the fault flag, ("dim", "") for a dim,
-    ("pos", expression) for a thread position."""
+    parameters: ("ptr", type) for a buffer, the dims or the fault flag, ("pos", expression) for
+    a thread position."""
     params = {}
     for name, plist in _SIG.findall(source):
         kinds = []
@@ -64,8 +64,6 @@ def _adapt(source: str) -> tuple[str, dict]:
             var = decl.split()[-1].lstrip("*&")
             if var in _POSITIONS:
                 kinds.append(("pos", _POSITIONS[var]))
-            elif "&" in decl:
-                kinds.append(("dim", ""))
             else:
                 base = decl[: decl.rindex("*") + 1]
                 kinds.append(("ptr", " ".join(w for w in base.split() if w != "device")))
@@ -90,8 +88,7 @@ class Emulated(cuda_emu.Emulated):
             if kind == "pos":
                 args.append(text)
                 continue
-            args.append(f"*(int64_t*)a[{k}]" if kind == "dim" else
-                        f"({text.replace('atomic_int', 'metal::atomic_int')})a[{k}]")
+            args.append(f"({text.replace('atomic_int', 'metal::atomic_int')})a[{k}]")
             k += 1
         return (f'extern "C" void launch_{i}_{name}(void** a, unsigned gx, unsigned gy, '
                 f"unsigned gz, unsigned bx) {{ emu_run(gx, gy, gz, bx, [&] {{ "
@@ -110,12 +107,14 @@ class Emulated(cuda_emu.Emulated):
         return self._fault
 
     def _kernel_args(self, pointers: list, dims: list, fault) -> list:
-        """Buffers, dims, then the index fault flag (codegen/metal/renderer.h)."""
-        return pointers + [ctypes.addressof(v) for v in dims] + [ctypes.addressof(fault)]
+        """Buffers, the dims' values (one array of at least one), then the index fault flag
+        (codegen/metal/renderer.h)."""
+        self._dims = (ctypes.c_int64 * max(1, len(dims)))(*(d.value for d in dims))
+        return pointers + [ctypes.addressof(self._dims), ctypes.addressof(fault)]
 
 
 def render(cx, choice: dict | None = None) -> str:
     """The MSL of graph cx under schedule params ``choice``."""
-    tc = _core.TuningChoice()
-    tc.params = sorted((choice or {}).items())
-    return _core.metal_render(cx._g, tc)
+    from luminal import metal
+
+    return metal.render(cx, choice)

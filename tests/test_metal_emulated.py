@@ -160,9 +160,10 @@ def test_the_source_is_msl(name):
         params = sig.split(", ")
         slots = [int(m) for p in params for m in re.findall(r"\[\[buffer\((\d+)\)\]\]", p)]
         assert slots == list(range(len(slots))), sig  # buffers, dims, then the fault flag
+        assert params[len(slots) - 2].startswith("constant int64_t* lm_dims"), sig
         assert params[len(slots) - 1].startswith("device atomic_int* lm_index_fault"), sig
         assert params[0].startswith("device ") and not params[0].startswith("device const")
-        assert all(p.startswith("const device ") for p in params[1:len(slots) - 1]
+        assert all(p.startswith("const device ") for p in params[1:len(slots) - 2]
                    if "*" in p), sig
         assert params[len(slots):] == [
             "uint3 threadIdx [[thread_position_in_threadgroup]]",
@@ -172,14 +173,15 @@ def test_the_source_is_msl(name):
 
 
 def test_symbolic_dims_are_bound_as_constants(tmp_path):
-    """A graph over a symbolic dim: each dim a `constant int64_t&` at its slot, set by the
-    launch (the emulator binds them as MetalRuntime does), at two values."""
+    """A graph over a symbolic dim: the dims' values in the `lm_dims` buffer, read into d0
+    first (the emulator binds it as MetalRuntime does), at two values."""
     cx = lm.Graph()
     x = cx.tensor(("s", 24))
     w = cx.tensor((24, 10))
     y = ((x @ w).exp() * 0.5).sum(-1).output()
     src = metal_emu.render(cx)
-    assert "constant int64_t& d0 [[buffer(" in src
+    assert "constant int64_t* lm_dims [[buffer(" in src
+    assert "const int64_t d0 = lm_dims[0];" in src
     for s in (1, 7):
         emu = metal_emu.Emulated([(cx, None, {"s": s})], str(tmp_path))
         dx, dw = torch.randn(s, 24), torch.randn(24, 10) * 0.2
@@ -224,3 +226,11 @@ def test_unknown_or_out_of_range_metal_params_are_refused():
         metal_emu.render(cx, {"cuda_reduce": 2})
     with pytest.raises(lm.CompileError, match="metal_threads = 48 .* out of range"):
         metal_emu.render(cx, {"metal_threads": 48})
+
+
+@pytest.mark.skipif(lm.metal.available(), reason="a Mac with an Apple GPU")
+def test_the_metal_runtime_off_apple_raises_a_clear_device_error():
+    """Elsewhere than macOS the runtime is absent from the build: constructing it says so (and
+    what still works), as a DeviceError, never an AttributeError or a crash."""
+    with pytest.raises(lm.DeviceError, match="runs only on macOS with Apple GPUs"):
+        lm.MetalRuntime()

@@ -14,6 +14,7 @@ void init_cpu(nb::module_& m);
 void init_egraph(nb::module_& m);
 void init_cuda(nb::module_& m);
 void init_metal(nb::module_& m);
+void init_metal_runtime(nb::module_& m);
 void init_precision(nb::module_& m);
 void init_scalar(nb::module_& m);
 }  // namespace luminal
@@ -44,6 +45,7 @@ NB_MODULE(_core, m) {
   luminal::init_egraph(m);
   luminal::init_cuda(m);
   luminal::init_metal(m);
+  luminal::init_metal_runtime(m);
   luminal::init_precision(m);
   luminal::init_scalar(m);
 }

@@ -475,6 +475,7 @@ std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& k
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");
   w.open(kernel_signature(program, kernel));
+  if (!kernel_prologue(program).empty()) w.line(kernel_prologue(program));
   if (kernel.attention.present) {
     if (!render_attention(program, kernel, w)) {
       throw InternalError("renderer: no attention kernels");

@@ -59,6 +59,11 @@ class CLikeRenderer {
   virtual std::string helper_qualifiers() const { return "static inline"; }
   // "void k0(float* restrict b2, const float* restrict b0, int64_t d0)" and the like.
   virtual std::string kernel_signature(const Program& program, const Kernel& kernel) const;
+  // Statements a kernel body opens with ("" in C and CUDA; MSL reads its dims from a buffer).
+  virtual std::string kernel_prologue(const Program& program) const {
+    (void)program;
+    return "";
+  }
   // Partial accumulators of a reduction loop (> 1 lets a CPU vectorize float reductions).
   virtual int reduce_lanes(const Kernel& kernel) const;
   // Opens the output loops (binding every Loop::var); close_output_loops closes them.

@@ -41,9 +41,9 @@ from .hl_ops.tensor_utils import where
 from .hl_ops.einsum import einsum
 from .hl_ops.joining import cat, stack
 from .hl_ops.sorting import bucketize, searchsorted
-from .runtime import CpuRuntime, CudaRuntime, NativeRuntime, Runtime
+from .runtime import CpuRuntime, CudaRuntime, MetalRuntime, NativeRuntime, Runtime
 from .precision import to_half
-from . import linalg
+from . import linalg, metal
 
 var_mean = GraphTensor.var_mean  # torch.var_mean(x, ...) as lm.var_mean(x, ...)
 std_mean = GraphTensor.std_mean
@@ -64,9 +64,9 @@ def from_torch(module, example_inputs, dynamic_shapes=None):
 
 __all__ = [
     "CompileError", "CpuRuntime", "CudaRuntime", "DType", "DTypeError", "DeviceError", "Expr",
-    "Graph", "GraphTensor", "InternalError", "LuminalError", "NativeRuntime", "Runtime",
-    "ShapeError", "ShapeTracker", "WeightsError",
+    "Graph", "GraphTensor", "InternalError", "LuminalError", "MetalRuntime", "NativeRuntime",
+    "Runtime", "ShapeError", "ShapeTracker", "WeightsError",
     "bf16", "bfloat16", "bool_", "f16", "f32", "float16", "float32", "half", "i32", "int32",
     "bucketize", "cat", "einsum", "from_torch", "get_include", "grad", "get_library_dir",
-    "linalg", "optim", "searchsorted", "stack", "std_mean", "to_half", "var_mean", "where",
+    "linalg", "metal", "optim", "searchsorted", "stack", "std_mean", "to_half", "var_mean", "where",
 ]

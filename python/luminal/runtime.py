@@ -497,3 +497,50 @@ class CudaRuntime(Runtime):
     def source(self) -> str:
         """The CUDA C of the compiled program."""
         return self._rt.source
+
+
+class MetalRuntime(Runtime):
+    """Apple GPUs through Metal (macOS 12 or later, an M1 or later GPU): MSL kernels compiled
+    with fast math off, their pipelines kept in ``cache_dir`` (default
+    $XDG_CACHE_HOME/luminal/metal, else ~/.cache/luminal/metal; ``""``: none kept). ``device``:
+    the index of the Metal device. ``choice`` fixes the Metal renderer's tuning params, e.g.
+    ``{"metal_matmul": 2}`` for the tiled matmul. Raises DeviceError on a system without
+    Metal (luminal.metal.render still renders the MSL there)."""
+
+    def __init__(self, cache_dir=None, device=0, choice=None):
+        import os
+
+        if cache_dir is None:
+            base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
+                                                                    ".cache")
+            cache_dir = os.path.join(base, "luminal", "metal")
+        options = _core.MetalOptions()
+        options.cache_dir = os.fspath(cache_dir)
+        options.device = device
+        super().__init__(_core.MetalRuntime(options))
+        self._fixed = _core.TuningChoice()
+        if choice:  # fixed params: every compile (search's too) uses them, over node schedules
+            self._fixed.params = sorted(dict(choice).items())
+            self._rt.fix_choice(self._fixed)
+
+    @property
+    def device(self) -> str:
+        """The GPU the kernels run on (part of search's cache key)."""
+        return self._rt.device_name
+
+    def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
+        """Milliseconds per run of the program: the median GPU time of its command buffer."""
+        if self._graph is None:
+            raise ShapeError("benchmark: the runtime has no program; call cx.search(rt) first")
+        with self.sequence():
+            return self._rt.benchmark(dict(self._graph.dyn_map if dyn_map is None else dyn_map),
+                                      iters)
+
+    @property
+    def device_name(self) -> str:
+        return self._rt.device_name
+
+    @property
+    def source(self) -> str:
+        """The MSL of the compiled program."""
+        return self._rt.source

@@ -87,7 +87,7 @@ std::string CudaRenderer::render_gemv(const Program& program, const Kernel& k,
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) + "; GEMV: " + warps + " per " +
          str(cols) + " columns, " + str(rows) + " rows of " + a + " per pass over " + b +
          ", 16-byte loads along k */");
-  w.open(signature(program, k, launch.block));
+  open_kernel(program, k, launch.block, w);
   if (split > 1) {
     w.line(shared("float lm_sums[" + str(launch.block / 32) + "][" + str(rows * cols) + "];"));
   }

@@ -116,7 +116,7 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   CodeWriter w;
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) +
          "; matmul in 64x64 shared-memory tiles, f32 accumulators */");
-  w.open(signature(program, k, 256));
+  open_kernel(program, k, 256, w);
   w.line(shared("float lm_as[16][64 + 4];"));
   w.line(shared("float lm_bs[16][64 + 4];"));
   MatmulNames n = preamble(k, mm, kTile, kTile, w);
@@ -169,7 +169,7 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   CodeWriter w;
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) +
          "; matmul on tensor cores: 128x128x32 block tiles, 8 warps of 64x32, mma.sync */");
-  w.open(signature(program, k, 256));
+  open_kernel(program, k, 256, w);
   // Tiles as [row][k] 16-bit words, rows padded to 40 words (80 bytes): 16-byte aligned rows
   // and conflict-free fragment reads. B is kept transposed, [n][k].
   w.line("__shared__ __align__(16) uint16_t lm_as[128][40];");

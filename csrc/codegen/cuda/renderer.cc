@@ -99,6 +99,12 @@ std::string CudaRenderer::signature(const Program& program, const Kernel& kernel
   return s + ")";
 }
 
+void CudaRenderer::open_kernel(const Program& program, const Kernel& kernel, int block,
+                               CodeWriter& w) const {
+  w.open(signature(program, kernel, block));
+  if (!kernel_prologue(program).empty()) w.line(kernel_prologue(program));
+}
+
 std::string CudaRenderer::kernel_signature(const Program& program, const Kernel& kernel) const {
   return signature(program, kernel, block(kernel));
 }
@@ -166,7 +172,7 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) +
          "; a warp per output, shuffle reduction */");
-  w.open(signature(program, kernel, launch.block));
+  open_kernel(program, kernel, launch.block, w);
   w.line("const int lm_lane = threadIdx.x & 31;");
   w.line("const int64_t lm_r_extent = " + loop.extent.to_c() + ";");
   w.open("for (int64_t lm_w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lm_w < " +
@@ -249,7 +255,7 @@ std::string CudaRenderer::render_split_kernel(const Program& program, const Kern
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) +
          "; 32 outputs per block, 8 warps split the reduction */");
-  w.open(signature(program, kernel, 256));
+  open_kernel(program, kernel, 256, w);
   w.line(shared(t + " lm_part[8][33];"));
   w.line("const int lm_lane = threadIdx.x & 31, lm_warp = threadIdx.x >> 5;");
   w.line("const int64_t lm_r_extent = " + loop.extent.to_c() + ";");

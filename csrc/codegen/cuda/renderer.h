@@ -81,6 +81,8 @@ class CudaRenderer : public CLikeRenderer {
   // barrier, a shared-memory declaration, a pointer type in a cast to global or to thread-local
   // memory, and the fused multiply-add.
   virtual std::string signature(const Program& program, const Kernel& kernel, int block) const;
+  // Opens kernel `kernel`'s function with `block` threads: its signature, then its prologue.
+  void open_kernel(const Program& program, const Kernel& kernel, int block, CodeWriter& w) const;
   virtual std::string barrier() const { return "__syncthreads();"; }
   virtual std::string shared(const std::string& declaration) const {
     return "__shared__ " + declaration;

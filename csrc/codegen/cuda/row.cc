@@ -21,7 +21,7 @@ void CudaRenderer::open_warp_per_row(const Program& program, const Kernel& k,
   launch.mode = gpu::LaunchMode::kWarpPerItem;
   launch.items = product(extents);
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) + "; " + what + " */");
-  w.open(signature(program, k, launch.block));
+  open_kernel(program, k, launch.block, w);
   w.line("const int lm_lane = threadIdx.x & 31;");
   w.open("for (int64_t lm_w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; lm_w < " +
          launch.items.to_c() + "; lm_w += ((int64_t)gridDim.x * blockDim.x) >> 5)");

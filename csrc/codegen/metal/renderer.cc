@@ -85,8 +85,13 @@ std::string MetalRenderer::signature(const Program& program, const Kernel& kerne
   for (BufferId b : kernel.reads()) {
     bind("const device " + storage_type(program.buffers[b].dtype) + "* " + buffer_name(b));
   }
-  for (size_t k = 0; k < program.dims.size(); ++k) bind("constant int64_t& " + dim_name(k));
+  bind("constant int64_t* lm_dims");
   bind("device atomic_int* " + std::string(kIndexFault));
+  if (slot > kMaxBufferArguments) {
+    throw CompileError("Metal: kernel " + kernel.name + " binds " + std::to_string(slot) +
+                       " buffers, past the " + std::to_string(kMaxBufferArguments) +
+                       " of a Metal argument table");
+  }
   params.push_back("uint3 threadIdx [[thread_position_in_threadgroup]]");
   params.push_back("uint3 blockIdx [[threadgroup_position_in_grid]]");
   params.push_back("uint3 blockDim [[threads_per_threadgroup]]");
@@ -94,6 +99,14 @@ std::string MetalRenderer::signature(const Program& program, const Kernel& kerne
   std::string s = "kernel void " + kernel.name + "(";
   for (size_t i = 0; i < params.size(); ++i) s += (i ? ", " : "") + params[i];
   return s + ")";
+}
+
+std::string MetalRenderer::kernel_prologue(const Program& program) const {
+  std::string s;
+  for (size_t k = 0; k < program.dims.size(); ++k) {
+    s += (k ? ", " : "const int64_t ") + dim_name(k) + " = lm_dims[" + std::to_string(k) + "]";
+  }
+  return s.empty() ? s : s + ";";
 }
 
 MetalSource MetalRenderer::render_program(const Program& program) const {

@@ -13,12 +13,14 @@
 // CompileError) until their readers take address spaces.
 //
 // The calling convention every kernel follows, which the runtime binds (runtime/metal):
-//   [[buffer(0)]]              the stored buffer (device T*)
-//   [[buffer(1 .. n)]]         the buffers it reads (const device T*), in Kernel::reads() order
-//   [[buffer(n + 1 + j)]]      constant int64_t& dj: the program's dim j (setBytes, 8 bytes)
-//   [[buffer(n + 1 + dims)]]   device atomic_int* lm_index_fault: set to 1 when a Gather reads
-//                              an index out of range (every kernel takes it; the runtime clears
-//                              it before a run and raises ShapeError after one where it is set)
+//   [[buffer(0)]]          the stored buffer (device T*)
+//   [[buffer(1 .. n)]]     the buffers it reads (const device T*), in Kernel::reads() order
+//   [[buffer(n + 1)]]      constant int64_t* lm_dims: the program's dims' values, in order
+//                          (setBytes; at least one element), read into d0, d1, ... first
+//   [[buffer(n + 2)]]      device atomic_int* lm_index_fault: set to 1 when a Gather reads an
+//                          index out of range (every kernel takes it; the runtime clears it
+//                          before a run and raises ShapeError after one where it is set)
+// A kernel binding more than Metal's 31 buffer arguments is a CompileError.
 // Threadgroup memory is sized in the source (no setThreadgroupMemoryLength). Self-contained
 // text but for <metal_stdlib>.
 #pragma once
@@ -56,6 +58,9 @@ struct MetalSchedule {
 // value out of its range.
 void check_metal_schedule(const ScheduleParams& params, const std::string& where);
 
+// Buffer arguments of a Metal kernel function (its argument table's entries).
+constexpr int kMaxBufferArguments = 31;
+
 struct MetalSource {
   std::string source;                       // one MSL library, every kernel
   std::vector<gpu::KernelLaunch> launches;  // per kernel, in execution order; an identical
@@ -83,6 +88,7 @@ class MetalRenderer : public CudaRenderer {
   std::string binary_expr(const Value& v, const std::string& a,
                           const std::string& b) const override;
   std::string int_to_float(const std::string& x) const override { return "(float)" + x; }
+  std::string kernel_prologue(const Program& program) const override;
   std::string signature(const Program& program, const Kernel& kernel, int block) const override;
   std::string barrier() const override {
     return "threadgroup_barrier(mem_flags::mem_threadgroup);";

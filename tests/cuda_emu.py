@@ -228,6 +228,7 @@ class Emulated:
         """``items``: (graph, choice dict, dyn_map) triples."""
         self.items = items
         self.plans = []
+        self.choices = []
         parts = list(self.SHIMS)
         for i, (cx, choice, dyn_map) in enumerate(items):
             tc = _core.TuningChoice()
@@ -239,6 +240,7 @@ class Emulated:
             parts.append("}\n")
             parts.append(self._fault_accessor(i))
             self.plans.append(self._plan(cx, tc, dyn_map))
+            self.choices.append(tc)
         code = "".join(parts)
         digest = hashlib.sha256(code.encode()).hexdigest()[:16]
         lib = os.path.join(workdir, f"emu_{digest}.so")
@@ -250,6 +252,10 @@ class Emulated:
                    src_path, "-o", lib]
             subprocess.run(cmd, check=True, capture_output=True, text=True)
         self.lib = ctypes.CDLL(lib)
+
+    def replan(self, i: int, dyn_map: dict) -> None:
+        """Graph ``i``'s launches for other values of its symbols (no new compile)."""
+        self.plans[i] = self._plan(self.items[i][0], self.choices[i], dyn_map)
 
     # ---- the CUDA backend's hooks ----------------------------------------------------------
     def _render(self, cx, tc) -> str:

@@ -5,7 +5,7 @@ threadgroup splitting a reduction, tiled matmuls, the GEMV, row kernels, attenti
 that leave partial tiles and misaligned rows, and every Metal rule's schedule
 (csrc/runtime/rules/metal.rules) on the nodes it applies to. The graphs are test_cuda_emulated's.
 Also: the source spells nothing in CUDA or C that MSL lacks, the calling convention, the index
-fault, and what the renderer refuses. No Mac needed; needs a C++20 compiler."""
+fault, quantized weights, and what the renderer refuses. No Mac needed; needs a C++20 compiler."""
 
 import re
 import types
@@ -207,15 +207,26 @@ def test_an_index_out_of_range_sets_the_fault_buffer(tmp_path):
         emu.run(0, {table: data, ids: torch.tensor([1, 5, 0, 0])}, [y])
 
 
-def test_quantized_weights_are_refused_by_name():
-    """The Metal renderer does not read GGUF blocks yet: a CompileError naming the buffer and
-    its type, not source that fails on the device."""
-    cx = lm.Graph()
-    w = cx.tensor((8, 32), lm.dtype.q8_0)
-    x = cx.tensor((1, 32))
-    (x @ w.to(lm.float32).t()).output()
-    with pytest.raises(lm.CompileError, match=r"Metal: buffer b\d+ holds quantized blocks \(q8_0\)"):
-        metal_emu.render(cx)
+@pytest.fixture(scope="module")
+def quantized(tmp_path_factory):
+    import test_cuda_quant as q
+
+    built = {name: q.build(name) for name in q.CASES}
+    items = [(built[n][0], {}, {}) for n in q.CASES]
+    return metal_emu.Emulated(items, str(tmp_path_factory.mktemp("metal_quant"))), built
+
+
+def test_quantized_weights_match_the_dequantization(quantized):
+    """GGUF blocks (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K) stored, widened in a matmul and gathered by an
+    embedding: the element readers through device pointers (test_cuda_quant's graphs) match
+    gguf-py's dequantization."""
+    emu, built = quantized
+    for i, (name, (cx, feeds, outputs, wants)) in enumerate(built.items()):
+        src = metal_emu.render(cx)
+        assert "(const device uint8_t* p, int64_t i)" in src, name
+        for g, want in zip(emu.run(i, feeds, outputs), wants):
+            np.testing.assert_allclose(g.reshape(want.shape), want, rtol=1e-5, atol=1e-5,
+                                       err_msg=name)
 
 
 def test_unknown_or_out_of_range_metal_params_are_refused():

@@ -206,7 +206,7 @@ std::string CLikeRenderer::prelude(const Program& program) const {
   s += q + "float lm_fmax_nan(float acc, float x) {\n"
            "  return acc != acc ? acc : ((x != x || x > acc) ? x : acc);\n"
            "}\n";
-  return s + quant_readers(program, helper_qualifiers());
+  return s + quant_readers(program, helper_qualifiers(), weight_bytes());
 }
 
 std::string CLikeRenderer::storage_type(DType dtype) const {
@@ -238,7 +238,7 @@ int CLikeRenderer::reduce_lanes(const Kernel& kernel) const {
 
 std::string CLikeRenderer::load_expr(DType dtype, const std::string& buffer,
                                      const std::string& index) const {
-  if (is_quantized(dtype)) return quant_load(dtype, buffer, index);
+  if (is_quantized(dtype)) return quant_load(dtype, buffer, index, weight_bytes());
   return to_compute(dtype, buffer + "[" + index + "]");
 }
 

@@ -53,6 +53,9 @@ class CLikeRenderer {
   // The base version gives the typedefs (type_prelude) and the helpers every language needs.
   virtual std::string prelude(const Program& program) const;
   virtual std::string type_prelude() const;  // int64_t, int32_t, uint32_t, uint16_t, uint8_t
+  // The pointer type a quantized weight's bytes are read through (codegen/c/quant.h):
+  // "const uint8_t*", and in MSL with its address space.
+  virtual std::string weight_bytes() const { return "const uint8_t*"; }
   // lm_bits and lm_float, a float's bits and back: through a union in C, as_type in MSL.
   virtual std::string bit_cast_helpers() const;
   // Qualifiers of a helper function: "static inline" in C, "__device__ ..." in CUDA.

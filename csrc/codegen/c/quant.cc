@@ -31,9 +31,9 @@ std::string f16_at(const std::string& at) {
   return "lm_f16_to_f32((uint16_t)(b[" + at + "] | b[" + at + " + 1] << 8))";
 }
 
-std::string reader(DType dtype, const std::string& q) {
-  const std::string head = q + " float " + reader_name(dtype) + "(const uint8_t* p, int64_t i) {\n" +
-                           "  const uint8_t* b = p + i / " + str(block_values(dtype)) + " * " +
+std::string reader(DType dtype, const std::string& q, const std::string& bytes) {
+  const std::string head = q + " float " + reader_name(dtype) + "(" + bytes + " p, int64_t i) {\n" +
+                           "  " + bytes + " b = p + i / " + str(block_values(dtype)) + " * " +
                            str(block_bytes(dtype)) + ";\n" + "  const int64_t j = i % " +
                            str(block_values(dtype)) + ";\n";
   switch (dtype) {
@@ -45,7 +45,7 @@ std::string reader(DType dtype, const std::string& q) {
     case DType::Q4_K:
     case DType::Q5_K: {
       const bool five = dtype == DType::Q5_K;  // the nibbles at 48, fifth bits at 16
-      return head + "  const uint8_t* s = b + 4;\n" + "  const int64_t sub = j / 32;\n" +
+      return head + "  " + bytes + " s = b + 4;\n" + "  const int64_t sub = j / 32;\n" +
              "  const int sc = sub < 4 ? s[sub] & 63 : (s[sub + 4] & 15) | ((s[sub - 4] >> 2) & 48);\n" +
              "  const int m = sub < 4 ? s[sub + 4] & 63 : (s[sub + 4] >> 4) | ((s[sub] >> 2) & 48);\n" +
              "  const int byte = b[" + (five ? "48" : "16") + " + sub / 2 * 32 + j % 32];\n" +
@@ -301,17 +301,21 @@ bool whole_blocks(const Expr& e, int64_t block) {
 
 }  // namespace
 
-std::string quant_readers(const Program& program, const std::string& qualifiers) {
+std::string quant_readers(const Program& program, const std::string& qualifiers,
+                          const std::string& bytes) {
   std::set<DType> seen;
   std::string s;
   for (const Buffer& b : program.buffers) {
-    if (is_quantized(b.dtype) && seen.insert(b.dtype).second) s += reader(b.dtype, qualifiers);
+    if (is_quantized(b.dtype) && seen.insert(b.dtype).second) {
+      s += reader(b.dtype, qualifiers, bytes);
+    }
   }
   return s;
 }
 
-std::string quant_load(DType dtype, const std::string& buffer, const std::string& index) {
-  return reader_name(dtype) + "((const uint8_t*)" + buffer + ", " + index + ")";
+std::string quant_load(DType dtype, const std::string& buffer, const std::string& index,
+                       const std::string& bytes) {
+  return reader_name(dtype) + "((" + bytes + ")" + buffer + ", " + index + ")";
 }
 
 bool renders_quant_gemv(const Kernel& k, int64_t native) {

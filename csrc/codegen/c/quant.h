@@ -14,11 +14,15 @@
 namespace luminal {
 
 // The element readers of the quantized dtypes among `program`'s buffers, each declared with
-// `qualifiers` ("static inline", "__device__ inline"); "" when it has none.
-std::string quant_readers(const Program& program, const std::string& qualifiers);
+// `qualifiers` ("static inline", "__device__ inline"), reading blocks through `bytes`, the
+// pointer type of a weight's bytes ("const uint8_t*"; MSL's names its address space); "" when
+// it has none.
+std::string quant_readers(const Program& program, const std::string& qualifiers,
+                          const std::string& bytes = "const uint8_t*");
 
 // The expression reading element `index` of quantized buffer `buffer` as a float.
-std::string quant_load(DType dtype, const std::string& buffer, const std::string& index);
+std::string quant_load(DType dtype, const std::string& buffer, const std::string& index,
+                       const std::string& bytes = "const uint8_t*");
 
 // The vector typedefs, byte widening loads (lm_ubytes_v8, lm_sbytes_v8) and block scale
 // reader (lm_block_scale) of quantized kernels of vector `width`, those `seen` lacks.

@@ -9,8 +9,8 @@
 // as [[attribute]] parameters; the positions named threadIdx, blockIdx, blockDim and gridDim,
 // so the mappings' text reads them as in CUDA), address spaces on pointer casts, threadgroup
 // memory and barriers, simd_shuffle_xor for the shuffles, overloaded math (exp2, not exp2f),
-// as_type bit casts, no doubles. Tensor cores do not apply; quantized weights are refused (a
-// CompileError) until their readers take address spaces.
+// as_type bit casts, no doubles. Tensor cores do not apply; quantized weights are read by the
+// C-like element readers (codegen/c/quant.h) through device pointers.
 //
 // The calling convention every kernel follows, which the runtime binds (runtime/metal):
 //   [[buffer(0)]]          the stored buffer (device T*)
@@ -73,13 +73,13 @@ class MetalRenderer : public CudaRenderer {
       : CudaRenderer(CudaSchedule{}, 0), metal_(schedule), metal_fixed_(fixed) {}
   // The kernel's Metal schedule, as the CUDA mappings read it.
   CudaSchedule schedule_of(const Kernel& kernel) const override;
-  // Throws CompileError for a quantized buffer.
   MetalSource render_program(const Program& program) const;
 
  protected:
   std::string prelude(const Program& program) const override;
   std::string type_prelude() const override;
   std::string bit_cast_helpers() const override;
+  std::string weight_bytes() const override { return "const device uint8_t*"; }
   std::string helper_qualifiers() const override { return "static inline"; }
   std::string index_fault_declaration() const override { return ""; }  // a kernel parameter
   std::string index_fault(const std::string& zero) const override;

@@ -3,7 +3,8 @@ tests/cuda_emu.py is for CUDA (whose fibers, barriers and shuffles it shares): t
 graph is compiled by the host C++ compiler against a small header that maps MSL onto C++
 (address spaces and [[attributes]] dropped, threadgroup memory shared by a threadgroup's
 fibers, threadgroup_barrier a barrier, simd_shuffle_xor a simdgroup-wide exchange, as_type a bit
-copy, atomic_store_explicit a store), then every kernel runs with the runtime's own launch plan
+copy, atomic_store_explicit a store, simdgroup matrices held whole by each lane), then every
+kernel runs with the runtime's own launch plan
 (runtime/metal/metal_plan.h) and calling convention (codegen/metal/renderer.h). It checks the
 kernels' logic (indexing, reductions, tiles, the calling convention); it says nothing about
 speed, and it does not check that Apple's compiler accepts the source (that needs a Mac)."""
@@ -36,6 +37,38 @@ To as_type(From v) {
   return r;
 }
 struct atomic_int { int32_t value; };
+// A simdgroup matrix: every lane holds all of it (the operations are collective, so each lane
+// computing the whole result gives what the simdgroup's lanes share).
+template <typename T, int Cols, int Rows>
+struct simdgroup_matrix { T v[Rows][Cols]; };
+typedef simdgroup_matrix<float, 8, 8> simdgroup_float8x8;
+template <typename T, int Cols, int Rows>
+simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(T x) {
+  simdgroup_matrix<T, Cols, Rows> m;
+  for (int r = 0; r < Rows; r++) for (int c = 0; c < Cols; c++) m.v[r][c] = x;
+  return m;
+}
+template <typename T, int Cols, int Rows>
+void simdgroup_load(simdgroup_matrix<T, Cols, Rows>& d, const T* src, unsigned long per_row) {
+  for (int r = 0; r < Rows; r++) for (int c = 0; c < Cols; c++) d.v[r][c] = src[r * per_row + c];
+}
+template <typename T, int Cols, int Rows>
+void simdgroup_store(const simdgroup_matrix<T, Cols, Rows>& a, T* dst, unsigned long per_row) {
+  for (int r = 0; r < Rows; r++) for (int c = 0; c < Cols; c++) dst[r * per_row + c] = a.v[r][c];
+}
+template <typename T, int N>
+void simdgroup_multiply_accumulate(simdgroup_matrix<T, N, N>& d, const simdgroup_matrix<T, N, N>& a,
+                                   const simdgroup_matrix<T, N, N>& b,
+                                   const simdgroup_matrix<T, N, N>& c) {
+  simdgroup_matrix<T, N, N> out;
+  for (int r = 0; r < N; r++)
+    for (int col = 0; col < N; col++) {
+      T acc = c.v[r][col];
+      for (int k = 0; k < N; k++) acc += a.v[r][k] * b.v[k][col];
+      out.v[r][col] = acc;
+    }
+  d = out;
+}
 enum memory_order { memory_order_relaxed };
 inline void atomic_store_explicit(atomic_int* p, int32_t v, memory_order) { p->value = v; }
 }  // namespace metal
@@ -68,7 +101,9 @@ def _adapt(source: str) -> tuple[str, dict]:
                 base = decl[: decl.rindex("*") + 1]
                 kinds.append(("ptr", " ".join(w for w in base.split() if w != "device")))
         params[name] = kinds
-    return source.replace("#include <metal_stdlib>", ""), params
+    for header in ("#include <metal_stdlib>", "#include <metal_simdgroup_matrix>"):
+        source = source.replace(header, "")
+    return source, params
 
 
 class Emulated(cuda_emu.Emulated):

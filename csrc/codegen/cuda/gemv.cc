@@ -151,10 +151,12 @@ void CudaRenderer::emit_gemv_vectors(const Kernel& k, const GemvPlan& p, CodeWri
          "; lm_k < lm_kv; lm_k += " + str(32 * p.split * p.width) + ")");
   w.line("float lm_b[" + str(p.cols) + "][" + str(p.width) + "];");
   open_unrolled("c", p.cols, w);
-  w.line("const uint4 lm_raw = *(const " + global_pointer("uint4") + ")(" + p.b + " + lm_bc[c] + lm_k);");
+  w.line("const uint4 lm_raw = *(const " + global_pointer("uint4") + ")(" + p.b +
+         " + lm_bc[c] + lm_k);");
   open_unrolled("u", p.width, w);
   w.line("lm_b[c][u] = " +
-         to_compute(mm.b_stored, "((const " + local_pointer(storage_type(mm.b_stored)) + ")&lm_raw)[u]") +
+         to_compute(mm.b_stored,
+                    "((const " + local_pointer(storage_type(mm.b_stored)) + ")&lm_raw)[u]") +
          ";");
   w.close();
   w.close();
@@ -170,7 +172,8 @@ void CudaRenderer::emit_gemv_vectors(const Kernel& k, const GemvPlan& p, CodeWri
   w.close();
   open_unrolled("u", p.width, w);
   w.line("lm_a[u] = " +
-         to_compute(mm.a_stored, "((const " + local_pointer(storage_type(mm.a_stored)) + ")lm_araw)[u]") +
+         to_compute(mm.a_stored,
+                    "((const " + local_pointer(storage_type(mm.a_stored)) + ")lm_araw)[u]") +
          ";");
   w.close();
   w.middle("} else {");

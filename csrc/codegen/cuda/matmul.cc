@@ -6,22 +6,16 @@
 #include <functional>
 #include <map>
 
+#include "codegen/cuda/matmul_tiles.h"
 #include "codegen/cuda/renderer.h"
 
 namespace luminal {
 
-namespace {
 using gpu::KernelLaunch;
 using gpu::LaunchMode;
 
-// The common preamble: batch vars from blockIdx.z, sizes, tile origin, operand bases/strides.
-struct MatmulNames {
-  std::string mv, nv, kv;  // loop variable names
-  std::string a, b;        // buffer names
-};
-
-MatmulNames preamble(const Kernel& k, const MatmulInfo& mm, int64_t tile_m, int64_t tile_n,
-                     CodeWriter& w) {
+MatmulNames matmul_preamble(const Kernel& k, const MatmulInfo& mm, int64_t tile_m,
+                            int64_t tile_n, CodeWriter& w) {
   MatmulNames n;
   n.mv = k.loops[mm.m_loop].var;
   n.nv = k.loops[mm.n_loop].var;
@@ -47,9 +41,8 @@ MatmulNames preamble(const Kernel& k, const MatmulInfo& mm, int64_t tile_m, int6
   return n;
 }
 
-// The launch of a matmul kernel: 256 threads per tile x tile block of the output, a block row
-// per m tile, a block column per n tile, a grid layer per batch element.
-void tile_launch(const Kernel& k, const MatmulInfo& mm, int64_t tile, KernelLaunch& launch) {
+void matmul_tile_launch(const Kernel& k, const MatmulInfo& mm, int64_t tile,
+                        KernelLaunch& launch) {
   launch.mode = LaunchMode::kTile2D;
   launch.block = 256;
   launch.tile_m = tile;
@@ -61,11 +54,9 @@ void tile_launch(const Kernel& k, const MatmulInfo& mm, int64_t tile, KernelLaun
   launch.batch = product(batch);
 }
 
-// The store: unrolled loops over i < counts[0], j < counts[1] (and c < counts[2]), each
-// running `store` (which names them) at output (m, col), bounds-checked.
-void store_tile(const MatmulNames& n, const std::vector<int>& counts, const std::string& m,
-                const std::string& col, const std::function<void(CodeWriter&)>& store,
-                CodeWriter& w) {
+void store_matmul_tile(const MatmulNames& n, const std::vector<int>& counts,
+                       const std::string& m, const std::string& col,
+                       const std::function<void(CodeWriter&)>& store, CodeWriter& w) {
   const char* vars[] = {"i", "j", "c"};
   for (size_t d = 0; d < counts.size(); ++d) {
     std::string v = vars[d];
@@ -82,6 +73,7 @@ void store_tile(const MatmulNames& n, const std::vector<int>& counts, const std:
   for (size_t d = 0; d < counts.size(); ++d) w.close();
 }
 
+namespace {
 // Rows [lm_<r>0, lm_<r>0 + 128) x k [lm_k0, lm_k0 + 32) of a half operand into shared `tile`
 // ([row][k]), zero past the edges, with row variable lm_<r> (r: "m" or "n") and lm_k bound.
 // `vector`: 16-byte loads of 8 k at `ptr` + `at` (contiguous along k); else one element a
@@ -112,14 +104,14 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
                                               KernelLaunch& launch) const {
   const MatmulInfo& mm = k.matmul;
   constexpr int64_t kTile = 64;
-  tile_launch(k, mm, kTile, launch);
+  matmul_tile_launch(k, mm, kTile, launch);
   CodeWriter w;
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) +
          "; matmul in 64x64 shared-memory tiles, f32 accumulators */");
   open_kernel(program, k, 256, w);
   w.line(shared("float lm_as[16][64 + 4];"));
   w.line(shared("float lm_bs[16][64 + 4];"));
-  MatmulNames n = preamble(k, mm, kTile, kTile, w);
+  MatmulNames n = matmul_preamble(k, mm, kTile, kTile, w);
   const bool a_k_fast = is_const(mm.a_k, 1) || !is_const(mm.a_m, 1);
   const bool b_n_fast = is_const(mm.b_n, 1) || !is_const(mm.b_k, 1);
   w.line("const int lm_tx = threadIdx.x & 15;");
@@ -154,7 +146,7 @@ std::string CudaRenderer::render_tiled_matmul(const Program& program, const Kern
   w.close();
   w.line(barrier());
   w.close();
-  store_tile(n, {4, 4}, "lm_m0 + lm_ty + 16 * i", "lm_n0 + lm_tx + 16 * j",
+  store_matmul_tile(n, {4, 4}, "lm_m0 + lm_ty + 16 * i", "lm_n0 + lm_tx + 16 * j",
              [&](CodeWriter& out) { emit_sum_store(k, "lm_acc[i][j]", out); }, w);
   w.close();
   return w.str();
@@ -164,7 +156,7 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
                                             KernelLaunch& launch) const {
   const MatmulInfo& mm = k.matmul;
   constexpr int64_t kTile = 128;
-  tile_launch(k, mm, kTile, launch);
+  matmul_tile_launch(k, mm, kTile, launch);
   const std::string mma = mm.dtype == DType::F16 ? "lm_mma_f16" : "lm_mma_bf16";
   CodeWriter w;
   w.line("/* " + k.name + ": writes " + buffer_name(k.out) +
@@ -174,7 +166,7 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   // and conflict-free fragment reads. B is kept transposed, [n][k].
   w.line("__shared__ __align__(16) uint16_t lm_as[128][40];");
   w.line("__shared__ __align__(16) uint16_t lm_bs[128][40];");
-  MatmulNames n = preamble(k, mm, kTile, kTile, w);
+  MatmulNames n = matmul_preamble(k, mm, kTile, kTile, w);
   w.line("const bool lm_avec = lm_ak == 1 && lm_K % 8 == 0 && lm_a0 % 8 == 0 && "
          "lm_am % 8 == 0;");
   w.line("const bool lm_bveck = lm_bk == 1 && lm_K % 8 == 0 && lm_b0 % 8 == 0 && "
@@ -239,7 +231,7 @@ std::string CudaRenderer::render_mma_matmul(const Program& program, const Kernel
   w.close();
   w.line(barrier());
   w.close();
-  store_tile(n, {4, 4, 4}, "lm_m0 + lm_wm * 64 + i * 16 + lm_g + (c >> 1) * 8",
+  store_matmul_tile(n, {4, 4, 4}, "lm_m0 + lm_wm * 64 + i * 16 + lm_g + (c >> 1) * 8",
              "lm_n0 + lm_wn * 32 + j * 8 + lm_t * 2 + (c & 1)",
              [&](CodeWriter& out) { emit_sum_store(k, "lm_acc[i][j][c]", out); }, w);
   w.close();

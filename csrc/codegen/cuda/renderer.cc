@@ -198,9 +198,9 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
       const Value& lv = kernel.values[v.value];
       size_t bytes = dtype_size(lv.dtype) * static_cast<size_t>(width);
       std::string raw = bytes == 16 ? "uint4" : "uint2";
+      const std::string at = lv.index.substitute(r, Expr::symbol("lm_rb")).to_c();
       w.line("const " + raw + " lm_raw" + std::to_string(v.value) + " = *(const " +
-             global_pointer(raw) + ")(" + buffer_name(lv.buffer) + " + (" + lv.index.substitute(r, Expr::symbol(
-             "lm_rb")).to_c() + "));");
+             global_pointer(raw) + ")(" + buffer_name(lv.buffer) + " + (" + at + "));");
     }
     w.line("#pragma unroll");
     w.open("for (int lm_u = 0; lm_u < " + wd + "; lm_u++)");
@@ -215,8 +215,8 @@ std::string CudaRenderer::render_warp_kernel(const Program& program, const Kerne
         continue;
       }
       const Value& lv = kernel.values[i];
-      std::string raw = "((const " + local_pointer(storage_type(lv.dtype)) + ")&lm_raw" + std::to_string(i) +
-                        ")[lm_u]";
+      std::string raw = "((const " + local_pointer(storage_type(lv.dtype)) + ")&lm_raw" +
+                        std::to_string(i) + ")[lm_u]";
       w.line(compute_type(lv.dtype) + " " + value_name(i) + " = " + to_compute(lv.dtype, raw) +
              ";");
     }
@@ -301,7 +301,7 @@ CudaRenderer::Mapping CudaRenderer::choose(const Kernel& kernel) const {
     int want = s.matmul == 4 && !gemv_fits ? 0 : s.matmul;
     if (want == 0) want = small_m ? (gemv_fits ? 4 : 1) : (halves && sm_ >= 80 ? 3 : 2);
     if (want == 4) return Mapping::kGemv;
-    if (want == 3 && halves && sm_ >= 80) return Mapping::kMmaMatmul;
+    if (want == 3 && matrix_units(mm)) return Mapping::kMmaMatmul;
     if (want == 2 || want == 3) return Mapping::kTiledMatmul;
   }
   if (kernel.reduce_at < 0) return Mapping::kThreadPerItem;

@@ -90,6 +90,14 @@ class CudaRenderer : public CLikeRenderer {
   virtual std::string global_pointer(const std::string& type) const { return type + "*"; }
   virtual std::string local_pointer(const std::string& type) const { return type + "*"; }
   virtual std::string fma() const { return "fmaf"; }
+  // Whether matmul `mm` may run on the matrix units (cuda_matmul 3): tensor cores take two
+  // f16/bf16 operands from sm 80 on. render_mma_matmul is their kernel (cuda/matmul.cc;
+  // MSL's simdgroup matrices in metal/matmul.cc).
+  virtual bool matrix_units(const MatmulInfo& mm) const {
+    return (mm.dtype == DType::F16 || mm.dtype == DType::BF16) && sm_ >= 80;
+  }
+  virtual std::string render_mma_matmul(const Program& program, const Kernel& kernel,
+                                        gpu::KernelLaunch& launch) const;
 
  private:
   // The kernel a mapping renders (each with its launch mode).
@@ -111,8 +119,7 @@ class CudaRenderer : public CLikeRenderer {
                                   gpu::KernelLaunch& launch) const;
   std::string render_tiled_matmul(const Program& program, const Kernel& kernel,
                                   gpu::KernelLaunch& launch) const;
-  std::string render_mma_matmul(const Program& program, const Kernel& kernel,
-                                gpu::KernelLaunch& launch) const;
+
   std::string render_gemv(const Program& program, const Kernel& kernel,
                           gpu::KernelLaunch& launch) const;
   // render_gemv's pieces (cuda/gemv.cc): a pass's steps over whole 16-byte vectors of k, the

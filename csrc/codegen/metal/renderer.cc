@@ -10,7 +10,7 @@ namespace luminal {
 
 std::string MetalRenderer::type_prelude() const {
   // <metal_stdlib> declares int64_t, int32_t, uint32_t, uint16_t and uint8_t (MSL 2.3 on).
-  return "#include <metal_stdlib>\nusing namespace metal;\n";
+  return "#include <metal_stdlib>\n#include <metal_simdgroup_matrix>\nusing namespace metal;\n";
 }
 
 std::string MetalRenderer::bit_cast_helpers() const {

@@ -3,13 +3,14 @@
 // simdgroup of 32 lanes): a thread per output, a simdgroup per output, 32 outputs per
 // threadgroup whose simdgroups split the reduction, a matmul tiled in threadgroup memory, a
 // GEMV with 16-byte loads, a simdgroup per row (row kernels) and per query row (attention),
+// and, MSL's own, a matmul on simdgroup matrices (metal/matmul.cc),
 // chosen per kernel by its MetalSchedule (the renderer's base schedule, overridden by the
 // kernel's own params from runtime/rules/metal.rules, overridden by the user's fixed params).
 // It overrides only what MSL spells apart: the kernel signature (buffers and thread positions
 // as [[attribute]] parameters; the positions named threadIdx, blockIdx, blockDim and gridDim,
 // so the mappings' text reads them as in CUDA), address spaces on pointer casts, threadgroup
 // memory and barriers, simd_shuffle_xor for the shuffles, overloaded math (exp2, not exp2f),
-// as_type bit casts, no doubles. Tensor cores do not apply; quantized weights are read by the
+// as_type bit casts, no doubles. Quantized weights are read by the
 // C-like element readers (codegen/c/quant.h) through device pointers.
 //
 // The calling convention every kernel follows, which the runtime binds (runtime/metal):
@@ -42,7 +43,8 @@ struct MetalSchedule {
   int reduce = 0;   // 1: a thread per output, serial; 2: a simdgroup per output (simd_sum);
                     // 3: 32 outputs per threadgroup, its simdgroups splitting the reduction
   int matmul = 0;   // 1: as a reduction; 2: 64 x 64 tiles in threadgroup memory (f32 FMA);
-                    // 4: the GEMV (where b is not contiguous along k, as the automatic choice)
+                    // 3: 32 x 32 tiles on 8x8 simdgroup matrices (metal/matmul.cc); 4: the
+                    // GEMV (where b is not contiguous along k, as the automatic choice)
   int vector = 0;   // 1: no 16-byte loads; 2: 16-byte loads where aligned (the default)
   int gemv_cols = 0;  // GEMV: columns of the output (rows of b) per simdgroup: 1, 2 (default), 4
 
@@ -103,6 +105,10 @@ class MetalRenderer : public CudaRenderer {
     return "thread " + type + "*";
   }
   std::string fma() const override { return "fma"; }
+  // metal_matmul 3: simdgroup matrices (metal/matmul.cc), for any float operands.
+  bool matrix_units(const MatmulInfo& mm) const override;
+  std::string render_mma_matmul(const Program& program, const Kernel& kernel,
+                                gpu::KernelLaunch& launch) const override;
 
  private:
   MetalSchedule metal_;

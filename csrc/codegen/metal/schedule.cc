@@ -43,7 +43,7 @@ CudaSchedule MetalRenderer::schedule_of(const Kernel& kernel) const {
   CudaSchedule s;
   s.block = m.threads;
   s.reduce = m.reduce;
-  s.matmul = m.matmul == 3 ? 2 : m.matmul;  // no tensor cores: 3 is the tiled kernel
+  s.matmul = m.matmul;  // 3: the mma mapping, rendered on simdgroup matrices
   s.vector = m.vector;
   s.gemv_cols = m.gemv_cols;
   return s;

@@ -11,10 +11,14 @@ speed, and it does not check that Apple's compiler accepts the source (that need
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
 
+import numpy as np
+
 from luminal import _core
+from luminal.runtime import _from_storage
 
 import cuda_emu
 
@@ -153,3 +157,45 @@ def render(cx, choice: dict | None = None) -> str:
     from luminal import metal
 
     return metal.render(cx, choice)
+
+
+class EmulatedRuntime:
+    """What a model's weights and a session's steps ask of a runtime (set_data, set_storage,
+    execute, get), over one emulated MSL program of graph ``cx`` whose outputs are
+    ``outputs``: code that drives a runtime runs through the Metal renderer unchanged."""
+
+    def __init__(self, cx, outputs, workdir):
+        self._graph = cx
+        self.outputs = list(outputs)
+        self.emu = Emulated([(cx, None, dict(cx.dyn_map))], str(workdir))
+        self.feeds, self.values = {}, {}
+
+    def sequence(self):
+        return contextlib.nullcontext()
+
+    def _keeps_only_its_layout(self, tensor) -> bool:
+        return False
+
+    def set_data(self, tensor, data) -> None:
+        self.feeds[tensor] = np.asarray(data)
+
+    def set_storage(self, tensor, storage) -> None:
+        """A parameter's storage (16-bit words, blocks) as the values Emulated.run takes."""
+        from luminal import dtype as dt
+
+        storage = np.asarray(storage)
+        if dt.is_quantized(tensor.dtype):
+            self.feeds[tensor] = storage
+        else:
+            self.feeds[tensor] = _from_storage(storage.reshape(-1), tensor.dtype)
+
+    def execute(self, dims: dict | None = None) -> None:
+        dims = dict(self._graph.dyn_map, **(dims or {}))
+        self.emu.replan(0, dims)
+        got = self.emu.run(0, self.feeds, self.outputs)
+        for t, value in zip(self.outputs, got):
+            shape = tuple(d if isinstance(d, int) else -1 for d in t.shape)
+            self.values[t.id] = value.astype(np.float32).reshape(shape)
+
+    def get(self, tensor) -> np.ndarray:
+        return self.values[tensor.id]

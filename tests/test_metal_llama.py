@@ -4,7 +4,6 @@ luminal, its one program (the prefill and every decode step: symbols s and p) lo
 written and rendered as MSL, its KV cache carried across steps as CausalLMSession carries it;
 the prefill's logits and 12 greedy tokens must match transformers'."""
 
-import contextlib
 import types
 
 import numpy as np
@@ -24,38 +23,6 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(compiler() is None, reason="no C++ compiler")
 
 
-class EmulatedMetal:
-    """What a session's steps ask of a runtime (set_data, set_storage, execute, get), over one
-    emulated MSL program of graph ``cx`` whose outputs are ``outputs``."""
-
-    def __init__(self, cx, outputs, workdir):
-        self._graph = cx
-        self.outputs = outputs
-        self.emu = metal_emu.Emulated([(cx, None, {"s": 1, "p": 0})], str(workdir))
-        self.feeds, self.values = {}, {}
-
-    def sequence(self):
-        return contextlib.nullcontext()
-
-    def _keeps_only_its_layout(self, tensor) -> bool:
-        return False
-
-    def set_data(self, tensor, data) -> None:
-        self.feeds[tensor] = np.asarray(data)
-
-    set_storage = set_data  # f32 weights: their storage is their values
-
-    def execute(self, dims: dict) -> None:
-        self.emu.replan(0, dims)
-        got = self.emu.run(0, self.feeds, self.outputs)
-        for t, value in zip(self.outputs, got):
-            shape = tuple(d if isinstance(d, int) else -1 for d in t.shape)
-            self.values[t.id] = value.astype(np.float32).reshape(shape)
-
-    def get(self, tensor) -> np.ndarray:
-        return self.values[tensor.id]
-
-
 def test_tiny_llama_greedy_decode_matches_transformers_through_msl(tmp_path):
     hf = make_hf_llama(tmp_path, seed=2, **CONFIGS["gqa-tied-llama3"])
     model = LlamaForCausalLM.from_pretrained(tmp_path, max_context=32)
@@ -65,7 +32,9 @@ def test_tiny_llama_greedy_decode_matches_transformers_through_msl(tmp_path):
     logits = model(ids, caches).output()
     outputs = [logits] + [t for c in caches for t in (c.k_new, c.v_new)]
     assert lm.metal.render(cx).count("\nkernel void ") >= 10  # every layer's kernels in MSL
-    rt = EmulatedMetal(cx, outputs, tmp_path)
+    cx.set_dim("s", 1)
+    cx.set_dim("p", 0)
+    rt = metal_emu.EmulatedRuntime(cx, outputs, tmp_path)
     model.load_weights(rt)
     session = types.SimpleNamespace(runtime=rt, ids=ids, logits=logits, batch=1,
                                     cache_buffers=KVCacheBuffers(caches, model.max_context))

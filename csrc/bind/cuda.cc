@@ -8,6 +8,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "bind/launch_plan.h"
 #include "runtime/cuda/cuda.h"
 #include "runtime/cuda/cuda_arena.h"
 #include "codegen/gpu_launch.h"
@@ -38,22 +39,9 @@ std::pair<std::vector<std::tuple<int, int64_t, int64_t, int, int>>, int64_t> are
   return {rows, a.total};
 }
 
-// (launches: [(name, grid, block, buffer ids)], buffers: [(role, node, dtype, numel)], dims)
 nb::tuple launch_plan_py(const Graph& graph, const std::string& arch, const TuningChoice& choice,
                          const DynMap& dyn_map, int multiprocessors) {
-  CudaLaunchPlan p = cuda_launch_plan(graph, arch, choice, dyn_map, multiprocessors);
-  nb::list launches;
-  for (const auto& l : p.launches) {
-    std::vector<uint32_t> grid(l.dims.grid, l.dims.grid + 3);
-    std::vector<uint32_t> block(l.dims.block, l.dims.block + 3);
-    launches.append(nb::make_tuple(l.name, grid, block, l.buffers, l.dims.empty));
-  }
-  nb::list buffers;
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const Buffer& buf = p.buffers[b];
-    buffers.append(nb::make_tuple(static_cast<int>(buf.role), buf.node, buf.dtype, p.numel[b]));
-  }
-  return nb::make_tuple(launches, buffers, p.dims);
+  return launch_plan_tuple(cuda_launch_plan(graph, arch, choice, dyn_map, multiprocessors));
 }
 
 // Compiles CUDA source text to CUBIN with NVRTC (no device); returns the CUBIN's size.

@@ -7,6 +7,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include "bind/launch_plan.h"
 #include "runtime/metal/metal_plan.h"
 
 namespace nb = nanobind;
@@ -19,24 +20,10 @@ std::string render_py(const Graph& graph, const TuningChoice& choice) {
   return metal_render_graph(graph, choice).src.source;
 }
 
-// (launches: [(name, grid, threads, buffer ids, empty)], buffers: [(role, node, dtype, numel)],
-// dims), as cuda_launch_plan gives it.
 nb::tuple launch_plan_py(const Graph& graph, const TuningChoice& choice, const DynMap& dyn_map,
                          int max_threadgroups) {
   MetalRendered r = metal_render_graph(graph, choice);
-  MetalLaunchPlan p = metal_launch_plan(r.program, r.src, graph, dyn_map, max_threadgroups);
-  nb::list launches;
-  for (const auto& l : p.launches) {
-    std::vector<uint32_t> grid(l.dims.grid, l.dims.grid + 3);
-    std::vector<uint32_t> block(l.dims.block, l.dims.block + 3);
-    launches.append(nb::make_tuple(l.name, grid, block, l.buffers, l.dims.empty));
-  }
-  nb::list buffers;
-  for (size_t b = 0; b < p.buffers.size(); ++b) {
-    const Buffer& buf = p.buffers[b];
-    buffers.append(nb::make_tuple(static_cast<int>(buf.role), buf.node, buf.dtype, p.numel[b]));
-  }
-  return nb::make_tuple(launches, buffers, p.dims);
+  return launch_plan_tuple(metal_launch_plan(r.program, r.src, graph, dyn_map, max_threadgroups));
 }
 }  // namespace
 

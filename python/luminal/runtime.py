@@ -452,10 +452,39 @@ class CpuRuntime(Runtime):
         return self._rt.last_compile_stats
 
 
-class CudaRuntime(Runtime):
+class _GpuRuntime(Runtime):
+    """What the GPU runtimes share: params fixed over every compile, GPU-timed benchmarks,
+    the device's name and the generated source."""
+
+    def _fix(self, choice) -> None:
+        self._fixed = _core.TuningChoice()
+        if choice:  # fixed params: every compile (search's too) uses them, over node schedules
+            self._fixed.params = sorted(dict(choice).items())
+            self._rt.fix_choice(self._fixed)
+
+    def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
+        """Device milliseconds per run of the program, timed on the GPU."""
+        if self._graph is None:
+            raise ShapeError("benchmark: the runtime has no program; call cx.search(rt) first")
+        with self.sequence():
+            return self._rt.benchmark(dict(self._graph.dyn_map if dyn_map is None else dyn_map),
+                                      iters)
+
+    @property
+    def device_name(self) -> str:
+        return self._rt.device_name
+
+    @property
+    def source(self) -> str:
+        """The generated source of the compiled program (CUDA C, MSL)."""
+        return self._rt.source
+
+
+class CudaRuntime(_GpuRuntime):
     """NVIDIA GPUs through the CUDA driver and NVRTC, both loaded at run time (luminal.cuda
     finds NVRTC). Raises DeviceError without a driver, a GPU or NVRTC. ``choice`` fixes the
-    CUDA renderer's tuning params, e.g. ``{"cuda_matmul": 3}`` for tensor cores."""
+    CUDA renderer's tuning params, e.g. ``{"cuda_matmul": 3}`` for tensor cores. ``benchmark``
+    replays the CUDA graph, event-timed."""
 
     def __init__(self, nvrtc_library=None, cache_dir=None, device=0, choice=None,
                  driver_library=None):
@@ -463,49 +492,30 @@ class CudaRuntime(Runtime):
 
         options = cuda_options(nvrtc_library, cache_dir, device, driver_library)
         super().__init__(_core.CudaRuntime(options))
-        self._fixed = _core.TuningChoice()
-        if choice:  # fixed params: every compile (search's too) uses them, over node schedules
-            self._fixed.params = sorted(dict(choice).items())
-            self._rt.fix_choice(self._fixed)
+        self._fix(choice)
 
     @property
     def device(self) -> str:
         """The GPU and the architecture its kernels compile for (part of search's cache key)."""
         return f"{self._rt.device_name} {self._rt.arch}"
 
-    def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
-        """Device milliseconds per run of the program (CUDA graph replays, event-timed)."""
-        if self._graph is None:
-            raise ShapeError("benchmark: the runtime has no program; call cx.search(rt) first")
-        with self.sequence():
-            return self._rt.benchmark(dict(self._graph.dyn_map if dyn_map is None else dyn_map),
-                                      iters)
-
     def copy_bandwidth(self, nbytes: int = 1 << 30, iters: int = 10) -> tuple:
         """(copy kernel, cuMemcpyDtoD) device-to-device bandwidth in GB/s, read + written."""
         return self._rt.copy_bandwidth(nbytes, iters)
 
     @property
-    def device_name(self) -> str:
-        return self._rt.device_name
-
-    @property
     def arch(self) -> str:
         return self._rt.arch
 
-    @property
-    def source(self) -> str:
-        """The CUDA C of the compiled program."""
-        return self._rt.source
 
-
-class MetalRuntime(Runtime):
+class MetalRuntime(_GpuRuntime):
     """Apple GPUs through Metal (macOS 12 or later, an M1 or later GPU): MSL kernels compiled
     with fast math off, their pipelines kept in ``cache_dir`` (default
     $XDG_CACHE_HOME/luminal/metal, else ~/.cache/luminal/metal; ``""``: none kept). ``device``:
     the index of the Metal device. ``choice`` fixes the Metal renderer's tuning params, e.g.
-    ``{"metal_matmul": 2}`` for the tiled matmul. Raises DeviceError on a system without
-    Metal (luminal.metal.render still renders the MSL there)."""
+    ``{"metal_matmul": 3}`` for simdgroup matrices. ``benchmark`` is the median GPU time of the
+    program's command buffer. Raises DeviceError on a system without Metal
+    (luminal.metal.render still renders the MSL there)."""
 
     def __init__(self, cache_dir=None, device=0, choice=None):
         import os
@@ -518,29 +528,10 @@ class MetalRuntime(Runtime):
         options.cache_dir = os.fspath(cache_dir)
         options.device = device
         super().__init__(_core.MetalRuntime(options))
-        self._fixed = _core.TuningChoice()
-        if choice:  # fixed params: every compile (search's too) uses them, over node schedules
-            self._fixed.params = sorted(dict(choice).items())
-            self._rt.fix_choice(self._fixed)
+        self._fix(choice)
 
     @property
     def device(self) -> str:
         """The GPU the kernels run on (part of search's cache key)."""
         return self._rt.device_name
 
-    def benchmark(self, iters: int = 100, dyn_map: dict | None = None) -> float:
-        """Milliseconds per run of the program: the median GPU time of its command buffer."""
-        if self._graph is None:
-            raise ShapeError("benchmark: the runtime has no program; call cx.search(rt) first")
-        with self.sequence():
-            return self._rt.benchmark(dict(self._graph.dyn_map if dyn_map is None else dyn_map),
-                                      iters)
-
-    @property
-    def device_name(self) -> str:
-        return self._rt.device_name
-
-    @property
-    def source(self) -> str:
-        """The MSL of the compiled program."""
-        return self._rt.source

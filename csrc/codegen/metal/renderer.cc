@@ -4,6 +4,8 @@
 // as one library. The thread mappings themselves are the CUDA renderer's (cuda/*.cc).
 #include "codegen/metal/renderer.h"
 
+#include <cctype>
+
 #include "core/errors.h"
 
 namespace luminal {
@@ -54,22 +56,38 @@ std::string MetalRenderer::index_fault(const std::string& zero) const {
          ", 1, memory_order_relaxed), " + zero + ")";
 }
 
-std::string MetalRenderer::math_call(OpKind op, const std::string& x) const {
-  switch (op) {
-    case OpKind::Log2: return "log2(" + x + ")";
-    case OpKind::Exp2: return "exp2(" + x + ")";
-    case OpKind::Sin: return "sin(" + x + ")";
-    case OpKind::Sqrt: return "sqrt(" + x + ")";
-    default: return CLikeRenderer::math_call(op, x);  // Recip: 1.0f / x
+namespace {
+// C's float math functions in `c` (ir/ops.def's spellings: exp2f, fmodf) as MSL spells them,
+// overloaded, without the f: every call of a lowercase name without '_' that ends in f.
+std::string msl_math(const std::string& c) {
+  std::string out;
+  size_t start = std::string::npos;  // of the identifier being read
+  for (size_t i = 0; i < c.size(); ++i) {
+    const char ch = c[i];
+    const bool word = std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+    if (word && start == std::string::npos) start = i;
+    if (!word && start != std::string::npos) {
+      std::string name = c.substr(start, i - start);
+      bool c_float = ch == '(' && name.size() > 1 && name.back() == 'f' &&
+                     std::islower(static_cast<unsigned char>(name[0])) &&
+                     name.find('_') == std::string::npos;
+      out += c_float ? name.substr(0, name.size() - 1) : name;
+      start = std::string::npos;
+    }
+    if (!word) out += ch;
   }
+  if (start != std::string::npos) out += c.substr(start);
+  return out;
+}
+}  // namespace
+
+std::string MetalRenderer::math_call(OpKind op, const std::string& x) const {
+  return msl_math(CLikeRenderer::math_call(op, x));
 }
 
 std::string MetalRenderer::binary_expr(const Value& v, const std::string& a,
                                        const std::string& b) const {
-  if (v.op == OpKind::Mod && is_float(v.operand)) {
-    return round_to(v.dtype, "fmod(" + a + ", " + b + ")");
-  }
-  return CLikeRenderer::binary_expr(v, a, b);
+  return msl_math(CLikeRenderer::binary_expr(v, a, b));
 }
 
 std::string MetalRenderer::signature(const Program& program, const Kernel& kernel,

@@ -95,25 +95,8 @@ CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
                                 const TuningChoice& choice, const DynMap& dyn_map,
                                 int multiprocessors) {
   auto [program, src] = render_graph(graph, sm_of(arch), choice, TuningChoice{});
-  DynMap dims;
-  CudaLaunchPlan plan;
-  for (size_t k = 0; k < program.dims.size(); ++k) {
-    auto it = dyn_map.find(program.dims[k]);
-    if (it == dyn_map.end()) throw ShapeError("cuda_launch_plan: dim '" + program.dims[k] + "' unbound");
-    dims[CLikeRenderer::dim_name(k)] = it->second;
-    plan.dims.push_back(it->second);
-  }
-  for (size_t k = 0; k < program.kernels.size(); ++k) {
-    CudaLaunchPlan::Launch l;
-    l.name = src.launches[k].name;
-    l.dims = launch_dims(src.launches[k], dims, multiprocessors);
-    l.buffers.push_back(program.kernels[k].out);
-    for (BufferId b : program.kernels[k].reads()) l.buffers.push_back(b);
-    plan.launches.push_back(l);
-  }
-  plan.numel = buffer_numels(graph, program, dyn_map, "cuda_launch_plan");
-  plan.buffers = program.buffers;
-  return plan;
+  return gpu_launch_plan(program, src.launches, graph, dyn_map, multiprocessors, 32,
+                         "cuda_launch_plan");
 }
 
 std::string cuda_codegen_check_batch(const std::vector<const Graph*>& graphs,

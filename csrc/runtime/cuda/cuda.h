@@ -15,6 +15,7 @@
 #include "kernel/memory_plan.h"
 #include "runtime/cuda/cubin_cache.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/gpu_plan.h"
 #include "runtime/runtime.h"
 #include "runtime/view_bounds.h"
 
@@ -57,17 +58,7 @@ std::string cuda_fingerprint(const Graph& graph, const std::string& arch,
 // What the runtime would launch for `graph` under `dyn_map` on a device with `multiprocessors`:
 // per kernel its name, grid/block and parameter buffers; per buffer its role, node, dtype and
 // element count. For tests that run the kernels elsewhere (an emulator) and for debugging.
-struct CudaLaunchPlan {
-  struct Launch {
-    std::string name;
-    gpu::LaunchDims dims;
-    std::vector<BufferId> buffers;  // the kernel's buffer parameters, in order
-  };
-  std::vector<Launch> launches;
-  std::vector<Buffer> buffers;
-  std::vector<int64_t> numel;
-  std::vector<int64_t> dims;  // values of the program's dims, in order
-};
+using CudaLaunchPlan = GpuLaunchPlan;
 CudaLaunchPlan cuda_launch_plan(const Graph& graph, const std::string& arch,
                                 const TuningChoice& choice, const DynMap& dyn_map,
                                 int multiprocessors);

@@ -30,27 +30,7 @@ MetalRendered metal_render_graph(const Graph& graph, const TuningChoice& choice,
 MetalLaunchPlan metal_launch_plan(const Program& program, const MetalSource& src,
                                   const Graph& graph, const DynMap& dyn_map,
                                   int max_threadgroups) {
-  DynMap dims;
-  MetalLaunchPlan plan;
-  for (size_t k = 0; k < program.dims.size(); ++k) {
-    auto it = dyn_map.find(program.dims[k]);
-    if (it == dyn_map.end()) {
-      throw ShapeError("Metal: dim '" + program.dims[k] + "' has no value in the dyn_map");
-    }
-    dims[CLikeRenderer::dim_name(k)] = it->second;
-    plan.dims.push_back(it->second);
-  }
-  for (size_t k = 0; k < program.kernels.size(); ++k) {
-    MetalLaunchPlan::Launch l;
-    l.name = src.launches[k].name;
-    l.dims = gpu::launch_dims(src.launches[k], dims, max_threadgroups, 1);
-    l.buffers.push_back(program.kernels[k].out);
-    for (BufferId b : program.kernels[k].reads()) l.buffers.push_back(b);
-    plan.launches.push_back(l);
-  }
-  plan.numel = buffer_numels(graph, program, dyn_map, "Metal");
-  plan.buffers = program.buffers;
-  return plan;
+  return gpu_launch_plan(program, src.launches, graph, dyn_map, max_threadgroups, 1, "Metal");
 }
 
 }  // namespace luminal

@@ -11,6 +11,7 @@
 #include "codegen/metal/renderer.h"
 #include "ir/graph.h"
 #include "kernel/kernel.h"
+#include "runtime/gpu_plan.h"
 #include "runtime/runtime.h"
 
 namespace luminal {
@@ -36,17 +37,7 @@ MetalRendered metal_render_graph(const Graph& graph, const TuningChoice& choice,
 // (threadgroups) and threadgroup size, and its buffer parameters in order (the calling
 // convention of codegen/metal/renderer.h); per buffer its element count; the dims' values.
 // Grid-stride kernels get at most `max_threadgroups` threadgroups.
-struct MetalLaunchPlan {
-  struct Launch {
-    std::string name;
-    gpu::LaunchDims dims;
-    std::vector<BufferId> buffers;  // [[buffer(0)]] .. [[buffer(n)]]
-  };
-  std::vector<Launch> launches;
-  std::vector<Buffer> buffers;
-  std::vector<int64_t> numel;
-  std::vector<int64_t> dims;  // the program's dims' values, in order (lm_dims)
-};
+using MetalLaunchPlan = GpuLaunchPlan;
 MetalLaunchPlan metal_launch_plan(const Program& program, const MetalSource& src,
                                   const Graph& graph, const DynMap& dyn_map,
                                   int max_threadgroups);

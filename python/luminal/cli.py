@@ -137,24 +137,53 @@ def cmd_run(args) -> int:
                            f"{args.prompt!r} (give --prompt text the model's vocabulary "
                            f"covers, or --tokenizer)")
     rt = chosen_runtime(args)
-    with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
-                  f"(search {args.search})"):
-        session = CausalLMSession(model, rt, search=args.search)
+    quiet = False  # a rank of --pp but the first: every rank decodes, rank 0 prints
+    if args.pp > 1:
+        session = _pipeline_session(model, rt, args)
+        quiet = session.comm.rank != 0
+    else:
+        with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
+                      f"(search {args.search})"):
+            session = CausalLMSession(model, rt, search=args.search)
     sampler = Sampler(args.temperature, args.top_p, args.seed)
     stats = GenerationStats()
     decoder = StreamDecoder(tokenizer)
     eos = set(model.config.eos_token_id or [])
     if os.path.isdir(args.model_dir):
         eos |= _generation_eos(args.model_dir)
-    sys.stdout.write(args.prompt)
+    out = open(os.devnull, "w") if quiet else sys.stdout
+    out.write(args.prompt)
     for token in generate(session, prompt, args.max_new_tokens, sampler, eos, stats):
-        sys.stdout.write(decoder.push(token))
-        sys.stdout.flush()
-    sys.stdout.write("\n")
-    print(f"[{stats.prompt_tokens} prompt tokens, {stats.new_tokens} new; time to first "
-          f"token {stats.time_to_first_token * 1000:.0f} ms; {stats.tokens_per_second:.1f} "
-          f"tokens/s]", file=sys.stderr)
+        out.write(decoder.push(token))
+        out.flush()
+    out.write("\n")
+    if not quiet:
+        print(f"[{stats.prompt_tokens} prompt tokens, {stats.new_tokens} new; time to first "
+              f"token {stats.time_to_first_token * 1000:.0f} ms; {stats.tokens_per_second:.1f} "
+              f"tokens/s]", file=sys.stderr)
+    if args.pp > 1:
+        session.comm.close()  # Gloo's threads end before the interpreter's
     return 0
+
+
+def _pipeline_session(model, rt, args):
+    """``model``'s layers split over the --pp N processes torchrun started (Gloo), this one's
+    stage compiled on ``rt``; its layers and resident weights said on stderr."""
+    from . import distributed
+    from .models.pipeline import PipelineSession
+
+    comm = distributed.init()
+    if comm.world_size != args.pp:
+        raise LuminalError(f"luminal run --pp {args.pp}: torchrun started {comm.world_size} "
+                           f"process(es); run it as torchrun --nproc-per-node {args.pp} "
+                           f"-m luminal.cli run ...")
+    session = PipelineSession(model, comm, rt, search=args.search)
+    memory = session.runtime.memory()
+    weights = memory["borrowed_input_bytes"] + memory["owned_input_bytes"] + \
+        memory["packed_input_bytes"]
+    print(f"[rank {comm.rank} of {comm.world_size}: layers {session.layers.start}-"
+          f"{session.layers.stop - 1}, {weights / 1e6:.1f} MB of weights]", file=sys.stderr)
+    return session
 
 
 def _generation_eos(model_dir) -> set:
@@ -325,6 +354,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "rounded to bf16, as transformers' bf16 model (bf16: bf16 dot "
                           "products on a CPU with AVX512-BF16); or the f32 inputs as they are "
                           "(f32, the default for a model directory)")
+    run.add_argument("--pp", type=int, default=1, metavar="N",
+                     help="split the layers over N processes (pipeline parallelism); run "
+                          "under torchrun --nproc-per-node N")
     run.add_argument("--max-context", type=int, default=4096,
                      help="longest prompt + generation the KV cache holds (default: 4096)")
     run.set_defaults(func=cmd_run)

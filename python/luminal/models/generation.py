@@ -101,23 +101,32 @@ class CausalLMSession:
                                getattr(self.model, "max_context", None))
 
 
-def run_cached_step(session, ids, vocab: int | None, limit: int | None) -> np.ndarray:
-    """Runs token ``ids`` (batch, s) on ``session`` (its runtime, ids input, logits output
-    and cache_buffers) after the positions its caches hold, checked against the vocabulary
-    and the context ``limit``; returns the logits and extends the caches."""
+def check_step_ids(ids, batch: int, vocab: int | None, past: int,
+                   limit: int | None) -> np.ndarray:
+    """Token ``ids`` as a (batch, s) int32 array, checked against the batch, the vocabulary
+    and the context ``limit`` after ``past`` cached positions (ShapeError naming what is
+    wrong)."""
     ids = np.asarray(ids, dtype=np.int32)
     if ids.ndim == 1:
         ids = ids[None, :]
-    if ids.ndim != 2 or ids.shape[0] != session.batch or ids.shape[1] == 0:
-        raise ShapeError(f"step: ids must be (batch={session.batch}, s >= 1), got {ids.shape}")
+    if ids.ndim != 2 or ids.shape[0] != batch or ids.shape[1] == 0:
+        raise ShapeError(f"step: ids must be (batch={batch}, s >= 1), got {ids.shape}")
     if vocab is not None and (ids.min() < 0 or ids.max() >= vocab):
         bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
         raise ShapeError(f"step: token id {bad} is out of range for the model's vocabulary "
                          f"of {vocab} (a tokenizer that does not match the model?)")
-    past = session.cache_buffers.length
     if limit is not None and past + ids.shape[1] > limit:
         raise ShapeError(f"step: {past} cached + {ids.shape[1]} new tokens exceed the "
                          f"context of {limit}")
+    return ids
+
+
+def run_cached_step(session, ids, vocab: int | None, limit: int | None) -> np.ndarray:
+    """Runs token ``ids`` (batch, s) on ``session`` (its runtime, ids input, logits output
+    and cache_buffers) after the positions its caches hold, checked against the vocabulary
+    and the context ``limit``; returns the logits and extends the caches."""
+    past = session.cache_buffers.length
+    ids = check_step_ids(ids, session.batch, vocab, past, limit)
     rt = session.runtime
     with rt.sequence():  # callers in other threads wait their turn
         rt.set_data(session.ids, ids)

@@ -53,15 +53,25 @@ class LlamaModel(Module):
         if c.sliding_rope is not None:  # Gemma 3's windowed layers
             self.rotary_emb_local = c.rotary_embedding(max_context, SLIDING)
 
-    def forward(self, ids, caches):
-        c = self.config
+    def embed(self, ids):
+        """Token ids (batch, s) -> the first layer's input (batch, s, hidden)."""
         x = self.embed_tokens(ids)
-        if c.embed_scale != 1.0:
-            x = x * _rounded(c.embed_scale, self.embed_tokens.weight.dtype)
-        for i, (layer, cache) in enumerate(zip(self.layers, caches)):
+        if self.config.embed_scale != 1.0:
+            x = x * _rounded(self.config.embed_scale, self.embed_tokens.weight.dtype)
+        return x
+
+    def run_layers(self, x, caches, layers):
+        """``x`` through the layers at the indices ``layers`` (a range), each with its cache
+        (``caches`` in the same order): all of them, or a pipeline stage's."""
+        c = self.config
+        for i, cache in zip(layers, caches):
             local = c.layer_types[i] == SLIDING and c.sliding_rope is not None
-            x = layer(x, rope=self.rotary_emb_local if local else self.rotary_emb, cache=cache)
-        return self.norm(x)
+            x = self.layers[i](x, rope=self.rotary_emb_local if local else self.rotary_emb,
+                               cache=cache)
+        return x
+
+    def forward(self, ids, caches):
+        return self.norm(self.run_layers(self.embed(ids), caches, range(len(self.layers))))
 
 
 class LlamaForCausalLM(Module):
@@ -81,13 +91,21 @@ class LlamaForCausalLM(Module):
         self.dtype = dt.to_dtype(dtype)
         self.search_step = "decode"  # where a session's search times it (_set_activations)
 
-    def make_caches(self, graph, batch=1, past="p"):
+    def make_caches(self, graph, batch=1, past="p", layers=None):
+        """A KVCache per layer, or per layer of ``layers`` (a range: a pipeline stage's)."""
         c = self.config
+        layers = range(c.num_hidden_layers) if layers is None else layers
         return [KVCache(graph, batch, c.num_key_value_heads, c.head_dim, past, f"layers.{i}")
-                for i in range(c.num_hidden_layers)]
+                for i in layers]
 
     def forward(self, ids, caches, last_only: bool = False):
-        h = self.model(ids, caches)
+        return self.head(self.model(ids, caches), last_only, normed=True)
+
+    def head(self, h, last_only: bool = False, normed: bool = False):
+        """The last layer's output (batch, s, hidden) -> logits: the final norm (unless
+        ``normed``), the last position only where ``last_only``, the LM head, soft-capping."""
+        if not normed:
+            h = self.model.norm(h)
         if last_only:
             h = h[:, -1:]
         if self.config.tie_word_embeddings:

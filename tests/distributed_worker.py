@@ -1,0 +1,40 @@
+"""One rank of tests/test_distributed.py, started by torchrun: ``generate MODEL OUT`` splits
+the model over the ranks (PipelineSession on CpuRuntime), decodes 12 greedy tokens and writes
+them, its layers and its resident weight bytes to OUT.<rank>.json; ``disagree OUT`` has the
+ranks state different values to Communicator.agree and writes the error each rank got."""
+
+import json
+import sys
+
+import luminal as lm
+from luminal import distributed
+
+from conftest import CpuRuntime
+
+
+def main(mode, *args):
+    comm = distributed.init()
+    if mode == "generate":
+        from luminal.models import LlamaForCausalLM, PipelineSession, generate
+
+        model_dir, out = args
+        model = LlamaForCausalLM.from_pretrained(model_dir, max_context=32)
+        session = PipelineSession(model, comm, CpuRuntime(threads=1))
+        memory = session.runtime.memory()  # the weights alone, before any cache is set
+        tokens = list(generate(session, [9, 8, 7, 6, 5], 12))
+        result = {"tokens": tokens, "layers": [session.layers.start, session.layers.stop],
+                  "weights": memory["borrowed_input_bytes"] + memory["owned_input_bytes"]}
+    else:
+        (out,) = args
+        try:
+            comm.agree(("batch", 1 + comm.rank), "the batch")
+            result = {"error": None}
+        except lm.ShapeError as e:
+            result = {"error": str(e)}
+    with open(f"{out}.{comm.rank}.json", "w") as f:
+        json.dump(result, f)
+    comm.close()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

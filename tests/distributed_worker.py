@@ -1,5 +1,6 @@
-"""One rank of tests/test_distributed.py, started by torchrun: ``generate MODEL OUT`` splits
-the model over the ranks (PipelineSession on CpuRuntime), decodes 12 greedy tokens and writes
+"""One rank of tests/test_distributed.py, started by torchrun: ``generate MODEL OUT MB`` splits
+the model over the ranks (PipelineSession on CpuRuntime, micro-batches of MB positions),
+decodes 12 greedy tokens and writes
 them, its layers and its resident weight bytes to OUT.<rank>.json; ``disagree OUT`` has the
 ranks state different values to Communicator.agree and writes the error each rank got."""
 
@@ -17,9 +18,10 @@ def main(mode, *args):
     if mode == "generate":
         from luminal.models import LlamaForCausalLM, PipelineSession, generate
 
-        model_dir, out = args
+        model_dir, out, micro_batch = args
         model = LlamaForCausalLM.from_pretrained(model_dir, max_context=32)
-        session = PipelineSession(model, comm, CpuRuntime(threads=1))
+        session = PipelineSession(model, comm, CpuRuntime(threads=1),
+                                  micro_batch=int(micro_batch))
         memory = session.runtime.memory()  # the weights alone, before any cache is set
         tokens = list(generate(session, [9, 8, 7, 6, 5], 12))
         result = {"tokens": tokens, "layers": [session.layers.start, session.layers.stop],

@@ -43,9 +43,10 @@ def results(prefix, n=2):
 
 
 def test_pp2_decodes_transformers_greedy_tokens_with_half_the_weights_each(tmp_path):
+    """The 5-token prompt in micro-batches of 2, 2 and 1 positions, then decode steps."""
     hf = make_hf_llama(tmp_path / "model", seed=2, **CONFIGS["mha-untied"])
     torchrun(os.path.join(HERE, "distributed_worker.py"), "generate", str(tmp_path / "model"),
-             str(tmp_path / "out"))
+             str(tmp_path / "out"), "2")
     ranks = results(tmp_path / "out")
     want = hf_greedy(hf, [9, 8, 7, 6, 5], 12)
     assert [r["tokens"] for r in ranks] == [want, want]

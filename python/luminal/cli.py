@@ -168,7 +168,10 @@ def cmd_run(args) -> int:
 
 def _pipeline_session(model, rt, args):
     """``model``'s layers split over the --pp N processes torchrun started (Gloo), this one's
-    stage compiled on ``rt``; its layers and resident weights said on stderr."""
+    stage compiled on ``rt`` (on the CPU with its share of the cores: a prompt's micro-batches
+    run on every stage at once); its layers and resident weights said on stderr."""
+    import os
+
     from . import distributed
     from .models.pipeline import PipelineSession
 
@@ -177,6 +180,8 @@ def _pipeline_session(model, rt, args):
         raise LuminalError(f"luminal run --pp {args.pp}: torchrun started {comm.world_size} "
                            f"process(es); run it as torchrun --nproc-per-node {args.pp} "
                            f"-m luminal.cli run ...")
+    if isinstance(rt, runtime_module.CpuRuntime):  # the stages share the cores: micro-batches
+        rt = runtime_module.CpuRuntime(threads=max(1, (os.cpu_count() or 1) // args.pp))
     session = PipelineSession(model, comm, rt, search=args.search)
     memory = session.runtime.memory()
     weights = memory["borrowed_input_bytes"] + memory["owned_input_bytes"] + \

@@ -40,6 +40,17 @@ def init(backend: str | None = None) -> "Communicator":
     return Communicator()
 
 
+class _Sending:
+    """A send in flight and the tensor it reads, kept alive until wait() returns."""
+
+    def __init__(self, work, tensor):
+        self._work, self._tensor = work, tensor
+
+    def wait(self) -> None:
+        self._work.wait()
+        self._tensor = None
+
+
 class Communicator:
     """Point-to-point and collective transfers of numpy arrays within a torch.distributed
     process group (the default one unless ``group`` is given)."""
@@ -60,6 +71,12 @@ class Communicator:
 
     def send(self, array, dst: int) -> None:
         self._dist.send(self._tensor(array), dst, group=self.group)
+
+    def isend(self, array, dst: int):
+        """Starts sending ``array``; returns the request, whose wait() ends it (the array is
+        kept until then)."""
+        tensor = self._tensor(array)
+        return _Sending(self._dist.isend(tensor, dst, group=self.group), tensor)
 
     def recv(self, shape, src: int, dtype=np.float32) -> np.ndarray:
         out = self._torch.from_numpy(np.empty(tuple(shape), dtype))

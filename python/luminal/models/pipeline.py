@@ -2,7 +2,9 @@
 luminal.distributed Communicator, each rank compiling and holding only its stage (the first
 also the embedding, the last the final norm and LM head), its hidden states passed to the next
 rank and the last rank's logits broadcast to all, so every rank's decode loop (generate) sees
-the same tokens. Each rank loads only its stage's weights: about 1/pp of the model's memory."""
+the same tokens. A long chunk (a prompt) runs in micro-batches of positions: while a stage
+runs micro-batch i + 1 the next runs micro-batch i. Each rank loads only its stage's weights:
+about 1/pp of the model's memory."""
 
 from __future__ import annotations
 
@@ -33,9 +35,13 @@ class PipelineSession:
     position's logits (batch, 1, vocab) on every rank; a CausalLMSession's stand-in for
     generate()."""
 
-    def __init__(self, model, comm, runtime=None, search: int = 1, batch: int = 1):
+    def __init__(self, model, comm, runtime=None, search: int = 1, batch: int = 1,
+                 micro_batch: int = 128):
         c = model.config
         self.model, self.comm, self.batch = model, comm, batch
+        if micro_batch < 1:
+            raise ShapeError(f"PipelineSession: micro_batch must be >= 1, got {micro_batch}")
+        self.micro_batch = micro_batch  # positions a stage runs before passing them on
         self.vocab, self.hidden = c.vocab_size, c.hidden_size
         comm.agree((c.num_hidden_layers, c.hidden_size, c.vocab_size, batch),
                    "the model (layers, hidden size, vocabulary) and the batch")
@@ -68,18 +74,27 @@ class PipelineSession:
     def step(self, ids) -> np.ndarray:
         ids = check_step_ids(ids, self.batch, self.vocab, self.past,
                              getattr(self.model, "max_context", None))
-        s = int(ids.shape[1])
-        rank, comm, rt = self.comm.rank, self.comm, self.runtime
-        with rt.sequence():
-            if self.first:
-                rt.set_data(self.ids, ids)
-            else:
-                rt.set_data(self.hidden_in, comm.recv((self.batch, s, self.hidden), rank - 1))
-            self.cache_buffers.bind(rt)
-            rt.execute({"s": s, "p": self.past})
-            self.cache_buffers.append(rt, s)
-            out = np.asarray(rt.get(self.out), np.float32)
-        if not self.last:
-            comm.send(out, rank + 1)
+        comm, pending, out = self.comm, [], None
+        with self.runtime.sequence():
+            for start in range(0, ids.shape[1], self.micro_batch):
+                out = self._run_stage(ids[:, start:start + self.micro_batch])
+                if not self.last:  # on to the next stage while this one goes on
+                    pending.append(comm.isend(out, comm.rank + 1))
+        for request in pending:
+            request.wait()
         return comm.broadcast(out if self.last else None, comm.world_size - 1,
                               (self.batch, 1, self.vocab))
+
+    def _run_stage(self, ids) -> np.ndarray:
+        """This stage on micro-batch ``ids`` (its hidden states from the stage before): its
+        output, the caches extended."""
+        s, rt = int(ids.shape[1]), self.runtime
+        if self.first:
+            rt.set_data(self.ids, ids)
+        else:
+            rt.set_data(self.hidden_in,
+                        self.comm.recv((self.batch, s, self.hidden), self.comm.rank - 1))
+        self.cache_buffers.bind(rt)
+        rt.execute({"s": s, "p": self.past})
+        self.cache_buffers.append(rt, s)
+        return np.asarray(rt.get(self.out), np.float32)

@@ -335,24 +335,33 @@ def test_each_rule_schedule_renders_its_mapping(rule):
     assert changed, f"{rule.name} renders every graph as the automatic choice does"
 
 
-@pytest.fixture(scope="module")
-def emulated(tmp_path_factory):
-    built = {name: make() for name, (make, _) in ALL_CASES.items()}
-    items = [(built[n][0], ALL_CASES[n][1], {}) for n in ALL_CASES]
-    emu = cuda_emu.Emulated(items, str(tmp_path_factory.mktemp("emu")))
-    return emu, built
+def emulate_cases(emulator, cases, workdir):
+    """Every case of ``cases`` ({name: (builder, choice)}) built and compiled in one
+    ``emulator`` (cuda_emu.Emulated, metal_emu.Emulated): (the emulator, the built cases)."""
+    built = {name: make() for name, (make, _) in cases.items()}
+    items = [(built[n][0], cases[n][1], {}) for n in cases]
+    return emulator(items, str(workdir)), built
 
 
-@pytest.mark.parametrize("name", list(ALL_CASES))
-def test_emulated_kernels_match_torch(name, emulated):
+def check_emulated_case(emulated, cases, name):
+    """Case ``name``'s emulated outputs match torch's, every element written."""
     emu, built = emulated
     cx, feeds, outputs, refs, dtype = built[name]
-    i = list(ALL_CASES).index(name)
-    got = emu.run(i, feeds, outputs)
+    got = emu.run(list(cases).index(name), feeds, outputs)
     for g, r in zip(got, refs):
         r = r.to(TORCH[dtype]).double().numpy()
         assert not np.isnan(g).any(), "an output element was never written"
         np.testing.assert_allclose(g.reshape(r.shape), r, **TOL[dtype])
+
+
+@pytest.fixture(scope="module")
+def emulated(tmp_path_factory):
+    return emulate_cases(cuda_emu.Emulated, ALL_CASES, tmp_path_factory.mktemp("emu"))
+
+
+@pytest.mark.parametrize("name", list(ALL_CASES))
+def test_emulated_kernels_match_torch(name, emulated):
+    check_emulated_case(emulated, ALL_CASES, name)
 
 
 def test_mapping_chosen_as_asked():

@@ -103,21 +103,13 @@ def _kernels(source):
 
 @pytest.fixture(scope="module")
 def emulated(tmp_path_factory):
-    built = {name: make() for name, (make, _) in ALL_CASES.items()}
-    items = [(built[n][0], ALL_CASES[n][1], {}) for n in ALL_CASES]
-    emu = metal_emu.Emulated(items, str(tmp_path_factory.mktemp("metal_emu")))
-    return emu, built
+    return cases.emulate_cases(metal_emu.Emulated, ALL_CASES,
+                               tmp_path_factory.mktemp("metal_emu"))
 
 
 @pytest.mark.parametrize("name", list(ALL_CASES))
 def test_emulated_msl_matches_torch(name, emulated):
-    emu, built = emulated
-    cx, feeds, outputs, refs, dtype = built[name]
-    got = emu.run(list(ALL_CASES).index(name), feeds, outputs)
-    for g, r in zip(got, refs):
-        r = r.to(cases.TORCH[dtype]).double().numpy()
-        assert not np.isnan(g).any(), "an output element was never written"
-        np.testing.assert_allclose(g.reshape(r.shape), r, **cases.TOL[dtype])
+    cases.check_emulated_case(emulated, ALL_CASES, name)
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.name)

@@ -57,7 +57,21 @@ def search_dims_of(model) -> dict:
     return prefill_dims(model) if step == "prefill" else decode_dims(model)
 
 
-class CausalLMSession:
+class CachedSession:
+    """What the sessions over KV caches share (CausalLMSession, PipelineSession): the caches'
+    length and their reset."""
+
+    @property
+    def past(self) -> int:
+        """The positions the caches hold."""
+        return self.cache_buffers.length
+
+    def reset(self) -> None:
+        """Empties the caches (a new conversation)."""
+        self.cache_buffers.reset()
+
+
+class CausalLMSession(CachedSession):
     """``model`` (a Module taking ids and caches, with ``make_caches``) compiled on
     ``runtime``, its weights set once. ``step(ids)`` runs a chunk and returns its logits.
 
@@ -84,15 +98,6 @@ class CausalLMSession:
     def _vocab_size(self) -> int | None:
         config = getattr(self.model, "config", None)
         return getattr(config, "vocab_size", None)
-
-    @property
-    def past(self) -> int:
-        """The positions the caches hold."""
-        return self.cache_buffers.length
-
-    def reset(self) -> None:
-        """Empties the caches (a new conversation)."""
-        self.cache_buffers.reset()
 
     def step(self, ids) -> np.ndarray:
         """Runs ``ids`` (batch, s) after what the caches hold; returns logits (batch, s or 1,

@@ -15,7 +15,7 @@ from ..errors import ShapeError
 from ..graph import Graph
 from ..nn.kv_cache import KVCacheBuffers
 from ..runtime import NativeRuntime
-from .generation import check_step_ids, search_dims_of
+from .generation import CachedSession, check_step_ids, search_dims_of
 
 
 def stage_layers(layers: int, rank: int, world: int) -> range:
@@ -28,7 +28,7 @@ def stage_layers(layers: int, rank: int, world: int) -> range:
     return range(start, start + per + (1 if rank < extra else 0))
 
 
-class PipelineSession:
+class PipelineSession(CachedSession):
     """``model`` (a LlamaForCausalLM) split over ``comm``'s ranks, this rank's stage compiled on
     ``runtime`` (searched with budget ``search``) and its weights set. ``step(ids)`` runs a
     chunk through every stage (called on every rank with the same ids) and returns the last
@@ -63,13 +63,6 @@ class PipelineSession:
         self.runtime = cx.search(runtime if runtime is not None else NativeRuntime(), search)
         model.load_weights(self.runtime)  # binds only this stage's parameters
         self.cache_buffers = KVCacheBuffers(self.caches, getattr(model, "max_context", None))
-
-    @property
-    def past(self) -> int:
-        return self.cache_buffers.length
-
-    def reset(self) -> None:
-        self.cache_buffers.reset()
 
     def step(self, ids) -> np.ndarray:
         ids = check_step_ids(ids, self.batch, self.vocab, self.past,

@@ -26,6 +26,17 @@ def main(mode, *args):
         tokens = list(generate(session, [9, 8, 7, 6, 5], 12))
         result = {"tokens": tokens, "layers": [session.layers.start, session.layers.stop],
                   "weights": memory["borrowed_input_bytes"] + memory["owned_input_bytes"]}
+    elif mode == "tp":
+        from luminal.models import LlamaForCausalLM, generate
+        from luminal.models.tensor_parallel import TensorParallelSession
+
+        model_dir, out = args
+        model = LlamaForCausalLM.from_pretrained(model_dir, max_context=32)
+        session = TensorParallelSession(model, comm, lambda: CpuRuntime(threads=1))
+        weights = sum(m["borrowed_input_bytes"] + m["owned_input_bytes"]
+                      for m in (rt.memory() for rt in session.runtimes()))
+        tokens = list(generate(session, [9, 8, 7, 6, 5], 12))
+        result = {"tokens": tokens, "weights": weights}
     else:
         (out,) = args
         try:

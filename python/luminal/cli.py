@@ -137,9 +137,11 @@ def cmd_run(args) -> int:
                            f"{args.prompt!r} (give --prompt text the model's vocabulary "
                            f"covers, or --tokenizer)")
     rt = chosen_runtime(args)
-    quiet = False  # a rank of --pp but the first: every rank decodes, rank 0 prints
-    if args.pp > 1:
-        session = _pipeline_session(model, rt, args)
+    quiet = False  # a rank of --pp / --tp but the first: every rank decodes, rank 0 prints
+    if args.pp > 1 and args.tp > 1:
+        raise LuminalError("luminal run: --pp and --tp together are not supported yet")
+    if args.pp > 1 or args.tp > 1:
+        session = _distributed_session(model, rt, args)
         quiet = session.comm.rank != 0
     else:
         with Progress(f"compiling {_describe_llama(model)} on {type(rt).__name__} "
@@ -161,33 +163,43 @@ def cmd_run(args) -> int:
         print(f"[{stats.prompt_tokens} prompt tokens, {stats.new_tokens} new; time to first "
               f"token {stats.time_to_first_token * 1000:.0f} ms; {stats.tokens_per_second:.1f} "
               f"tokens/s]", file=sys.stderr)
-    if args.pp > 1:
+    if args.pp > 1 or args.tp > 1:
         session.comm.close()  # Gloo's threads end before the interpreter's
     return 0
 
 
-def _pipeline_session(model, rt, args):
-    """``model``'s layers split over the --pp N processes torchrun started (Gloo), this one's
-    stage compiled on ``rt`` (on the CPU with its share of the cores: a prompt's micro-batches
-    run on every stage at once); its layers and resident weights said on stderr."""
+def _distributed_session(model, rt, args):
+    """``model`` split over the processes torchrun started (Gloo): by layers (--pp N:
+    PipelineSession) or by heads and features (--tp N: TensorParallelSession), compiled on
+    ``rt``'s kind of runtime (on the CPU each rank with its share of the cores); each rank's
+    part and resident weights said on stderr."""
     import os
 
     from . import distributed
     from .models.pipeline import PipelineSession
+    from .models.tensor_parallel import TensorParallelSession
 
+    flag, n = ("--pp", args.pp) if args.pp > 1 else ("--tp", args.tp)
     comm = distributed.init()
-    if comm.world_size != args.pp:
-        raise LuminalError(f"luminal run --pp {args.pp}: torchrun started {comm.world_size} "
-                           f"process(es); run it as torchrun --nproc-per-node {args.pp} "
+    if comm.world_size != n:
+        raise LuminalError(f"luminal run {flag} {n}: torchrun started {comm.world_size} "
+                           f"process(es); run it as torchrun --nproc-per-node {n} "
                            f"-m luminal.cli run ...")
-    if isinstance(rt, runtime_module.CpuRuntime):  # the stages share the cores: micro-batches
-        rt = runtime_module.CpuRuntime(threads=max(1, (os.cpu_count() or 1) // args.pp))
-    session = PipelineSession(model, comm, rt, search=args.search)
-    memory = session.runtime.memory()
-    weights = memory["borrowed_input_bytes"] + memory["owned_input_bytes"] + \
-        memory["packed_input_bytes"]
-    print(f"[rank {comm.rank} of {comm.world_size}: layers {session.layers.start}-"
-          f"{session.layers.stop - 1}, {weights / 1e6:.1f} MB of weights]", file=sys.stderr)
+    make = type(rt)
+    if isinstance(rt, runtime_module.CpuRuntime):  # the ranks share the cores
+        threads = max(1, (os.cpu_count() or 1) // n)
+        make = lambda: runtime_module.CpuRuntime(threads=threads)  # noqa: E731
+    if args.pp > 1:
+        session = PipelineSession(model, comm, make(), search=args.search)
+        part, runtimes = (f"layers {session.layers.start}-{session.layers.stop - 1}",
+                          [session.runtime])
+    else:
+        session = TensorParallelSession(model, comm, make, search=args.search)
+        part, runtimes = f"1/{n} of every layer", session.runtimes()
+    weights = sum(m["borrowed_input_bytes"] + m["owned_input_bytes"] + m["packed_input_bytes"]
+                  for m in (r.memory() for r in runtimes))
+    print(f"[rank {comm.rank} of {comm.world_size}: {part}, {weights / 1e6:.1f} MB of "
+          f"weights]", file=sys.stderr)
     return session
 
 
@@ -362,6 +374,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--pp", type=int, default=1, metavar="N",
                      help="split the layers over N processes (pipeline parallelism); run "
                           "under torchrun --nproc-per-node N")
+    run.add_argument("--tp", type=int, default=1, metavar="N",
+                     help="split every layer's heads and features over N processes (tensor "
+                          "parallelism); run under torchrun --nproc-per-node N")
     run.add_argument("--max-context", type=int, default=4096,
                      help="longest prompt + generation the KV cache holds (default: 4096)")
     run.set_defaults(func=cmd_run)

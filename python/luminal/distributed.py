@@ -90,6 +90,19 @@ class Communicator:
         self._dist.broadcast(t, src, group=self.group)
         return t.numpy()
 
+    def all_reduce(self, array) -> np.ndarray:
+        """The sum over the ranks of their ``array`` (float32), on every rank."""
+        t = self._tensor(array).clone()
+        self._dist.all_reduce(t, group=self.group)
+        return t.numpy()
+
+    def all_gather(self, array, axis: int = -1) -> np.ndarray:
+        """The ranks' ``array`` (one shape on all) joined along ``axis``, rank order."""
+        t = self._tensor(array)
+        parts = [self._torch.empty_like(t) for _ in range(self.world_size)]
+        self._dist.all_gather(parts, t, group=self.group)
+        return np.concatenate([p.numpy() for p in parts], axis=axis)
+
     def close(self) -> None:
         """Leaves the process group (every rank, once its last transfer is done)."""
         if self._dist.is_initialized():

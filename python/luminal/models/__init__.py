@@ -8,13 +8,14 @@ from .decoder_config import DecoderConfig
 from .generation import CausalLMSession, GenerationStats, Sampler, generate
 from .llama import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 from .pipeline import PipelineSession
+from .tensor_parallel import TensorParallelSession
 from .whisper import WhisperConfig, WhisperForConditionalGeneration, WhisperSession
 from .yolo import YOLOConfig, YOLODetector, YOLOv8
 
 __all__ = [
     "AutoModelForCausalLM", "BertConfig", "BertModel", "CausalLMSession", "DecoderConfig",
     "GenerationStats", "LlamaConfig", "LlamaForCausalLM", "PipelineSession", "Sampler",
-    "SentenceEmbedder", "generate", "mean_pool_normalize",
+    "SentenceEmbedder", "TensorParallelSession", "generate", "mean_pool_normalize",
     "WhisperConfig", "WhisperForConditionalGeneration", "WhisperSession",
     "YOLOConfig", "YOLODetector", "YOLOv8",
 ]

@@ -60,14 +60,17 @@ class LlamaModel(Module):
             x = x * _rounded(self.config.embed_scale, self.embed_tokens.weight.dtype)
         return x
 
+    def rope_for(self, i: int):
+        """Layer ``i``'s rotary embedding (Gemma 3's windowed layers have their own)."""
+        c = self.config
+        local = c.layer_types[i] == SLIDING and c.sliding_rope is not None
+        return self.rotary_emb_local if local else self.rotary_emb
+
     def run_layers(self, x, caches, layers):
         """``x`` through the layers at the indices ``layers`` (a range), each with its cache
         (``caches`` in the same order): all of them, or a pipeline stage's."""
-        c = self.config
         for i, cache in zip(layers, caches):
-            local = c.layer_types[i] == SLIDING and c.sliding_rope is not None
-            x = self.layers[i](x, rope=self.rotary_emb_local if local else self.rotary_emb,
-                               cache=cache)
+            x = self.layers[i](x, rope=self.rope_for(i), cache=cache)
         return x
 
     def forward(self, ids, caches):
@@ -101,14 +104,17 @@ class LlamaForCausalLM(Module):
     def forward(self, ids, caches, last_only: bool = False):
         return self.head(self.model(ids, caches), last_only, normed=True)
 
-    def head(self, h, last_only: bool = False, normed: bool = False):
+    def head(self, h, last_only: bool = False, normed: bool = False, lm_head=None):
         """The last layer's output (batch, s, hidden) -> logits: the final norm (unless
-        ``normed``), the last position only where ``last_only``, the LM head, soft-capping."""
+        ``normed``), the last position only where ``last_only``, the LM head (``lm_head``
+        where given: a tensor-parallel rank's rows of it), soft-capping."""
         if not normed:
             h = self.model.norm(h)
         if last_only:
             h = h[:, -1:]
-        if self.config.tie_word_embeddings:
+        if lm_head is not None:
+            logits = lm_head(h)
+        elif self.config.tie_word_embeddings:
             w = self.model.embed_tokens.weight
             logits = activations_for(h, w, self.activations) @ weight_for(w, h).t()
         else:

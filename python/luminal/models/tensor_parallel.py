@@ -19,6 +19,7 @@ from ..graph import Graph
 from ..nn.kv_cache import KVCacheBuffers
 from ..nn.layers import Linear
 from ..runtime import NativeRuntime, Runtime
+from ..weights.pages import release_pages
 from .generation import check_step_ids, search_dims_of
 
 # Parameters split by their output rows (heads, MLP features), and by their input columns.
@@ -47,8 +48,8 @@ def shard_config(c, tp: int):
 
 class ShardedWeights(Mapping):
     """A checkpoint's tensors as rank ``rank`` of ``tp`` holds them: the row-split projections'
-    rows and the column-split ones' columns of this rank (views of the file where they can
-    be), every other tensor whole."""
+    rows (views of the file) and the column-split ones' columns (copies) of this rank, every
+    other tensor whole."""
 
     def __init__(self, weights, rank: int, tp: int):
         self.weights, self.rank, self.tp = weights, rank, tp
@@ -69,9 +70,17 @@ class ShardedWeights(Mapping):
         return self._slice(name, np.asarray(self.weights[name]))
 
     def storage(self, name):
+        """(this rank's part of the stored tensor, its dtype). A column split is copied out and
+        the file's pages of the whole tensor let go (it was read once, for the copy)."""
         storage = getattr(self.weights, "storage", None)
         raw = storage(name) if storage is not None else None
-        return None if raw is None else (self._slice(name, raw[0]), raw[1])
+        if raw is None:
+            return None
+        part = self._slice(name, raw[0])
+        if not part.flags.c_contiguous:
+            part = np.ascontiguousarray(part)
+            release_pages(raw[0])
+        return part, raw[1]
 
     def locate(self, name):
         locate = getattr(self.weights, "locate", None)

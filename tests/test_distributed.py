@@ -32,7 +32,7 @@ def torchrun(*args, nproc=2):
                OMP_NUM_THREADS="1")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone",
            f"--nproc-per-node={nproc}", *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done
 
@@ -124,7 +124,7 @@ def test_ranks_that_disagree_all_get_a_shape_error(tmp_path):
 
 
 def test_the_stages_split_the_layers_evenly_and_refuse_more_stages_than_layers():
-    assert [stage_layers(16, r, 3) for r in range(3)] == [range(0, 6), range(6, 11),
+    assert [stage_layers(16, r, 3) for r in range(3)] == [range(6), range(6, 11),
                                                           range(11, 16)]
     assert [len(stage_layers(2, r, 2)) for r in range(2)] == [1, 1]
     with pytest.raises(lm.ShapeError, match="3 stages exceed the model's 2 layers"):

@@ -10,6 +10,7 @@ Not here: model code (luminal.models)."""
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 import threading
@@ -153,7 +154,7 @@ def cmd_run(args) -> int:
     eos = set(model.config.eos_token_id or [])
     if os.path.isdir(args.model_dir):
         eos |= _generation_eos(args.model_dir)
-    out = open(os.devnull, "w") if quiet else sys.stdout
+    out = io.StringIO() if quiet else sys.stdout
     out.write(args.prompt)
     for token in generate(session, prompt, args.max_new_tokens, sampler, eos, stats):
         out.write(decoder.push(token))
@@ -188,7 +189,9 @@ def _distributed_session(model, rt, args):
     make = type(rt)
     if isinstance(rt, runtime_module.CpuRuntime):  # the ranks share the cores
         threads = max(1, (os.cpu_count() or 1) // n)
-        make = lambda: runtime_module.CpuRuntime(threads=threads)  # noqa: E731
+
+        def make():
+            return runtime_module.CpuRuntime(threads=threads)
     if args.pp > 1:
         session = PipelineSession(model, comm, make(), search=args.search)
         part, runtimes = (f"layers {session.layers.start}-{session.layers.stop - 1}",

@@ -24,7 +24,7 @@ def _torch_distributed():
     return torch, dist
 
 
-def init(backend: str | None = None) -> "Communicator":
+def init(backend: str | None = None) -> Communicator:
     """Joins (or reuses) torch.distributed's default process group as torchrun sets it up
     (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment); ``backend`` defaults to
     Gloo (the CPU runtime's). Raises DeviceError outside torchrun. Call the communicator's

@@ -93,7 +93,7 @@ class ShardedWeights(Mapping):
         return len(self.weights.keys())
 
     def __contains__(self, name) -> bool:
-        return name in self.weights.keys()
+        return name in self.weights
 
 
 class TensorParallelSession:

@@ -471,11 +471,17 @@ void CLikeRenderer::emit_loop_nest(const Kernel& kernel, CodeWriter& w) const {
   close_output_loops(kernel, w);
 }
 
+void CLikeRenderer::open_function(const std::string& signature, const Program& program,
+                                  CodeWriter& w) const {
+  w.open(signature);
+  const std::string prologue = kernel_prologue(program);
+  if (!prologue.empty()) w.line(prologue);
+}
+
 std::string CLikeRenderer::render_kernel(const Program& program, const Kernel& kernel) const {
   CodeWriter w;
   w.line("/* " + kernel.name + ": writes " + buffer_name(kernel.out) + " */");
-  w.open(kernel_signature(program, kernel));
-  if (!kernel_prologue(program).empty()) w.line(kernel_prologue(program));
+  open_function(kernel_signature(program, kernel), program, w);
   if (kernel.attention.present) {
     if (!render_attention(program, kernel, w)) {
       throw InternalError("renderer: no attention kernels");

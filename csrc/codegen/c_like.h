@@ -133,6 +133,8 @@ class CLikeRenderer {
   // The arguments matching kernel_params, from `buffers` (void* array) and the dim names.
   std::vector<std::string> kernel_args(const Program& program, const Kernel& kernel,
                                        const std::string& buffers) const;
+  // Opens a kernel's function: `signature`, then the kernel_prologue.
+  void open_function(const std::string& signature, const Program& program, CodeWriter& w) const;
   // The body statements of values [begin, end) as "T vN = ...;" lines.
   void emit_values(const Kernel& kernel, int begin, int end, CodeWriter& w) const;
   // The statement of value `id`, after its run-time symbols not yet in `bound` (Gather).

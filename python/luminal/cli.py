@@ -192,8 +192,9 @@ def _distributed_session(model, rt, args):
 
         def make():
             return runtime_module.CpuRuntime(threads=threads)
+        rt = make()
     if args.pp > 1:
-        session = PipelineSession(model, comm, make(), search=args.search)
+        session = PipelineSession(model, comm, rt, search=args.search)
         part, runtimes = (f"layers {session.layers.start}-{session.layers.stop - 1}",
                           [session.runtime])
     else:

@@ -101,8 +101,7 @@ std::string CudaRenderer::signature(const Program& program, const Kernel& kernel
 
 void CudaRenderer::open_kernel(const Program& program, const Kernel& kernel, int block,
                                CodeWriter& w) const {
-  w.open(signature(program, kernel, block));
-  if (!kernel_prologue(program).empty()) w.line(kernel_prologue(program));
+  open_function(signature(program, kernel, block), program, w);
 }
 
 std::string CudaRenderer::kernel_signature(const Program& program, const Kernel& kernel) const {

@@ -18,6 +18,14 @@ from ..runtime import NativeRuntime
 from .generation import CachedSession, check_step_ids, search_dims_of
 
 
+def agree_on_the_model(comm, model, batch: int) -> None:
+    """Every rank of ``comm`` split the same model for the same batch (else a ShapeError on
+    all of them)."""
+    c = model.config
+    comm.agree((c.num_hidden_layers, c.hidden_size, c.vocab_size, batch),
+               "the model (layers, hidden size, vocabulary) and the batch")
+
+
 def stage_layers(layers: int, rank: int, world: int) -> range:
     """The layers stage ``rank`` of ``world`` runs: consecutive, as even as they split (the
     first stages take one more where they do not)."""
@@ -43,8 +51,7 @@ class PipelineSession(CachedSession):
             raise ShapeError(f"PipelineSession: micro_batch must be >= 1, got {micro_batch}")
         self.micro_batch = micro_batch  # positions a stage runs before passing them on
         self.vocab, self.hidden = c.vocab_size, c.hidden_size
-        comm.agree((c.num_hidden_layers, c.hidden_size, c.vocab_size, batch),
-                   "the model (layers, hidden size, vocabulary) and the batch")
+        agree_on_the_model(comm, model, batch)
         self.layers = stage_layers(c.num_hidden_layers, comm.rank, comm.world_size)
         self.first, self.last = comm.rank == 0, comm.rank == comm.world_size - 1
         cx = Graph()

@@ -21,6 +21,7 @@ from ..nn.layers import Linear
 from ..runtime import NativeRuntime, Runtime
 from ..weights.pages import release_pages
 from .generation import check_step_ids, search_dims_of
+from .pipeline import agree_on_the_model
 
 # Parameters split by their output rows (heads, MLP features), and by their input columns.
 _ROWS = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
@@ -55,12 +56,16 @@ class ShardedWeights(Mapping):
         self.weights, self.rank, self.tp = weights, rank, tp
         self.source = getattr(weights, "source", "")
 
+    def rows(self, array):
+        """This rank's 1/tp of ``array``'s rows."""
+        n = array.shape[0] // self.tp
+        return array[self.rank * n:(self.rank + 1) * n]
+
     def _slice(self, name: str, array):
         parts = name.split(".")
         kind = parts[-2] if len(parts) >= 2 else ""
         if kind in _ROWS:
-            n = array.shape[0] // self.tp
-            return array[self.rank * n:(self.rank + 1) * n]
+            return self.rows(array)
         if kind in _COLUMNS and parts[-1] == "weight":
             n = array.shape[1] // self.tp
             return array[:, self.rank * n:(self.rank + 1) * n]
@@ -108,8 +113,7 @@ class TensorParallelSession:
 
         c = model.config
         tp, rank = comm.world_size, comm.rank
-        comm.agree((c.num_hidden_layers, c.hidden_size, c.vocab_size, batch),
-                   "the model (layers, hidden size, vocabulary) and the batch")
+        agree_on_the_model(comm, model, batch)
         self.model, self.comm, self.batch = model, comm, batch
         self.vocab, self.hidden = c.vocab_size, c.hidden_size
         self.limit = getattr(model, "max_context", None)
@@ -151,22 +155,23 @@ class TensorParallelSession:
         head = Linear(c.hidden_size, c.vocab_size // tp, False, model.dtype)
         self.head = program(
             lambda cx, x: ([shard.head(x, last_only=True, lm_head=head).output()], []), hidden)
-        self._set_head_rows(head, c, rank, tp)
+        self._set_head_rows(head, weights)
         self.layer_caches = [KVCacheBuffers(p[3], self.limit) for p in self.attention]
         self.runtime = self.embed[0]  # whose sequence() generate holds
 
-    def _set_head_rows(self, head, c, rank: int, tp: int) -> None:
-        """This rank's rows of the LM head (of the embedding table where they are tied)."""
-        name = "model.embed_tokens.weight" if c.tie_word_embeddings else "lm_head.weight"
-        n = c.vocab_size // tp
+    def _set_head_rows(self, head, weights: ShardedWeights) -> None:
+        """This rank's rows of the LM head (of the embedding table where they are tied): a
+        view of the file where it stores them in the head's dtype."""
+        tied = self.model.config.tie_word_embeddings
+        name = "model.embed_tokens.weight" if tied else "lm_head.weight"
         rt = self.head[0]
-        rows = ShardedWeights(self.model.weights, rank, tp)
-        storage = rows.weights.storage(name) if hasattr(rows.weights, "storage") else None
+        storage = getattr(weights.weights, "storage", None)
+        raw = storage(name) if storage is not None else None
         tensor = head.weight.bound_in(rt._graph)
-        if storage is not None and storage[1] == head.weight.dtype:
-            rt.set_storage(tensor, np.ascontiguousarray(storage[0][rank * n:(rank + 1) * n]))
+        if raw is not None and raw[1] == head.weight.dtype:
+            rt.set_storage(tensor, weights.rows(raw[0]))
         else:
-            rt.set_data(tensor, np.asarray(rows.weights[name])[rank * n:(rank + 1) * n])
+            rt.set_data(tensor, weights.rows(np.asarray(weights.weights[name])))
 
     def runtimes(self) -> list:
         """Every program's runtime: the embedding's, each half-layer's, the head's."""

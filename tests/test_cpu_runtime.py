@@ -533,3 +533,51 @@ def test_a_reduction_over_a_relu_of_a_padded_pair_compiles(size):
     want = torch.nn.functional.adaptive_avg_pool2d(
         torch.relu(torch.from_numpy(xv) - torch.from_numpy(mv).reshape(1, 8, 1, 1)), 1)
     assert_close(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_precompile_compiles_the_kernel_objects_and_links_nothing(tmp_path):
+    """Runtime.precompile (the search's kernels compiled ahead): every kernel object, no link;
+    the candidate's compile then compiles no object, only links, and runs right."""
+    compiler, log = _counting_compiler(tmp_path)
+    rt = lm.CpuRuntime(compiler=compiler, cache_dir=tmp_path / "cache")
+    cx, x, outs = _three_kernels(2.0)
+    prepared = rt._rt.prepare(cx._g, lm._core.TuningChoice())
+    rt._rt.precompile(prepared)
+    assert _calls(log, "compile") == 3 and _calls(log, "link") == 0
+    rt._rt.compile_prepared(prepared)
+    stats = rt.last_compile_stats
+    assert stats.objects_compiled == 0 and stats.linked
+    assert _calls(log, "compile") == 3 and _calls(log, "link") == 1
+    rt._load(cx)  # the same program: from the cache
+    assert _calls(log) == 4
+    data = torch.rand(5, 6)
+    rt.set_data(x, data)
+    rt.execute()
+    assert_close(rt.get(outs[2]), (data * 2 + 1).sqrt(), rtol=1e-5, atol=1e-6)
+
+
+def test_a_search_compiles_its_candidates_kernels_before_it_runs_one(tmp_path, monkeypatch):
+    """The search hands each distinct candidate to precompile as the extraction takes it,
+    and every one of them is done before the first candidate is compiled and run."""
+    from luminal.search import driver, precompile
+
+    events = []
+    compile_ahead = precompile.Precompiler._compile
+    monkeypatch.setattr(precompile.Precompiler, "_compile",
+                        lambda self, p: (compile_ahead(self, p), events.append("ahead")))
+    prepared_of = driver.prepared_of
+    monkeypatch.setattr(driver, "prepared_of",
+                        lambda *a: (events.append("compile"), prepared_of(*a))[1])
+    rt = lm.CpuRuntime(cache_dir=tmp_path / "cache")
+    cx = lm.Graph()
+    a = cx.tensor((64, 64))
+    b = cx.tensor((64, 64))
+    y = ((a @ b).relu() + 1.0).output()
+    cx.search(rt, budget=3, cache=False)
+    assert events.count("ahead") >= 2 and "compile" in events
+    assert events.index("compile") > max(i for i, e in enumerate(events) if e == "ahead")
+    da, db = torch.rand(64, 64), torch.rand(64, 64)
+    rt.set_data(a, da)
+    rt.set_data(b, db)
+    rt.execute()
+    assert_close(rt.get(y), (da @ db).relu() + 1.0, rtol=1e-4, atol=1e-4)

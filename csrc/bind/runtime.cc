@@ -128,6 +128,8 @@ void init_runtime(nb::module_& m) {
            nb::call_guard<nb::gil_scoped_release>())
       .def("compile_prepared", nb::overload_cast<const Prepared&>(&Runtime::compile),
            "prepared"_a, nb::call_guard<nb::gil_scoped_release>())
+      .def("precompile", &Runtime::precompile, "prepared"_a,
+           nb::call_guard<nb::gil_scoped_release>())
       .def("kernel_work", &Runtime::kernel_work, "prepared"_a, "dims"_a)
       .def("reports_kernel_work", &Runtime::reports_kernel_work)
       .def("tuning_space", &Runtime::tuning_space, "graph"_a)

@@ -68,6 +68,10 @@ class Runtime {
                                                   const TuningChoice& choice) const;
   // Compiles what prepare() made (of this runtime: another runtime's is compiled afresh).
   virtual void compile(const Prepared& prepared) { compile(prepared.graph, prepared.choice); }
+  // Does ahead, on any thread, what compile(prepared) would take longest on and can keep
+  // (a compiler's objects in a cache), so that its compile later is short; changes nothing
+  // the runtime runs. Here nothing: compile does it all.
+  virtual void precompile(const Prepared& prepared) const { (void)prepared; }
   // The work of each kernel a prepared program runs (kernel/kernel_work.h), for the search's
   // cost model, with `dims` bound; empty where the runtime reports none (reports_kernel_work).
   virtual std::vector<KernelWork> kernel_work(const Prepared& prepared,

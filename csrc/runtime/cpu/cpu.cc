@@ -192,6 +192,10 @@ void CpuRuntime::compile(const Prepared& prepared) {
   compiled_ = true;
 }
 
+void CpuRuntime::precompile(const Prepared& prepared) const {
+  if (const CpuPrepared* cpu = made_here(prepared)) compile_kernel_objects(cpu->units, options_);
+}
+
 std::string cpu_rewrite_rules(int64_t vector_width, bool dot_products) {
   return runtime_rules("cpu.rules") +
          runtime_rules(vector_width >= 16 ? "cpu_tiles_v16.rules" : "cpu_tiles_v8.rules") +

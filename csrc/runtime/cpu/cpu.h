@@ -82,6 +82,8 @@ class CpuRuntime : public Runtime {
   std::shared_ptr<const Prepared> prepare(const Graph& graph,
                                           const TuningChoice& choice) const override;
   void compile(const Prepared& prepared) override;
+  // The kernel objects of `prepared` the compile cache lacks (compile_kernel_objects).
+  void precompile(const Prepared& prepared) const override;
   std::vector<KernelWork> kernel_work(const Prepared& prepared,
                                       const DynMap& dims) const override;
   bool reports_kernel_work() const override { return true; }

@@ -219,44 +219,79 @@ std::string link_and_load(const std::vector<ObjectEntry>& objects, const std::st
   return "";
 }
 
-}  // namespace
+// What one program's compile and link read: the flags, the toolchain's identity, the cache
+// directory (made) and each unit's entry in it.
+struct ProgramObjects {
+  std::vector<std::string> flags, link_flags;
+  std::string toolchain;
+  std::vector<ObjectEntry> objects;
+  int jobs = 1;
+};
 
-LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& options) {
-  auto start = std::chrono::steady_clock::now();
+ProgramObjects program_objects(const CSplitProgram& program, const CpuOptions& options) {
   const std::string& dir = options.cache_dir;
   if (dir.empty()) throw CompileError("cpu runtime: no cache directory given");
+  ProgramObjects po;
   const int64_t width = cpu_vector_width(options.vector_width);
-  std::vector<std::string> flags = cpu_compile_flags(width, options.dot_products);
-  flags.insert(flags.end(), options.extra_flags.begin(), options.extra_flags.end());
-  std::vector<std::string> link_flags = cpu_link_flags(width, options.dot_products);
-  link_flags.insert(link_flags.end(), options.extra_flags.begin(), options.extra_flags.end());
-  std::string toolchain = compiler_identity(options.compiler) + "\n";
-  for (const std::string& f : flags) toolchain += f + " ";
-  toolchain += "\n" + cpu_identity();
+  po.flags = cpu_compile_flags(width, options.dot_products);
+  po.flags.insert(po.flags.end(), options.extra_flags.begin(), options.extra_flags.end());
+  po.link_flags = cpu_link_flags(width, options.dot_products);
+  po.link_flags.insert(po.link_flags.end(), options.extra_flags.begin(),
+                       options.extra_flags.end());
+  po.toolchain = compiler_identity(options.compiler) + "\n";
+  for (const std::string& f : po.flags) po.toolchain += f + " ";
+  po.toolchain += "\n" + cpu_identity();
   if (!make_dirs(dir)) {
     throw CompileError("cpu runtime: cannot create cache directory " + dir + ": " +
                        std::strerror(errno));
   }
-  std::vector<ObjectEntry> objects;
-  std::string program_text = "program\n" + program.driver.source + "\n";
   std::vector<const CUnit*> units;
   for (const CUnit& u : program.kernels) units.push_back(&u);
   for (const CUnit& u : program.helpers) units.push_back(&u);
   for (const CUnit* unit : units) {
-    const CUnit& u = *unit;
     ObjectEntry e;
-    e.unit = &u;
-    e.key = hex128("object\n" + u.source + "\n" + toolchain);
+    e.unit = unit;
+    e.key = hex128("object\n" + unit->source + "\n" + po.toolchain);
     e.source_path = dir + "/" + e.key + ".c";
     e.object_path = dir + "/" + e.key + ".o";
-    program_text += e.key + "\n";
-    objects.push_back(std::move(e));
+    po.objects.push_back(std::move(e));
   }
-  for (const std::string& f : link_flags) program_text += f + " ";
-  std::string key = hex128(program_text + toolchain);
+  po.jobs = options.compile_jobs > 0 ? options.compile_jobs
+                                     : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  po.jobs = std::max(po.jobs, 1);
+  return po;
+}
+
+// The entries whose object the cache lacks (or holds damaged).
+std::vector<ObjectEntry*> missing_objects(ProgramObjects& po) {
+  std::vector<ObjectEntry*> missing;
+  for (ObjectEntry& e : po.objects) {
+    bool sealed = read_sealed(e.object_path, e.key).has_value();
+    if (!sealed || !looks_like_object(e.object_path)) missing.push_back(&e);
+  }
+  return missing;
+}
+
+}  // namespace
+
+int compile_kernel_objects(const CSplitProgram& program, const CpuOptions& options) {
+  ProgramObjects po = program_objects(program, options);
+  std::vector<ObjectEntry*> missing = missing_objects(po);
+  compile_objects(missing, options.compiler, po.flags, po.jobs, options.cache_dir);
+  return static_cast<int>(missing.size());
+}
+
+LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& options) {
+  auto start = std::chrono::steady_clock::now();
+  ProgramObjects po = program_objects(program, options);
+  std::vector<ObjectEntry>& objects = po.objects;
+  std::string program_text = "program\n" + program.driver.source + "\n";
+  for (const ObjectEntry& e : objects) program_text += e.key + "\n";
+  for (const std::string& f : po.link_flags) program_text += f + " ";
+  std::string key = hex128(program_text + po.toolchain);
   LoadedProgram out;
-  out.source_path = dir + "/" + key + ".c";
-  out.object_path = dir + "/" + key + ".so";
+  out.source_path = options.cache_dir + "/" + key + ".c";
+  out.object_path = options.cache_dir + "/" + key + ".so";
   out.stats.kernels = static_cast<int>(objects.size());
   auto seconds = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -267,25 +302,18 @@ LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& optio
     return out;
   }
   // Missing or unloadable (damaged): compile what the cache lacks, then link.
-  int jobs = options.compile_jobs > 0 ? options.compile_jobs
-                                      : static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  jobs = std::max(jobs, 1);
-  std::vector<ObjectEntry*> missing;
-  for (ObjectEntry& e : objects) {
-    bool sealed = read_sealed(e.object_path, e.key).has_value();
-    if (!sealed || !looks_like_object(e.object_path)) missing.push_back(&e);
-  }
-  compile_objects(missing, options.compiler, flags, jobs, dir);
+  std::vector<ObjectEntry*> missing = missing_objects(po);
+  compile_objects(missing, options.compiler, po.flags, po.jobs, options.cache_dir);
   out.stats.objects_compiled = static_cast<int>(missing.size());
   write_or_throw(out.source_path, program.driver.source);
-  std::string error = link_and_load(objects, options.compiler, link_flags, key, out);
+  std::string error = link_and_load(objects, options.compiler, po.link_flags, key, out);
   if (!error.empty() && missing.size() < objects.size()) {
     // A cached object may be damaged in a way the header check cannot see: rebuild them all.
     std::vector<ObjectEntry*> all;
     for (ObjectEntry& e : objects) all.push_back(&e);
-    compile_objects(all, options.compiler, flags, jobs, dir);
+    compile_objects(all, options.compiler, po.flags, po.jobs, options.cache_dir);
     out.stats.objects_compiled = static_cast<int>(all.size());
-    error = link_and_load(objects, options.compiler, link_flags, key, out);
+    error = link_and_load(objects, options.compiler, po.link_flags, key, out);
   }
   if (!error.empty()) throw CompileError(error);
   out.compiled = true;

@@ -67,6 +67,11 @@ struct LoadedProgram {
 // message and the path of the saved source when a compile or the link fails.
 LoadedProgram load_program(const CSplitProgram& program, const CpuOptions& options);
 
+// Compiles the kernel objects of `program` the cache lacks, and nothing else (no link, no
+// load): the search compiles its candidates' kernels ahead, beside its other work. Returns
+// how many it compiled. Throws as load_program does.
+int compile_kernel_objects(const CSplitProgram& program, const CpuOptions& options);
+
 // Closes a handle from load_program (no-op for null).
 void unload_program(LoadedProgram& program);
 

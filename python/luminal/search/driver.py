@@ -48,6 +48,7 @@ from .check import (EXTRA_SETS_WORK, _run, check_as_written, check_candidate, ch
                     finish_reference, recheck, run_reference, start_reference)
 from .descent import Descent
 from .extract import _prepare, estimate, extract, insert_combination, prepared_of, saturate
+from .precompile import Precompiler
 from .report import (CandidateResult, SearchReport, _label, _Phase, _Progress, fill_report)
 from .timing import _best_time, lost_after, pick as pick_fastest, retime, time_candidate
 
@@ -142,6 +143,7 @@ def search(cx, runtime, budget: int, *, seed: int = 0, progress=None, cache: boo
             if cache:
                 store(run)
     finally:
+        run.precompiler.wait()  # nothing compiles under the runtime after the search
         run.report.progress.close()
         run.report.progress = None
     runtime._set_parameters(held)  # the weights and carried state set before it stay set
@@ -174,6 +176,7 @@ class SearchRun:
             raise ShapeError(f"search: the dims it times at are outside what this graph can "
                              f"take ({overrun}); bind others with cx.set_dim")
         self.report = SearchReport(runtime=self.core_rt.name, budget=budget)
+        self.precompiler = Precompiler(self.core_rt)  # the candidates' kernels, ahead
         self.original = _core.identity_program(self.g)  # the graph as written
         self.original_text = self.original.text()
         rules_text = _core.all_rules_text(self.rules)
@@ -245,6 +248,8 @@ def attempt_each(run: SearchRun, time_limit: float | None) -> None:
     run.skipped = []
     run.compiled = None  # the index in results of the candidate the runtime holds
     run.kernel_times = []  # (program index, [(kernel root node, seconds)]) per timed one
+    with _Phase(run.report, "compile"):
+        run.precompiler.wait()  # no compiler runs beside a candidate's check or timing
     combine_after = -1
     if run.combine:
         combine_after = min(len(run.order), 1 + len(run.space.schedules()))

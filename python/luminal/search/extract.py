@@ -150,6 +150,7 @@ def _take_distinct(run: SearchRun, pairs: list, count: int, marks: dict) -> None
                 run.report.duplicates += 1
                 continue
             run.fingerprints[mark] = len(run.order)
+            run.precompiler.add(run.prepared[(p, str(choice))])
         run.order.append((p, choice))
         run.order_marks.append(mark)
 

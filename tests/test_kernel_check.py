@@ -283,7 +283,7 @@ def test_a_candidate_past_the_race_limit_is_stopped_and_never_picked(tmp_path, m
     never the winner, which is checked on every set and matches torch."""
     from luminal.search import timing
 
-    monkeypatch.setattr(timing, "SLOW_RUN", 0.0)
+    monkeypatch.setattr(timing, "LOST_FLOOR", 0.0)
     monkeypatch.setattr(timing, "LOST_MARGIN", 1e-9)
     cx, x, w, y = norm_matmul()
     cx.build_search_space(lm.CpuRuntime)
@@ -317,6 +317,37 @@ def test_the_kernel_check_stops_past_its_time_limit():
     assert not whole["stopped"] and len(whole["kernels"]) > 1 and whole["kernel_seconds"] > 0
     cut = rt._rt.check_kernels({}, triples, 4, 1, 1 << 16, 0, stop_after_seconds=1e-12)
     assert cut["stopped"] and len(cut["kernels"]) == 1 and cut["kernel_seconds"] > 0
+
+
+def test_without_repeats_each_code_runs_once_and_the_rest_stand_in():
+    """check_kernels with run_repeats off (the second binding's and the extra sets') runs a
+    kernel whose code ran before in the program (a stack of identical layers) not at all:
+    no samples, its output finite stand-ins that the next layer's first kernel is checked
+    on; every kernel of new code runs and is sampled as before (a fault in it shows there:
+    test_a_fault_only_above_gemv_rows_is_caught_at_the_second_binding)."""
+    cx = lm.Graph()
+    h = cx.tensor((8, 64), name="x")
+    for i in range(3):
+        w = cx.tensor((64, 64), name=f"w{i}")
+        h = (h @ w).relu() + h
+    y = h.output()
+    rt = lm.CpuRuntime()
+    rt._load(cx)
+    inputs = search_check.random_inputs(cx._g, {}, 0)
+    triples = [(n, data, dtype) for n, (dtype, data) in zip(cx._g.inputs(), inputs)]
+    for n, (dtype, data) in zip(cx._g.inputs(), inputs):
+        rt._rt.set_data(n, data, dtype)
+    whole = rt._rt.check_kernels({}, triples, 4, 1, 1 << 20, 0)
+    once = rt._rt.check_kernels({}, triples, 4, 1, 1 << 20, 0, run_repeats=False)
+    kernels = len(whole["kernels"])
+    assert whole["skipped"] == 0 and kernels >= 3 and kernels % 3 == 0
+    assert once["skipped"] == kernels - kernels // 3 and len(once["kernels"]) == kernels
+    for kernel, _, _, elements, got, want, problem, _ in once["kernels"]:
+        assert not problem, problem
+        assert bool(elements) == (kernel < kernels // 3), kernel
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    out = np.asarray(rt.get(y))  # the last layer's: stand-ins
+    assert np.all(np.isfinite(out)) and np.all(np.abs(out) >= 0.5)
 
 
 def test_the_samples_of_an_attention_cost_about_their_scores():

@@ -331,14 +331,43 @@ def test_check_inputs_are_random_floats_of_moderate_size(dtype):
 
 
 def test_check_inputs_past_the_pool_repeat_it(monkeypatch):
-    """A model's weights draw RANDOM_POOL values and repeat them (a prime period)."""
+    """A model's weights draw RANDOM_POOL_BYTES of values and repeat them (where the pool is
+    not whole pages, copied)."""
     from luminal.search import check as search_check
 
-    monkeypatch.setattr(search_check, "RANDOM_POOL", 101)
+    monkeypatch.setattr(search_check, "RANDOM_POOL_BYTES", 202)
     words = search_check.random_floats(np.random.default_rng(3), 1000, lm.bfloat16)
     assert words.size == 1000 and len(np.unique(words[:101])) > 80
     np.testing.assert_array_equal(words[101:202], words[:101])
     np.testing.assert_array_equal(words[909:], words[:91])
+
+
+def test_check_inputs_past_a_pool_of_pages_repeat_it():
+    """Past a pool of whole pages the repeats are the pool's pages mapped again: the same
+    values as a copy, and a write changes only the element written."""
+    from luminal.search.check import RANDOM_POOL_BYTES, random_floats
+
+    pool = RANDOM_POOL_BYTES // 4
+    words = random_floats(np.random.default_rng(3), 3 * pool + 17, lm.float32)
+    assert words.size == 3 * pool + 17
+    again = random_floats(np.random.default_rng(3), pool, lm.float32)
+    for start in (0, pool, 2 * pool):
+        np.testing.assert_array_equal(words[start:start + pool][:words.size - start],
+                                      again[:words.size - start])
+    words[pool + 5] = 0
+    assert words[5] == again[5] != 0 and words[2 * pool + 5] == again[5]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="memfd mappings are Linux's")
+def test_repeated_pages_only_for_whole_pages():
+    from luminal import _core
+
+    page = np.arange(4096, dtype=np.uint8)
+    mapped = _core.repeated_pages(page, 3 * 4096 + 10)
+    assert mapped.dtype == np.uint8 and mapped.size == 3 * 4096 + 10
+    np.testing.assert_array_equal(mapped[4096:8192], page)
+    np.testing.assert_array_equal(mapped[-10:], page[:10])
+    assert _core.repeated_pages(page[:100], 1000) is None
 
 
 def test_a_compile_starts_a_fresh_arena(tmp_path):

@@ -17,6 +17,7 @@ void init_metal(nb::module_& m);
 void init_metal_runtime(nb::module_& m);
 void init_precision(nb::module_& m);
 void init_scalar(nb::module_& m);
+void init_repeated_pages(nb::module_& m);
 }  // namespace luminal
 
 namespace {
@@ -48,4 +49,5 @@ NB_MODULE(_core, m) {
   luminal::init_metal_runtime(m);
   luminal::init_precision(m);
   luminal::init_scalar(m);
+  luminal::init_repeated_pages(m);
 }

@@ -40,7 +40,8 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
                        const std::vector<std::tuple<NodeId, CpuArray, DType>>& inputs,
                        int samples, int repeat_samples, int64_t step_budget, uint64_t seed,
                        const Graph* original, const std::vector<NodeId>& original_of,
-                       const std::set<std::string>& checked, double stop_after_seconds) {
+                       const std::set<std::string>& checked, double stop_after_seconds,
+                       bool run_repeats) {
   std::map<NodeId, native::ElementSource> sources;
   for (const auto& [node, data, dtype] : inputs) {
     const int64_t count = elements_in(dtype, data.itemsize(), static_cast<int64_t>(data.size()));
@@ -55,6 +56,7 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
   options.original_of = original_of;
   options.checked = checked;
   options.stop_after_seconds = stop_after_seconds;
+  options.run_repeats = run_repeats;
   KernelCheckReport report;
   {
     nb::gil_scoped_release release;
@@ -73,6 +75,7 @@ nb::dict check_kernels_of(Runtime& rt, const DynMap& dyn_map,
   out["checked"] = report.checked;
   out["kernel_seconds"] = report.kernel_seconds;
   out["stopped"] = report.stopped;
+  out["skipped"] = report.skipped;
   return out;
 }
 
@@ -147,7 +150,7 @@ void init_runtime(nb::module_& m) {
       .def("check_kernels", &check_kernels_of, "dyn_map"_a, "inputs"_a, "samples"_a,
            "repeat_samples"_a, "step_budget"_a, "seed"_a, "original"_a.none() = nb::none(),
            "original_of"_a = std::vector<NodeId>{}, "checked"_a = std::set<std::string>{},
-           "stop_after_seconds"_a = 0.0);
+           "stop_after_seconds"_a = 0.0, "run_repeats"_a = true);
   nb::class_<NativeRuntime, Runtime>(m, "NativeRuntime").def(nb::init<>());
 }
 

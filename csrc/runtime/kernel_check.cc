@@ -59,6 +59,28 @@ void fill_poison(uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark
   }
 }
 
+// `count` elements of `dtype` at `bytes` set to stand-in values: floats +-[0.5, 2) from a
+// fixed sequence (a ratio of 0.5 to 2 between neighbours, no run of one value), ints and bools
+// 0 (an index in range of any table).
+void fill_stand_in(uint8_t* bytes, int64_t count, DType dtype) {
+  if (!is_float(dtype)) {
+    std::memset(bytes, 0, static_cast<size_t>(storage_bytes(dtype, count)));
+    return;
+  }
+  uint32_t state = 12345;
+  for (int64_t i = 0; i < count; ++i) {
+    state = state * 1664525u + 1013904223u;
+    const double magnitude = 0.5 + 1.5 * static_cast<double>(state >> 8) / double(1u << 24);
+    const float v = static_cast<float>((state & 1) ? -magnitude : magnitude);
+    if (dtype == DType::F32) {
+      std::memcpy(bytes + 4 * i, &v, 4);
+    } else {
+      const uint16_t half = dtype == DType::BF16 ? f32_to_bf16(v) : f32_to_f16(v);
+      std::memcpy(bytes + 2 * i, &half, 2);
+    }
+  }
+}
+
 // The first element of `bytes` (count elements of width W) still holding the poison, or -1.
 template <typename W>
 int64_t first_poisoned_as(const uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark) {
@@ -220,6 +242,16 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
                         " wrote it, before this kernel read it";
     }
     const BufferId out = kernel.out;
+    const std::string& unit = steps.unit(static_cast<int>(k));
+    if (!options.run_repeats && units.count(unit)) {
+      fill_stand_in(steps.host_bytes(out), steps.numel(out), program.buffers[out].dtype);
+      steps.commit(out);
+      sums[out] = checksum(steps.host_bytes(out), bytes_of(out));
+      writer[out] = static_cast<int>(k);
+      ++report.skipped;
+      report.kernels.push_back(std::move(verdict));
+      continue;
+    }
     const std::vector<uint8_t> mark = poison(program.buffers[out].dtype);
     const bool first_write = !writer.count(out);
     if (first_write) {
@@ -246,7 +278,6 @@ KernelCheckReport check_kernels(const Graph& graph, KernelSteps& steps,
     // formula reaches behind the operands, the kernel's own root's.
     const NodeId class_node =
         options.original ? original_node(options.original_of, kernel.root) : NodeId{-1};
-    const std::string& unit = steps.unit(static_cast<int>(k));
     const std::string key = unit + "@" + std::to_string(class_node);
     report.checked.insert(key);
     // New: code not run before in this program (a model's layers share it), and not passed

@@ -31,7 +31,8 @@ void unflatten(int64_t flat, const std::vector<int64_t>& shape, std::vector<int6
 }  // namespace
 
 ElementEval::ElementEval(const Graph& graph, const DynMap& dims)
-    : graph_(graph), dims_(dims), info_(graph.size()), sources_(graph.size()) {}
+    : graph_(graph), dims_(dims), info_(graph.size()), sources_(graph.size()),
+      memo_stamp_(graph.size(), 0) {}
 
 void ElementEval::set_source(NodeId node, ElementSource source) {
   ElementSource& slot = sources_.at(static_cast<size_t>(node));
@@ -70,9 +71,8 @@ const double* ElementMemo::find(uint64_t key) const {
 void ElementMemo::insert(uint64_t key, double value) {
   if (2 * (size_ + 1) > slots_.size()) {  // grow: at most half full
     std::vector<Slot> old = std::move(slots_);
-    slots_.assign(std::max<size_t>(1024, 2 * old.size()), Slot{});
-    const uint32_t live = generation_;
-    generation_ = 1;
+    slots_.assign(std::max<size_t>(1024, 2 * old.size()), Slot{});  // generation 0: empty
+    const uint32_t live = generation_;  // kept: the entries' stamps (ElementEval) stay true
     size_ = 0;
     for (const Slot& s : old) {
       if (s.generation == live) insert(s.key, s.value);
@@ -130,12 +130,16 @@ double ElementEval::value(NodeId node, int64_t flat) {
                : static_cast<double>(load_i(s.dtype, s.data, flat));
   }
   const uint64_t key = static_cast<uint64_t>(node) << 40 | static_cast<uint64_t>(flat);
-  if (const double* hit = memo_.find(key)) return *hit;
+  uint32_t& stamp = memo_stamp_[static_cast<size_t>(node)];
+  if (stamp == memo_.generation()) {
+    if (const double* hit = memo_.find(key)) return *hit;
+  }
   const int64_t before = steps_;
   const double v = compute(node, flat);
   if (steps_ - before >= kMemoMinSteps) {
     if (memo_.size() >= kMemoLimit) memo_.forget();
     memo_.insert(key, v);
+    stamp = memo_.generation();
   }
   return v;
 }

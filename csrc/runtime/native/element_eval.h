@@ -26,6 +26,9 @@ class ElementMemo {
   void insert(uint64_t key, double value);
   void forget();
   size_t size() const { return size_; }
+  // Changes whenever entries are forgotten (or moved by a growth): a stamp taken at an insert
+  // that still equals it may mean the entry is there.
+  uint32_t generation() const { return generation_; }
 
  private:
   struct Slot {
@@ -82,6 +85,10 @@ class ElementEval {
   std::vector<ElementSource> sources_;  // per node; data null: computed
   std::vector<NodeId> sourced_;         // the nodes with a source, to clear
   ElementMemo memo_;
+  // Per node, the memo's generation when one of its elements was last memoized: a node none of
+  // whose elements is memoized now (most: elements cheaper than a memo entry) is not looked up
+  // (a miss in a table of megabytes was most of a dot product's step).
+  std::vector<uint32_t> memo_stamp_;
   int64_t steps_ = 0;
   int64_t step_limit_ = -1;
   std::deque<std::vector<int64_t>> scratch_;  // three index vectors per recursion depth

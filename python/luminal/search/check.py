@@ -60,7 +60,8 @@ RECHECK_REPEAT_SAMPLES = 0
 # row count a kernel branches on at run time (a GEMV for M <= gemv_rows, at most 16), so both
 # sides are taken; 21 rows also fill one whole row tile of every tile_m the rules offer (4 to
 # 16) and leave a remainder for each. (40 left none for 4 and 8, and its GEMMs took 1.2 s of
-# a 1B model's 1.8 s check there.)
+# a 1B model's 1.8 s check there.) Checked kernel by kernel, the second binding runs each
+# code once (CheckSet.run_repeats): the repeats' wiring and memory are the ordinary set's.
 SECOND_ROWS = 21
 # The extra check sets (extra_sets) run against the interpreter for graphs up to this much work
 # (a tenth of a second a run), at the search's dims or, above it, with every symbolic dim bound
@@ -93,7 +94,6 @@ LARGE_INTS = 30000  # the large-ints set: ints in [-LARGE_INTS, LARGE_INTS], pro
 # dtype's largest finite value: exp2 of the largest of them is still finite.
 EXP2_EDGE = {dt.float32: 128.0, dt.float16: 16.0, dt.bfloat16: 128.0}
 
-RANDOM_POOL = (1 << 22) + 15  # random float values drawn for one input at most (a prime)
 # Float inputs of more elements take a window of one pool per dtype and scale
 # (_pooled_sizes); smaller ones are drawn each on its own.
 POOLED_FROM = 1 << 16
@@ -130,53 +130,79 @@ class CheckSet:
     # (samples per kernel of new code, per repeat) where not the ordinary sets' (KERNEL_*)
     # or the extra sets' (EXTRA_KERNEL_*): a cache hit's re-check (RECHECK_SAMPLES).
     samples: tuple | None = None
+    # by_kernel: False where a kernel repeating code run before in the program is not run
+    # (its output stand-in values, runtime/kernel_check.h): the second binding's, there for
+    # each code's run-time branches (SECOND_ROWS), and the extra sets', there for value-range
+    # bugs of each code. The ordinary set runs every kernel: a repeat's wiring (its operands,
+    # its memory) is checked there.
+    run_repeats: bool = True
 
 
 def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     """``count`` random values of float ``dtype`` in +-[0.5, 2), in its storage layout, made
     from random words in place (uniform draws in f32 rounded to bf16 took 22 s for a 1B model's
-    weights, and twice the memory). Past RANDOM_POOL values the first RANDOM_POOL repeat: a
-    period prime to every power of two, so no row of a tensor lines up with it, and the 1B
-    model's weights take a copy's time instead of seconds of drawing. ``scale`` multiplies
-    them (a weight at an initialized network's scale, init_scale)."""
+    weights, and twice the memory). Past RANDOM_POOL_BYTES the first repeat (_repeated): the
+    1B model's weights take no drawing of their own, and no first touch of their memory.
+    ``scale`` multiplies them (a weight at an initialized network's scale, init_scale)."""
     word, keep, set_bits = _RANDOM_FLOAT_BITS[dtype]
     words_per_draw = 8 // np.dtype(word).itemsize
-    drawn = min(count, RANDOM_POOL)
-    out = np.empty(count, word)  # the one array made (a chunk of draws at a time beside it)
+    drawn = min(count, RANDOM_POOL_BYTES // np.dtype(word).itemsize)
+    bits = np.empty(drawn, word)  # the one array made (a chunk of draws at a time beside it)
     step = _DRAW_CHUNK * words_per_draw
     for start in range(0, drawn, step):
         n = min(step, drawn - start)
         draws = -(-n // words_per_draw)
-        out[start:start + n] = rng.integers(0, 1 << 64, size=draws,
-                                            dtype=np.uint64).view(word)[:n]
-    bits = out[:drawn]
+        bits[start:start + n] = rng.integers(0, 1 << 64, size=draws,
+                                             dtype=np.uint64).view(word)[:n]
     bits &= word(keep)
     bits |= word(set_bits)
     if scale != 1.0:
         scaled = _from_storage(bits.view(dt.storage(dtype)), dtype).astype(np.float32) * scale
         bits[:] = np.asarray(_to_storage(scaled, dtype)).view(word)
-    filled = drawn  # the rest repeats the first `drawn`, doubling what is copied each time
-    while filled < count:
-        n = min(filled, count - filled)
-        out[filled:filled + n] = out[:n]
-        filled += n
-    return out.view(dt.storage(dtype))
+    return _repeated(bits, count * bits.itemsize).view(dt.storage(dtype))
 
 
+# Random float values are drawn for this many bytes at most, then repeated: a prime number of
+# 4 KB pages (so the repeats can be the same pages mapped again, _repeated), about 4.2 M
+# 16-bit values. A row of a power-of-two length then repeats only every 2053 rows or more.
+RANDOM_POOL_BYTES = 2053 * 4096
 # Random words drawn at a time (random_floats): the same stream as one draw of them all.
 _DRAW_CHUNK = 1 << 20
 
 
+def _repeated(pattern: np.ndarray, nbytes: int) -> np.ndarray:
+    """A uint8 array of ``nbytes`` repeating ``pattern``'s bytes (all of them, when it holds
+    more). Past a pattern of whole pages, its pages mapped again (_core.repeated_pages): on the
+    2-core VMs, the first touch of fresh memory took about 1 s per 525 MB, most of a 1B
+    model's check inputs; elsewhere copied, doubling what is copied each time."""
+    flat = pattern.reshape(-1).view(np.uint8)
+    if nbytes <= flat.size:
+        return flat[:nbytes]
+    mapped = _core.repeated_pages(flat, nbytes)
+    if mapped is not None:
+        return mapped
+    out = np.empty(nbytes, np.uint8)
+    out[:flat.size] = flat
+    filled = flat.size
+    while filled < nbytes:
+        n = min(filled, nbytes - filled)
+        out[filled:filled + n] = out[:n]
+        filled += n
+    return out
+
+
 def random_blocks(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     """``count`` values of quantized ``dtype`` as raw blocks: 64 blocks quantized from
-    random_floats times ``scale`` (so their scales are ordinary), repeated."""
+    random_floats times ``scale`` (so their scales are ordinary), repeated (whole pages of
+    them, _repeated)."""
     from .. import _core
     from ..weights.quantize import quantize
 
     values = _core.block_values(dtype)
     drawn = random_floats(rng, 64 * values, dt.float32, scale).reshape(64, values)
-    pattern = quantize(drawn, dtype)
-    return np.resize(pattern.reshape(-1), _core.storage_bytes(dtype, count))
+    pattern = np.asarray(quantize(drawn, dtype)).reshape(-1).view(np.uint8)
+    pages = math.lcm(pattern.size, 4096) // pattern.size  # patterns in whole pages
+    return _repeated(np.tile(pattern, pages), _core.storage_bytes(dtype, count))
 
 
 def _input_shapes(g, dims: dict) -> list:
@@ -677,7 +703,7 @@ def _add_second_binding(run: SearchRun, kernels_only: bool) -> tuple | None:
         return None
     ordinary = CheckSet("ordinary" + at, base, dims, strict=True, by_kernel=by_kernel,
                         redraw=lambda high: random_inputs(g, dims, run.seed + 1, init_scaled,
-                                                          high))
+                                                          high), run_repeats=not by_kernel)
     if not by_kernel:
         try:
             native = _core.NativeRuntime()
@@ -712,6 +738,7 @@ def _add_kernel_extra_sets(run: SearchRun, second: tuple | None) -> None:
         check.name += at
         check.by_kernel = True
         check.normwise = True
+        check.run_repeats = False  # a value-range bug is the code's: each code runs once
         run.sets.insert(place, check)
         run.report.check_sets.insert(place, check.name + " (kernel by kernel)")
         place += 1
@@ -743,7 +770,7 @@ def kernel_disagreement(run: SearchRun, prog, check: CheckSet, held: dict | None
         try:
             report = run.core_rt.check_kernels(
                 check.dims, triples, *samples, KERNEL_STEP_BUDGET, run.seed, original,
-                original_of, checked, stop_after)
+                original_of, checked, stop_after, check.run_repeats)
             break
         except LuminalError as e:
             highs.pop(0)

@@ -29,6 +29,11 @@ RACE_MARGIN = 1.25
 # parameters a GEMM at one row took 1 s a run against 0.09 s for the GEMV). Faster ones are
 # still timed kernel by kernel: the combination of the fastest kernels reads their times.
 LOST_MARGIN = 2.0
+# ... and a checking run (its kernels' seconds) is stopped as lost once over LOST_FLOOR and
+# LOST_MARGIN x the best: a 1B model's candidate running a GEMM at one row ran 0.25 s of
+# kernels (and the checker's samples beside them) before SLOW_RUN stopped it, against 0.065 s
+# for the best.
+LOST_FLOOR = 0.1
 FINALISTS = 3         # the fastest candidates re-timed together (and the incumbent)
 RETIME_ROUNDS = 3     # rounds of re-timing; each runs every finalist in turn
 RETIME_RUNS = 3       # timed runs per finalist per round, after one warm-up
@@ -105,9 +110,9 @@ def _best_time(results: list):
 
 def lost_after(best: float | None) -> float:
     """The seconds a candidate's checking run may take before it has lost to the fastest
-    so far (``best``, its median; None: nothing timed yet, no limit, 0): over SLOW_RUN and
+    so far (``best``, its median; None: nothing timed yet, no limit, 0): over LOST_FLOOR and
     LOST_MARGIN x best. The check then stops (check.check_candidate)."""
-    return 0.0 if best is None else max(SLOW_RUN, LOST_MARGIN * best)
+    return 0.0 if best is None else max(LOST_FLOOR, LOST_MARGIN * best)
 
 
 def time_candidate(run: SearchRun, p: int, res: CandidateResult, t_check: float | None) -> None:

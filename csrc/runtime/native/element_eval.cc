@@ -32,7 +32,7 @@ void unflatten(int64_t flat, const std::vector<int64_t>& shape, std::vector<int6
 
 ElementEval::ElementEval(const Graph& graph, const DynMap& dims)
     : graph_(graph), dims_(dims), info_(graph.size()), sources_(graph.size()),
-      memo_stamp_(graph.size(), 0) {}
+      memo_stamp_(graph.size(), 0), numel_(graph.size(), -1) {}
 
 void ElementEval::set_source(NodeId node, ElementSource source) {
   ElementSource& slot = sources_.at(static_cast<size_t>(node));
@@ -97,28 +97,51 @@ const ElementEval::Info& ElementEval::info(NodeId node) {
         flat = (v.strides[k] == stride || v.dims[k] == 1) && v.lo[k] <= 0 && v.hi[k] >= v.dims[k];
         stride *= v.dims[k];
       }
+      const std::vector<int64_t> operand = evaluate(graph_.node(e.node).shape, dims_);
+      bool identity = v.dims == operand && v.offset == 0;
+      stride = 1;
+      for (size_t k = v.dims.size(); identity && k-- > 0;) {
+        identity = (v.strides[k] == stride || v.dims[k] == 1) && v.lo[k] <= 0 &&
+                   v.hi[k] >= v.dims[k];
+        stride *= v.dims[k];
+      }
       i.views.push_back(v);
       i.flat.push_back(flat);
+      i.identity.push_back(identity);
+      i.input_dtypes.push_back(graph_.node(e.node).dtype);
     }
+    i.node = &n;
+    i.category = is_unary(n.op) ? 'u' : is_binary(n.op) ? 'b' : 0;
+    i.float_operand = !i.input_dtypes.empty() && is_float(i.input_dtypes[0]);
+    if (n.op == OpKind::Constant) {
+      const double v = n.expr ? static_cast<double>(n.expr->eval(dims_)) : n.value;
+      i.constant = is_float(n.dtype) ? stored_value(n.dtype, v) : round_to_dtype(v, n.dtype);
+    }
+    numel_[static_cast<size_t>(node)] = i.numel;
     i.ready = true;
   }
   return i;
 }
 
-int64_t ElementEval::numel(NodeId node) { return info(node).numel; }
+int64_t ElementEval::numel(NodeId node) {
+  const int64_t known = numel_[static_cast<size_t>(node)];
+  return known >= 0 ? known : info(node).numel;
+}
 
 const std::vector<int64_t>& ElementEval::shape(NodeId node) { return info(node).shape; }
 
-double ElementEval::read(NodeId node, int64_t p) {
+double ElementEval::read(NodeId node, int64_t p, const std::vector<int64_t>* at) {
   if (p < 0) return 0.0;
   if (p >= numel(node)) {
     throw InternalError("check: a view reads element " + std::to_string(p) + " of node %" +
                         std::to_string(node) + " of " + std::to_string(numel(node)));
   }
-  return value(node, p);
+  return value_at(node, p, at);
 }
 
-double ElementEval::value(NodeId node, int64_t flat) {
+double ElementEval::value(NodeId node, int64_t flat) { return value_at(node, flat, nullptr); }
+
+double ElementEval::value_at(NodeId node, int64_t flat, const std::vector<int64_t>* at) {
   const ElementSource& s = sources_[static_cast<size_t>(node)];
   if (s.data) {
     if (flat < 0 || flat >= s.numel) {
@@ -135,7 +158,7 @@ double ElementEval::value(NodeId node, int64_t flat) {
     if (const double* hit = memo_.find(key)) return *hit;
   }
   const int64_t before = steps_;
-  const double v = compute(node, flat);
+  const double v = compute(node, flat, at);
   if (steps_ - before >= kMemoMinSteps) {
     if (memo_.size() >= kMemoLimit) memo_.forget();
     memo_.insert(key, v);
@@ -144,10 +167,10 @@ double ElementEval::value(NodeId node, int64_t flat) {
   return v;
 }
 
-double ElementEval::compute(NodeId node, int64_t flat) {
+double ElementEval::compute(NodeId node, int64_t flat, const std::vector<int64_t>* at) {
   if (++steps_ > step_limit_ && step_limit_ >= 0) throw StepLimitReached{};
-  const Node& n = graph_.node(node);
   const Info& in = info(node);
+  const Node& n = *in.node;
   // Index vectors of this depth of the recursion, reused (no allocation per element).
   ++depth_;
   struct Leave {
@@ -156,24 +179,25 @@ double ElementEval::compute(NodeId node, int64_t flat) {
   } leave{depth_};
   if (scratch_.size() < 3 * depth_) scratch_.resize(3 * depth_);  // a deque: no moves
   std::vector<int64_t>& idx = scratch_[3 * depth_ - 3];
-  bool have_idx = false;
   auto index = [&]() -> const std::vector<int64_t>& {
-    if (!have_idx) unflatten(flat, in.shape, idx);
-    have_idx = true;
-    return idx;
+    if (!at) {
+      unflatten(flat, in.shape, idx);
+      at = &idx;
+    }
+    return *at;
   };
-  auto dtype_of = [&](size_t k) { return graph_.node(n.inputs[k].node).dtype; };
+  auto dtype_of = [&](size_t k) { return in.input_dtypes[k]; };
   // Operand k at this element (0 in its view's padding): no index where its view is flat.
   auto arg = [&](size_t k) {
     const NodeId child = n.inputs[k].node;
     return in.flat[k] ? read(child, flat) : read(child, locate(in.views[k], index()));
   };
-  if (is_unary(n.op)) return stored_value(n.dtype, unary_eval(n.op, arg(0)));
-  if (is_binary(n.op)) {
+  if (in.category == 'u') return stored_value(n.dtype, unary_eval(n.op, arg(0)));
+  if (in.category == 'b') {
     const DType operand_dtype = dtype_of(0);
     const double a = arg(0);
     const double b = arg(1);
-    if (is_float(operand_dtype)) {
+    if (in.float_operand) {
       const double r = binary_float(n.op, a, b);
       return is_float(n.dtype) ? stored_value(n.dtype, r) : round_to_dtype(r, n.dtype);
     }
@@ -183,14 +207,12 @@ double ElementEval::compute(NodeId node, int64_t flat) {
   switch (n.op) {
     case OpKind::Input:
       throw InternalError("check: input %" + std::to_string(node) + " has no data");
-    case OpKind::Constant: {
-      const double v = n.expr ? static_cast<double>(n.expr->eval(dims_)) : n.value;
-      return is_float(n.dtype) ? stored_value(n.dtype, v) : round_to_dtype(v, n.dtype);
-    }
+    case OpKind::Constant:
+      return in.constant;
     case OpKind::Iota: {
-      DynMap env = dims_;
-      env["z"] = flat;
-      return stored_value(n.dtype, static_cast<double>(n.expr->eval(env)));
+      if (iota_env_.empty()) iota_env_ = dims_;
+      iota_env_["z"] = flat;
+      return stored_value(n.dtype, static_cast<double>(n.expr->eval(iota_env_)));
     }
     case OpKind::SumReduce:
     case OpKind::MaxReduce: {
@@ -201,14 +223,20 @@ double ElementEval::compute(NodeId node, int64_t flat) {
       const NodeId child = n.inputs[0].node;
       std::vector<int64_t>& full = scratch_[3 * depth_ - 2];
       full.resize(v.dims.size());
-      const std::vector<int64_t>& at = index();
-      for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : at[j++];
+      const std::vector<int64_t>& kept = index();
+      for (size_t k = 0, j = 0; k < full.size(); ++k) full[k] = k == axis ? 0 : kept[j++];
+      // The operand read in its own layout: its index is `full`, its element a stride on.
+      const bool identity = in.identity[0];
+      int64_t along = 1;
+      for (size_t k = axis + 1; k < v.dims.size(); ++k) along *= v.dims[k];
+      const int64_t first = identity ? locate(v, full) : 0;
       if (is_float(from)) {
         double acc = is_sum ? 0.0 : -INFINITY;
         for (int64_t r = 0; r < v.dims[axis]; ++r) {
           full[axis] = r;
           ++steps_;
-          const double x = read(child, locate(v, full));
+          const double x = identity ? read(child, first + r * along, &full)
+                                    : read(child, locate(v, full));
           if (is_sum) {
             acc += x;
           } else if (std::isnan(x) || x > acc) {

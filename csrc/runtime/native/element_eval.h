@@ -74,14 +74,28 @@ class ElementEval {
     // Per input: its view reads element i of the operand for element i (row-major, the same
     // shape, no mask), so no index is unflattened for it.
     std::vector<char> flat;
+    // Per input: its view is the operand's own layout (its dims the operand's shape,
+    // row-major, no mask), so an index into the view is the operand's index too.
+    std::vector<char> identity;
+    // What compute() asks of the node at every element, looked up once.
+    const Node* node = nullptr;
+    char category = 0;                // 'u' unary, 'b' binary, else 0
+    bool float_operand = false;       // its first input's dtype is a float
+    std::vector<DType> input_dtypes;  // per input
+    double constant = 0;              // a Constant's value, stored as its dtype stores it
   };
   const Info& info(NodeId node);
-  double compute(NodeId node, int64_t flat);
-  double read(NodeId node, int64_t p);  // element p of node's buffer, bounds checked
+  // `at`, where given: the element's index in node's shape (not unflattened again).
+  double value_at(NodeId node, int64_t flat, const std::vector<int64_t>* at);
+  double compute(NodeId node, int64_t flat, const std::vector<int64_t>* at);
+  // Element p of node's buffer, bounds checked (`at`: its index, where known).
+  double read(NodeId node, int64_t p, const std::vector<int64_t>* at = nullptr);
 
   const Graph& graph_;
   DynMap dims_;
   std::vector<Info> info_;
+  std::vector<int64_t> numel_;  // per node, info's numel (-1: info not made yet)
+  DynMap iota_env_;             // dims_ and "z", an Iota's element (made at the first)
   std::vector<ElementSource> sources_;  // per node; data null: computed
   std::vector<NodeId> sourced_;         // the nodes with a source, to clear
   ElementMemo memo_;

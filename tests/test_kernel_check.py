@@ -303,16 +303,23 @@ def test_a_candidate_past_the_race_limit_is_stopped_and_never_picked(tmp_path, m
                  rtol=1e-4, atol=1e-4)
 
 
+def set_check_inputs(rt, cx) -> list:
+    """The ordinary check set of seed 0 set on ``rt`` (loaded with ``cx``); returns it as
+    check_kernels' (node, data, dtype) triples."""
+    inputs = search_check.random_inputs(cx._g, {}, 0)
+    triples = [(n, data, dtype) for n, (dtype, data) in zip(cx._g.inputs(), inputs)]
+    for n, data, dtype in triples:
+        rt._rt.set_data(n, data, dtype)
+    return triples
+
+
 def test_the_kernel_check_stops_past_its_time_limit():
     """check_kernels with stop_after_seconds stops after the first kernel past it; without,
     every kernel runs; either way it reports the kernels' seconds."""
     cx, x, w, y = norm_matmul()
     rt = lm.CpuRuntime()
     rt._load(cx)
-    inputs = search_check.random_inputs(cx._g, {}, 0)
-    triples = [(n, data, dtype) for n, (dtype, data) in zip(cx._g.inputs(), inputs)]
-    for n, (dtype, data) in zip(cx._g.inputs(), inputs):
-        rt._rt.set_data(n, data, dtype)
+    triples = set_check_inputs(rt, cx)
     whole = rt._rt.check_kernels({}, triples, 4, 1, 1 << 16, 0)
     assert not whole["stopped"] and len(whole["kernels"]) > 1 and whole["kernel_seconds"] > 0
     cut = rt._rt.check_kernels({}, triples, 4, 1, 1 << 16, 0, stop_after_seconds=1e-12)
@@ -333,10 +340,7 @@ def test_without_repeats_each_code_runs_once_and_the_rest_stand_in():
     y = h.output()
     rt = lm.CpuRuntime()
     rt._load(cx)
-    inputs = search_check.random_inputs(cx._g, {}, 0)
-    triples = [(n, data, dtype) for n, (dtype, data) in zip(cx._g.inputs(), inputs)]
-    for n, (dtype, data) in zip(cx._g.inputs(), inputs):
-        rt._rt.set_data(n, data, dtype)
+    triples = set_check_inputs(rt, cx)
     whole = rt._rt.check_kernels({}, triples, 4, 1, 1 << 20, 0)
     once = rt._rt.check_kernels({}, triples, 4, 1, 1 << 20, 0, run_repeats=False)
     kernels = len(whole["kernels"])
@@ -362,10 +366,7 @@ def test_the_samples_of_an_attention_cost_about_their_scores():
     rt = lm.CpuRuntime()
     rt._load(cx, attention_program(cx))
     assert "(attention rows=" in rt._rt.program_text()
-    inputs = search_check.random_inputs(cx._g, {}, 0)
-    triples = [(n, data, dtype) for n, (dtype, data) in zip(cx._g.inputs(), inputs)]
-    for n, (dtype, data) in zip(cx._g.inputs(), inputs):
-        rt._rt.set_data(n, data, dtype)
+    triples = set_check_inputs(rt, cx)
     report = rt._rt.check_kernels({}, triples, 4, 1, 1 << 30, 0)
     for kernel, _, _, elements, got, want, problem, _ in report["kernels"]:
         assert not problem and elements, (kernel, problem)

@@ -59,9 +59,9 @@ void fill_poison(uint8_t* bytes, int64_t count, const std::vector<uint8_t>& mark
   }
 }
 
-// `count` elements of `dtype` at `bytes` set to stand-in values: floats +-[0.5, 2) from a
-// fixed sequence (a ratio of 0.5 to 2 between neighbours, no run of one value), ints and bools
-// 0 (an index in range of any table).
+// `count` elements of `dtype` at `bytes` set to stand-in values: floats +-[0.5, 2) of random
+// sign and magnitude from a fixed sequence (the same every check), ints and bools 0 (an index
+// in range of any table).
 void fill_stand_in(uint8_t* bytes, int64_t count, DType dtype) {
   if (!is_float(dtype)) {
     std::memset(bytes, 0, static_cast<size_t>(storage_bytes(dtype, count)));

@@ -28,6 +28,19 @@ void unflatten(int64_t flat, const std::vector<int64_t>& shape, std::vector<int6
     flat = shape[k] > 0 ? flat / shape[k] : 0;
   }
 }
+// Whether `v` reads an operand row-major with `shape`'s dims from its first element, no
+// mask: its element i, for i of that shape flattened, is the operand's element i.
+bool row_major_over(const ConcreteView& v, const std::vector<int64_t>& shape) {
+  if (v.dims != shape || v.offset != 0) return false;
+  int64_t stride = 1;
+  for (size_t k = v.dims.size(); k-- > 0;) {
+    if ((v.strides[k] != stride && v.dims[k] != 1) || v.lo[k] > 0 || v.hi[k] < v.dims[k]) {
+      return false;
+    }
+    stride *= v.dims[k];
+  }
+  return true;
+}
 }  // namespace
 
 ElementEval::ElementEval(const Graph& graph, const DynMap& dims)
@@ -91,23 +104,9 @@ const ElementEval::Info& ElementEval::info(NodeId node) {
     i.numel = checked_numel(i.shape, [&] { return "check: node %" + std::to_string(node); });
     for (const Edge& e : n.inputs) {
       const ConcreteView v = evaluate(e.view, dims_);
-      bool flat = v.dims == i.shape && v.offset == 0;
-      int64_t stride = 1;
-      for (size_t k = v.dims.size(); flat && k-- > 0;) {
-        flat = (v.strides[k] == stride || v.dims[k] == 1) && v.lo[k] <= 0 && v.hi[k] >= v.dims[k];
-        stride *= v.dims[k];
-      }
-      const std::vector<int64_t> operand = evaluate(graph_.node(e.node).shape, dims_);
-      bool identity = v.dims == operand && v.offset == 0;
-      stride = 1;
-      for (size_t k = v.dims.size(); identity && k-- > 0;) {
-        identity = (v.strides[k] == stride || v.dims[k] == 1) && v.lo[k] <= 0 &&
-                   v.hi[k] >= v.dims[k];
-        stride *= v.dims[k];
-      }
+      i.flat.push_back(row_major_over(v, i.shape));
+      i.identity.push_back(row_major_over(v, evaluate(graph_.node(e.node).shape, dims_)));
       i.views.push_back(v);
-      i.flat.push_back(flat);
-      i.identity.push_back(identity);
       i.input_dtypes.push_back(graph_.node(e.node).dtype);
     }
     i.node = &n;

@@ -26,8 +26,8 @@ class ElementMemo {
   void insert(uint64_t key, double value);
   void forget();
   size_t size() const { return size_; }
-  // Changes whenever entries are forgotten (or moved by a growth): a stamp taken at an insert
-  // that still equals it may mean the entry is there.
+  // Changes whenever entries are forgotten (a growth keeps it): a stamp taken at an insert
+  // that still equals it means the entry may be there.
   uint32_t generation() const { return generation_; }
 
  private:
@@ -101,7 +101,7 @@ class ElementEval {
   ElementMemo memo_;
   // Per node, the memo's generation when one of its elements was last memoized: a node none of
   // whose elements is memoized now (most: elements cheaper than a memo entry) is not looked up
-  // (a miss in a table of megabytes was most of a dot product's step).
+  // in the table.
   std::vector<uint32_t> memo_stamp_;
   int64_t steps_ = 0;
   int64_t step_limit_ = -1;

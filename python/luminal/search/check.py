@@ -163,9 +163,11 @@ def random_floats(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
 
 
 # Random float values are drawn for this many bytes at most, then repeated: a prime number of
-# 4 KB pages (so the repeats can be the same pages mapped again, _repeated), about 4.2 M
+# _PAGE pages (so the repeats can be the same pages mapped again, _repeated), about 4.2 M
 # 16-bit values. A row of a power-of-two length then repeats only every 2053 rows or more.
-RANDOM_POOL_BYTES = 2053 * 4096
+# Where the system's pages are bigger, the repeats are copied (the same values).
+_PAGE = 4096
+RANDOM_POOL_BYTES = 2053 * _PAGE
 # Random words drawn at a time (random_floats): the same stream as one draw of them all.
 _DRAW_CHUNK = 1 << 20
 
@@ -195,13 +197,12 @@ def random_blocks(rng, count: int, dtype, scale: float = 1.0) -> np.ndarray:
     """``count`` values of quantized ``dtype`` as raw blocks: 64 blocks quantized from
     random_floats times ``scale`` (so their scales are ordinary), repeated (whole pages of
     them, _repeated)."""
-    from .. import _core
     from ..weights.quantize import quantize
 
     values = _core.block_values(dtype)
     drawn = random_floats(rng, 64 * values, dt.float32, scale).reshape(64, values)
     pattern = np.asarray(quantize(drawn, dtype)).reshape(-1).view(np.uint8)
-    pages = math.lcm(pattern.size, 4096) // pattern.size  # patterns in whole pages
+    pages = math.lcm(pattern.size, _PAGE) // pattern.size  # patterns in whole pages
     return _repeated(np.tile(pattern, pages), _core.storage_bytes(dtype, count))
 
 

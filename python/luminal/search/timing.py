@@ -24,15 +24,14 @@ SLOW_RUN = 0.25  # seconds: a candidate whose checking run took longer is timed 
 # median so far: it cannot win, and a 16-layer model's slow candidates took seconds each.
 RACE_SAMPLES = 2
 RACE_MARGIN = 1.25
-# A candidate whose checking run took over SLOW_RUN and LOST_MARGIN x the best median so far
+# A candidate whose checking run took over LOST_FLOOR and LOST_MARGIN x the best median so far
 # has lost already: that run is its time, and its kernels are not timed one by one (at 1B
 # parameters a GEMM at one row took 1 s a run against 0.09 s for the GEMV). Faster ones are
 # still timed kernel by kernel: the combination of the fastest kernels reads their times.
 LOST_MARGIN = 2.0
-# ... and a checking run (its kernels' seconds) is stopped as lost once over LOST_FLOOR and
-# LOST_MARGIN x the best: a 1B model's candidate running a GEMM at one row ran 0.25 s of
-# kernels (and the checker's samples beside them) before SLOW_RUN stopped it, against 0.065 s
-# for the best.
+# The checking run is stopped there too (lost_after): a 1B model's candidate running a GEMM at
+# one row ran 0.25 s of kernels (and the checker's samples beside them) when the floor was
+# SLOW_RUN, against 0.065 s for the best.
 LOST_FLOOR = 0.1
 FINALISTS = 3         # the fastest candidates re-timed together (and the incumbent)
 RETIME_ROUNDS = 3     # rounds of re-timing; each runs every finalist in turn
